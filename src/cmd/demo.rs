@@ -1,0 +1,76 @@
+//! `dream demo`: a whole cycle on the shipped sample events, in a scratch repository.
+
+use crate::cli::{DemoArgs, Global};
+use crate::config::{Config, CycleKind};
+use crate::cycle::{self, Options};
+use crate::error::{Context, Result, EXIT_OK};
+use crate::fsutil::write_atomic;
+use crate::{embed, llm};
+
+/// The sample events (fixtures/events/), built into the binary so the demo runs anywhere.
+pub const SAMPLE_EVENTS: &[(&str, &str)] = &[
+    (
+        "2026-11-02.jsonl",
+        include_str!("../../fixtures/events/2026-11-02.jsonl"),
+    ),
+    (
+        "2026-11-03.jsonl",
+        include_str!("../../fixtures/events/2026-11-03.jsonl"),
+    ),
+    (
+        "2026-11-04.jsonl",
+        include_str!("../../fixtures/events/2026-11-04.jsonl"),
+    ),
+    (
+        "2026-11-05.jsonl",
+        include_str!("../../fixtures/events/2026-11-05.jsonl"),
+    ),
+    (
+        "2026-11-06.jsonl",
+        include_str!("../../fixtures/events/2026-11-06.jsonl"),
+    ),
+];
+
+/// The evening the sample's last day ends.
+pub const SAMPLE_NOW: &str = "2026-11-06T21:00:00Z";
+
+pub fn run(g: &Global, a: &DemoArgs) -> Result<i32> {
+    let dir = match &a.keep {
+        Some(d) => {
+            let cwd = std::env::current_dir().context(|| "reading the current folder".into())?;
+            super::absolute(&cwd, d)
+        }
+        None => tempfile::Builder::new()
+            .prefix("dream-demo-")
+            .tempdir()
+            .context(|| "creating a temporary folder".into())?
+            .keep(),
+    };
+    super::init::init(&dir)?;
+    for (name, text) in SAMPLE_EVENTS {
+        write_atomic(&dir.join("events").join(name), text.as_bytes())?;
+    }
+    let config = Config::load(&dir)?;
+    let provider = llm::from_config(&config)?;
+    let embedder = embed::from_config(&config)?;
+    let now = match &g.now {
+        Some(_) => super::now(g)?,
+        None => SAMPLE_NOW.parse().expect("a valid timestamp"),
+    };
+    let opts = Options {
+        kind: CycleKind::Evening,
+        dry_run: false,
+        now,
+    };
+    let report = cycle::run(&dir, &config, provider.as_ref(), embedder.as_ref(), &opts)?;
+    if a.json {
+        super::print_json(&report)?;
+        return Ok(EXIT_OK);
+    }
+    print!("{}", report.render());
+    let d = dir.display();
+    println!(
+        "\nThe demo repository is {d}. Look at:\n  {d}/memory/human.md     the facts an agent would load\n  {d}/review/             cards waiting for a person\n  git -C {d} log          what the cycle did and why\n  dream --repo {d} status"
+    );
+    Ok(EXIT_OK)
+}

@@ -1,0 +1,60 @@
+//! One file per subcommand, each with a small `run()` that resolves the repository, calls
+//! the library, and prints. This is the only layer that writes to stdout.
+
+mod demo;
+mod ingest;
+mod init;
+mod run;
+mod status;
+
+use std::path::{Path, PathBuf};
+
+use chrono::{DateTime, Utc};
+
+use crate::cli::{Cli, Command, Global};
+use crate::error::{Context, Error, Result};
+
+/// Run the parsed command line; returns the exit code.
+pub fn run(cli: Cli) -> Result<i32> {
+    let g = &cli.global;
+    match &cli.command {
+        Command::Init(a) => init::run(g, a),
+        Command::Run(a) => run::run(g, a),
+        Command::Ingest(a) => ingest::run(g, a),
+        Command::Status(a) => status::run(g, a),
+        Command::Demo(a) => demo::run(g, a),
+    }
+}
+
+/// The repo the command works on (`--repo`, `$DREAM_REPO`, or found upwards).
+pub fn repo_root(g: &Global) -> Result<PathBuf> {
+    let cwd = std::env::current_dir().context(|| "reading the current folder".into())?;
+    let explicit = g.repo.as_deref().map(|p| absolute(&cwd, p));
+    crate::store::discover(explicit.as_deref(), &cwd)
+}
+
+pub fn absolute(cwd: &Path, p: &Path) -> PathBuf {
+    if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        cwd.join(p)
+    }
+}
+
+/// The cycle's clock: `--now`, else the wall clock.
+pub fn now(g: &Global) -> Result<DateTime<Utc>> {
+    match &g.now {
+        None => Ok(Utc::now()),
+        Some(s) => DateTime::parse_from_rfc3339(s)
+            .map(|t| t.with_timezone(&Utc))
+            .map_err(|e| Error::Usage(format!("--now {s:?} is not an RFC 3339 timestamp ({e}); for example 2026-11-29T21:00:00Z"))),
+    }
+}
+
+/// Print a value as one JSON document on stdout.
+pub fn print_json<T: serde::Serialize>(value: &T) -> Result<()> {
+    let text = serde_json::to_string_pretty(value)
+        .map_err(|e| Error::Other(format!("encoding JSON: {e}")))?;
+    println!("{text}");
+    Ok(())
+}

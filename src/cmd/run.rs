@@ -1,0 +1,29 @@
+//! `dream run`: one cycle.
+
+use crate::cli::{Global, RunArgs};
+use crate::config::Config;
+use crate::cycle::{self, Options};
+use crate::error::{Result, EXIT_OK};
+use crate::{embed, llm};
+
+pub fn run(g: &Global, a: &RunArgs) -> Result<i32> {
+    let root = super::repo_root(g)?;
+    let mut config = Config::load(&root)?;
+    if let Some(b) = a.budget {
+        config.budget.tokens_per_cycle = b;
+    }
+    let provider = llm::from_config(&config)?;
+    let embedder = embed::from_config(&config)?;
+    let opts = Options {
+        kind: a.cycle,
+        dry_run: a.dry_run,
+        now: super::now(g)?,
+    };
+    let report = cycle::run(&root, &config, provider.as_ref(), embedder.as_ref(), &opts)?;
+    if a.json {
+        super::print_json(&report)?;
+    } else {
+        print!("{}", report.render());
+    }
+    Ok(EXIT_OK)
+}

@@ -1,0 +1,141 @@
+//! `dream status`: what is waiting, at a glance.
+
+use serde::Serialize;
+
+use crate::cli::{Global, StatusArgs};
+use crate::config::Config;
+use crate::error::{Result, EXIT_OK};
+use crate::inbox;
+use crate::ingest::file_key;
+use crate::state::{self, Quarantined, State};
+use crate::store::Store;
+
+#[derive(Debug, Serialize)]
+struct Status {
+    repo: String,
+    events_stored: u64,
+    /// Stored events no cycle has reflected on yet.
+    events_unreflected: u64,
+    /// Inbox bytes not yet read by a cycle, per file with any.
+    inbox_lag: Vec<Lag>,
+    inbox_lag_bytes: u64,
+    review_queue: usize,
+    quarantined: u64,
+    recent_quarantine: Vec<Quarantined>,
+    active_facts: usize,
+    last_cycles: Vec<CycleLine>,
+}
+
+#[derive(Debug, Serialize)]
+struct Lag {
+    file: String,
+    bytes: u64,
+}
+
+#[derive(Debug, Serialize)]
+struct CycleLine {
+    id: String,
+    kind: String,
+    finished: String,
+    promoted: u64,
+    queued: u64,
+    refused: u64,
+    tokens: u64,
+}
+
+pub fn run(g: &Global, a: &StatusArgs) -> Result<i32> {
+    let root = super::repo_root(g)?;
+    let config = Config::load(&root)?;
+    let store = Store::open(&root)?;
+    let state = State::open_read_only(&root)?;
+    let watermarks = match &state {
+        Some(s) => state::watermarks(&s.conn)?,
+        None => Vec::new(),
+    };
+    let mut inbox_lag = Vec::new();
+    for path in inbox::list_files(&root.join(&config.inbox.path))? {
+        let key = file_key(&root, &path);
+        let prev = watermarks.iter().find(|w| w.file == key);
+        let bytes = inbox::lag(&path, prev);
+        if bytes > 0 {
+            inbox_lag.push(Lag { file: key, bytes });
+        }
+    }
+    let (cards, _) = store.pending_cards()?;
+    let memory = store.load_memory(super::now(g)?.date_naive())?;
+    let mut s = Status {
+        repo: root.display().to_string(),
+        events_stored: 0,
+        events_unreflected: 0,
+        inbox_lag_bytes: inbox_lag.iter().map(|l| l.bytes).sum(),
+        inbox_lag,
+        review_queue: cards.len(),
+        quarantined: 0,
+        recent_quarantine: Vec::new(),
+        active_facts: memory.len(),
+        last_cycles: Vec::new(),
+    };
+    if let Some(st) = &state {
+        s.events_stored = state::count(&st.conn, "SELECT COUNT(*) FROM events")?;
+        s.events_unreflected = state::count(
+            &st.conn,
+            "SELECT COUNT(*) FROM events WHERE reflected_cycle IS NULL",
+        )?;
+        s.quarantined = state::count(&st.conn, "SELECT COUNT(*) FROM quarantine")?;
+        s.recent_quarantine = state::quarantined(&st.conn, 5)?;
+        for c in state::recent_cycles(&st.conn, 5)? {
+            let n = |k: &str| c.report["candidates"][k].as_u64().unwrap_or(0);
+            s.last_cycles.push(CycleLine {
+                id: c.id.clone(),
+                kind: c.kind.clone(),
+                finished: c.finished.format("%Y-%m-%d %H:%M UTC").to_string(),
+                promoted: n("promoted"),
+                queued: n("queued"),
+                refused: n("refused"),
+                tokens: c.report["tokens"]["spent"].as_u64().unwrap_or(0),
+            });
+        }
+    }
+    if a.json {
+        super::print_json(&s)?;
+        return Ok(EXIT_OK);
+    }
+    println!("dream repository {}", s.repo);
+    println!("  active facts     {}", s.active_facts);
+    println!(
+        "  review queue     {} cards{}",
+        s.review_queue,
+        if s.review_queue > 0 {
+            " (run `dream review`)"
+        } else {
+            ""
+        }
+    );
+    println!(
+        "  events           {} stored, {} not yet reflected on",
+        s.events_stored, s.events_unreflected
+    );
+    println!(
+        "  inbox lag        {} bytes not yet read",
+        s.inbox_lag_bytes
+    );
+    for l in &s.inbox_lag {
+        println!("                   {} ({} bytes)", l.file, l.bytes);
+    }
+    println!("  quarantined      {} lines", s.quarantined);
+    for q in &s.recent_quarantine {
+        println!("                   {}:{}: {}", q.file, q.line, q.reason);
+    }
+    if s.last_cycles.is_empty() {
+        println!("  last cycles      none yet");
+    } else {
+        println!("  last cycles");
+        for c in &s.last_cycles {
+            println!(
+                "                   {} {:<7} {} promoted, {} queued, {} refused, {} tokens ({})",
+                c.id, c.kind, c.promoted, c.queued, c.refused, c.tokens, c.finished
+            );
+        }
+    }
+    Ok(EXIT_OK)
+}

@@ -1,0 +1,145 @@
+//! One error type for the library, and the one place that decides exit codes.
+//!
+//! The library never prints and never exits: it returns an [`Error`] whose kind says what
+//! went wrong and whose [`Error::hint`] says what to do. `main.rs` prints both and exits
+//! with [`Error::exit_code`], so the mapping from failures to the exit codes of SPEC S11
+//! (0 ok, 1 failure, 2 usage or config error, 75 lock held) lives here and nowhere else.
+
+use std::path::{Path, PathBuf};
+
+/// Exit code: success.
+pub const EXIT_OK: i32 = 0;
+/// Exit code: a failure while working (I/O, git, state, provider).
+pub const EXIT_FAILURE: i32 = 1;
+/// Exit code: the command line or the configuration is wrong.
+pub const EXIT_USAGE: i32 = 2;
+/// Exit code: another process holds the single-writer lock (EX_TEMPFAIL).
+pub const EXIT_LOCKED: i32 = 75;
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The command line asks for something that cannot be done as asked.
+    #[error("{0}")]
+    Usage(String),
+
+    /// `dream.toml` (or an environment override of it) is invalid.
+    #[error("{file}: {message}")]
+    Config { file: String, message: String },
+
+    /// The folder is not a dream repository.
+    #[error("{} is not a dream repository (no dream.toml here or in any parent folder)", path.display())]
+    NotARepo { path: PathBuf },
+
+    /// Another process holds `.dream/lock`.
+    #[error("another dream cycle is running ({holder})")]
+    LockHeld { holder: String },
+
+    /// Input that cannot be accepted (a bad event, a bad id).
+    #[error("{0}")]
+    Input(String),
+
+    #[error("{context}: {source}")]
+    Io {
+        context: String,
+        #[source]
+        source: std::io::Error,
+    },
+
+    #[error("{context}: {source}")]
+    Git {
+        context: String,
+        #[source]
+        source: git2::Error,
+    },
+
+    #[error("{context}: {source}")]
+    State {
+        context: String,
+        #[source]
+        source: rusqlite::Error,
+    },
+
+    /// A model or embedding provider failed in a way the cycle cannot degrade around.
+    #[error("{0}")]
+    Provider(String),
+
+    /// Anything else, already phrased for a person.
+    #[error("{0}")]
+    Other(String),
+}
+
+impl Error {
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            Error::Usage(_) | Error::Config { .. } | Error::NotARepo { .. } => EXIT_USAGE,
+            Error::LockHeld { .. } => EXIT_LOCKED,
+            _ => EXIT_FAILURE,
+        }
+    }
+
+    /// What the person should do next, when there is something useful to say.
+    pub fn hint(&self) -> Option<String> {
+        match self {
+            Error::NotARepo { .. } => Some(
+                "run `dream init DIR` to create one, or point at one with --repo DIR or DREAM_REPO"
+                    .into(),
+            ),
+            Error::LockHeld { .. } => Some(
+                "this run wrote nothing; the next scheduled run will pick up the work".into(),
+            ),
+            Error::Config { .. } => Some(
+                "fix the key in dream.toml (every key and its default is listed in the file `dream init` writes)"
+                    .into(),
+            ),
+            Error::Io { source, .. } => match source.kind() {
+                std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::ReadOnlyFilesystem => {
+                    Some("make the repository writable for this user; nothing was changed".into())
+                }
+                std::io::ErrorKind::StorageFull => {
+                    Some("free some disk space and run again; nothing was changed".into())
+                }
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+}
+
+/// Attach a sentence of context to I/O, git and SQLite errors.
+pub trait Context<T> {
+    fn context(self, what: impl FnOnce() -> String) -> Result<T>;
+}
+
+impl<T> Context<T> for std::result::Result<T, std::io::Error> {
+    fn context(self, what: impl FnOnce() -> String) -> Result<T> {
+        self.map_err(|source| Error::Io {
+            context: what(),
+            source,
+        })
+    }
+}
+
+impl<T> Context<T> for std::result::Result<T, git2::Error> {
+    fn context(self, what: impl FnOnce() -> String) -> Result<T> {
+        self.map_err(|source| Error::Git {
+            context: what(),
+            source,
+        })
+    }
+}
+
+impl<T> Context<T> for std::result::Result<T, rusqlite::Error> {
+    fn context(self, what: impl FnOnce() -> String) -> Result<T> {
+        self.map_err(|source| Error::State {
+            context: what(),
+            source,
+        })
+    }
+}
+
+/// `path` shown the way a person would type it.
+pub fn show(path: &Path) -> String {
+    path.display().to_string()
+}

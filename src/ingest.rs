@@ -1,0 +1,132 @@
+//! Ingest (SPEC S4 step 2): new complete inbox lines into the state database.
+//!
+//! Every line since each file's watermark becomes an event, a no-op (an id seen before with
+//! the same content) or a quarantine record with file, line and reason (bad JSON, a missing
+//! field, an id seen before with different content). Nothing is dropped silently and a bad
+//! line never blocks the lines after it. The new watermarks are returned, not stored: the
+//! cycle stores them only after its commit succeeded.
+
+use std::path::Path;
+
+use chrono::{DateTime, Utc};
+use rusqlite::Connection;
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+
+use crate::config::Config;
+use crate::error::Result;
+use crate::event::{self, hex};
+use crate::inbox;
+use crate::memory::excerpt;
+use crate::secrets;
+use crate::state::{self, Quarantined, Watermark};
+
+/// What ingest did, for the report.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Ingested {
+    pub files: usize,
+    pub lines: usize,
+    pub new_events: usize,
+    pub duplicates: usize,
+    pub quarantined: usize,
+    /// Events that had a secret redacted.
+    pub redacted: usize,
+    /// Bytes of half-written last lines left for the next run.
+    pub partial_bytes: u64,
+    /// Files read again from their start, and why.
+    pub restarted: Vec<String>,
+    #[serde(skip)]
+    pub new_ids: Vec<String>,
+    #[serde(skip)]
+    pub watermarks: Vec<Watermark>,
+    #[serde(skip)]
+    pub quarantine: Vec<Quarantined>,
+}
+
+/// The key a file's watermark is stored under: its path relative to the repo when inside it.
+pub fn file_key(root: &Path, path: &Path) -> String {
+    path.strip_prefix(root)
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|_| path.display().to_string())
+}
+
+/// Read every inbox file since its watermark and store what is new in `conn`.
+pub fn run(
+    conn: &Connection,
+    root: &Path,
+    config: &Config,
+    cycle: &str,
+    now: DateTime<Utc>,
+) -> Result<Ingested> {
+    let dir = root.join(&config.inbox.path);
+    let mut out = Ingested::default();
+    for path in inbox::list_files(&dir)? {
+        let key = file_key(root, &path);
+        let prev = state::watermark(conn, &key)?;
+        let chunk = inbox::read_new(&path, &key, prev.as_ref(), config.inbox.max_event_bytes)?;
+        out.files += 1;
+        out.partial_bytes += chunk.partial_bytes;
+        if let Some(why) = &chunk.restarted {
+            out.restarted
+                .push(format!("{key}: {why}; read again from the start"));
+        }
+        for line in &chunk.lines {
+            out.lines += 1;
+            let parsed = if line.truncated {
+                Err(format!(
+                    "line is {} bytes, over the limit of {} (inbox.max_event_bytes)",
+                    line.len, config.inbox.max_event_bytes
+                ))
+            } else {
+                event::parse_line(&line.bytes, config.inbox.max_event_bytes)
+            };
+            let reason = match parsed {
+                Err(reason) => Some(reason),
+                Ok(p) => {
+                    let hash = p.event.content_hash();
+                    match state::event_hash(conn, &p.event.id)? {
+                        Some(h) if h == hash => {
+                            out.duplicates += 1;
+                            None
+                        }
+                        Some(_) => Some(format!(
+                            "conflict: event id {:?} was already stored with different content",
+                            p.event.id
+                        )),
+                        None => {
+                            state::insert_event(
+                                conn,
+                                &p.event,
+                                &format!("{key}:{}", line.line),
+                                cycle,
+                            )?;
+                            out.new_events += 1;
+                            if !p.redacted.is_empty() {
+                                out.redacted += 1;
+                            }
+                            out.new_ids.push(p.event.id);
+                            None
+                        }
+                    }
+                }
+            };
+            if let Some(reason) = reason {
+                let q = Quarantined {
+                    file: key.clone(),
+                    line: line.line,
+                    offset: line.offset,
+                    reason,
+                    excerpt: secrets::redact(&excerpt(&String::from_utf8_lossy(&line.bytes), 200))
+                        .0,
+                    hash: hex(&Sha256::digest(&line.bytes))[..16].to_string(),
+                };
+                if state::quarantine(conn, &q, cycle, now)? {
+                    out.quarantined += 1;
+                    out.quarantine.push(q);
+                }
+            }
+        }
+        out.watermarks.push(chunk.watermark);
+    }
+    Ok(out)
+}

@@ -1,0 +1,116 @@
+//! The hard token budget of SPEC S5.
+//!
+//! Before a call the engine reserves a conservative estimate (prompt plus the most the
+//! reply may use); a reservation that could cross the cap is refused, so the call is never
+//! started. After the call the reservation is settled with the usage the server reported
+//! (or the estimate when it reported none). Reservations are taken under one lock, so the
+//! cap holds however many calls run at once: the sum of reservations in flight plus what is
+//! already spent never exceeds it.
+
+use std::sync::Mutex;
+
+use serde::Serialize;
+
+#[derive(Debug)]
+pub struct Budget {
+    cap: u64,
+    inner: Mutex<Inner>,
+}
+
+#[derive(Debug, Default, Clone, Copy, Serialize, PartialEq, Eq)]
+pub struct Spend {
+    /// Tokens charged for finished calls.
+    pub spent: u64,
+    /// Tokens reserved by calls still in flight.
+    pub reserved: u64,
+    /// Calls that were started.
+    pub calls: u64,
+    /// Calls not started because they could have crossed the cap.
+    pub refused: u64,
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    spend: Spend,
+}
+
+/// Permission to make one call; settle it when the call returns.
+#[derive(Debug)]
+#[must_use = "settle the reservation with the usage the call reported"]
+pub struct Reservation {
+    amount: u64,
+}
+
+impl Reservation {
+    pub fn amount(&self) -> u64 {
+        self.amount
+    }
+}
+
+impl Budget {
+    pub fn new(cap: u64) -> Budget {
+        Budget {
+            cap,
+            inner: Mutex::new(Inner::default()),
+        }
+    }
+
+    pub fn cap(&self) -> u64 {
+        self.cap
+    }
+
+    /// Reserve `estimate` tokens, or `None` when that could cross the cap.
+    pub fn reserve(&self, estimate: u64) -> Option<Reservation> {
+        let mut inner = self.inner.lock().expect("budget lock");
+        let s = &mut inner.spend;
+        if s.spent + s.reserved + estimate > self.cap {
+            s.refused += 1;
+            return None;
+        }
+        s.reserved += estimate;
+        s.calls += 1;
+        Some(Reservation { amount: estimate })
+    }
+
+    /// Release a reservation and charge what the call used.
+    pub fn settle(&self, r: Reservation, used: u64) {
+        let mut inner = self.inner.lock().expect("budget lock");
+        inner.spend.reserved -= r.amount;
+        inner.spend.spent += used;
+    }
+
+    pub fn spend(&self) -> Spend {
+        self.inner.lock().expect("budget lock").spend
+    }
+
+    /// True once some call was refused for lack of budget.
+    pub fn exhausted(&self) -> bool {
+        self.spend().refused > 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_call_that_could_cross_the_cap_is_not_started() {
+        let b = Budget::new(1000);
+        let r1 = b.reserve(600).unwrap();
+        assert!(b.reserve(500).is_none(), "600 reserved + 500 > 1000");
+        b.settle(r1, 300);
+        let r2 = b.reserve(500).unwrap();
+        b.settle(r2, 450);
+        assert_eq!(
+            b.spend(),
+            Spend {
+                spent: 750,
+                reserved: 0,
+                calls: 2,
+                refused: 1
+            }
+        );
+        assert!(b.exhausted());
+        assert!(b.reserve(0).is_some(), "free calls always fit");
+    }
+}

@@ -1,0 +1,825 @@
+//! The offline provider `none` (SPEC S7): an extractive reflector and a similarity judge
+//! that need no network and give the same answer every time.
+//!
+//! The reflector never writes a word of its own: every candidate is one sentence the owner
+//! wrote, taken verbatim from a supporting event, so it is traceable by construction (the
+//! agent's, a tool's or a web page's restatements may add support, never the sentence). It proposes a
+//! sentence only when other events in the cluster restate it, and never proposes
+//! questions, requests, greetings or other low-content chatter, however often they repeat:
+//! repetition alone is not durability. Category and block come from the transparent
+//! phrase rules in [`classify`]. The judge flags duplicates by S6 similarity and, as a
+//! conservative offline stand-in for a model, possible contradictions between same-subject
+//! facts whose polarity, names or numbers differ; anything else is "no contradiction found".
+
+use std::collections::{BTreeSet, HashSet};
+
+use super::{
+    EventView, JudgeReply, JudgeRequest, Llm, LlmError, Proposal, ReflectReply, ReflectRequest,
+    Reply, Verdict,
+};
+use crate::config::Config;
+use crate::measures::{self, Entity, EntityKind};
+use crate::memory::Block;
+
+/// A sentence supports a candidate when it is at least this similar (and agrees in polarity
+/// and names every entity of the candidate).
+pub const SUPPORT_SIMILARITY: f64 = 0.6;
+/// Two facts this similar are about the same subject (for possible contradictions).
+pub const SAME_SUBJECT_SIMILARITY: f64 = 0.5;
+/// Longest sentence the reflector will turn into a fact.
+const MAX_FACT_CHARS: usize = 280;
+/// Fewest content words a fact may have.
+const MIN_CONTENT_WORDS: usize = 3;
+
+pub struct Offline {
+    min_points: usize,
+    duplicate_similarity: f64,
+}
+
+impl Offline {
+    pub fn new(config: &Config) -> Offline {
+        Offline {
+            min_points: config.cluster.min_points,
+            duplicate_similarity: config.promote.reinforce_similarity,
+        }
+    }
+}
+
+/// Split text into sentences at `.`, `!` or `?` followed by white space, and at newlines.
+pub fn sentences(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\n' {
+            push_sentence(&mut out, &mut cur);
+            continue;
+        }
+        cur.push(c);
+        if matches!(c, '.' | '!' | '?') && chars.peek().is_none_or(|n| n.is_whitespace()) {
+            push_sentence(&mut out, &mut cur);
+        }
+    }
+    push_sentence(&mut out, &mut cur);
+    out
+}
+
+fn push_sentence(out: &mut Vec<String>, cur: &mut String) {
+    let s = cur
+        .trim()
+        .trim_start_matches(['-', '*', '•', '>'])
+        .trim()
+        .to_string();
+    if !s.is_empty() {
+        out.push(s);
+    }
+    cur.clear();
+}
+
+fn lower(s: &str) -> String {
+    s.to_lowercase().replace(['\u{2019}', '\u{2018}'], "'")
+}
+
+const QUESTION_STARTS: &[&str] = &[
+    "who ",
+    "what ",
+    "whats ",
+    "when ",
+    "where ",
+    "why ",
+    "how ",
+    "which ",
+    "whose ",
+    "can ",
+    "could ",
+    "would ",
+    "will ",
+    "do ",
+    "does ",
+    "did ",
+    "is ",
+    "are ",
+    "was ",
+    "were ",
+    "should ",
+    "shall ",
+    "may ",
+    "have you ",
+    "has ",
+    "any idea",
+];
+
+const REQUEST_STARTS: &[&str] = &[
+    "please ",
+    "pls ",
+    "can you",
+    "could you",
+    "would you",
+    "will you",
+    "let's ",
+    "lets ",
+    "help me",
+    "show me",
+    "tell me",
+    "give me",
+    "remind me",
+    "make ",
+    "fix ",
+    "add ",
+    "run ",
+    "create ",
+    "write ",
+    "update ",
+    "delete ",
+    "remove ",
+    "check ",
+    "try ",
+    "open ",
+    "install ",
+    "explain ",
+    "summarize ",
+    "summarise ",
+    "list ",
+    "find ",
+    "build ",
+    "deploy ",
+    "refactor ",
+    "rename ",
+    "move ",
+    "look ",
+    "go ",
+    "start ",
+    "stop ",
+    "send ",
+    "book ",
+    "search ",
+    "read ",
+    "review ",
+    "change ",
+    "set ",
+    "get ",
+    "generate ",
+    "draft ",
+    "translate ",
+    "continue",
+    "ok ",
+    "okay ",
+    "thanks",
+    "thank you",
+    "hi ",
+    "hello",
+    "hey ",
+    "good morning",
+    "good night",
+    "sure ",
+    "yes ",
+    "no ",
+    "lol",
+    "haha",
+    "great ",
+    "cool ",
+    "nice ",
+    "awesome ",
+];
+
+/// Words of acknowledgement and small talk: a sentence made only of these is chatter.
+const CHATTER: &[&str] = &[
+    "ok",
+    "okay",
+    "thank",
+    "thanks",
+    "thx",
+    "sound",
+    "good",
+    "great",
+    "cool",
+    "nice",
+    "perfect",
+    "awesome",
+    "hmm",
+    "hm",
+    "let",
+    "think",
+    "sure",
+    "yes",
+    "yeah",
+    "yep",
+    "nope",
+    "lol",
+    "haha",
+    "right",
+    "alright",
+    "fine",
+    "got",
+    "see",
+    "agree",
+    "done",
+    "wow",
+    "hi",
+    "hello",
+    "hey",
+    "bye",
+    "cheer",
+    "cheers",
+    "morning",
+    "night",
+    "lot",
+    "much",
+    "ah",
+    "oh",
+    "well",
+    "wait",
+    "indeed",
+    "exactly",
+    "true",
+    "totally",
+    "love",
+    "amazing",
+    "excellent",
+    "noted",
+];
+
+/// True for questions, requests and chatter: things said that are not facts, however
+/// often they are repeated.
+pub fn not_a_fact(sentence: &str) -> bool {
+    let raw = lower(sentence.trim());
+    let s = format!("{} ", measures::normalize(&raw));
+    if raw.ends_with('?') || QUESTION_STARTS.iter().any(|p| s.starts_with(p)) {
+        return true;
+    }
+    if REQUEST_STARTS.iter().any(|p| s.starts_with(p)) || s.contains(" please ") {
+        return true;
+    }
+    if raw.contains("[redacted:") || sentence.chars().count() > MAX_FACT_CHARS {
+        return true;
+    }
+    let content = measures::content_tokens(sentence);
+    content.len() < MIN_CONTENT_WORDS || content.iter().all(|t| CHATTER.contains(&t.as_str()))
+}
+
+/// Category and block of a fact, by phrase rules checked in this order: persona,
+/// commitments, preferences, identity, events, project; anything else is `knowledge` in
+/// scratch.
+pub fn classify(text: &str) -> (&'static str, Block) {
+    let s = format!(" {} ", lower(text));
+    let has = |phrases: &[&str]| phrases.iter().any(|p| s.contains(p));
+    let starts = |phrases: &[&str]| phrases.iter().any(|p| s.trim_start().starts_with(p));
+    if starts(&[
+        "you are ",
+        "you're ",
+        "your name ",
+        "you should ",
+        "you must ",
+        "as my assistant",
+        "call yourself",
+    ]) {
+        return ("persona", Block::Persona);
+    }
+    if has(&[
+        " i will ",
+        " i'll ",
+        " i'm going to ",
+        " i am going to ",
+        " i promised ",
+        " i have to ",
+        " i need to ",
+        " i must ",
+        " deadline",
+        " due ",
+        " appointment",
+        " i plan to ",
+        " my plan is ",
+        " i'm planning ",
+        " i am planning ",
+        " scheduled ",
+        " i committed ",
+    ]) {
+        return ("commitments", Block::Human);
+    }
+    if has(&[
+        " i prefer ",
+        " i like ",
+        " i love ",
+        " i enjoy ",
+        " i hate ",
+        " i dislike ",
+        " i don't like ",
+        " i do not like ",
+        " my favorite ",
+        " my favourite ",
+        " work best ",
+        " works best ",
+        " i always ",
+        " i never ",
+        " i usually ",
+        " i'd rather ",
+        " i would rather ",
+        " i want you to ",
+        " i'd like you to ",
+    ]) || starts(&["always ", "never ", "don't ever ", "do not ever "])
+    {
+        return ("preferences", Block::Human);
+    }
+    if has(&[
+        " my name is ",
+        " i am a ",
+        " i'm a ",
+        " i am an ",
+        " i'm an ",
+        " i live ",
+        " i'm from ",
+        " i am from ",
+        " i'm based ",
+        " i am based ",
+        " i work at ",
+        " i work as ",
+        " i work for ",
+        " i work on ",
+        " my job ",
+        " my role ",
+        " my pronouns ",
+        " i was born ",
+        " years old",
+        " my wife ",
+        " my husband ",
+        " my partner ",
+        " my son ",
+        " my daughter ",
+        " my kids ",
+        " my children ",
+        " my dog ",
+        " my cat ",
+        " my birthday ",
+        " i have a ",
+        " i have two ",
+        " i have three ",
+        " my team ",
+        " my company ",
+        " my mother ",
+        " my father ",
+        " my mom ",
+        " my dad ",
+        " my sister ",
+        " my brother ",
+        " i lead ",
+        " i manage ",
+        " i run the ",
+        " i am the ",
+        " i'm the ",
+        " allergic to ",
+    ]) {
+        return ("identity", Block::Human);
+    }
+    if has(&[
+        " yesterday",
+        " last week",
+        " last month",
+        " last year",
+        " last night",
+        " today",
+        " this morning",
+        " tonight",
+        " ago ",
+        " ago.",
+        " on monday",
+        " on tuesday",
+        " on wednesday",
+        " on thursday",
+        " on friday",
+        " on saturday",
+        " on sunday",
+        " went to ",
+        " visited ",
+        " moved to ",
+        " attended ",
+        " graduated ",
+    ]) {
+        return ("event", Block::Episodes);
+    }
+    if has(&[
+        " my stack ",
+        " our stack ",
+        " we use ",
+        " our project ",
+        " the project ",
+        " our repo ",
+        " the repo ",
+        " our team ",
+        " our codebase ",
+        " we deploy ",
+        " in production ",
+    ]) {
+        return ("project", Block::Scratch);
+    }
+    ("knowledge", Block::Scratch)
+}
+
+/// An event's sentences with their content tokens, entities and polarity.
+struct Sentence {
+    text: String,
+    tokens: BTreeSet<String>,
+}
+
+struct Analysed<'a> {
+    event: &'a EventView,
+    sentences: Vec<Sentence>,
+    /// Every stemmed token of the event, for entity checks.
+    vocab: HashSet<String>,
+}
+
+fn analyse(e: &EventView) -> Analysed<'_> {
+    let sentences = sentences(&e.text)
+        .into_iter()
+        .map(|text| Sentence {
+            tokens: measures::content_tokens(&text),
+            text,
+        })
+        .collect();
+    Analysed {
+        event: e,
+        sentences,
+        vocab: measures::vocabulary([e.text.as_str()]),
+    }
+}
+
+/// Whether event `a` restates the sentence `unit`.
+fn supports(a: &Analysed<'_>, unit: &Sentence, entities: &[Entity]) -> bool {
+    let entity_ok = entities
+        .iter()
+        .all(|en| measures::entity_present(en, &[a.event.text.as_str()], &a.vocab));
+    entity_ok
+        && a.sentences.iter().any(|s| {
+            measures::set_similarity(&s.tokens, &unit.tokens) >= SUPPORT_SIMILARITY
+                && measures::polarity_agrees(&s.text, &unit.text)
+        })
+}
+
+/// `1 - 0.4^k`, k the number of distinct (session, day) pairs among supporting events that
+/// can establish a fact: one restatement 0.6, two independent ones 0.84, three 0.94.
+pub fn confidence(independent: usize) -> f64 {
+    measures::round3(1.0 - 0.4f64.powi(independent as i32))
+}
+
+impl Offline {
+    fn extract(&self, req: &ReflectRequest) -> ReflectReply {
+        let analysed: Vec<Analysed<'_>> = req
+            .events
+            .iter()
+            .filter(|e| !e.recalled)
+            .map(analyse)
+            .collect();
+        let mut used = vec![false; analysed.len()];
+        let mut candidates = Vec::new();
+        loop {
+            // Most supporting events, then most sessions, then an owner among them, then
+            // the shortest sentence (the most atomic statement of the fact).
+            type Score = (usize, usize, bool, std::cmp::Reverse<usize>);
+            let mut best: Option<(usize, usize, Vec<usize>, Score)> = None;
+            for (i, a) in analysed.iter().enumerate() {
+                if used[i]
+                    || a.event.trust != crate::event::Trust::Owner
+                    || a.event.kind.starts_with("tool_")
+                {
+                    continue;
+                }
+                for (j, unit) in a.sentences.iter().enumerate() {
+                    if not_a_fact(&unit.text) {
+                        continue;
+                    }
+                    let entities = measures::entities(&unit.text);
+                    let support: Vec<usize> = analysed
+                        .iter()
+                        .enumerate()
+                        .filter(|(k, b)| !used[*k] && supports(b, unit, &entities))
+                        .map(|(k, _)| k)
+                        .collect();
+                    if support.len() < self.min_points
+                        || !support.iter().any(|&k| analysed[k].event.new)
+                    {
+                        continue;
+                    }
+                    let sessions: HashSet<&str> = support
+                        .iter()
+                        .map(|&k| analysed[k].event.session.as_str())
+                        .collect();
+                    let owner = support
+                        .iter()
+                        .any(|&k| analysed[k].event.trust == crate::event::Trust::Owner);
+                    let score = (
+                        support.len(),
+                        sessions.len(),
+                        owner,
+                        std::cmp::Reverse(unit.tokens.len()),
+                    );
+                    if best.as_ref().is_none_or(|b| score > b.3) {
+                        best = Some((i, j, support, score));
+                    }
+                }
+            }
+            let Some((i, j, support, _)) = best else {
+                break;
+            };
+            let unit = &analysed[i].sentences[j];
+            let independent: HashSet<(String, chrono::NaiveDate)> = support
+                .iter()
+                .map(|&k| analysed[k].event)
+                .filter(|e| e.trust.can_establish())
+                .map(|e| (e.session.clone(), e.ts.date_naive()))
+                .collect();
+            let days: HashSet<chrono::NaiveDate> = support
+                .iter()
+                .map(|&k| analysed[k].event.ts.date_naive())
+                .collect();
+            let (category, block) = classify(&unit.text);
+            candidates.push(Proposal {
+                text: unit.text.clone(),
+                category: category.into(),
+                block: block.as_str().into(),
+                supporting_event_ids: support.iter().map(|&k| analysed[k].event.id.clone()).collect(),
+                confidence: confidence(independent.len()),
+                reason: format!(
+                    "sentence taken verbatim from {}; restated by {} events in {} independent session-days over {} days",
+                    analysed[i].event.id,
+                    support.len(),
+                    independent.len(),
+                    days.len()
+                ),
+            });
+            for k in support {
+                used[k] = true;
+            }
+        }
+        ReflectReply { candidates }
+    }
+
+    fn verdict(&self, candidate_id: &str, text: &str, neighbours: &[super::FactView]) -> Verdict {
+        let tokens = measures::content_tokens(text);
+        let names = distinguishing(text);
+        let mut best_dup: Option<(f64, &super::FactView)> = None;
+        let mut conflict: Option<(f64, &super::FactView, String)> = None;
+        for n in neighbours {
+            let sim = measures::set_similarity(&tokens, &measures::content_tokens(&n.text));
+            let polarity_differs = !measures::polarity_agrees(text, &n.text);
+            let other_names = distinguishing(&n.text);
+            let names_differ = !names.is_empty()
+                && !other_names.is_empty()
+                && names.difference(&other_names).next().is_some()
+                && other_names.difference(&names).next().is_some();
+            if sim >= self.duplicate_similarity && !polarity_differs && !names_differ {
+                if best_dup.is_none_or(|(s, _)| sim > s) {
+                    best_dup = Some((sim, n));
+                }
+            } else if sim >= SAME_SUBJECT_SIMILARITY && (polarity_differs || names_differ) {
+                let why = if polarity_differs {
+                    "one of the two is negated".to_string()
+                } else {
+                    let only_new: Vec<_> = names.difference(&other_names).cloned().collect();
+                    let only_old: Vec<_> = other_names.difference(&names).cloned().collect();
+                    format!("{} instead of {}", only_new.join(", "), only_old.join(", "))
+                };
+                if conflict.as_ref().is_none_or(|(s, _, _)| sim > *s) {
+                    conflict = Some((sim, n, why));
+                }
+            }
+        }
+        if let Some((sim, n, why)) = conflict {
+            return Verdict {
+                candidate_id: candidate_id.into(),
+                contradicts: Some(n.id.clone()),
+                duplicate_of: None,
+                reason: format!(
+                    "possible contradiction with {} (same subject, similarity {:.3}; {why})",
+                    n.id, sim
+                ),
+            };
+        }
+        if let Some((sim, n)) = best_dup {
+            return Verdict {
+                candidate_id: candidate_id.into(),
+                contradicts: None,
+                duplicate_of: Some(n.id.clone()),
+                reason: format!("restates {} (similarity {:.3})", n.id, sim),
+            };
+        }
+        Verdict {
+            candidate_id: candidate_id.into(),
+            contradicts: None,
+            duplicate_of: None,
+            reason: "no contradiction found (offline judge: conservative default)".into(),
+        }
+    }
+}
+
+/// Names and numbers of a text, normalized: what tells two same-subject facts apart.
+fn distinguishing(text: &str) -> BTreeSet<String> {
+    measures::entities(text)
+        .into_iter()
+        .filter(|e| matches!(e.kind, EntityKind::ProperNoun | EntityKind::Number))
+        .map(|e| measures::normalize(&e.text))
+        .collect()
+}
+
+impl Llm for Offline {
+    fn name(&self) -> String {
+        "none".into()
+    }
+
+    fn offline(&self) -> bool {
+        true
+    }
+
+    fn reflect(&self, req: &ReflectRequest) -> Result<Reply<ReflectReply>, LlmError> {
+        Ok(Reply::free(self.extract(req)))
+    }
+
+    fn judge(&self, req: &JudgeRequest) -> Result<Reply<JudgeReply>, LlmError> {
+        let verdicts = req
+            .items
+            .iter()
+            .map(|item| self.verdict(&item.candidate_id, &item.text, &item.neighbours))
+            .collect();
+        Ok(Reply::free(JudgeReply { verdicts }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event::Trust;
+    use crate::llm::{FactView, JudgeItem};
+
+    fn ev(id: &str, day: u32, session: &str, text: &str, new: bool) -> EventView {
+        EventView {
+            id: id.into(),
+            ts: format!("2026-11-{day:02}T10:00:00Z").parse().unwrap(),
+            session: session.into(),
+            kind: "message".into(),
+            trust: Trust::Owner,
+            recalled: false,
+            new,
+            text: text.into(),
+        }
+    }
+
+    fn offline() -> Offline {
+        Offline::new(&Config::default())
+    }
+
+    #[test]
+    fn restated_facts_are_extracted_verbatim_and_chatter_is_not() {
+        let req = ReflectRequest {
+            cluster: 0,
+            events: vec![
+                ev(
+                    "e1",
+                    1,
+                    "s1",
+                    "Hi! I live in Lisbon and work best in the morning.",
+                    false,
+                ),
+                ev(
+                    "e2",
+                    2,
+                    "s2",
+                    "As I said, I live in Lisbon and work best in the morning.",
+                    true,
+                ),
+                ev(
+                    "e3",
+                    3,
+                    "s3",
+                    "User note: I live in Lisbon, and I work best in the morning.",
+                    true,
+                ),
+                ev("e4", 3, "s3", "Can you check the build?", true),
+                ev("e5", 3, "s3", "Can you check the build?", true),
+            ],
+        };
+        let reply = offline().reflect(&req).unwrap().value;
+        assert_eq!(reply.candidates.len(), 1, "{reply:?}");
+        let c = &reply.candidates[0];
+        assert_eq!(c.text, "I live in Lisbon and work best in the morning.");
+        assert_eq!(c.supporting_event_ids, vec!["e1", "e2", "e3"]);
+        assert_eq!(c.category, "preferences");
+        assert_eq!(c.confidence, 0.936);
+    }
+
+    #[test]
+    fn nothing_is_proposed_without_a_new_event() {
+        let req = ReflectRequest {
+            cluster: 0,
+            events: vec![
+                ev("e1", 1, "s1", "I live in Lisbon with two cats.", false),
+                ev("e2", 2, "s2", "I live in Lisbon with two cats.", false),
+            ],
+        };
+        assert!(offline().reflect(&req).unwrap().value.candidates.is_empty());
+    }
+
+    #[test]
+    fn a_different_city_does_not_support_the_fact() {
+        let req = ReflectRequest {
+            cluster: 0,
+            events: vec![
+                ev(
+                    "e1",
+                    1,
+                    "s1",
+                    "I live in Lisbon and work best in the morning.",
+                    true,
+                ),
+                ev(
+                    "e2",
+                    2,
+                    "s2",
+                    "I live in Porto and work best in the morning.",
+                    true,
+                ),
+            ],
+        };
+        assert!(offline().reflect(&req).unwrap().value.candidates.is_empty());
+    }
+
+    #[test]
+    fn classify_uses_phrase_rules() {
+        let table = [
+            ("I live in Lisbon.", "identity"),
+            ("I prefer tabs over spaces.", "preferences"),
+            ("Always run the tests before pushing.", "preferences"),
+            ("I will send the report by Friday.", "commitments"),
+            ("I went to the dentist yesterday.", "event"),
+            ("Your name is Ada.", "persona"),
+            ("My stack is Airflow and Postgres.", "project"),
+            ("Rust has no garbage collector at all.", "knowledge"),
+        ];
+        for (text, want) in table {
+            assert_eq!(classify(text).0, want, "{text}");
+        }
+    }
+
+    #[test]
+    fn questions_requests_and_chatter_are_not_facts() {
+        for s in [
+            "Where do I live?",
+            "Can you fix the build",
+            "thanks a lot!",
+            "Please run the tests now.",
+            "ok cool",
+            "ok, sounds good",
+            "hmm, let me think",
+            "What's the plan for today",
+        ] {
+            assert!(not_a_fact(s), "{s}");
+        }
+        assert!(!not_a_fact("I live in Lisbon with my two cats."));
+    }
+
+    #[test]
+    fn the_judge_finds_duplicates_and_possible_contradictions() {
+        let facts = vec![
+            FactView {
+                id: "f_1".into(),
+                block: "human".into(),
+                category: "identity".into(),
+                text: "I live in Lisbon and work best in the morning.".into(),
+            },
+            FactView {
+                id: "f_2".into(),
+                block: "scratch".into(),
+                category: "project".into(),
+                text: "My stack is Airflow and Postgres.".into(),
+            },
+        ];
+        let req = JudgeRequest {
+            items: vec![
+                JudgeItem {
+                    candidate_id: "a".into(),
+                    text: "User lives in Lisbon and works best in the morning.".into(),
+                    neighbours: facts.clone(),
+                },
+                JudgeItem {
+                    candidate_id: "b".into(),
+                    text: "I live in Porto and work best in the morning.".into(),
+                    neighbours: facts.clone(),
+                },
+                JudgeItem {
+                    candidate_id: "c".into(),
+                    text: "I like green tea in the afternoon.".into(),
+                    neighbours: facts,
+                },
+            ],
+        };
+        let v = offline().judge(&req).unwrap().value.verdicts;
+        assert_eq!(v[0].duplicate_of.as_deref(), Some("f_1"));
+        assert_eq!(v[1].contradicts.as_deref(), Some("f_1"), "{:?}", v[1]);
+        assert!(
+            v[1].reason.contains("porto instead of lisbon"),
+            "{}",
+            v[1].reason
+        );
+        assert_eq!(
+            (v[2].contradicts.as_ref(), v[2].duplicate_of.as_ref()),
+            (None, None)
+        );
+    }
+}

@@ -1,0 +1,658 @@
+//! The text measures of SPEC S6: small pure functions, each explainable in one sentence.
+//!
+//! Every gate in dream is built from these, and every refusal names the value one of them
+//! measured beside the threshold it missed. They are deliberately simple (a bounded stemmer,
+//! a fixed stopword list, set containment) so that a person can recompute any figure by
+//! hand and `dream verify` can re-derive it independently. Nothing here does I/O.
+
+use std::collections::{BTreeSet, HashSet};
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+/// English stopwords (the NLTK list plus apostrophe-free contractions). Negations are kept
+/// in the list on purpose: S6 similarity is containment of content words, and polarity is
+/// checked separately by [`negated`].
+pub const STOPWORDS: &[&str] = &[
+    "i",
+    "me",
+    "my",
+    "myself",
+    "we",
+    "our",
+    "ours",
+    "ourselves",
+    "you",
+    "your",
+    "yours",
+    "yourself",
+    "yourselves",
+    "he",
+    "him",
+    "his",
+    "himself",
+    "she",
+    "her",
+    "hers",
+    "herself",
+    "it",
+    "its",
+    "itself",
+    "they",
+    "them",
+    "their",
+    "theirs",
+    "themselves",
+    "what",
+    "which",
+    "who",
+    "whom",
+    "this",
+    "that",
+    "these",
+    "those",
+    "am",
+    "is",
+    "are",
+    "was",
+    "were",
+    "be",
+    "been",
+    "being",
+    "have",
+    "has",
+    "had",
+    "having",
+    "do",
+    "does",
+    "did",
+    "doing",
+    "a",
+    "an",
+    "the",
+    "and",
+    "but",
+    "if",
+    "or",
+    "because",
+    "as",
+    "until",
+    "while",
+    "of",
+    "at",
+    "by",
+    "for",
+    "with",
+    "about",
+    "against",
+    "between",
+    "into",
+    "through",
+    "during",
+    "before",
+    "after",
+    "above",
+    "below",
+    "to",
+    "from",
+    "up",
+    "down",
+    "in",
+    "out",
+    "on",
+    "off",
+    "over",
+    "under",
+    "again",
+    "further",
+    "then",
+    "once",
+    "here",
+    "there",
+    "when",
+    "where",
+    "why",
+    "how",
+    "all",
+    "any",
+    "both",
+    "each",
+    "few",
+    "more",
+    "most",
+    "other",
+    "some",
+    "such",
+    "no",
+    "nor",
+    "not",
+    "only",
+    "own",
+    "same",
+    "so",
+    "than",
+    "too",
+    "very",
+    "s",
+    "t",
+    "can",
+    "will",
+    "just",
+    "don",
+    "should",
+    "now",
+    "im",
+    "ive",
+    "youre",
+    "youve",
+    "youll",
+    "hes",
+    "shes",
+    "theyre",
+    "weve",
+    "dont",
+    "doesnt",
+    "didnt",
+    "isnt",
+    "arent",
+    "wasnt",
+    "werent",
+    "cant",
+    "wont",
+    "thats",
+    "lets",
+    "also",
+    "would",
+    "could",
+    "shall",
+    "may",
+    "might",
+    "must",
+];
+
+static STOPWORD_SET: LazyLock<HashSet<&'static str>> =
+    LazyLock::new(|| STOPWORDS.iter().copied().collect());
+
+/// Words that flip the meaning of a statement; two texts that differ in them are never
+/// "the same fact", however similar their content words are.
+const NEGATIONS: &[&str] = &[
+    "not", "no", "never", "nor", "dont", "doesnt", "didnt", "isnt", "arent", "wasnt", "werent",
+    "cant", "wont", "cannot", "neither", "none", "nobody", "nothing", "anymore", "longer",
+    "stopped", "quit",
+];
+
+pub fn is_stopword(token: &str) -> bool {
+    STOPWORD_SET.contains(token)
+}
+
+/// Lower-case, delete apostrophes (user's -> users), and turn every other punctuation
+/// character into a space; runs of white space collapse to one space.
+pub fn normalize(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut last_space = true;
+    for ch in text.chars() {
+        if ch == '\'' || ch == '\u{2019}' || ch == '\u{2018}' {
+            continue;
+        }
+        if ch.is_alphanumeric() {
+            for lower in ch.to_lowercase() {
+                out.push(lower);
+            }
+            last_space = false;
+        } else if !last_space {
+            out.push(' ');
+            last_space = true;
+        }
+    }
+    if out.ends_with(' ') {
+        out.pop();
+    }
+    out
+}
+
+/// Strip a possessive, then a trailing plural -s unless the word ends in -ss or -us or has
+/// three characters or fewer. Deliberately bounded: not a real stemmer.
+pub fn stem_token(token: &str) -> String {
+    let mut t = token;
+    for suffix in ["'s", "\u{2019}s"] {
+        if let Some(stripped) = t.strip_suffix(suffix) {
+            t = stripped;
+        }
+    }
+    if t.chars().count() > 3 && t.ends_with('s') && !t.ends_with("ss") && !t.ends_with("us") {
+        t = &t[..t.len() - 1];
+    }
+    t.to_string()
+}
+
+/// The normalized tokens of a text, in order, stopwords included.
+pub fn tokens(text: &str) -> Vec<String> {
+    normalize(text)
+        .split(' ')
+        .filter(|t| !t.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+/// Content tokens in order: normalized, stopword-free, stemmed.
+pub fn content_token_seq(text: &str) -> Vec<String> {
+    tokens(text)
+        .into_iter()
+        .filter(|t| !is_stopword(t))
+        .map(|t| stem_token(&t))
+        .collect()
+}
+
+/// The set of content tokens of a text.
+pub fn content_tokens(text: &str) -> BTreeSet<String> {
+    content_token_seq(text).into_iter().collect()
+}
+
+/// The vocabulary of some source texts: every normalized, stemmed token, stopwords kept.
+pub fn vocabulary<'a>(sources: impl IntoIterator<Item = &'a str>) -> HashSet<String> {
+    let mut vocab = HashSet::new();
+    for source in sources {
+        for t in tokens(source) {
+            vocab.insert(stem_token(&t));
+        }
+    }
+    vocab
+}
+
+/// `|A & B| / min(|A|, |B|)` over content-token sets: a restatement that adds words is
+/// still the same fact. Zero when either side has no content words.
+pub fn similarity(a: &str, b: &str) -> f64 {
+    set_similarity(&content_tokens(a), &content_tokens(b))
+}
+
+/// [`similarity`] over token sets already computed.
+pub fn set_similarity(a: &BTreeSet<String>, b: &BTreeSet<String>) -> f64 {
+    let smaller = a.len().min(b.len());
+    if smaller == 0 {
+        return 0.0;
+    }
+    let shared = a.intersection(b).count();
+    shared as f64 / smaller as f64
+}
+
+/// How much of a claim its sources account for.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Coverage {
+    /// Share of the claim's content tokens found in the sources' vocabulary (0.0 when the
+    /// claim has no content token at all).
+    pub value: f64,
+    /// The claim's content tokens the sources do not contain, in claim order.
+    pub missing: Vec<String>,
+}
+
+/// Fraction of the claim's content tokens present in the sources' vocabulary (sources keep
+/// their stopwords).
+pub fn coverage<'a>(claim: &str, sources: impl IntoIterator<Item = &'a str>) -> Coverage {
+    let vocab = vocabulary(sources);
+    coverage_in(claim, &vocab)
+}
+
+/// [`coverage`] against a vocabulary already built.
+pub fn coverage_in(claim: &str, vocab: &HashSet<String>) -> Coverage {
+    let mut seen = BTreeSet::new();
+    let mut total = 0usize;
+    let mut missing = Vec::new();
+    for token in content_token_seq(claim) {
+        if !seen.insert(token.clone()) {
+            continue;
+        }
+        total += 1;
+        if !vocab.contains(&token) {
+            missing.push(token);
+        }
+    }
+    if total == 0 {
+        return Coverage {
+            value: 0.0,
+            missing,
+        };
+    }
+    Coverage {
+        value: (total - missing.len()) as f64 / total as f64,
+        missing,
+    }
+}
+
+/// True when the text carries a negation word (not, never, no longer, ...).
+pub fn negated(text: &str) -> bool {
+    tokens(text).iter().any(|t| NEGATIONS.contains(&t.as_str()))
+}
+
+/// True when a negation word (not, never, no longer, ...) stands within three words before
+/// one of the `shared` content words: "I don't live in Lisbon" negates "live", while
+/// "Don't forget: I live in Lisbon" negates nothing the two texts share.
+pub fn negates(text: &str, shared: &BTreeSet<String>) -> bool {
+    let toks = tokens(text);
+    toks.iter().enumerate().any(|(i, t)| {
+        NEGATIONS.contains(&t.as_str())
+            && toks[i + 1..]
+                .iter()
+                .take(3)
+                .any(|next| shared.contains(&stem_token(next)))
+    })
+}
+
+/// Whether two texts agree in polarity about what they share (see [`negates`]).
+pub fn polarity_agrees(a: &str, b: &str) -> bool {
+    let shared: BTreeSet<String> = content_tokens(a)
+        .intersection(&content_tokens(b))
+        .cloned()
+        .collect();
+    negates(a, &shared) == negates(b, &shared)
+}
+
+/// Capitalised words that do not start a sentence ("I" and its contractions excluded).
+pub fn proper_nouns(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut sentence_start = true;
+    for raw in text.split_whitespace() {
+        let word = raw.trim_matches(|c: char| !c.is_alphanumeric());
+        let starts = sentence_start;
+        sentence_start = raw.ends_with(['.', '!', '?', ':', ';']) || raw.ends_with(".\"");
+        if word.is_empty() {
+            // A bullet or a dash keeps the sentence-start state.
+            sentence_start = starts || matches!(raw, "-" | "*" | "•" | "—" | "–");
+            continue;
+        }
+        if starts {
+            continue;
+        }
+        let first = word.chars().next().unwrap_or(' ');
+        if !first.is_uppercase() {
+            continue;
+        }
+        let base = word.split(['\'', '\u{2019}']).next().unwrap_or(word);
+        if base == "I" {
+            continue;
+        }
+        if !out.iter().any(|w| w == word) {
+            out.push(word.to_string());
+        }
+    }
+    out
+}
+
+/// What kind of entity-like token a claim carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum EntityKind {
+    ProperNoun,
+    Number,
+    Url,
+    Email,
+    Path,
+    Identifier,
+}
+
+impl EntityKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EntityKind::ProperNoun => "name",
+            EntityKind::Number => "number",
+            EntityKind::Url => "url",
+            EntityKind::Email => "e-mail",
+            EntityKind::Path => "path",
+            EntityKind::Identifier => "identifier",
+        }
+    }
+}
+
+/// An entity-like token found in a claim.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Entity {
+    pub kind: EntityKind,
+    pub text: String,
+}
+
+static URL_RE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r#"(?i)\b(?:https?|ftp|file)://[^\s<>"'`)\]]+"#).unwrap());
+static EMAIL_RE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?i)\b[a-z0-9._%+-]+@[a-z0-9.-]+\.[a-z]{2,}\b").unwrap());
+static NUMBER_RE: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\d+(?:[.,:/-]\d+)*").unwrap());
+static PATH_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?:~|\.{1,2})?(?:/[\w.@+-]+){2,}/?|(?:~|\.{1,2})/[\w.@+-]+|\b[\w-]+(?:/[\w.-]+)+|\b[\w-]+\.(?:rs|py|js|ts|tsx|jsx|go|java|rb|md|toml|json|jsonl|yaml|yml|txt|sh|c|h|cpp|hpp|sql|html|css|lock|cfg|ini|env|csv)\b")
+        .unwrap()
+});
+static IDENT_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"\b(?:[A-Za-z]+_[A-Za-z0-9_]+|[a-z]+[A-Z][A-Za-z0-9]*|[A-Za-z]+\d+[A-Za-z0-9]*|\d+[A-Za-z]+[A-Za-z0-9]*)\b")
+        .unwrap()
+});
+
+/// Entity-like tokens of a claim: proper nouns, numbers and dates, URLs, e-mail addresses,
+/// paths and identifiers. Each must appear in the supporting events (see [`entity_present`]).
+pub fn entities(text: &str) -> Vec<Entity> {
+    let mut out: BTreeSet<Entity> = BTreeSet::new();
+    let mut push = |kind, s: &str| {
+        out.insert(Entity {
+            kind,
+            text: s.trim_end_matches(['.', ',', ';', ':']).to_string(),
+        });
+    };
+    let mut spans: Vec<(usize, usize)> = Vec::new();
+    for (re, kind) in [
+        (&*URL_RE, EntityKind::Url),
+        (&*EMAIL_RE, EntityKind::Email),
+        (&*PATH_RE, EntityKind::Path),
+    ] {
+        for m in re.find_iter(text) {
+            if spans.iter().any(|&(s, e)| m.start() < e && s < m.end()) {
+                continue;
+            }
+            spans.push((m.start(), m.end()));
+            push(kind, m.as_str());
+        }
+    }
+    let outside = |s: usize, e: usize| !spans.iter().any(|&(a, b)| s < b && a < e);
+    for m in IDENT_RE.find_iter(text) {
+        if outside(m.start(), m.end()) {
+            push(EntityKind::Identifier, m.as_str());
+        }
+    }
+    for m in NUMBER_RE.find_iter(text) {
+        if outside(m.start(), m.end()) && !inside_word(text, m.start(), m.end()) {
+            push(EntityKind::Number, m.as_str());
+        }
+    }
+    for noun in proper_nouns(text) {
+        if IDENT_RE.is_match(&noun) && noun.chars().any(|c| c.is_ascii_digit() || c == '_') {
+            continue;
+        }
+        let inside_span = text
+            .match_indices(noun.as_str())
+            .all(|(s, _)| !outside(s, s + noun.len()));
+        if !inside_span {
+            push(EntityKind::ProperNoun, &noun);
+        }
+    }
+    out.into_iter().collect()
+}
+
+fn inside_word(text: &str, start: usize, end: usize) -> bool {
+    let before = text[..start].chars().next_back();
+    let after = text[end..].chars().next();
+    before.is_some_and(|c| c.is_alphabetic()) || after.is_some_and(|c| c.is_alphabetic())
+}
+
+/// Whether an entity of a claim appears in the sources: names by their normalized, stemmed
+/// tokens; numbers as the same digit string; URLs, e-mails, paths and identifiers as the same
+/// text (ignoring case).
+pub fn entity_present(entity: &Entity, sources: &[&str], vocab: &HashSet<String>) -> bool {
+    match entity.kind {
+        EntityKind::ProperNoun => {
+            let toks = tokens(&entity.text);
+            !toks.is_empty() && toks.iter().all(|t| vocab.contains(&stem_token(t)))
+        }
+        EntityKind::Number => sources.iter().any(|s| {
+            NUMBER_RE
+                .find_iter(s)
+                .any(|m| m.as_str().trim_end_matches(['.', ',', ':']) == entity.text)
+        }),
+        _ => {
+            let needle = entity.text.to_lowercase();
+            sources.iter().any(|s| s.to_lowercase().contains(&needle))
+        }
+    }
+}
+
+/// The entities of `claim` that no source contains.
+pub fn invented_entities(claim: &str, sources: &[&str]) -> Vec<Entity> {
+    let vocab = vocabulary(sources.iter().copied());
+    entities(claim)
+        .into_iter()
+        .filter(|e| !entity_present(e, sources, &vocab))
+        .collect()
+}
+
+/// Round to three decimals for display and for storing measured values.
+pub fn round3(x: f64) -> f64 {
+    (x * 1000.0).round() / 1000.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn normalize_lowercases_strips_punctuation_and_deletes_apostrophes() {
+        assert_eq!(
+            normalize("The user's  CAT, (really)!"),
+            "the users cat really"
+        );
+        assert_eq!(normalize("don\u{2019}t"), "dont");
+        assert_eq!(normalize("..."), "");
+    }
+
+    #[test]
+    fn stem_token_is_bounded() {
+        let table = [
+            ("works", "work"),
+            ("lives", "live"),
+            ("users", "user"),
+            ("user's", "user"),
+            ("class", "class"),
+            ("status", "status"),
+            ("bus", "bus"),
+            ("gas", "gas"),
+            ("running", "running"),
+        ];
+        for (input, want) in table {
+            assert_eq!(stem_token(input), want, "stem_token({input:?})");
+        }
+    }
+
+    #[test]
+    fn similarity_matches_the_seed_figures() {
+        let lisbon = "I live in Lisbon and work best in the morning.";
+        let table = [
+            (
+                lisbon,
+                "User lives in Lisbon and works best in the morning.",
+                1.0,
+            ),
+            (lisbon, "I live in Porto and work best in the morning.", 0.8),
+            (
+                "My stack is Airflow and Postgres.",
+                "My stack is Airflow and Kubernetes.",
+                0.667,
+            ),
+            ("hello", "", 0.0),
+        ];
+        for (a, b, want) in table {
+            assert_eq!(round3(similarity(a, b)), want, "similarity({a:?}, {b:?})");
+            assert_eq!(round3(similarity(b, a)), want, "similarity is symmetric");
+        }
+    }
+
+    #[test]
+    fn coverage_names_the_untraceable_words() {
+        let c = coverage("User lives in Lisbon near the river.", ["I live in Lisbon"]);
+        assert_eq!(c.missing, vec!["user", "near", "river"]);
+        assert_eq!(round3(c.value), 0.4);
+        let full = coverage("I live in Lisbon.", ["i LIVE in lisbon, yes"]);
+        assert_eq!(full.value, 1.0);
+        assert!(full.missing.is_empty());
+        assert_eq!(coverage("the and of", ["x"]).value, 0.0);
+    }
+
+    #[test]
+    fn proper_nouns_skip_sentence_starts_and_i() {
+        assert_eq!(
+            proper_nouns("I moved to Lisbon. Then I met Ana at the Kitchen."),
+            vec!["Lisbon", "Ana", "Kitchen"]
+        );
+        assert_eq!(proper_nouns("I'm sure Bob's cat is fine"), vec!["Bob's"]);
+        assert!(proper_nouns("Hello there").is_empty());
+    }
+
+    #[test]
+    fn entities_find_numbers_paths_urls_emails_identifiers() {
+        let e = entities(
+            "Deploy by 2026-03-03 from ~/work/api using deploy_prod.sh, see https://x.io/a or mail ana@ex.com; call useState 3 times",
+        );
+        let kinds: Vec<(EntityKind, &str)> = e.iter().map(|e| (e.kind, e.text.as_str())).collect();
+        assert!(
+            kinds.contains(&(EntityKind::Number, "2026-03-03")),
+            "{kinds:?}"
+        );
+        assert!(
+            kinds.contains(&(EntityKind::Path, "~/work/api")),
+            "{kinds:?}"
+        );
+        assert!(
+            kinds.contains(&(EntityKind::Path, "deploy_prod.sh")),
+            "{kinds:?}"
+        );
+        assert!(
+            kinds.contains(&(EntityKind::Url, "https://x.io/a")),
+            "{kinds:?}"
+        );
+        assert!(
+            kinds.contains(&(EntityKind::Email, "ana@ex.com")),
+            "{kinds:?}"
+        );
+        assert!(
+            kinds.contains(&(EntityKind::Identifier, "useState")),
+            "{kinds:?}"
+        );
+        assert!(kinds.contains(&(EntityKind::Number, "3")), "{kinds:?}");
+    }
+
+    #[test]
+    fn invented_entities_are_those_absent_from_sources() {
+        let sources = ["I live in Lisbon and have 2 cats"];
+        let invented = invented_entities("User lives in Porto with 2 cats", &sources);
+        assert_eq!(invented.len(), 1);
+        assert_eq!(invented[0].text, "Porto");
+        let invented = invented_entities("User has 3 cats in Lisbon", &sources);
+        assert_eq!(invented[0].text, "3");
+        assert!(invented_entities("User lives in Lisbon", &sources).is_empty());
+    }
+
+    #[test]
+    fn polarity_looks_at_what_is_negated() {
+        let fact = "I live in Lisbon";
+        assert!(!polarity_agrees(fact, "I don't live in Lisbon anymore"));
+        assert!(!polarity_agrees(fact, "I no longer live in Lisbon"));
+        assert!(polarity_agrees(fact, "Don't forget that I live in Lisbon"));
+        assert!(polarity_agrees(
+            "Always run the tests",
+            "Always run the tests, no exceptions."
+        ));
+        assert!(polarity_agrees(
+            "I never eat meat",
+            "I never eat meat at all"
+        ));
+    }
+
+    #[test]
+    fn negation_is_detected() {
+        assert!(negated("I don't live in Lisbon anymore"));
+        assert!(negated("I no longer drink coffee"));
+        assert!(!negated("I live in Lisbon"));
+    }
+}

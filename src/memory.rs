@@ -1,0 +1,885 @@
+//! Durable memory as files (SPEC S3): facts as rows, blocks, the archive, review cards.
+//!
+//! A fact is one Markdown list item with its metadata in a trailing HTML comment, so an
+//! agent or a person reads plain sentences and `git diff` shows one changed line per fact:
+//!
+//! ```text
+//! - I live in Lisbon. <!-- id=f_3a9c1e2b cat=identity by=auto first=2026-11-01 last=2026-11-03 ev=ev_1,ev_2,ev_3 -->
+//! ```
+//!
+//! A block file keeps every line it does not understand exactly where a person put it, so
+//! hand edits are never clobbered; a list item without metadata is a hand-written fact.
+//! This module parses and renders; it never touches the disk (that is `store`).
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use chrono::{DateTime, NaiveDate, Utc};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::event::hex;
+use crate::measures;
+
+/// The agent-facing files under `memory/`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Block {
+    Persona,
+    Human,
+    Episodes,
+    Scratch,
+}
+
+impl Block {
+    pub const ALL: [Block; 4] = [
+        Block::Persona,
+        Block::Human,
+        Block::Episodes,
+        Block::Scratch,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Block::Persona => "persona",
+            Block::Human => "human",
+            Block::Episodes => "episodes",
+            Block::Scratch => "scratch",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Block> {
+        Block::ALL.into_iter().find(|b| b.as_str() == s)
+    }
+
+    /// The file of this block, relative to the repo root.
+    pub fn path(self) -> String {
+        format!("memory/{}.md", self.as_str())
+    }
+
+    fn title(self) -> &'static str {
+        match self {
+            Block::Persona => "Persona",
+            Block::Human => "Human",
+            Block::Episodes => "Episodes",
+            Block::Scratch => "Scratch",
+        }
+    }
+
+    fn blurb(self) -> &'static str {
+        match self {
+            Block::Persona => "Durable facts about the assistant itself.",
+            Block::Human => "Stable facts about the user: identity, preferences, commitments.",
+            Block::Episodes => "Events anchored in time or place.",
+            Block::Scratch => "Facts not yet placed in a block.",
+        }
+    }
+
+    /// The text of a new, empty block file.
+    pub fn empty_file(self) -> String {
+        format!(
+            "# {}\n\n{}\n\n<!-- Maintained by dream: one fact per line; the comment after a fact is its \
+             metadata (id, category, supporting events). You may edit this file by hand: new lines \
+             become facts you own, and dream never overwrites your edits. -->\n\n",
+            self.title(),
+            self.blurb()
+        )
+    }
+}
+
+/// Categories with a meaning in routing and retention. Any lower-case word is accepted;
+/// these are the ones the offline reflector assigns.
+pub const CATEGORIES: &[&str] = &[
+    "identity",
+    "preferences",
+    "commitments",
+    "persona",
+    "event",
+    "project",
+    "knowledge",
+];
+
+/// How a fact came to be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Origin {
+    /// Auto-promoted by a cycle.
+    Auto,
+    /// Accepted by a person from a review card.
+    Review,
+    /// Written or edited by a person.
+    Owner,
+    /// Produced by a maintenance pass (merge).
+    Pass,
+}
+
+impl Origin {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Origin::Auto => "auto",
+            Origin::Review => "review",
+            Origin::Owner => "owner",
+            Origin::Pass => "pass",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Origin> {
+        match s {
+            "auto" => Some(Origin::Auto),
+            "review" => Some(Origin::Review),
+            "owner" => Some(Origin::Owner),
+            "pass" => Some(Origin::Pass),
+            _ => None,
+        }
+    }
+}
+
+/// One durable fact.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Fact {
+    pub id: String,
+    pub text: String,
+    pub category: String,
+    pub origin: Origin,
+    /// Supporting event ids, in order of first citation.
+    pub support: Vec<String>,
+    pub first_seen: NaiveDate,
+    pub last_seen: NaiveDate,
+    /// Start of validity, set when this fact superseded another.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub valid_from: Option<NaiveDate>,
+    /// End of validity, set when it was superseded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub valid_to: Option<NaiveDate>,
+    /// Metadata keys this version of dream does not know, kept verbatim.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub extra: BTreeMap<String, String>,
+}
+
+/// The id of a fact, card or candidate with this text: a short hash of its normalized text,
+/// so the same candidate found twice (a rerun after a crash) gets the same id.
+pub fn text_id(prefix: &str, text: &str) -> String {
+    let digest = Sha256::digest(measures::normalize(text).as_bytes());
+    format!("{prefix}_{}", &hex(&digest)[..8])
+}
+
+/// Make a proposed text fit on one fact line: white space collapsed, no comment markers.
+pub fn one_line(text: &str) -> String {
+    let collapsed = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    collapsed.replace("<!--", "<! --").replace("-->", "-- >")
+}
+
+fn needs_quoting(v: &str) -> bool {
+    v.is_empty()
+        || !v
+            .chars()
+            .all(|c| c.is_alphanumeric() || "_.:/@+-".contains(c))
+}
+
+fn quote(v: &str) -> String {
+    let json = serde_json::to_string(v).expect("strings serialize");
+    json.replace('>', "\\u003e")
+}
+
+fn put(out: &mut String, key: &str, value: &str) {
+    out.push(' ');
+    out.push_str(key);
+    out.push('=');
+    if needs_quoting(value) {
+        out.push_str(&quote(value));
+    } else {
+        out.push_str(value);
+    }
+}
+
+fn put_list(out: &mut String, key: &str, values: &[String]) {
+    if values.is_empty() {
+        return;
+    }
+    out.push(' ');
+    out.push_str(key);
+    out.push('=');
+    if values.iter().any(|v| needs_quoting(v) || v.contains(',')) {
+        let json = serde_json::to_string(values).expect("lists serialize");
+        out.push_str(&json.replace('>', "\\u003e"));
+    } else {
+        out.push_str(&values.join(","));
+    }
+}
+
+/// Parse `key=value key="quoted" key=a,b key=["x y"]` pairs.
+fn parse_meta(s: &str) -> Option<BTreeMap<String, MetaValue>> {
+    let mut out = BTreeMap::new();
+    let mut rest = s.trim();
+    while !rest.is_empty() {
+        let eq = rest.find('=')?;
+        let key = rest[..eq].trim().to_string();
+        if key.is_empty() || key.contains(char::is_whitespace) {
+            return None;
+        }
+        let after = &rest[eq + 1..];
+        let (value, used) = if after.starts_with('"') {
+            let mut it = serde_json::Deserializer::from_str(after).into_iter::<String>();
+            let v = it.next()?.ok()?;
+            (MetaValue::One(v), it.byte_offset())
+        } else if after.starts_with('[') {
+            let mut it = serde_json::Deserializer::from_str(after).into_iter::<Vec<String>>();
+            let v = it.next()?.ok()?;
+            (MetaValue::List(v), it.byte_offset())
+        } else {
+            let end = after.find(char::is_whitespace).unwrap_or(after.len());
+            (MetaValue::One(after[..end].to_string()), end)
+        };
+        out.insert(key, value);
+        rest = after[used..].trim_start();
+    }
+    Some(out)
+}
+
+#[derive(Debug, Clone)]
+enum MetaValue {
+    One(String),
+    List(Vec<String>),
+}
+
+impl MetaValue {
+    fn one(&self) -> String {
+        match self {
+            MetaValue::One(s) => s.clone(),
+            MetaValue::List(v) => v.join(","),
+        }
+    }
+
+    fn list(&self) -> Vec<String> {
+        match self {
+            MetaValue::One(s) if s.is_empty() => Vec::new(),
+            MetaValue::One(s) => s.split(',').map(str::to_string).collect(),
+            MetaValue::List(v) => v.clone(),
+        }
+    }
+}
+
+const KNOWN_KEYS: &[&str] = &["id", "cat", "by", "first", "last", "from", "to", "ev"];
+
+impl Fact {
+    /// The fact as one Markdown list item with its metadata comment.
+    pub fn render(&self) -> String {
+        if self.id.is_empty() {
+            // A hand-written fact not adopted yet stays as the person wrote it.
+            return format!("- {}", self.text);
+        }
+        let mut meta = String::new();
+        put(&mut meta, "id", &self.id);
+        put(&mut meta, "cat", &self.category);
+        put(&mut meta, "by", self.origin.as_str());
+        put(&mut meta, "first", &self.first_seen.to_string());
+        put(&mut meta, "last", &self.last_seen.to_string());
+        if let Some(d) = self.valid_from {
+            put(&mut meta, "from", &d.to_string());
+        }
+        if let Some(d) = self.valid_to {
+            put(&mut meta, "to", &d.to_string());
+        }
+        for (k, v) in &self.extra {
+            put(&mut meta, k, v);
+        }
+        put_list(&mut meta, "ev", &self.support);
+        format!("- {} <!--{} -->", one_line(&self.text), meta)
+    }
+
+    /// Parse a list item; `None` when the line is not a list item. A list item without
+    /// dream metadata parses as a hand-written fact with an empty id.
+    pub fn parse(line: &str, today: NaiveDate) -> Option<Fact> {
+        let trimmed = line.trim_end();
+        let body = trimmed
+            .strip_prefix("- ")
+            .or_else(|| trimmed.strip_prefix("* "))?;
+        let (text, meta) = match body.rfind("<!--") {
+            Some(at) if body.ends_with("-->") => {
+                let meta = parse_meta(&body[at + 4..body.len() - 3]);
+                match meta {
+                    Some(m) if m.contains_key("id") => (body[..at].trim_end(), Some(m)),
+                    _ => (body, None),
+                }
+            }
+            _ => (body, None),
+        };
+        let text = text.trim().to_string();
+        if text.is_empty() {
+            return None;
+        }
+        let Some(meta) = meta else {
+            return Some(Fact {
+                id: String::new(),
+                text,
+                category: "knowledge".into(),
+                origin: Origin::Owner,
+                support: Vec::new(),
+                first_seen: today,
+                last_seen: today,
+                valid_from: None,
+                valid_to: None,
+                extra: BTreeMap::new(),
+            });
+        };
+        let get = |k: &str| meta.get(k).map(MetaValue::one);
+        let date = |k: &str| get(k).and_then(|v| v.parse::<NaiveDate>().ok());
+        let extra = meta
+            .iter()
+            .filter(|(k, _)| !KNOWN_KEYS.contains(&k.as_str()))
+            .map(|(k, v)| (k.clone(), v.one()))
+            .collect();
+        Some(Fact {
+            id: get("id").unwrap_or_default(),
+            text,
+            category: get("cat").unwrap_or_else(|| "knowledge".into()),
+            origin: get("by")
+                .and_then(|b| Origin::parse(&b))
+                .unwrap_or(Origin::Owner),
+            support: meta.get("ev").map(MetaValue::list).unwrap_or_default(),
+            first_seen: date("first").unwrap_or(today),
+            last_seen: date("last").or(date("first")).unwrap_or(today),
+            valid_from: date("from"),
+            valid_to: date("to"),
+            extra,
+        })
+    }
+}
+
+/// One line of a block file: a fact, or anything else kept verbatim.
+#[derive(Debug, Clone, PartialEq)]
+enum Line {
+    Fact(Fact),
+    Other(String),
+}
+
+/// A block file as lines, so rendering keeps what a person wrote where they wrote it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BlockFile {
+    pub block: Block,
+    lines: Vec<Line>,
+}
+
+impl BlockFile {
+    pub fn empty(block: Block) -> BlockFile {
+        BlockFile::parse(block, &block.empty_file(), NaiveDate::MIN)
+    }
+
+    pub fn parse(block: Block, text: &str, today: NaiveDate) -> BlockFile {
+        let mut lines = Vec::new();
+        let mut in_fence = false;
+        for raw in text.lines() {
+            if raw.trim_start().starts_with("```") {
+                in_fence = !in_fence;
+            }
+            match (in_fence, Fact::parse(raw, today)) {
+                (false, Some(f)) => lines.push(Line::Fact(f)),
+                _ => lines.push(Line::Other(raw.to_string())),
+            }
+        }
+        BlockFile { block, lines }
+    }
+
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        for line in &self.lines {
+            match line {
+                Line::Fact(f) => out.push_str(&f.render()),
+                Line::Other(s) => out.push_str(s),
+            }
+            out.push('\n');
+        }
+        out
+    }
+
+    pub fn facts(&self) -> impl Iterator<Item = &Fact> {
+        self.lines.iter().filter_map(|l| match l {
+            Line::Fact(f) => Some(f),
+            Line::Other(_) => None,
+        })
+    }
+
+    pub fn facts_mut(&mut self) -> impl Iterator<Item = &mut Fact> {
+        self.lines.iter_mut().filter_map(|l| match l {
+            Line::Fact(f) => Some(f),
+            Line::Other(_) => None,
+        })
+    }
+
+    pub fn push(&mut self, fact: Fact) {
+        // Keep exactly one blank line between the header and the first fact.
+        while matches!(self.lines.last(), Some(Line::Other(s)) if s.trim().is_empty())
+            && self.facts().next().is_some()
+        {
+            self.lines.pop();
+        }
+        self.lines.push(Line::Fact(fact));
+    }
+
+    pub fn remove(&mut self, id: &str) -> Option<Fact> {
+        let at = self
+            .lines
+            .iter()
+            .position(|l| matches!(l, Line::Fact(f) if f.id == id))?;
+        match self.lines.remove(at) {
+            Line::Fact(f) => Some(f),
+            Line::Other(_) => None,
+        }
+    }
+}
+
+/// Every block of durable memory.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Memory {
+    pub blocks: Vec<BlockFile>,
+}
+
+impl Memory {
+    pub fn new(blocks: Vec<BlockFile>) -> Memory {
+        Memory { blocks }
+    }
+
+    pub fn block(&self, b: Block) -> &BlockFile {
+        self.blocks
+            .iter()
+            .find(|f| f.block == b)
+            .expect("every block is loaded")
+    }
+
+    pub fn block_mut(&mut self, b: Block) -> &mut BlockFile {
+        self.blocks
+            .iter_mut()
+            .find(|f| f.block == b)
+            .expect("every block is loaded")
+    }
+
+    /// Active facts with their block, in file order.
+    pub fn facts(&self) -> impl Iterator<Item = (Block, &Fact)> {
+        self.blocks
+            .iter()
+            .flat_map(|bf| bf.facts().map(move |f| (bf.block, f)))
+    }
+
+    pub fn get(&self, id: &str) -> Option<(Block, &Fact)> {
+        self.facts().find(|(_, f)| f.id == id)
+    }
+
+    pub fn get_mut(&mut self, id: &str) -> Option<&mut Fact> {
+        self.blocks
+            .iter_mut()
+            .flat_map(|bf| bf.facts_mut())
+            .find(|f| f.id == id)
+    }
+
+    pub fn remove(&mut self, id: &str) -> Option<(Block, Fact)> {
+        for bf in &mut self.blocks {
+            if let Some(f) = bf.remove(id) {
+                return Some((bf.block, f));
+            }
+        }
+        None
+    }
+
+    pub fn len(&self) -> usize {
+        self.facts().count()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Give every hand-written fact (no id yet) an id; returns the ids given.
+    pub fn adopt_hand_written(&mut self) -> Vec<String> {
+        let mut taken: Vec<String> = self.facts().map(|(_, f)| f.id.clone()).collect();
+        let mut adopted = Vec::new();
+        for bf in &mut self.blocks {
+            let category = guess_category_for_block(bf.block);
+            for f in bf.facts_mut() {
+                if f.id.is_empty() {
+                    f.id = unique_id(text_id("f", &f.text), &taken);
+                    f.category = category.to_string();
+                    taken.push(f.id.clone());
+                    adopted.push(f.id.clone());
+                }
+            }
+        }
+        adopted
+    }
+}
+
+fn guess_category_for_block(block: Block) -> &'static str {
+    match block {
+        Block::Persona => "persona",
+        Block::Episodes => "event",
+        _ => "knowledge",
+    }
+}
+
+/// `id`, or `id-2`, `id-3`... when taken.
+pub fn unique_id(id: String, taken: &[String]) -> String {
+    if !taken.contains(&id) {
+        return id;
+    }
+    (2..)
+        .map(|n| format!("{id}-{n}"))
+        .find(|c| !taken.contains(c))
+        .expect("some suffix is free")
+}
+
+/// A fact that left the agent-facing files, with when and why.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Archived {
+    pub fact: Fact,
+    pub block: Block,
+    pub archived: NaiveDate,
+    /// `forgotten`, `superseded`, `merged`, `duplicate`, `undone`, ...
+    pub why: String,
+    /// The reason, in a sentence.
+    pub reason: String,
+    /// The policy the code verified (forget), or the fact that replaced it.
+    pub policy: String,
+}
+
+impl Archived {
+    pub fn render(&self) -> String {
+        let mut fact = self.fact.clone();
+        fact.extra
+            .insert("block".into(), self.block.as_str().into());
+        fact.extra
+            .insert("archived".into(), self.archived.to_string());
+        fact.extra.insert("why".into(), self.why.clone());
+        fact.extra.insert("reason".into(), self.reason.clone());
+        if !self.policy.is_empty() {
+            fact.extra.insert("policy".into(), self.policy.clone());
+        }
+        fact.render()
+    }
+
+    pub fn parse(line: &str) -> Option<Archived> {
+        let mut fact = Fact::parse(line, NaiveDate::MIN)?;
+        if fact.id.is_empty() {
+            return None;
+        }
+        let mut take = |k: &str| fact.extra.remove(k).unwrap_or_default();
+        let block = Block::parse(&take("block")).unwrap_or(Block::Scratch);
+        let archived = take("archived").parse().unwrap_or(NaiveDate::MIN);
+        let why = take("why");
+        let reason = take("reason");
+        let policy = take("policy");
+        Some(Archived {
+            fact,
+            block,
+            archived,
+            why,
+            reason,
+            policy,
+        })
+    }
+}
+
+/// The path of the archive file.
+pub const ARCHIVE: &str = "archive/facts.md";
+
+pub fn archive_header() -> String {
+    "# Archive\n\nForgotten, superseded and merged facts, with when and why. Agents do not load \
+     this file; git keeps every earlier version.\n\n"
+        .to_string()
+}
+
+/// One gate's measured value against its threshold.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GateResult {
+    pub gate: String,
+    pub value: String,
+    pub threshold: String,
+    pub passed: bool,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub detail: String,
+}
+
+/// Figures measured for a candidate (SPEC S4 step 6).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Measures {
+    pub support: usize,
+    pub sessions: usize,
+    pub days: usize,
+    pub spread_days: f64,
+    pub confidence: f64,
+    pub coverage: f64,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub untraceable: Vec<String>,
+    pub novelty: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nearest_fact: Option<String>,
+    pub owner_support: usize,
+}
+
+/// A person's decision on a card.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Decision {
+    /// `accepted`, `rejected`, `edited`, or `auto-promoted` (new evidence made it qualify).
+    pub verdict: String,
+    pub at: DateTime<Utc>,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub reason: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fact_id: Option<String>,
+}
+
+/// An excerpt of a supporting event, as a card shows it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Excerpt {
+    pub id: String,
+    pub ts: DateTime<Utc>,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub session: String,
+    pub trust: String,
+    pub text: String,
+}
+
+/// A review card: a candidate the engine would not promote on its own.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Card {
+    pub id: String,
+    pub created: DateTime<Utc>,
+    pub updated: DateTime<Utc>,
+    pub cycle: String,
+    pub text: String,
+    pub block: Block,
+    pub category: String,
+    pub confidence: f64,
+    /// Why it was queued rather than promoted.
+    pub reason: String,
+    /// The model's (or the offline reflector's) own reason for proposing it.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub proposer_reason: String,
+    pub judge: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub supersedes: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub supersedes_text: Option<String>,
+    pub supporting_event_ids: Vec<String>,
+    pub measures: Measures,
+    pub gates: Vec<GateResult>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub excerpts: Vec<Excerpt>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decision: Option<Decision>,
+}
+
+/// Folder of pending cards; decided ones move to `review/decided/`.
+pub const REVIEW_DIR: &str = "review";
+pub const DECIDED_DIR: &str = "review/decided";
+
+impl Card {
+    pub fn path(&self) -> String {
+        match self.decision {
+            None => format!("{REVIEW_DIR}/{}.md", self.id),
+            Some(_) => format!("{DECIDED_DIR}/{}.md", self.id),
+        }
+    }
+
+    /// TOML front matter for machines, then a page a person can read in any viewer.
+    pub fn render(&self) -> String {
+        let front = toml::to_string(self).expect("cards serialize");
+        let mut out = format!("+++\n{front}+++\n\n");
+        let _ = writeln!(out, "# Review: {}\n", one_line(&self.text));
+        if let Some(d) = &self.decision {
+            let _ = writeln!(
+                out,
+                "**Decided: {}** on {}{}\n",
+                d.verdict,
+                d.at.format("%Y-%m-%d %H:%M UTC"),
+                if d.reason.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", d.reason)
+                }
+            );
+        }
+        let _ = writeln!(
+            out,
+            "- Block: `{}`, category: `{}`",
+            self.block.as_str(),
+            self.category
+        );
+        let _ = writeln!(out, "- Why queued: {}", self.reason);
+        let _ = writeln!(out, "- Judge: {}", self.judge);
+        if let (Some(old), Some(text)) = (&self.supersedes, &self.supersedes_text) {
+            let _ = writeln!(out, "- Supersedes `{old}`: {text}");
+        }
+        if !self.measures.untraceable.is_empty() {
+            let _ = writeln!(
+                out,
+                "- Words not found in the supporting events: {}",
+                self.measures.untraceable.join(", ")
+            );
+        }
+        let _ = writeln!(
+            out,
+            "\n| gate | measured | threshold | result |\n|---|---|---|---|"
+        );
+        for g in &self.gates {
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {} |",
+                g.gate,
+                g.value,
+                g.threshold,
+                if g.passed { "pass" } else { "not met" }
+            );
+        }
+        let _ = writeln!(out, "\n## Supporting events\n");
+        for e in &self.excerpts {
+            let session = if e.session.is_empty() {
+                "-"
+            } else {
+                e.session.as_str()
+            };
+            let _ = writeln!(
+                out,
+                "- {} `{}` session `{}` ({}): {}",
+                e.ts.format("%Y-%m-%d %H:%M"),
+                e.id,
+                session,
+                e.trust,
+                excerpt(&e.text, 200)
+            );
+        }
+        if self.decision.is_none() {
+            let _ = writeln!(
+                out,
+                "\nDecide with `dream review`, or `dream review accept {id}` / `dream review reject {id} --reason TEXT`.",
+                id = self.id
+            );
+        }
+        out
+    }
+
+    pub fn parse(text: &str) -> Result<Card, String> {
+        let rest = text
+            .strip_prefix("+++\n")
+            .ok_or("a card starts with a +++ front matter line")?;
+        let end = rest
+            .find("\n+++")
+            .ok_or("the card's front matter is not closed by +++")?;
+        toml::from_str(&rest[..end + 1]).map_err(|e| format!("bad card front matter: {e}"))
+    }
+}
+
+/// A single-line excerpt of at most `max` characters.
+pub fn excerpt(text: &str, max: usize) -> String {
+    let line = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if line.chars().count() <= max {
+        return line;
+    }
+    let cut: String = line.chars().take(max.saturating_sub(1)).collect();
+    format!("{cut}…")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn day(s: &str) -> NaiveDate {
+        s.parse().unwrap()
+    }
+
+    fn fact() -> Fact {
+        Fact {
+            id: "f_12345678".into(),
+            text: "I live in Lisbon.".into(),
+            category: "identity".into(),
+            origin: Origin::Auto,
+            support: vec!["ev_1".into(), "ev_2".into()],
+            first_seen: day("2026-11-01"),
+            last_seen: day("2026-11-03"),
+            valid_from: None,
+            valid_to: None,
+            extra: BTreeMap::new(),
+        }
+    }
+
+    #[test]
+    fn a_fact_line_round_trips() {
+        let f = fact();
+        let line = f.render();
+        assert_eq!(
+            line,
+            "- I live in Lisbon. <!-- id=f_12345678 cat=identity by=auto first=2026-11-01 last=2026-11-03 ev=ev_1,ev_2 -->"
+        );
+        assert_eq!(Fact::parse(&line, day("2027-01-01")).unwrap(), f);
+    }
+
+    #[test]
+    fn odd_ids_and_reasons_are_quoted_and_round_trip() {
+        let mut f = fact();
+        f.support = vec!["conv-26:D1:3".into(), "a b,c".into()];
+        f.extra.insert("reason".into(), "stale --> \"gone\"".into());
+        let line = f.render();
+        assert!(!line[..line.len() - 3].contains("-->"), "{line}");
+        assert_eq!(Fact::parse(&line, day("2027-01-01")).unwrap(), f);
+    }
+
+    #[test]
+    fn hand_written_lines_are_facts_without_ids_and_other_lines_survive() {
+        let text = "# Human\n\nSome intro a person wrote.\n\n- I have two cats\n- Old <!-- id=f_1 cat=identity by=owner first=2026-01-01 last=2026-01-01 -->\n\n```\n- not a fact\n```\n";
+        let mut bf = BlockFile::parse(Block::Human, text, day("2026-11-29"));
+        assert_eq!(bf.render(), text, "an untouched file renders byte for byte");
+        let facts: Vec<_> = bf.facts().map(|f| f.text.clone()).collect();
+        assert_eq!(facts, vec!["I have two cats", "Old"]);
+        let mut mem = Memory::new(vec![bf.clone()]);
+        let adopted = mem.adopt_hand_written();
+        assert_eq!(adopted.len(), 1);
+        bf = mem.blocks.remove(0);
+        assert!(bf.render().contains("Some intro a person wrote."));
+        assert!(bf.render().contains("- not a fact"));
+    }
+
+    #[test]
+    fn archived_entries_round_trip() {
+        let a = Archived {
+            fact: fact(),
+            block: Block::Human,
+            archived: day("2026-11-29"),
+            why: "forgotten".into(),
+            reason: "last seen 70 days ago".into(),
+            policy: "stale_after_days=60".into(),
+        };
+        assert_eq!(Archived::parse(&a.render()).unwrap(), a);
+    }
+
+    #[test]
+    fn cards_round_trip_through_their_front_matter() {
+        let now: DateTime<Utc> = "2026-11-29T20:00:00Z".parse().unwrap();
+        let card = Card {
+            id: "c_12345678".into(),
+            created: now,
+            updated: now,
+            cycle: "2026-11-29T20:00:00Z-evening".into(),
+            text: "I prefer tea.".into(),
+            block: Block::Human,
+            category: "preferences".into(),
+            confidence: 0.6,
+            reason: "support 2 < min_support 3".into(),
+            proposer_reason: String::new(),
+            judge: "no contradiction found".into(),
+            supersedes: None,
+            supersedes_text: None,
+            supporting_event_ids: vec!["ev_1".into()],
+            measures: Measures::default(),
+            gates: vec![GateResult {
+                gate: "support".into(),
+                value: "2".into(),
+                threshold: ">= 3".into(),
+                passed: false,
+                detail: String::new(),
+            }],
+            excerpts: vec![],
+            decision: None,
+        };
+        let text = card.render();
+        assert!(text.contains("| support | 2 | >= 3 | not met |"));
+        assert_eq!(Card::parse(&text).unwrap(), card);
+    }
+}

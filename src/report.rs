@@ -1,0 +1,234 @@
+//! The cycle report (SPEC S4 step 12): one value that says what a cycle did, printed as a
+//! table for people or as one JSON object (`--json`), stored with the cycle record, and
+//! summarised in commit messages. Every count balances:
+//! `proposed = promoted + queued + reinforced + refused`.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+
+use crate::ingest::Ingested;
+use crate::llm::budget::Spend;
+use crate::memory::excerpt;
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Report {
+    pub cycle: String,
+    pub kind: String,
+    pub now: DateTime<Utc>,
+    pub dry_run: bool,
+    pub provider: String,
+    pub embedder: String,
+    pub ingest: Ingested,
+    pub embedded: usize,
+    pub window: Window,
+    pub candidates: Counts,
+    pub decisions: Vec<DecisionRow>,
+    pub tokens: Tokens,
+    /// Stages that fell back to a conservative default, and why.
+    pub degraded: Vec<Degraded>,
+    pub commits: Vec<CommitRow>,
+    pub notes: Vec<String>,
+    pub timings_ms: BTreeMap<String, u64>,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Window {
+    pub days: u32,
+    pub events: usize,
+    pub clusters: usize,
+    /// Clusters holding at least one event no cycle has reflected on.
+    pub with_new: usize,
+    pub reflected: usize,
+    /// Clusters left for the next cycle (budget reached, or the call failed).
+    pub pending: usize,
+}
+
+#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+pub struct Counts {
+    pub proposed: usize,
+    pub promoted: usize,
+    pub queued: usize,
+    pub reinforced: usize,
+    pub refused: usize,
+}
+
+impl Counts {
+    pub fn balances(&self) -> bool {
+        self.proposed == self.promoted + self.queued + self.reinforced + self.refused
+    }
+
+    pub fn add(&mut self, route: &str) {
+        self.proposed += 1;
+        match route {
+            "promoted" => self.promoted += 1,
+            "queued" => self.queued += 1,
+            "reinforced" => self.reinforced += 1,
+            _ => self.refused += 1,
+        }
+    }
+}
+
+/// What happened to one candidate.
+#[derive(Debug, Clone, Serialize)]
+pub struct DecisionRow {
+    /// The candidate id (`k_...`).
+    pub candidate: String,
+    pub route: String,
+    /// The fact or card it became or reinforced.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
+    pub text: String,
+    pub block: String,
+    pub category: String,
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Tokens {
+    pub cap: u64,
+    pub spent: u64,
+    pub calls: u64,
+    /// Calls not started because they could have crossed the cap.
+    pub refused_calls: u64,
+}
+
+impl Tokens {
+    pub fn from_spend(cap: u64, s: Spend) -> Tokens {
+        Tokens {
+            cap,
+            spent: s.spent,
+            calls: s.calls,
+            refused_calls: s.refused,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Degraded {
+    pub stage: String,
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct CommitRow {
+    pub stage: String,
+    pub commit: String,
+    pub subject: String,
+}
+
+impl Report {
+    /// The report as a table a person can scan.
+    pub fn render(&self) -> String {
+        let mut o = String::new();
+        let c = &self.candidates;
+        let _ = writeln!(
+            o,
+            "dream {} cycle {}{}",
+            self.kind,
+            self.cycle,
+            if self.dry_run {
+                " (dry run: nothing was written)"
+            } else {
+                ""
+            }
+        );
+        let _ = writeln!(
+            o,
+            "  provider {}, embedder {}",
+            self.provider, self.embedder
+        );
+        let i = &self.ingest;
+        let _ = writeln!(
+            o,
+            "  ingest      {} new events from {} files ({} duplicates, {} quarantined, {} with secrets redacted)",
+            i.new_events, i.files, i.duplicates, i.quarantined, i.redacted
+        );
+        if i.partial_bytes > 0 {
+            let _ = writeln!(
+                o,
+                "              {} bytes of a half-written line left for the next run",
+                i.partial_bytes
+            );
+        }
+        for r in &i.restarted {
+            let _ = writeln!(o, "              {r}");
+        }
+        let w = &self.window;
+        let _ = writeln!(o, "  embed       {} new vectors", self.embedded);
+        let _ = writeln!(
+            o,
+            "  cluster     {} events in the {}-day window, {} clusters, {} with new events",
+            w.events, w.days, w.clusters, w.with_new
+        );
+        let _ = writeln!(
+            o,
+            "  reflect     {} clusters reflected, {} left pending",
+            w.reflected, w.pending
+        );
+        let _ = writeln!(
+            o,
+            "  candidates  {} proposed = {} promoted + {} queued + {} reinforced + {} refused",
+            c.proposed, c.promoted, c.queued, c.reinforced, c.refused
+        );
+        let t = &self.tokens;
+        let _ = writeln!(
+            o,
+            "  tokens      {} of {} ({} calls{})",
+            t.spent,
+            t.cap,
+            t.calls,
+            if t.refused_calls > 0 {
+                format!(", {} not started: budget reached", t.refused_calls)
+            } else {
+                String::new()
+            }
+        );
+        if !self.decisions.is_empty() {
+            let _ = writeln!(
+                o,
+                "\n  {:<10}  {:<11}  {:<22}  text / reason",
+                "route", "id", "block/category"
+            );
+            for d in &self.decisions {
+                let id = d.target.as_deref().unwrap_or(&d.candidate);
+                let _ = writeln!(
+                    o,
+                    "  {:<10}  {:<11}  {:<22}  {}",
+                    d.route,
+                    id,
+                    format!("{}/{}", d.block, d.category),
+                    excerpt(&d.text, 70)
+                );
+                if !d.reason.is_empty() {
+                    let _ = writeln!(o, "  {:<10}  {:<11}  {:<22}  -> {}", "", "", "", d.reason);
+                }
+            }
+        }
+        if !self.degraded.is_empty() {
+            let _ = writeln!(o, "\n  degraded stages:");
+            for d in &self.degraded {
+                let _ = writeln!(o, "    {}: {}", d.stage, d.reason);
+            }
+        }
+        for n in &self.notes {
+            let _ = writeln!(o, "  note: {n}");
+        }
+        if !self.commits.is_empty() {
+            let _ = writeln!(o, "\n  commits:");
+            for cm in &self.commits {
+                let _ = writeln!(
+                    o,
+                    "    {} {}",
+                    &cm.commit[..cm.commit.len().min(10)],
+                    cm.subject
+                );
+            }
+        } else if !self.dry_run {
+            let _ = writeln!(o, "\n  no commit: nothing in memory changed");
+        }
+        o
+    }
+}

@@ -1,0 +1,350 @@
+//! Score and route (SPEC S4 steps 6 and 8): where a gated candidate goes.
+//!
+//! Four routes, and every proposal takes exactly one, so the cycle's counts balance
+//! (`proposed = promoted + queued + reinforced + refused`):
+//! - **reinforce** an active fact it restates (S6 similarity >= `reinforce_similarity`,
+//!   same polarity): add support, refresh last-seen, no new fact;
+//! - **promote** when confidence, support, days, traceability, an owner's own words and the
+//!   judge all allow it;
+//! - **queue** a review card otherwise, saying which condition was not met; a
+//!   contradiction becomes a card proposing to supersede the old fact;
+//! - **refuse** what a hard gate refused.
+//!
+//! Pure functions over the gated candidate, the active facts and the judge's verdict.
+
+use crate::config::Config;
+use crate::gates::Gated;
+use crate::llm::Verdict;
+use crate::measures::{self, round3};
+use crate::memory::{GateResult, Memory};
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    Promote,
+    Queue {
+        reason: String,
+        /// The active fact this candidate would replace, for a contradiction.
+        supersedes: Option<String>,
+    },
+    Reinforce {
+        fact_id: String,
+    },
+    Refuse {
+        reason: String,
+    },
+}
+
+impl Outcome {
+    pub fn label(&self) -> &'static str {
+        match self {
+            Outcome::Promote => "promoted",
+            Outcome::Queue { .. } => "queued",
+            Outcome::Reinforce { .. } => "reinforced",
+            Outcome::Refuse { .. } => "refused",
+        }
+    }
+}
+
+/// An active fact near a candidate.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Near {
+    pub fact_id: String,
+    pub similarity: f64,
+    pub same_polarity: bool,
+}
+
+/// The `k` active facts most similar to `text` (S6 similarity), most similar first.
+pub fn nearest(memory: &Memory, text: &str, k: usize) -> Vec<Near> {
+    let tokens = measures::content_tokens(text);
+    let mut out: Vec<Near> = memory
+        .facts()
+        .map(|(_, f)| Near {
+            fact_id: f.id.clone(),
+            similarity: round3(measures::set_similarity(
+                &tokens,
+                &measures::content_tokens(&f.text),
+            )),
+            same_polarity: measures::polarity_agrees(text, &f.text),
+        })
+        .filter(|n| n.similarity > 0.0)
+        .collect();
+    out.sort_by(|a, b| {
+        b.similarity
+            .total_cmp(&a.similarity)
+            .then(a.fact_id.cmp(&b.fact_id))
+    });
+    out.truncate(k);
+    out
+}
+
+/// Decide the route of one gated candidate. `near` are the facts sent to the judge (most
+/// similar first); `verdict` is the judge's answer for this candidate, if any. Returns the
+/// outcome, the judge's verdict as shown on cards, and the routing gates.
+pub fn route(
+    g: &Gated,
+    near: &[Near],
+    verdict: Option<&Verdict>,
+    config: &Config,
+) -> (Outcome, String, Vec<GateResult>) {
+    let mut gates = Vec::new();
+    if let Some(reason) = &g.refused {
+        return (
+            Outcome::Refuse {
+                reason: reason.clone(),
+            },
+            "not judged (refused by a gate)".into(),
+            gates,
+        );
+    }
+    let p = &config.promote;
+    let sent = |id: &Option<String>| -> Option<String> {
+        id.as_ref()
+            .filter(|id| near.iter().any(|n| &n.fact_id == *id))
+            .cloned()
+    };
+    let mut judge = verdict
+        .map(|v| v.reason.clone())
+        .filter(|r| !r.is_empty())
+        .unwrap_or_else(|| "no contradiction found".into());
+    let mut notes = Vec::new();
+    let contradicts = verdict.and_then(|v| {
+        let valid = sent(&v.contradicts);
+        if v.contradicts.is_some() && valid.is_none() {
+            notes.push(format!(
+                "the judge named {} as contradicted, but it was not among the facts sent (ignored)",
+                v.contradicts.as_deref().unwrap_or_default()
+            ));
+        }
+        valid
+    });
+    let duplicate_of = verdict.and_then(|v| {
+        let valid = sent(&v.duplicate_of);
+        if v.duplicate_of.is_some() && valid.is_none() {
+            notes.push(format!(
+                "the judge named {} as a duplicate, but it was not among the facts sent (ignored)",
+                v.duplicate_of.as_deref().unwrap_or_default()
+            ));
+        }
+        valid
+    });
+    if !notes.is_empty() {
+        judge = format!("{judge}; {}", notes.join("; "));
+    }
+
+    let top = near.first();
+    let top_sim = top.map_or(0.0, |n| n.similarity);
+    gates.push(GateResult {
+        gate: "novelty".into(),
+        value: format!("{:.3}", 1.0 - top_sim),
+        threshold: format!("> {:.3} (else reinforce)", 1.0 - p.reinforce_similarity),
+        passed: top_sim < p.reinforce_similarity,
+        detail: top
+            .map(|n| format!("nearest {} at similarity {:.3}", n.fact_id, n.similarity))
+            .unwrap_or_default(),
+    });
+
+    if let Some(n) = top.filter(|n| {
+        n.similarity >= p.reinforce_similarity
+            && n.same_polarity
+            && contradicts.as_deref() != Some(n.fact_id.as_str())
+    }) {
+        return (
+            Outcome::Reinforce {
+                fact_id: n.fact_id.clone(),
+            },
+            judge,
+            gates,
+        );
+    }
+
+    let mut unmet = Vec::new();
+    let mut check = |gates: &mut Vec<GateResult>,
+                     name: &str,
+                     value: String,
+                     threshold: String,
+                     ok: bool,
+                     why: String| {
+        gates.push(GateResult {
+            gate: name.into(),
+            value,
+            threshold,
+            passed: ok,
+            detail: String::new(),
+        });
+        if !ok {
+            unmet.push(why);
+        }
+    };
+    let m = &g.measures;
+    check(
+        &mut gates,
+        "confidence",
+        format!("{:.3}", g.confidence),
+        format!(">= {}", p.min_confidence),
+        g.confidence >= p.min_confidence,
+        format!(
+            "confidence {:.3} < min_confidence {}",
+            g.confidence, p.min_confidence
+        ),
+    );
+    check(
+        &mut gates,
+        "support",
+        m.support.to_string(),
+        format!(">= {}", p.min_support),
+        m.support >= p.min_support,
+        format!("support {} < min_support {}", m.support, p.min_support),
+    );
+    check(
+        &mut gates,
+        "days",
+        m.days.to_string(),
+        format!(">= {}", p.min_days),
+        m.days >= p.min_days,
+        format!("days {} < min_days {}", m.days, p.min_days),
+    );
+    check(
+        &mut gates,
+        "traceable",
+        format!("{:.3}", m.coverage),
+        "1.0".into(),
+        m.coverage >= 1.0,
+        format!(
+            "coverage {:.3} < 1.0 (untraceable: {})",
+            m.coverage,
+            m.untraceable.join(", ")
+        ),
+    );
+    check(
+        &mut gates,
+        "owner",
+        m.owner_support.to_string(),
+        ">= 1".into(),
+        m.owner_support >= 1,
+        "no event from the owner supports it (the agent's own statements need a person's confirmation)".into(),
+    );
+    let judge_ok = contradicts.is_none() && duplicate_of.is_none();
+    check(
+        &mut gates,
+        "judge",
+        if let Some(c) = &contradicts {
+            format!("contradicts {c}")
+        } else if let Some(d) = &duplicate_of {
+            format!("duplicate of {d}")
+        } else {
+            "no contradiction".into()
+        },
+        "no contradiction".into(),
+        judge_ok,
+        match (&contradicts, &duplicate_of) {
+            (Some(c), _) => format!("the judge found a possible contradiction with {c}"),
+            (None, Some(d)) => {
+                let sim = near
+                    .iter()
+                    .find(|n| &n.fact_id == d)
+                    .map_or(0.0, |n| n.similarity);
+                format!(
+                    "the judge called it a duplicate of {d}, but similarity {sim:.3} < {}",
+                    p.reinforce_similarity
+                )
+            }
+            _ => String::new(),
+        },
+    );
+    if unmet.is_empty() {
+        (Outcome::Promote, judge, gates)
+    } else {
+        (
+            Outcome::Queue {
+                reason: unmet.join("; "),
+                supersedes: contradicts,
+            },
+            judge,
+            gates,
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::memory::{Block, Measures};
+
+    fn gated(support: usize, days: usize, confidence: f64, coverage: f64) -> Gated {
+        Gated {
+            text: "I live in Lisbon.".into(),
+            block: Block::Human,
+            category: "identity".into(),
+            confidence,
+            reason: String::new(),
+            support: (0..support).map(|i| format!("e{i}")).collect(),
+            measures: Measures {
+                support,
+                sessions: support,
+                days,
+                coverage,
+                owner_support: support,
+                confidence,
+                ..Measures::default()
+            },
+            gates: vec![],
+            refused: None,
+        }
+    }
+
+    fn near(id: &str, sim: f64) -> Near {
+        Near {
+            fact_id: id.into(),
+            similarity: sim,
+            same_polarity: true,
+        }
+    }
+
+    #[test]
+    fn routes_follow_the_spec() {
+        let c = Config::default();
+        assert_eq!(
+            route(&gated(3, 2, 0.9, 1.0), &[], None, &c).0,
+            Outcome::Promote
+        );
+        let (o, _, _) = route(&gated(2, 1, 0.9, 1.0), &[], None, &c);
+        assert_eq!(
+            o,
+            Outcome::Queue {
+                reason: "support 2 < min_support 3; days 1 < min_days 2".into(),
+                supersedes: None
+            }
+        );
+        let (o, _, _) = route(&gated(3, 2, 0.9, 0.9), &[], None, &c);
+        assert!(
+            matches!(o, Outcome::Queue { ref reason, .. } if reason.starts_with("coverage 0.900 < 1.0"))
+        );
+        let (o, _, _) = route(&gated(3, 2, 0.9, 1.0), &[near("f_1", 0.95)], None, &c);
+        assert_eq!(
+            o,
+            Outcome::Reinforce {
+                fact_id: "f_1".into()
+            }
+        );
+    }
+
+    #[test]
+    fn the_judge_can_only_name_facts_it_was_shown() {
+        let c = Config::default();
+        let v = Verdict {
+            candidate_id: "k".into(),
+            contradicts: Some("f_ghost".into()),
+            duplicate_of: None,
+            reason: "contradicts".into(),
+        };
+        let (o, judge, _) = route(&gated(3, 2, 0.9, 1.0), &[near("f_1", 0.5)], Some(&v), &c);
+        assert_eq!(o, Outcome::Promote);
+        assert!(judge.contains("f_ghost as contradicted, but it was not among the facts sent"));
+        let v = Verdict {
+            contradicts: Some("f_1".into()),
+            ..v
+        };
+        let (o, _, _) = route(&gated(3, 2, 0.9, 1.0), &[near("f_1", 0.5)], Some(&v), &c);
+        assert!(matches!(o, Outcome::Queue { supersedes: Some(ref f), .. } if f == "f_1"));
+    }
+}

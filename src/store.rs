@@ -1,0 +1,300 @@
+//! The memory repository edge (SPEC S3, S4 step 10): the only module that touches git or
+//! writes files in the repository.
+//!
+//! Everything else builds a [`Change`] (files to write or delete plus a commit message)
+//! and hands it here. [`Store::apply`] writes each file atomically, stages exactly those
+//! paths and commits; if any write fails it puts back what it already wrote, so a failed
+//! cycle never leaves a half-applied change that the next run would mistake for a hand
+//! edit. Commits use the repository's git identity, else `dream <dream@localhost>`.
+
+use std::path::{Path, PathBuf};
+
+use chrono::NaiveDate;
+use git2::{IndexAddOption, Oid, Repository, Signature, StatusOptions};
+
+use crate::config;
+use crate::error::{Context, Error, Result};
+use crate::fsutil::write_atomic;
+use crate::memory::{self, Block, BlockFile, Card, Memory};
+
+/// Files to write (`Some`) or delete (`None`), relative to the repo root, and the message
+/// of the commit that records them.
+#[derive(Debug, Clone, Default)]
+pub struct Change {
+    pub writes: Vec<(String, Option<String>)>,
+    pub message: String,
+}
+
+impl Change {
+    pub fn is_empty(&self) -> bool {
+        self.writes.is_empty()
+    }
+
+    /// Write (or replace) a file; a later write to the same path wins.
+    pub fn write(&mut self, path: impl Into<String>, contents: String) {
+        let path = path.into();
+        self.writes.retain(|(p, _)| *p != path);
+        self.writes.push((path, Some(contents)));
+    }
+
+    pub fn delete(&mut self, path: impl Into<String>) {
+        let path = path.into();
+        self.writes.retain(|(p, _)| *p != path);
+        self.writes.push((path, None));
+    }
+}
+
+pub struct Store {
+    pub root: PathBuf,
+    repo: Repository,
+}
+
+/// The `.gitignore` of a memory repository.
+pub const GITIGNORE: &str =
+    "# dream: the inbox and the state are local, never committed\n/events/\n/.dream/\n";
+
+/// Find the repo: `--repo`, else `$DREAM_REPO`, else the nearest folder upwards from `start`
+/// holding `dream.toml` (as git finds `.git`).
+pub fn discover(explicit: Option<&Path>, start: &Path) -> Result<PathBuf> {
+    if let Some(dir) = explicit {
+        if dir.join(config::FILE).is_file() {
+            return Ok(dir.to_path_buf());
+        }
+        return Err(Error::NotARepo {
+            path: dir.to_path_buf(),
+        });
+    }
+    let mut dir = Some(start);
+    while let Some(d) = dir {
+        if d.join(config::FILE).is_file() {
+            return Ok(d.to_path_buf());
+        }
+        dir = d.parent();
+    }
+    Err(Error::NotARepo {
+        path: start.to_path_buf(),
+    })
+}
+
+impl Store {
+    pub fn open(root: &Path) -> Result<Store> {
+        let repo = Repository::open(root).context(|| {
+            format!(
+                "{} has a dream.toml but is not a git repository; run `git init` there",
+                root.display()
+            )
+        })?;
+        Ok(Store {
+            root: root.to_path_buf(),
+            repo,
+        })
+    }
+
+    /// Create a git repository at `root` (or open the one there).
+    pub fn init_repo(root: &Path) -> Result<Store> {
+        let repo = match Repository::open(root) {
+            Ok(r) => r,
+            Err(_) => Repository::init(root)
+                .context(|| format!("creating a git repository in {}", root.display()))?,
+        };
+        Ok(Store {
+            root: root.to_path_buf(),
+            repo,
+        })
+    }
+
+    fn signature(&self) -> Result<Signature<'static>> {
+        match self.repo.signature() {
+            Ok(s) => Ok(s.to_owned()),
+            Err(_) => Signature::now("dream", "dream@localhost")
+                .context(|| "making a commit signature".into()),
+        }
+    }
+
+    /// Read a file of the repo, `None` when it does not exist.
+    pub fn read(&self, rel: &str) -> Result<Option<String>> {
+        let path = self.root.join(rel);
+        match std::fs::read_to_string(&path) {
+            Ok(s) => Ok(Some(s)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e).context(|| format!("reading {}", path.display())),
+        }
+    }
+
+    /// True when the working tree has changes git would commit (tracked edits, deletions,
+    /// or new files that are not ignored).
+    pub fn is_dirty(&self) -> Result<bool> {
+        let mut opts = StatusOptions::new();
+        opts.include_untracked(true)
+            .recurse_untracked_dirs(true)
+            .include_ignored(false);
+        let statuses = self
+            .repo
+            .statuses(Some(&mut opts))
+            .context(|| "reading git status".into())?;
+        Ok(!statuses.is_empty())
+    }
+
+    /// Paths with uncommitted changes, for messages.
+    pub fn dirty_paths(&self) -> Result<Vec<String>> {
+        let mut opts = StatusOptions::new();
+        opts.include_untracked(true)
+            .recurse_untracked_dirs(true)
+            .include_ignored(false);
+        let statuses = self
+            .repo
+            .statuses(Some(&mut opts))
+            .context(|| "reading git status".into())?;
+        Ok(statuses
+            .iter()
+            .filter_map(|s| s.path().map(str::to_string))
+            .collect())
+    }
+
+    /// Commit everything in the working tree (a person's hand edits), as `git add -A`.
+    pub fn commit_all(&self, message: &str) -> Result<Option<Oid>> {
+        let mut index = self
+            .repo
+            .index()
+            .context(|| "opening the git index".into())?;
+        index
+            .add_all(["*"], IndexAddOption::DEFAULT, None)
+            .and_then(|_| index.update_all(["*"], None))
+            .and_then(|_| index.write())
+            .context(|| "staging hand edits".into())?;
+        self.commit_index(&mut index, message)
+    }
+
+    fn commit_index(&self, index: &mut git2::Index, message: &str) -> Result<Option<Oid>> {
+        let tree_id = index
+            .write_tree()
+            .context(|| "writing the git tree".into())?;
+        let tree = self
+            .repo
+            .find_tree(tree_id)
+            .context(|| "reading the git tree".into())?;
+        let parent = match self.repo.head() {
+            Ok(h) => Some(h.peel_to_commit().context(|| "reading HEAD".into())?),
+            Err(_) => None,
+        };
+        if let Some(p) = &parent {
+            if p.tree_id() == tree_id {
+                return Ok(None);
+            }
+        }
+        let sig = self.signature()?;
+        let parents: Vec<&git2::Commit<'_>> = parent.iter().collect();
+        let oid = self
+            .repo
+            .commit(Some("HEAD"), &sig, &sig, message, &tree, &parents)
+            .context(|| "committing".into())?;
+        Ok(Some(oid))
+    }
+
+    /// Write the change's files atomically and commit exactly those paths. Returns `None`
+    /// when the files already had that content (nothing to commit). On failure, files
+    /// already written are put back as they were.
+    pub fn apply(&self, change: &Change) -> Result<Option<Oid>> {
+        if change.is_empty() {
+            return Ok(None);
+        }
+        let mut done: Vec<(PathBuf, Option<Vec<u8>>)> = Vec::new();
+        let result = self.write_and_commit(change, &mut done);
+        if result.is_err() {
+            for (path, before) in done.into_iter().rev() {
+                let _ = match before {
+                    Some(bytes) => write_atomic(&path, &bytes),
+                    None => std::fs::remove_file(&path).context(String::new),
+                };
+            }
+            if let Ok(mut index) = self.repo.index() {
+                let _ = index.read(true);
+            }
+        }
+        result
+    }
+
+    fn write_and_commit(
+        &self,
+        change: &Change,
+        done: &mut Vec<(PathBuf, Option<Vec<u8>>)>,
+    ) -> Result<Option<Oid>> {
+        let mut index = self
+            .repo
+            .index()
+            .context(|| "opening the git index".into())?;
+        for (rel, contents) in &change.writes {
+            let path = self.root.join(rel);
+            let before = std::fs::read(&path).ok();
+            match contents {
+                Some(text) => {
+                    write_atomic(&path, text.as_bytes())?;
+                    done.push((path, before));
+                    index
+                        .add_path(Path::new(rel))
+                        .context(|| format!("staging {rel}"))?;
+                }
+                None => {
+                    if before.is_some() {
+                        std::fs::remove_file(&path)
+                            .context(|| format!("removing {}", path.display()))?;
+                        done.push((path, before));
+                    }
+                    let _ = index.remove_path(Path::new(rel));
+                }
+            }
+        }
+        index.write().context(|| "writing the git index".into())?;
+        self.commit_index(&mut index, &change.message)
+    }
+
+    /// Every block of durable memory; a missing block file reads as an empty block.
+    pub fn load_memory(&self, today: NaiveDate) -> Result<Memory> {
+        let mut blocks = Vec::new();
+        for b in Block::ALL {
+            let bf = match self.read(&b.path())? {
+                Some(text) => BlockFile::parse(b, &text, today),
+                None => BlockFile::empty(b),
+            };
+            blocks.push(bf);
+        }
+        Ok(Memory::new(blocks))
+    }
+
+    /// Pending review cards, oldest first. A card that does not parse is reported, not
+    /// fatal: the cycle goes on without it.
+    pub fn pending_cards(&self) -> Result<(Vec<Card>, Vec<String>)> {
+        let dir = self.root.join(memory::REVIEW_DIR);
+        let mut cards = Vec::new();
+        let mut problems = Vec::new();
+        if !dir.exists() {
+            return Ok((cards, problems));
+        }
+        let entries = std::fs::read_dir(&dir).context(|| format!("listing {}", dir.display()))?;
+        for entry in entries {
+            let entry = entry.context(|| format!("listing {}", dir.display()))?;
+            let path = entry.path();
+            if !path.is_file() || path.extension().is_none_or(|e| e != "md") {
+                continue;
+            }
+            let text =
+                std::fs::read_to_string(&path).context(|| format!("reading {}", path.display()))?;
+            match Card::parse(&text) {
+                Ok(c) => cards.push(c),
+                Err(e) => problems.push(format!("{}: {e}", path.display())),
+            }
+        }
+        cards.sort_by(|a, b| a.created.cmp(&b.created).then(a.id.cmp(&b.id)));
+        Ok((cards, problems))
+    }
+
+    /// The id of HEAD, if there is a commit.
+    pub fn head(&self) -> Option<Oid> {
+        self.repo.head().ok().and_then(|h| h.target())
+    }
+
+    /// The git repository, for read-only history walks (`log`, `explain`, `verify`).
+    pub fn repo(&self) -> &Repository {
+        &self.repo
+    }
+}
