@@ -14,6 +14,7 @@ pub mod cli;
 pub mod cluster;
 pub mod cmd;
 pub mod config;
+pub mod consolidate;
 pub mod cycle;
 pub mod embed;
 pub mod error;

@@ -1,1 +1,7 @@
-fn main() {}
+//! dream's integration tests: one binary, one module per area, each test in a fresh
+//! hermetic environment (see `util`). Tests drive the real `dream` binary the way a person
+//! or a timer would, and assert on what they would see: exit codes, files, commits.
+
+mod util;
+
+mod spine;

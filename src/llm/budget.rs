@@ -89,6 +89,47 @@ impl Budget {
     }
 }
 
+/// Why a budgeted call gave no reply.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CallError {
+    /// Not started: it could have crossed the cap.
+    Budget,
+    /// Started, and failed.
+    Failed(super::LlmError),
+}
+
+impl std::fmt::Display for CallError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CallError::Budget => write!(f, "not started: the token budget could be crossed"),
+            CallError::Failed(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl Budget {
+    /// Make one call under the budget: reserve `estimate`, call, and charge the reported
+    /// usage (or the estimate when the server reported none, or the call failed).
+    pub fn call<T>(
+        &self,
+        estimate: u64,
+        f: impl FnOnce() -> Result<super::Reply<T>, super::LlmError>,
+    ) -> Result<super::Reply<T>, CallError> {
+        let reservation = self.reserve(estimate).ok_or(CallError::Budget)?;
+        match f() {
+            Ok(reply) => {
+                let used = if reply.usage.reported { reply.usage.total() } else { estimate };
+                self.settle(reservation, used);
+                Ok(reply)
+            }
+            Err(e) => {
+                self.settle(reservation, estimate);
+                Err(CallError::Failed(e))
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

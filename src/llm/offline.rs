@@ -25,7 +25,7 @@ use crate::memory::Block;
 /// and names every entity of the candidate).
 pub const SUPPORT_SIMILARITY: f64 = 0.6;
 /// Two facts this similar are about the same subject (for possible contradictions).
-pub const SAME_SUBJECT_SIMILARITY: f64 = 0.5;
+pub const SAME_SUBJECT_SIMILARITY: f64 = 0.6;
 /// Longest sentence the reflector will turn into a fact.
 const MAX_FACT_CHARS: usize = 280;
 /// Fewest content words a fact may have.

@@ -1,0 +1,538 @@
+//! The consolidation stage (SPEC S4 steps 4 to 8): cluster the window, reflect on every
+//! cluster that holds a new event, gate each proposal, judge what passed, route it, and
+//! apply the routes to the in-memory facts and cards. The result is one [`Stage`] (the
+//! files to commit) plus candidate records in the state transaction; nothing is written
+//! to the repository here.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use chrono::{DateTime, NaiveDate, Utc};
+use rusqlite::Connection;
+
+use crate::cluster;
+use crate::config::Config;
+use crate::cycle::{commit_message, parallel_map, Ctx, Stage, Work};
+use crate::error::Result;
+use crate::gates::{self, Evidence, Gated};
+use crate::llm::budget::{Budget, CallError};
+use crate::llm::{EventView, FactView, JudgeItem, JudgeRequest, Llm, Proposal, ReflectRequest, Verdict};
+use crate::memory::{self, text_id, unique_id, Block, Card, Decision, Excerpt, Fact, GateResult, Memory, Origin};
+use crate::report::{DecisionRow, Degraded};
+use crate::route::{self, Outcome};
+use crate::state::{self, Stored};
+use crate::store::Change;
+
+/// Judge items per call.
+const JUDGE_BATCH: usize = 8;
+/// Facts shown to the judge per candidate.
+const JUDGE_NEIGHBOURS: usize = 5;
+
+/// Run the stage: reflect, gate, judge, route, apply.
+pub fn run(ctx: &Ctx<'_>, tx: &Connection, work: &mut Work) -> Result<()> {
+    let proposals = reflect(ctx, tx, work)?;
+    work.lap("reflect");
+
+    let mut gated: Vec<Gated> = Vec::with_capacity(proposals.len());
+    for (p, sent) in &proposals {
+        let sent_ids: HashSet<&str> = sent.iter().map(|e| e.id.as_str()).collect();
+        let mut elsewhere = HashSet::new();
+        for id in &p.supporting_event_ids {
+            if !sent_ids.contains(id.as_str()) && state::event_hash(tx, id)?.is_some() {
+                elsewhere.insert(id.clone());
+            }
+        }
+        gated.push(gates::gate_proposal(p, &Evidence::new(sent, &elsewhere), ctx.config));
+    }
+    let verdicts = judge(ctx.llm, &ctx.budget, &gated, &work.memory, ctx.config, &mut work.report.degraded);
+    work.lap("judge");
+
+    let before = work.memory.clone();
+    let mut card_writes: BTreeMap<String, Option<String>> = BTreeMap::new();
+    let mut lines = Vec::new();
+    for g in &gated {
+        apply_one(ctx, tx, work, g, verdicts.get(&text_id("k", &g.text)), &mut card_writes, &mut lines)?;
+    }
+    work.lap("route");
+
+    let mut change = block_changes(&before, &work.memory);
+    for (path, contents) in card_writes {
+        match contents {
+            Some(text) => change.write(path, text),
+            None => change.delete(path),
+        }
+    }
+    if !change.is_empty() {
+        let c = &work.report.candidates;
+        change.message = commit_message(
+            &format!(
+                "dream: {} cycle {}: {} promoted, {} queued, {} reinforced, {} refused",
+                ctx.opts.kind.as_str(),
+                ctx.today,
+                c.promoted,
+                c.queued,
+                c.reinforced,
+                c.refused
+            ),
+            &lines,
+            &ctx.cycle_id,
+            "consolidate",
+            ctx.budget.spend().spent,
+        );
+        work.stages.push(Stage { name: "consolidate", change });
+    }
+    Ok(())
+}
+
+/// Cluster the window and reflect on every cluster with a new event, `llm.concurrency`
+/// calls at a time under the budget. Clusters whose call was not started (budget) or
+/// failed stay unreflected, so the next cycle picks them up. Returns each proposal with
+/// the events that were sent for it.
+fn reflect(ctx: &Ctx<'_>, tx: &Connection, work: &mut Work) -> Result<Vec<(Proposal, Vec<EventView>)>> {
+    let config = ctx.config;
+    let window = std::mem::take(&mut work.window);
+    let usable: Vec<usize> = (0..window.len())
+        .filter(|&i| work.vectors[i].iter().any(|x| *x != 0.0))
+        .collect();
+    let points: Vec<Vec<f32>> = usable.iter().map(|&i| work.vectors[i].clone()).collect();
+    let clustering = cluster::dbscan(&points, config.cluster.min_points, config.cluster.eps);
+    work.report.window.clusters = clustering.clusters.len();
+    let mut selected: Vec<Vec<usize>> = clustering
+        .clusters
+        .iter()
+        .map(|c| c.iter().map(|&k| usable[k]).collect::<Vec<usize>>())
+        .filter(|c| c.iter().any(|&i| !window[i].reflected))
+        .collect();
+    selected.sort_by_key(|c| (std::cmp::Reverse(c.len()), window[c[0]].event.id.clone()));
+    for (n, c) in selected.iter().enumerate() {
+        let texts: Vec<String> = c.iter().map(|&i| memory::excerpt(&window[i].event.text, 60)).collect();
+        tracing::debug!(cluster = n, size = c.len(), "cluster: {}", texts.join(" | "));
+    }
+    work.report.window.with_new = selected.len();
+    work.lap("cluster");
+
+    let requests: Vec<(ReflectRequest, Vec<String>)> = selected
+        .iter()
+        .enumerate()
+        .map(|(n, c)| reflect_request(n, c, &window, config.cluster.max_events_per_prompt))
+        .collect();
+    work.window = window;
+    let llm = ctx.llm;
+    let results = parallel_map(&requests, workers(llm, config), |(req, _)| {
+        ctx.budget.call(llm.estimate_reflect(req), || llm.reflect(req))
+    });
+    let mut proposals = Vec::new();
+    let mut reflected_ids: Vec<String> = Vec::new();
+    let mut budget_pending = 0;
+    for ((req, members), result) in requests.into_iter().zip(results) {
+        match result {
+            Ok(reply) => {
+                work.report.window.reflected += 1;
+                for note in reply.notes {
+                    if !work.report.notes.contains(&note) {
+                        work.report.notes.push(note);
+                    }
+                }
+                reflected_ids.extend(members);
+                for p in reply.value.candidates {
+                    proposals.push((p, req.events.clone()));
+                }
+            }
+            Err(CallError::Budget) => budget_pending += 1,
+            Err(CallError::Failed(e)) => {
+                work.report.window.pending += 1;
+                work.report.degraded.push(Degraded {
+                    stage: "reflect".into(),
+                    reason: format!("cluster {} left pending for the next cycle: {e}", req.cluster),
+                });
+            }
+        }
+    }
+    if budget_pending > 0 {
+        work.report.window.pending += budget_pending;
+        work.report.notes.push(format!(
+            "token budget reached: {budget_pending} clusters left pending for the next cycle (budget.tokens_per_cycle = {})",
+            ctx.budget.cap()
+        ));
+        tracing::warn!(pending = budget_pending, cap = ctx.budget.cap(), "token budget reached");
+    }
+    state::mark_reflected(tx, &reflected_ids, &ctx.cycle_id)?;
+    Ok(proposals)
+}
+
+fn workers(llm: &dyn Llm, config: &Config) -> usize {
+    if llm.offline() {
+        1
+    } else {
+        config.llm.concurrency
+    }
+}
+
+fn view(s: &Stored) -> EventView {
+    EventView {
+        id: s.event.id.clone(),
+        ts: s.event.ts,
+        session: s.event.session_key(),
+        kind: s.event.kind.clone(),
+        trust: s.event.trust,
+        recalled: s.event.recalled,
+        new: !s.reflected,
+        text: s.event.text.clone(),
+    }
+}
+
+/// The request for one cluster: new events first (up to the prompt cap), then the most
+/// recent earlier ones, shown oldest first. Returns the ids of every cluster member too.
+fn reflect_request(n: usize, members: &[usize], window: &[Stored], cap: usize) -> (ReflectRequest, Vec<String>) {
+    let mut order: Vec<usize> = members.to_vec();
+    order.sort_by_key(|&i| (window[i].reflected, std::cmp::Reverse(window[i].event.ts)));
+    order.truncate(cap);
+    order.sort_by_key(|&i| (window[i].event.ts, window[i].event.id.clone()));
+    let events = order.iter().map(|&i| view(&window[i])).collect();
+    let ids = members.iter().map(|&i| window[i].event.id.clone()).collect();
+    (ReflectRequest { cluster: n, events }, ids)
+}
+
+/// Ask the judge about every candidate that passed the gates and has neighbours, in
+/// batches. A batch that fails, or does not fit in the budget, degrades to the
+/// conservative default (no contradiction, novel), and the degradation is reported.
+fn judge(
+    llm: &dyn Llm,
+    budget: &Budget,
+    gated: &[Gated],
+    memory: &Memory,
+    config: &Config,
+    degraded: &mut Vec<Degraded>,
+) -> HashMap<String, Verdict> {
+    let mut items = Vec::new();
+    let mut seen = HashSet::new();
+    for g in gated.iter().filter(|g| g.refused.is_none()) {
+        let id = text_id("k", &g.text);
+        if !seen.insert(id.clone()) {
+            continue;
+        }
+        let neighbours: Vec<FactView> = route::nearest(memory, &g.text, JUDGE_NEIGHBOURS)
+            .into_iter()
+            .filter_map(|n| memory.get(&n.fact_id))
+            .map(|(b, f)| FactView {
+                id: f.id.clone(),
+                block: b.as_str().into(),
+                category: f.category.clone(),
+                text: f.text.clone(),
+            })
+            .collect();
+        if !neighbours.is_empty() {
+            items.push(JudgeItem {
+                candidate_id: id,
+                text: g.text.clone(),
+                neighbours,
+            });
+        }
+    }
+    let batches: Vec<JudgeRequest> = items
+        .chunks(JUDGE_BATCH)
+        .map(|c| JudgeRequest { items: c.to_vec() })
+        .collect();
+    let results = parallel_map(&batches, workers(llm, config), |req| {
+        budget.call(llm.estimate_judge(req), || llm.judge(req))
+    });
+    let mut out = HashMap::new();
+    for (req, result) in batches.iter().zip(results) {
+        match result {
+            Ok(reply) => {
+                let asked: HashSet<&str> = req.items.iter().map(|i| i.candidate_id.as_str()).collect();
+                for v in reply.value.verdicts {
+                    if asked.contains(v.candidate_id.as_str()) {
+                        out.insert(v.candidate_id.clone(), v);
+                    }
+                }
+            }
+            Err(e) => {
+                let reason = e.to_string();
+                degraded.push(Degraded {
+                    stage: "judge".into(),
+                    reason: format!(
+                        "{reason}; {} candidates judged by the conservative default (no contradiction, novel)",
+                        req.items.len()
+                    ),
+                });
+                for item in &req.items {
+                    out.insert(
+                        item.candidate_id.clone(),
+                        Verdict {
+                            candidate_id: item.candidate_id.clone(),
+                            contradicts: None,
+                            duplicate_of: None,
+                            reason: format!("conservative default (judge failed: {reason})"),
+                        },
+                    );
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Route one gated candidate and apply the route to the in-memory facts and cards.
+fn apply_one(
+    ctx: &Ctx<'_>,
+    tx: &Connection,
+    work: &mut Work,
+    g: &Gated,
+    verdict: Option<&Verdict>,
+    card_writes: &mut BTreeMap<String, Option<String>>,
+    lines: &mut Vec<String>,
+) -> Result<()> {
+    let config = ctx.config;
+    let now = ctx.opts.now;
+    let cand_id = text_id("k", &g.text);
+    let near = route::nearest(&work.memory, &g.text, JUDGE_NEIGHBOURS);
+    let matched = if g.refused.is_none() { matching_card(&work.cards, &g.text, config) } else { None };
+    let g = match matched {
+        Some(ci) => merge_into_card(tx, &work.cards[ci], g, config)?,
+        None => g.clone(),
+    };
+    let (outcome, judge_text, route_gates) = route::route(&g, &near, verdict, config);
+    let mut all_gates = g.gates.clone();
+    all_gates.extend(route_gates);
+    let events = excerpts(tx, &g.support)?;
+    let (target, reason) = match &outcome {
+        Outcome::Promote => {
+            let taken: Vec<String> = work.memory.facts().map(|(_, f)| f.id.clone()).collect();
+            let id = unique_id(text_id("f", &g.text), &taken);
+            let (first, last) = span(&events, ctx.today);
+            work.memory.block_mut(g.block).push(Fact {
+                id: id.clone(),
+                text: g.text.clone(),
+                category: g.category.clone(),
+                origin: Origin::Auto,
+                support: g.support.clone(),
+                first_seen: first,
+                last_seen: last,
+                valid_from: None,
+                valid_to: None,
+                extra: BTreeMap::new(),
+            });
+            if let Some(ci) = matched {
+                let mut card = work.cards.remove(ci);
+                card_writes.insert(card.path(), None);
+                card.decision = Some(Decision {
+                    verdict: "auto-promoted".into(),
+                    at: now,
+                    reason: "new evidence made it qualify for auto-promotion".into(),
+                    fact_id: Some(id.clone()),
+                });
+                card.supporting_event_ids = g.support.clone();
+                card_writes.insert(card.path(), Some(card.render()));
+            }
+            lines.push(format!(
+                "promoted   {id}  [{}/{}] {}  (support {}, days {}, confidence {:.3})",
+                g.block.as_str(),
+                g.category,
+                g.text,
+                g.measures.support,
+                g.measures.days,
+                g.confidence
+            ));
+            (Some(id), String::new())
+        }
+        Outcome::Queue { reason, supersedes } => {
+            let existing = matched.map(|ci| &work.cards[ci]);
+            let card = build_card(&g, existing, reason, supersedes, &work.memory, &judge_text, all_gates.clone(), events, &ctx.cycle_id, now);
+            let unchanged = existing.is_some_and(|old| same_card(old, &card));
+            if !unchanged {
+                card_writes.insert(card.path(), Some(card.render()));
+                lines.push(format!(
+                    "queued     {}  [{}/{}] {}  -- {}",
+                    card.id,
+                    g.block.as_str(),
+                    g.category,
+                    g.text,
+                    reason
+                ));
+            }
+            let id = card.id.clone();
+            match matched {
+                Some(ci) if !unchanged => work.cards[ci] = card,
+                Some(_) => {}
+                None => work.cards.push(card),
+            }
+            (Some(id), reason.clone())
+        }
+        Outcome::Reinforce { fact_id } => {
+            let fact = work.memory.get_mut(fact_id).expect("nearest facts are active");
+            let before = fact.support.len();
+            for id in &g.support {
+                if !fact.support.contains(id) {
+                    fact.support.push(id.clone());
+                }
+            }
+            let (_, last) = span(&events, ctx.today);
+            let added = fact.support.len() - before;
+            if last > fact.last_seen {
+                fact.last_seen = last;
+            }
+            if added > 0 {
+                lines.push(format!(
+                    "reinforced {fact_id}  +{added} supporting events, last seen {}",
+                    fact.last_seen
+                ));
+            }
+            (Some(fact_id.clone()), format!("restates {fact_id} (+{added} supporting events)"))
+        }
+        Outcome::Refuse { reason } => {
+            lines.push(format!("refused    {cand_id}  {:?}  -- {reason}", memory::excerpt(&g.text, 120)));
+            (None, reason.clone())
+        }
+    };
+    let label = outcome.label();
+    work.report.candidates.add(label);
+    work.report.decisions.push(DecisionRow {
+        candidate: cand_id.clone(),
+        route: label.into(),
+        target: target.clone(),
+        text: g.text.clone(),
+        block: g.block.as_str().into(),
+        category: g.category.clone(),
+        reason: reason.clone(),
+    });
+    let record = serde_json::json!({
+        "text": g.text,
+        "route": label,
+        "target": target,
+        "reason": reason,
+        "block": g.block.as_str(),
+        "category": g.category,
+        "confidence": g.confidence,
+        "proposerReason": g.reason,
+        "supportingEventIds": g.support,
+        "measures": g.measures,
+        "gates": all_gates,
+        "judge": judge_text,
+    });
+    state::put_candidate(tx, &cand_id, &ctx.cycle_id, label, &g.text, &record)?;
+    Ok(())
+}
+
+/// The pending card a candidate restates, if any.
+fn matching_card(cards: &[Card], text: &str, config: &Config) -> Option<usize> {
+    cards
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (i, crate::measures::similarity(text, &c.text), crate::measures::polarity_agrees(text, &c.text)))
+        .filter(|(_, sim, same)| *same && *sim >= config.promote.reinforce_similarity)
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+        .map(|(i, _, _)| i)
+}
+
+/// A candidate that restates a pending card: the card's text with the union of both
+/// supports, gated again as one proposal. A restatement that adds no new event leaves
+/// the candidate as it was.
+fn merge_into_card(tx: &Connection, card: &Card, g: &Gated, config: &Config) -> Result<Gated> {
+    let mut ids = card.supporting_event_ids.clone();
+    for id in &g.support {
+        if !ids.contains(id) {
+            ids.push(id.clone());
+        }
+    }
+    let fresh: HashSet<&String> = g.support.iter().filter(|id| !card.supporting_event_ids.contains(id)).collect();
+    let events: Vec<EventView> = state::events_by_ids(tx, &ids)?
+        .iter()
+        .map(|s| {
+            let mut v = view(s);
+            v.new = fresh.contains(&v.id);
+            v
+        })
+        .collect();
+    let proposal = Proposal {
+        text: card.text.clone(),
+        category: card.category.clone(),
+        block: card.block.as_str().into(),
+        supporting_event_ids: ids,
+        confidence: card.confidence.max(g.confidence),
+        reason: g.reason.clone(),
+    };
+    let none = HashSet::new();
+    let merged = gates::gate_proposal(&proposal, &Evidence::new(&events, &none), config);
+    Ok(if merged.refused.is_some() { g.clone() } else { merged })
+}
+
+/// Two versions of a card say the same thing (ignoring when they were written).
+fn same_card(a: &Card, b: &Card) -> bool {
+    let strip = |c: &Card| Card {
+        updated: c.created,
+        cycle: String::new(),
+        excerpts: Vec::new(),
+        ..c.clone()
+    };
+    let mut a = strip(a);
+    let mut b = strip(b);
+    a.supporting_event_ids.sort();
+    b.supporting_event_ids.sort();
+    a == b
+}
+
+fn excerpts(conn: &Connection, ids: &[String]) -> Result<Vec<Excerpt>> {
+    Ok(state::events_by_ids(conn, ids)?
+        .into_iter()
+        .map(|s| Excerpt {
+            id: s.event.id.clone(),
+            ts: s.event.ts,
+            session: s.event.session.clone().unwrap_or_default(),
+            trust: s.event.trust.as_str().into(),
+            text: memory::excerpt(&s.event.text, 300),
+        })
+        .collect())
+}
+
+fn span(events: &[Excerpt], today: NaiveDate) -> (NaiveDate, NaiveDate) {
+    let first = events.iter().map(|e| e.ts.date_naive()).min().unwrap_or(today);
+    let last = events.iter().map(|e| e.ts.date_naive()).max().unwrap_or(today);
+    (first, last)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn build_card(
+    g: &Gated,
+    existing: Option<&Card>,
+    reason: &str,
+    supersedes: &Option<String>,
+    memory: &Memory,
+    judge: &str,
+    gates: Vec<GateResult>,
+    excerpts: Vec<Excerpt>,
+    cycle: &str,
+    now: DateTime<Utc>,
+) -> Card {
+    Card {
+        id: existing.map(|c| c.id.clone()).unwrap_or_else(|| text_id("c", &g.text)),
+        created: existing.map_or(now, |c| c.created),
+        updated: now,
+        cycle: cycle.into(),
+        text: g.text.clone(),
+        block: g.block,
+        category: g.category.clone(),
+        confidence: g.confidence,
+        reason: reason.into(),
+        proposer_reason: g.reason.clone(),
+        judge: judge.into(),
+        supersedes: supersedes.clone(),
+        supersedes_text: supersedes.as_ref().and_then(|id| memory.get(id)).map(|(_, f)| f.text.clone()),
+        supporting_event_ids: g.support.clone(),
+        measures: g.measures.clone(),
+        gates,
+        excerpts,
+        decision: None,
+    }
+}
+
+/// The block files whose rendering differs between two memories.
+pub fn block_changes(before: &Memory, after: &Memory) -> Change {
+    let mut change = Change::default();
+    for b in Block::ALL {
+        let new = after.block(b).render();
+        if before.block(b).render() != new {
+            change.write(b.path(), new);
+        }
+    }
+    change
+}

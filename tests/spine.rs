@@ -1,0 +1,399 @@
+//! The spine end to end: `dream init`, the inbox rules of SPEC S2, one cycle over the
+//! shipped sample stream held to its labels, idempotence, dry runs, the lock, crash safety,
+//! hand edits, and the errors a person gets for bad input.
+
+use std::path::Path;
+
+use crate::util::{event, stderr, stdout, Env, SAMPLE_NOW};
+
+#[derive(serde::Deserialize)]
+struct Labels {
+    promoted: Vec<Label>,
+    queued: Vec<Label>,
+    never: Vec<String>,
+}
+
+#[derive(serde::Deserialize)]
+struct Label {
+    text: String,
+    block: Option<String>,
+}
+
+fn labels() -> Labels {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/labels.toml");
+    toml::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+fn fact_text(line: &str) -> &str {
+    line.trim_start_matches("- ").split(" <!--").next().unwrap()
+}
+
+#[test]
+fn init_creates_the_layout_and_refuses_to_clobber() {
+    let env = Env::new();
+    env.init();
+    for path in [
+        "dream.toml",
+        ".gitignore",
+        "memory/persona.md",
+        "memory/human.md",
+        "memory/episodes.md",
+        "memory/scratch.md",
+        "archive/facts.md",
+        "review/decided/.gitkeep",
+        ".dream/state.sqlite",
+        "events",
+    ] {
+        assert!(env.repo.join(path).exists(), "{path} exists");
+    }
+    assert!(env.read("dream.toml").contains("tokens_per_cycle = 200000"));
+    assert!(env.read(".gitignore").contains("/events/"));
+    assert_eq!(env.commits().len(), 1);
+
+    let again = env.cmd().arg("init").arg(&env.repo).output().unwrap();
+    assert!(again.status.success());
+    assert!(stdout(&again).contains("already a dream repository; nothing changed"));
+    assert_eq!(env.commits().len(), 1);
+
+    let other = env.root.join("notes");
+    std::fs::create_dir_all(&other).unwrap();
+    std::fs::write(other.join("todo.txt"), "x").unwrap();
+    let out = env.cmd().arg("init").arg(&other).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("is not empty and is not a dream repository"), "{}", stderr(&out));
+    assert!(!other.join("dream.toml").exists());
+}
+
+#[test]
+fn the_sample_stream_is_consolidated_as_labelled() {
+    let env = Env::new();
+    env.init();
+    env.add_sample_events();
+    let report = env.run_cycle(SAMPLE_NOW);
+
+    let c = &report["candidates"];
+    let n = |k: &str| c[k].as_u64().unwrap();
+    assert_eq!(n("proposed"), n("promoted") + n("queued") + n("reinforced") + n("refused"), "{c}");
+    assert_eq!(report["ingest"]["quarantined"], 2, "the two malformed lines");
+    assert_eq!(report["ingest"]["redacted"], 2, "the pasted key, twice");
+
+    let labels = labels();
+    let facts = env.facts();
+    for l in &labels.promoted {
+        let found = facts
+            .iter()
+            .find(|f| dream::measures::similarity(fact_text(f), &l.text) >= 0.9)
+            .unwrap_or_else(|| panic!("{:?} was not promoted; facts: {facts:#?}", l.text));
+        if let Some(block) = &l.block {
+            assert!(env.read(&format!("memory/{block}.md")).contains(found.as_str()), "{:?} in {block}", l.text);
+        }
+    }
+    assert_eq!(facts.len(), labels.promoted.len(), "nothing else was promoted: {facts:#?}");
+    let cards = env.cards();
+    for l in &labels.queued {
+        assert!(
+            cards.iter().any(|c| dream::measures::similarity(c, &l.text) >= 0.9),
+            "{:?} was not queued; cards: {cards:#?}",
+            l.text
+        );
+    }
+
+    // No noise and no secret anywhere: files, commit messages.
+    let mut everything = String::new();
+    for (rel, _) in env.snapshot() {
+        if rel.starts_with(".git/") || rel.starts_with(".dream/") || rel.starts_with("events/") {
+            continue;
+        }
+        everything.push_str(&env.read(&rel));
+    }
+    for (_, message) in env.commits() {
+        everything.push_str(&message);
+    }
+    for bad in &labels.never {
+        assert!(!everything.contains(bad.as_str()), "{bad:?} leaked into the repository");
+    }
+
+    let subjects: Vec<String> = env.commits().into_iter().map(|(s, _)| s).collect();
+    assert!(subjects[0].starts_with("dream: evening cycle 2026-11-06:"), "{subjects:?}");
+}
+
+#[test]
+fn a_second_run_with_nothing_new_makes_no_commit() {
+    let env = Env::new();
+    env.init();
+    env.add_sample_events();
+    env.run_cycle(SAMPLE_NOW);
+    let before = env.commits().len();
+    let report = env.run_cycle("2026-11-07T09:00:00Z");
+    assert_eq!(env.commits().len(), before);
+    assert_eq!(report["ingest"]["new_events"], 0);
+    assert_eq!(report["candidates"]["proposed"], 0);
+}
+
+#[test]
+fn a_dry_run_writes_nothing_at_all() {
+    let env = Env::new();
+    env.init();
+    env.add_sample_events();
+    // A hand edit too, which a real run would commit first.
+    let human = env.read("memory/human.md");
+    std::fs::write(env.repo.join("memory/human.md"), format!("{human}- I have two cats.\n")).unwrap();
+    let before = env.snapshot();
+    let out = env.dream(&["run", "--dry-run", "--now", SAMPLE_NOW]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("dry run: nothing was written"), "{text}");
+    assert!(text.contains("would commit (consolidate)"), "{text}");
+    assert!(text.contains("would first commit hand edits to memory/human.md"), "{text}");
+    assert_eq!(env.snapshot(), before, "every byte of the repo and the state is unchanged");
+}
+
+#[test]
+fn a_concurrent_run_exits_75_and_writes_nothing() {
+    use fs2::FileExt;
+    let env = Env::new();
+    env.init();
+    env.add_sample_events();
+    let lock = std::fs::OpenOptions::new().write(true).open(env.repo.join(".dream/lock")).unwrap();
+    lock.lock_exclusive().unwrap();
+    let before = env.snapshot();
+    let out = env.dream(&["run", "--now", SAMPLE_NOW]);
+    assert_eq!(out.status.code(), Some(75), "{}", stderr(&out));
+    assert!(stderr(&out).contains("another dream cycle is running"), "{}", stderr(&out));
+    assert_eq!(env.snapshot(), before);
+    FileExt::unlock(&lock).unwrap();
+    env.run_cycle(SAMPLE_NOW);
+}
+
+#[test]
+fn malformed_lines_are_quarantined_and_the_rest_is_consumed() {
+    let env = Env::new();
+    env.init();
+    let mut text = event("2026-11-01T09:00:00Z", "s1", "I live in Lisbon with two cats.");
+    text.push_str("{not json\n");
+    text.push_str(r#"{"kind":"message","text":"no ts"}"#);
+    text.push('\n');
+    text.push_str(r#"{"ts":"yesterday","kind":"message","text":"bad ts"}"#);
+    text.push('\n');
+    text.push_str(&event("2026-11-02T09:00:00Z", "s2", "I live in Lisbon with two cats."));
+    env.write_inbox("a.jsonl", &text);
+    let report = env.run_cycle("2026-11-02T21:00:00Z");
+    assert_eq!(report["ingest"]["new_events"], 2);
+    assert_eq!(report["ingest"]["quarantined"], 3);
+
+    let out = env.dream(&["status", "--json"]);
+    let status: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(status["quarantined"], 3);
+    let reasons: Vec<String> = status["recent_quarantine"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|q| format!("{}:{} {}", q["file"].as_str().unwrap(), q["line"], q["reason"].as_str().unwrap()))
+        .collect();
+    assert!(reasons.iter().any(|r| r.starts_with("events/a.jsonl:2 not valid JSON")), "{reasons:?}");
+    assert!(reasons.iter().any(|r| r.starts_with("events/a.jsonl:3 missing required field `ts`")), "{reasons:?}");
+    assert!(reasons.iter().any(|r| r.starts_with("events/a.jsonl:4 `ts` is not an RFC 3339")), "{reasons:?}");
+
+    // Running again does not quarantine the same lines twice.
+    env.run_cycle("2026-11-02T22:00:00Z");
+    let out = env.dream(&["status", "--json"]);
+    let status: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(status["quarantined"], 3);
+}
+
+#[test]
+fn a_partial_last_line_is_consumed_once_completed() {
+    let env = Env::new();
+    env.init();
+    let line = event("2026-11-01T09:00:00Z", "s1", "I prefer tea in the afternoon over coffee.");
+    let (head, tail) = line.split_at(30);
+    env.write_inbox("a.jsonl", head);
+    let r1 = env.run_cycle("2026-11-01T21:00:00Z");
+    assert_eq!(r1["ingest"]["new_events"], 0);
+    assert_eq!(r1["ingest"]["quarantined"], 0);
+    assert_eq!(r1["ingest"]["partial_bytes"], 30);
+    env.append_inbox("a.jsonl", tail);
+    let r2 = env.run_cycle("2026-11-01T22:00:00Z");
+    assert_eq!(r2["ingest"]["new_events"], 1);
+    assert_eq!(r2["ingest"]["quarantined"], 0);
+    let r3 = env.run_cycle("2026-11-01T23:00:00Z");
+    assert_eq!(r3["ingest"]["new_events"], 0);
+}
+
+#[test]
+fn duplicate_ids_are_no_ops_and_conflicting_ids_are_quarantined() {
+    let env = Env::new();
+    env.init();
+    let same = r#"{"id":"e1","ts":"2026-11-01T09:00:00Z","kind":"message","text":"hello there friend"}"#;
+    let other = r#"{"id":"e1","ts":"2026-11-01T09:00:00Z","kind":"message","text":"something else entirely"}"#;
+    env.write_inbox("a.jsonl", &format!("{same}\n{same}\n{other}\n"));
+    let r = env.run_cycle("2026-11-01T21:00:00Z");
+    assert_eq!(r["ingest"]["new_events"], 1);
+    assert_eq!(r["ingest"]["duplicates"], 1);
+    assert_eq!(r["ingest"]["quarantined"], 1);
+}
+
+#[test]
+fn a_replaced_or_truncated_inbox_file_is_read_again_without_doubling() {
+    let env = Env::new();
+    env.init();
+    let a = event("2026-11-01T09:00:00Z", "s1", "first line of the day");
+    let b = event("2026-11-01T10:00:00Z", "s1", "second line of the day");
+    env.write_inbox("a.jsonl", &format!("{a}{b}"));
+    assert_eq!(env.run_cycle("2026-11-01T21:00:00Z")["ingest"]["new_events"], 2);
+    // Truncated and rewritten with one old and one new line.
+    let c = event("2026-11-01T11:00:00Z", "s1", "third line");
+    env.write_inbox("a.jsonl", &c);
+    let r = env.run_cycle("2026-11-01T22:00:00Z");
+    assert_eq!(r["ingest"]["new_events"], 1);
+    assert!(r["ingest"]["restarted"][0].as_str().unwrap().contains("read again from the start"));
+    // Replaced by a new file (new inode) holding everything.
+    let path = env.repo.join("events/a.jsonl");
+    std::fs::remove_file(&path).unwrap();
+    env.write_inbox("a.jsonl", &format!("{a}{b}{c}"));
+    let r = env.run_cycle("2026-11-01T23:00:00Z");
+    assert_eq!(r["ingest"]["new_events"], 0);
+    assert_eq!(r["ingest"]["duplicates"], 3);
+}
+
+/// Three restatements on two days: promoted in one cycle.
+fn promotable(env: &Env) {
+    let mut text = String::new();
+    text.push_str(&event("2026-11-01T09:00:00Z", "s1", "I live in Lisbon with my two cats."));
+    text.push_str(&event("2026-11-02T09:00:00Z", "s2", "As I said, I live in Lisbon with my two cats."));
+    text.push_str(&event("2026-11-02T15:00:00Z", "s3", "I live in Lisbon with my two cats."));
+    env.write_inbox("a.jsonl", &text);
+}
+
+#[test]
+fn a_crash_between_commit_and_watermark_redoes_the_work_without_doubling() {
+    let env = Env::new();
+    env.init();
+    promotable(&env);
+    let out = env
+        .cmd()
+        .args(["run", "--now", "2026-11-02T21:00:00Z"])
+        .env("DREAM_FAILPOINT", "after-commit")
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "the failpoint aborts the process");
+    assert_eq!(env.facts().len(), 1, "the commit happened before the crash");
+    let commits_after_crash = env.commits().len();
+    let files_after_crash: Vec<_> = env.snapshot().into_iter().filter(|(p, _)| p.starts_with("memory/")).collect();
+
+    let r = env.run_cycle("2026-11-02T21:00:00Z");
+    assert_eq!(r["ingest"]["new_events"], 3, "the events were not lost: the state was rolled back");
+    assert_eq!(env.facts().len(), 1, "no doubled fact");
+    assert_eq!(env.commits().len(), commits_after_crash, "the rerun found the work done");
+    let files_now: Vec<_> = env.snapshot().into_iter().filter(|(p, _)| p.starts_with("memory/")).collect();
+    assert_eq!(files_now, files_after_crash);
+    let again = env.run_cycle("2026-11-02T22:00:00Z");
+    assert_eq!(again["ingest"]["new_events"], 0);
+}
+
+#[test]
+fn a_failed_commit_leaves_memory_and_state_as_they_were() {
+    let env = Env::new();
+    env.init();
+    promotable(&env);
+    std::fs::write(env.repo.join(".git/index.lock"), "").unwrap();
+    let before = env.snapshot();
+    let out = env.dream(&["run", "--now", "2026-11-02T21:00:00Z"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains("the index is locked"), "{}", stderr(&out));
+    let after = env.snapshot();
+    for (path, hash) in &before {
+        if path.starts_with("memory/") || path.starts_with(".dream/state") {
+            assert_eq!(after.get(path), Some(hash), "{path} is unchanged");
+        }
+    }
+    std::fs::remove_file(env.repo.join(".git/index.lock")).unwrap();
+    let r = env.run_cycle("2026-11-02T21:00:00Z");
+    assert_eq!(r["ingest"]["new_events"], 3);
+    assert_eq!(env.facts().len(), 1);
+}
+
+#[test]
+fn hand_edits_are_committed_first_and_adopted_as_owner_facts() {
+    let env = Env::new();
+    env.init();
+    let human = env.read("memory/human.md");
+    std::fs::write(env.repo.join("memory/human.md"), format!("{human}- I have two cats named Tofu and Miso.\n")).unwrap();
+    promotable(&env);
+    env.run_cycle("2026-11-02T21:00:00Z");
+    let subjects: Vec<String> = env.commits().into_iter().map(|(s, _)| s).collect();
+    assert_eq!(subjects[subjects.len() - 2], "dream: record hand edits", "{subjects:?}");
+    assert!(subjects.iter().any(|s| s == "dream: give ids to 1 hand-written facts"), "{subjects:?}");
+    let human = env.read("memory/human.md");
+    let line = human.lines().find(|l| l.contains("Tofu and Miso")).unwrap();
+    assert!(line.starts_with("- I have two cats named Tofu and Miso. <!-- id=f_"), "{line}");
+    assert!(line.contains("by=owner"), "{line}");
+    assert!(human.contains("I live in Lisbon with my two cats."), "the cycle's fact sits beside it");
+}
+
+#[test]
+fn bad_config_exits_2_naming_the_file_and_key() {
+    let env = Env::new();
+    env.init();
+    let path = env.repo.join("dream.toml");
+    std::fs::write(&path, "[cluster]\nwindow_dayz = 3\n").unwrap();
+    let out = env.dream(&["run"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(err.contains("dream.toml") && err.contains("unknown key `cluster.window_dayz`"), "{err}");
+
+    std::fs::write(&path, "[cluster]\nmin_points = 5\n").unwrap();
+    let out = env.dream(&["run"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("cluster floor (5) is above the score floor promote.min_support (3)"), "{}", stderr(&out));
+
+    std::fs::write(&path, "[budget]\ntokens_per_cycle = \"many\"\n").unwrap();
+    let out = env.dream(&["run"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("key `budget.tokens_per_cycle`"), "{}", stderr(&out));
+}
+
+#[test]
+fn a_folder_that_is_not_a_dream_repo_gets_a_clear_error() {
+    let env = Env::new();
+    let out = env.cmd().env_remove("DREAM_REPO").args(["run"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(err.contains("is not a dream repository"), "{err}");
+    assert!(err.contains("hint: run `dream init DIR`"), "{err}");
+}
+
+#[test]
+fn ingest_appends_valid_events_and_lists_the_bad_ones() {
+    let env = Env::new();
+    env.init();
+    let input = format!(
+        "{}{}\n{}",
+        event("2026-11-01T09:00:00Z", "s1", "my key is sk-abcdefghijklmnopqrstuvwxyz12345"),
+        r#"{"kind":"message","text":"no ts"}"#,
+        event("2026-11-01T09:05:00Z", "s1", "all good here")
+    );
+    let out = env.cmd().args(["ingest", "--now", "2026-11-01T10:00:00Z", "-"]).write_stdin(input).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "a refused line makes the exit code 1");
+    let err = stderr(&out);
+    assert!(err.contains("-:2: missing required field `ts`"), "{err}");
+    assert!(err.contains("appended 2 events"), "{err}");
+    let inbox = env.read("events/ingest-2026-11-01.jsonl");
+    assert_eq!(inbox.lines().count(), 2);
+    assert!(!inbox.contains("sk-abc"), "secrets are redacted before they are written");
+    assert!(inbox.contains("[redacted:openai-key]"));
+    let r = env.run_cycle("2026-11-01T21:00:00Z");
+    assert_eq!(r["ingest"]["new_events"], 2);
+}
+
+#[test]
+fn the_demo_runs_end_to_end() {
+    let env = Env::new();
+    let dir = env.root.join("demo");
+    let out = env.cmd().env_remove("DREAM_REPO").args(["demo", "--keep"]).arg(&dir).output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("promoted"), "{text}");
+    assert!(text.contains(&format!("The demo repository is {}", dir.display())), "{text}");
+    assert!(dir.join("memory/human.md").exists());
+}
