@@ -166,6 +166,21 @@ pub enum LlmErrorKind {
     Auth,
     /// The reply was not the JSON the contract asks for.
     Garbled,
+    /// This provider does not take prompts (the offline provider).
+    Unsupported,
+}
+
+/// One chat completion whose reply must be a JSON object: the transport that model
+/// providers implement. Each stage owns its prompt (system and user text) and parses the
+/// reply into its own contract; the provider only carries it.
+#[derive(Debug, Clone, Serialize)]
+pub struct ChatCall {
+    /// The stage asking (`reflect`, `judge`, `dedupe`, ...), for logs, reports and fakes.
+    pub stage: String,
+    pub system: String,
+    pub user: String,
+    /// The most tokens the reply may use.
+    pub max_tokens: u64,
 }
 
 /// A model provider. Each method is one call; the engine reserves budget before it.
@@ -192,6 +207,20 @@ pub trait Llm: Send + Sync {
     }
 
     fn judge(&self, req: &JudgeRequest) -> Result<Reply<JudgeReply>, LlmError>;
+
+    /// A conservative token estimate for a [`ChatCall`]: its prompt plus `max_tokens`.
+    fn estimate_chat(&self, _call: &ChatCall) -> u64 {
+        0
+    }
+
+    /// Send one [`ChatCall`] and return the reply parsed as a JSON value. Providers that
+    /// take prompts implement this; the stage methods above build on it.
+    fn chat_json(&self, call: &ChatCall) -> Result<Reply<serde_json::Value>, LlmError> {
+        Err(LlmError {
+            kind: LlmErrorKind::Unsupported,
+            message: format!("the {} provider does not take prompts (stage {})", self.name(), call.stage),
+        })
+    }
 }
 
 /// The provider the config asks for.
