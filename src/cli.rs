@@ -80,6 +80,35 @@ pub enum Command {
     Status(StatusArgs),
     /// Run a whole cycle on the shipped sample events in a scratch repository.
     Demo(DemoArgs),
+    /// Install, remove or show the timers that run the morning and evening cycles.
+    ///
+    /// dream runs twice a day with the platform's timer: systemd user units on Linux, launchd
+    /// agents on macOS.
+    ///
+    /// `install` writes, for the current user, a morning and an evening unit that run
+    /// `dream --repo REPO run --cycle morning|evening` with absolute paths to this binary and to
+    /// the repository (--repo, $DREAM_REPO, or the repository around the current folder), then
+    /// enables them. Where that is not possible (no user systemd instance, as in containers and
+    /// CI) it says so and prints the exact commands to run later. `status` shows what is
+    /// installed and when each cycle runs next; `uninstall` stops and removes the units.
+    ///
+    /// A missed run happens at the next boot or wake-up (systemd `Persistent=true`); a run that
+    /// finds another cycle holding the lock exits 75, which the units count as success. Logs go
+    /// to the journal (`journalctl --user -u dream-evening`) or, with launchd, to
+    /// REPO/.dream/logs/. See docs/operations.md.
+    Schedule(ScheduleArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    ///
+    /// For example: `dream completions bash > ~/.local/share/bash-completion/completions/dream`,
+    /// `dream completions zsh > ~/.zfunc/_dream`, or
+    /// `dream completions fish > ~/.config/fish/completions/dream.fish`.
+    Completions(CompletionsArgs),
+    /// Print the man page, or write one page per command into a folder.
+    ///
+    /// Without --out-dir, prints dream(1) on stdout, generated from this command line's own
+    /// help. With --out-dir, writes dream.1 and one page per command (dream-run.1, ...) there,
+    /// for example: `dream man --out-dir ~/.local/share/man/man1`.
+    Man(ManArgs),
 }
 
 /// Create a memory repository in DIR (default: the current folder).
@@ -100,6 +129,7 @@ pub struct InitArgs {
 /// review/, and every refusal is listed with its reason. A second run with nothing new
 /// makes no commit.
 #[derive(Debug, Args)]
+#[command(after_long_help = EXIT_CODES)]
 pub struct RunArgs {
     /// Which cycle: evening consolidates; morning ingests, embeds and writes a digest
     /// (profiles are set under [cycles] in dream.toml).
@@ -181,4 +211,108 @@ pub fn init_logging(g: &Global) {
         LogFormat::Json => builder.json().try_init(),
         LogFormat::Text => builder.with_ansi(color).try_init(),
     };
+}
+
+#[derive(Debug, Args)]
+#[command(after_long_help = SCHEDULE_HELP)]
+pub struct ScheduleArgs {
+    #[command(subcommand)]
+    pub action: ScheduleAction,
+}
+
+const SCHEDULE_HELP: &str = "\
+Examples:
+  dream schedule install --repo ~/memory                  # 07:00 and 22:00, local time
+  dream schedule install --morning 06:30 --evening 23:00
+  dream schedule status
+  dream schedule uninstall";
+
+#[derive(Debug, Subcommand)]
+pub enum ScheduleAction {
+    /// Write the units for the current user and enable them.
+    ///
+    /// systemd: dream-morning.service/.timer and dream-evening.service/.timer in
+    /// ~/.config/systemd/user, then `systemctl --user daemon-reload` and `systemctl --user
+    /// enable --now` of both timers. launchd: local.dream.morning.plist and
+    /// local.dream.evening.plist in ~/Library/LaunchAgents, then `launchctl bootstrap`. Running
+    /// it again replaces the units (new times, a new binary path).
+    Install(ScheduleInstallArgs),
+    /// Stop and remove the units.
+    ///
+    /// Without --systemd or --launchd, removes whichever dream units are installed.
+    Uninstall(ScheduleTarget),
+    /// Show the installed units and their next run times.
+    ///
+    /// The next run times are computed from the units' daily times (local time, or --now);
+    /// where the service manager can be asked, its own view is shown too.
+    Status(ScheduleStatusArgs),
+}
+
+/// Which scheduler to use (default: systemd on Linux, launchd on macOS), and whether to
+/// run its commands.
+#[derive(Debug, Args)]
+pub struct ScheduleTarget {
+    /// Use systemd user units (~/.config/systemd/user).
+    #[arg(long, conflicts_with = "launchd")]
+    pub systemd: bool,
+
+    /// Use launchd agents (~/Library/LaunchAgents).
+    #[arg(long)]
+    pub launchd: bool,
+
+    /// Only write or remove the files; print the systemctl/launchctl commands instead of
+    /// running them.
+    #[arg(long)]
+    pub no_enable: bool,
+}
+
+/// Write the morning and evening units and enable them.
+#[derive(Debug, Args)]
+pub struct ScheduleInstallArgs {
+    #[command(flatten)]
+    pub target: ScheduleTarget,
+
+    /// When the morning cycle runs (ingest, embed, digest), HH:MM local time.
+    #[arg(long, value_name = "HH:MM", default_value_t = crate::schedule::DEFAULT_MORNING, value_parser = parse_time_of_day)]
+    pub morning: crate::schedule::TimeOfDay,
+
+    /// When the evening cycle runs (consolidation), HH:MM local time.
+    #[arg(long, value_name = "HH:MM", default_value_t = crate::schedule::DEFAULT_EVENING, value_parser = parse_time_of_day)]
+    pub evening: crate::schedule::TimeOfDay,
+}
+
+fn parse_time_of_day(s: &str) -> Result<crate::schedule::TimeOfDay, String> {
+    s.parse()
+}
+
+/// Show the installed units, what they run, and when each cycle runs next.
+#[derive(Debug, Args)]
+pub struct ScheduleStatusArgs {
+    /// Only this scheduler's units (default: every scheduler with units installed, and the
+    /// platform's own).
+    #[arg(long, conflicts_with = "launchd")]
+    pub systemd: bool,
+
+    #[arg(long)]
+    pub launchd: bool,
+
+    /// Print one JSON object on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Print a completion script for a shell on stdout.
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+/// Print the man page dream(1), or write every page into a folder.
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// Write the pages into this folder.
+    #[arg(long, value_name = "DIR")]
+    pub out_dir: Option<PathBuf>,
 }

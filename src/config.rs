@@ -25,6 +25,7 @@ pub struct Config {
     pub promote: Promote,
     pub retention: Retention,
     pub cycles: Cycles,
+    pub digest: Digest,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -235,6 +236,26 @@ impl Default for Profile {
     }
 }
 
+/// The digest a cycle writes when its profile says `digest = true` (see `digest.rs`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Digest {
+    /// Commitments whose date falls within this many days after today are listed as
+    /// coming up; within this many days before today, as passed (done, or still open?).
+    pub horizon_days: u32,
+    /// Quarantined input lines recorded in the last N days are listed.
+    pub quarantine_days: u32,
+}
+
+impl Default for Digest {
+    fn default() -> Self {
+        Digest {
+            horizon_days: 14,
+            quarantine_days: 7,
+        }
+    }
+}
+
 /// The file `dream init` writes: every key with its default and what it means.
 pub const TEMPLATE: &str = r#"# dream.toml: configuration of this memory repository.
 # Every key is optional; the values below are the defaults. Unknown keys are refused.
@@ -292,6 +313,10 @@ digest = false                  # write digests/<date>-evening.md
 reflect = false
 passes = false
 digest = true
+
+[digest]                        # digests/<date>-<cycle>.md: what needs attention
+horizon_days = 14               # commitments dated within this many days ahead (or passed)
+quarantine_days = 7             # list input quarantined in the last N days
 "#;
 
 impl Config {
@@ -438,6 +463,7 @@ const SECTIONS: &[&str] = &[
     "cluster",
     "promote",
     "retention",
+    "digest",
 ];
 
 /// Apply `DREAM_<SECTION>_<KEY>` variables to the table; returns which keys they set.

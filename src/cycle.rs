@@ -28,7 +28,7 @@ use crate::memory::{Card, Memory};
 use crate::report::{CommitRow, Degraded, Report, Tokens};
 use crate::state::{self, State, Stored};
 use crate::store::{Change, Store};
-use crate::{consolidate, ingest, lock};
+use crate::{consolidate, digest, ingest, lock};
 
 /// How a cycle runs.
 #[derive(Debug, Clone)]
@@ -108,6 +108,15 @@ pub fn run(root: &Path, config: &Config, llm: &dyn Llm, embedder: &dyn Embedder,
         ..Report::default()
     };
     report.window.days = config.cluster.window_days;
+    tracing::info!(
+        cycle = %ctx.cycle_id,
+        kind = opts.kind.as_str(),
+        repo = %root.display(),
+        dry_run = opts.dry_run,
+        provider = %report.provider,
+        "{} cycle started",
+        opts.kind.as_str()
+    );
 
     // Hand edits first, so they are never clobbered and the audit trail shows them apart.
     if store.is_dirty()? {
@@ -143,6 +152,7 @@ pub fn run(root: &Path, config: &Config, llm: &dyn Llm, embedder: &dyn Embedder,
         state::put_watermark(&tx, w, now)?;
     }
     work.lap("ingest");
+    crate::oplog::ingested(&work.report.ingest);
 
     let from = now - Duration::days(i64::from(config.cluster.window_days));
     work.window = state::window_events(&tx, from, now)?
@@ -152,10 +162,15 @@ pub fn run(root: &Path, config: &Config, llm: &dyn Llm, embedder: &dyn Embedder,
     work.report.window.events = work.window.len();
     work.vectors = embed_window(&tx, embedder, &work.window, config.embed.batch_size, &mut work.report.embedded)?;
     work.lap("embed");
+    tracing::info!(window_events = work.window.len(), embedded = work.report.embedded, "embedded");
 
     let profile = config.profile(opts.kind);
     if profile.reflect {
         consolidate::run(&ctx, &tx, &mut work)?;
+    }
+    // The digest comes last, so it shows what this cycle left for a person.
+    if profile.digest {
+        digest::run(&ctx, &tx, &mut work)?;
     }
 
     work.report.tokens = Tokens::from_spend(config.budget.tokens_per_cycle, ctx.budget.spend());
@@ -190,6 +205,7 @@ pub fn run(root: &Path, config: &Config, llm: &dyn Llm, embedder: &dyn Embedder,
         failpoint("after-commit");
     }
     work.lap("commit");
+    crate::oplog::finished(&work.report, wall.elapsed());
     work.report.timings_ms.insert("total".into(), wall.elapsed().as_millis() as u64);
     state::put_cycle(
         &tx,

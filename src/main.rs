@@ -5,8 +5,15 @@ use clap::Parser;
 fn main() {
     let cli = dream::cli::Cli::parse();
     dream::cli::init_logging(&cli.global);
+    let json_logs = cli.global.log_format == dream::cli::LogFormat::Json;
     let code = match dream::cmd::run(cli) {
         Ok(code) => code,
+        Err(e) if json_logs => {
+            // Keep stderr one JSON object per line for log collectors.
+            let hint = e.hint().unwrap_or_default();
+            tracing::error!(exit_code = e.exit_code(), hint = %hint, "{e}");
+            e.exit_code()
+        }
         Err(e) => {
             eprintln!("error: {e}");
             if let Some(hint) = e.hint() {

@@ -32,6 +32,9 @@ pub struct Report {
     pub commits: Vec<CommitRow>,
     pub notes: Vec<String>,
     pub timings_ms: BTreeMap<String, u64>,
+    /// The digest this cycle wrote (or found unchanged), relative to the repo.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub digest: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, Serialize)]
@@ -212,6 +215,9 @@ impl Report {
             for d in &self.degraded {
                 let _ = writeln!(o, "    {}: {}", d.stage, d.reason);
             }
+        }
+        if let Some(d) = &self.digest {
+            let _ = writeln!(o, "  digest      {d}");
         }
         for n in &self.notes {
             let _ = writeln!(o, "  note: {n}");

@@ -559,3 +559,95 @@ pub fn candidate_records(
     rows.collect::<rusqlite::Result<Vec<_>>>()
         .context(|| "reading candidates".into())
 }
+
+/// The latest cycle of a kind whose clock was at or before `at` (for the digest: "what the
+/// last evening cycle did"). Replays with `--now` keep their own order: a cycle replayed at
+/// an earlier clock is not "last" for a later one. (`now` is stored as UTC RFC 3339 text,
+/// which sorts as time.)
+pub fn last_cycle_of_kind(
+    conn: &Connection,
+    kind: &str,
+    at: DateTime<Utc>,
+) -> Result<Option<CycleRecord>> {
+    let parse = |s: String| {
+        DateTime::parse_from_rfc3339(&s)
+            .map(|t| t.with_timezone(&Utc))
+            .unwrap_or_default()
+    };
+    conn.query_row(
+        "SELECT id, kind, started, finished, now, report FROM cycles WHERE kind = ?1 AND now <= ?2
+         ORDER BY now DESC, finished DESC LIMIT 1",
+        params![kind, at.to_rfc3339()],
+        |r| {
+            Ok(CycleRecord {
+                id: r.get(0)?,
+                kind: r.get(1)?,
+                started: parse(r.get(2)?),
+                finished: parse(r.get(3)?),
+                now: parse(r.get(4)?),
+                report: serde_json::from_str(&r.get::<_, String>(5)?).unwrap_or_default(),
+            })
+        },
+    )
+    .optional()
+    .context(|| format!("reading the last {kind} cycle"))
+}
+
+/// Quarantined lines recorded lately (for the digest).
+#[derive(Debug, Clone, Default)]
+pub struct RecentQuarantine {
+    /// The first lines recorded since then, oldest first, with when they were recorded.
+    pub lines: Vec<(Quarantined, DateTime<Utc>)>,
+    /// How many lines were recorded since then.
+    pub since: u64,
+    /// How many lines are in quarantine in all.
+    pub total: u64,
+}
+
+/// Quarantined lines recorded at or after `since` (at most `limit` listed; `at` is stored as
+/// UTC RFC 3339 text, which sorts as time).
+pub fn quarantined_since(
+    conn: &Connection,
+    since: DateTime<Utc>,
+    limit: usize,
+) -> Result<RecentQuarantine> {
+    let mut stmt = conn
+        .prepare(
+            "SELECT file, line, offset, reason, excerpt, hash, at FROM quarantine WHERE at >= ?1 ORDER BY seq LIMIT ?2",
+        )
+        .context(|| "reading quarantine".into())?;
+    let rows = stmt
+        .query_map(params![since.to_rfc3339(), limit as i64], |r| {
+            let at: String = r.get(6)?;
+            Ok((
+                Quarantined {
+                    file: r.get(0)?,
+                    line: r.get::<_, i64>(1)? as u64,
+                    offset: r.get::<_, i64>(2)? as u64,
+                    reason: r.get(3)?,
+                    excerpt: r.get(4)?,
+                    hash: r.get(5)?,
+                },
+                DateTime::parse_from_rfc3339(&at)
+                    .map(|t| t.with_timezone(&Utc))
+                    .unwrap_or_default(),
+            ))
+        })
+        .context(|| "reading quarantine".into())?;
+    let recent = rows
+        .collect::<rusqlite::Result<Vec<_>>>()
+        .context(|| "reading quarantine".into())?;
+    let since_count: i64 = conn
+        .query_row(
+            "SELECT COUNT(*) FROM quarantine WHERE at >= ?1",
+            [since.to_rfc3339()],
+            |r| r.get(0),
+        )
+        .context(|| "counting quarantine".into())?;
+    let total = count(conn, "SELECT COUNT(*) FROM quarantine")?;
+    Ok(RecentQuarantine {
+        lines: recent,
+        since: since_count as u64,
+        total,
+    })
+}

@@ -5,3 +5,5 @@
 mod util;
 
 mod spine;
+
+mod ops;

@@ -5,7 +5,9 @@ mod demo;
 mod ingest;
 mod init;
 mod run;
+mod schedule;
 mod status;
+mod tooling;
 
 use std::path::{Path, PathBuf};
 
@@ -23,6 +25,9 @@ pub fn run(cli: Cli) -> Result<i32> {
         Command::Ingest(a) => ingest::run(g, a),
         Command::Status(a) => status::run(g, a),
         Command::Demo(a) => demo::run(g, a),
+        Command::Schedule(a) => schedule::run(g, a),
+        Command::Completions(a) => tooling::completions(a),
+        Command::Man(a) => tooling::man(a),
     }
 }
 
