@@ -288,11 +288,12 @@ fn parse_time_of_day(s: &str) -> Result<crate::schedule::TimeOfDay, String> {
 /// Show the installed units, what they run, and when each cycle runs next.
 #[derive(Debug, Args)]
 pub struct ScheduleStatusArgs {
-    /// Only this scheduler's units (default: every scheduler with units installed, and the
+    /// Only the systemd units (default: every scheduler with units installed, and the
     /// platform's own).
     #[arg(long, conflicts_with = "launchd")]
     pub systemd: bool,
 
+    /// Only the launchd agents.
     #[arg(long)]
     pub launchd: bool,
 

@@ -215,8 +215,8 @@ pub struct Digest {
     pub quarantine_recent: u64,
     pub quarantine_total: u64,
     pub quarantine_days: u32,
-    /// Events that arrived after the last evening cycle and wait for the next one (zero in
-    /// an evening digest).
+    /// Events of the window that arrived after the last evening cycle and wait for the next
+    /// one (zero in an evening digest).
     pub waiting_events: u64,
 }
 
@@ -288,12 +288,9 @@ pub fn gather(ctx: &Ctx<'_>, tx: &Connection, work: &Work) -> Result<Digest> {
         waiting_events: if kind == "evening" {
             0
         } else {
-            // Ingested by a cycle that is not an evening one (this cycle is not recorded yet).
-            state::count(
-                tx,
-                "SELECT COUNT(*) FROM events WHERE reflected_cycle IS NULL AND ingested_cycle NOT IN \
-                 (SELECT id FROM cycles WHERE kind = 'evening')",
-            )?
+            // Within the window: older events are past reflecting on anyway.
+            let from = ctx.opts.now - Duration::days(i64::from(ctx.config.cluster.window_days));
+            state::count_waiting(tx, from)?
         },
     })
 }

@@ -593,6 +593,20 @@ pub fn last_cycle_of_kind(
     .context(|| format!("reading the last {kind} cycle"))
 }
 
+/// Events with `ts >= from` that no cycle has reflected on and that were ingested by a cycle
+/// other than an evening one (for the digest: what waits for the next evening). Bounded by
+/// `from` through the index of unreflected events.
+pub fn count_waiting(conn: &Connection, from: DateTime<Utc>) -> Result<u64> {
+    conn.query_row(
+        "SELECT COUNT(*) FROM events WHERE reflected_cycle IS NULL AND ts_epoch >= ?1
+         AND ingested_cycle NOT IN (SELECT id FROM cycles WHERE kind = 'evening')",
+        [from.timestamp()],
+        |r| r.get::<_, i64>(0),
+    )
+    .map(|n| n as u64)
+    .context(|| "counting events waiting for the evening cycle".into())
+}
+
 /// Quarantined lines recorded lately (for the digest).
 #[derive(Debug, Clone, Default)]
 pub struct RecentQuarantine {

@@ -159,6 +159,14 @@ fn install(g: &Global, a: &ScheduleInstallArgs) -> Result<i32> {
         repo.display()
     );
     println!("  running {}", bin.display());
+    if scheduler == Scheduler::Systemd && (repo.starts_with("/tmp") || repo.starts_with("/var/tmp"))
+    {
+        println!(
+            "  note: the units run with PrivateTmp=true, which hides {} from them; keep the \
+             repository outside /tmp and /var/tmp",
+            repo.display()
+        );
+    }
     if bin.components().any(|c| c.as_os_str() == "target") {
         println!(
             "  note: this binary is inside a cargo build folder; install dream (`cargo install --path .`) \
