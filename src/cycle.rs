@@ -157,6 +157,9 @@ pub fn run(root: &Path, config: &Config, llm: &dyn Llm, embedder: &dyn Embedder,
     if profile.reflect {
         consolidate::run(&ctx, &tx, &mut work)?;
     }
+    if profile.passes {
+        crate::passes::run(&ctx, &tx, &mut work)?;
+    }
 
     work.report.tokens = Tokens::from_spend(config.budget.tokens_per_cycle, ctx.budget.spend());
     let degraded = work.report.degraded.clone();

@@ -27,6 +27,7 @@ pub mod llm;
 pub mod lock;
 pub mod measures;
 pub mod memory;
+pub mod passes;
 pub mod report;
 pub mod route;
 pub mod secrets;
