@@ -33,5 +33,6 @@ pub mod route;
 pub mod secrets;
 pub mod state;
 pub mod store;
+pub mod verify;
 
 pub use error::{Error, Result};

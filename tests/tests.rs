@@ -5,3 +5,6 @@
 mod util;
 
 mod spine;
+
+mod passes;
+mod verify;

@@ -6,6 +6,7 @@ mod ingest;
 mod init;
 mod run;
 mod status;
+mod verify;
 
 use std::path::{Path, PathBuf};
 
@@ -23,6 +24,7 @@ pub fn run(cli: Cli) -> Result<i32> {
         Command::Ingest(a) => ingest::run(g, a),
         Command::Status(a) => status::run(g, a),
         Command::Demo(a) => demo::run(g, a),
+        Command::Verify(a) => verify::run(g, a),
     }
 }
 
