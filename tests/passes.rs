@@ -331,7 +331,7 @@ fn model_proposals_are_gated_applied_or_refused_with_reasons_and_verify_passes()
             (
                 "promote",
                 serde_json::json!({"promote": [
-                    {"itemId": "f_tea", "toBlock": "human", "reason": "a preference of the user"},
+                    {"itemId": "f_tea", "toBlock": "Human", "reason": "a preference of the user"},
                     {"itemId": "f_dentist", "toBlock": "kitchen", "reason": "where it happened"}
                 ]}),
             ),

@@ -593,7 +593,14 @@ fn apply_promote(
     }
     line = line
         .with("from", from.clone())
-        .with("to", p.to_block.trim())
+        .with(
+            "to",
+            if checked.passed() {
+                to.clone()
+            } else {
+                p.to_block.trim().to_string()
+            },
+        )
         .with("reason", one_line(&p.reason))
         .with("text", text.clone());
     let detail = if checked.passed() {
