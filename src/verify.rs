@@ -176,6 +176,8 @@ impl Snap {
 struct Auditor {
     store: Store,
     v: Verification,
+    /// Archive entries the transition being audited added.
+    added: Vec<Archived>,
 }
 
 /// Audit the repository at `root`.
@@ -184,6 +186,7 @@ pub fn verify(root: &Path) -> Result<Verification> {
     let mut a = Auditor {
         store,
         v: Verification::default(),
+        added: Vec::new(),
     };
     a.history()?;
     a.active(root)?;
@@ -240,6 +243,8 @@ impl Auditor {
     fn history(&mut self) -> Result<()> {
         let commits = self.store.history()?;
         self.v.commits = commits.len();
+        // The snapshot after one commit is the snapshot before the next.
+        let mut last: Option<(Oid, Snap)> = None;
         for c in &commits {
             let stage = c.trailer("Dream-Stage").map(str::to_string);
             let by_cycle = stage.as_deref().is_some_and(|s| s != "manual");
@@ -256,8 +261,12 @@ impl Auditor {
             if !(by_cycle || archive_changed) {
                 continue;
             }
-            let before = self.snap_at(parent)?;
+            let before = match last.take() {
+                Some((id, snap)) if id == parent => snap,
+                _ => self.snap_at(parent)?,
+            };
             let after = self.snap_at(c.id)?;
+            self.added = added_entries(&before, &after);
             let covered = if is_pass {
                 self.pass_commit(c, &before, &after)
             } else {
@@ -272,12 +281,14 @@ impl Auditor {
                     &after,
                 );
             }
+            last = Some((c.id, after));
         }
         if self.store.is_dirty()? {
             if let Some(head) = self.store.head() {
                 let before = self.snap_at(head)?;
                 let after = self.snap_worktree()?;
                 if before.archive != after.archive {
+                    self.added = added_entries(&before, &after);
                     let today = commits.last().map(cycle_day).unwrap_or(NaiveDate::MIN);
                     self.archive_added(
                         Some("working tree"),
@@ -495,7 +506,7 @@ impl Auditor {
                 cov.missing.join(", ")
             ));
         }
-        if !added_entry(before, after, item, "duplicate") {
+        if !self.added_entry(item, "duplicate") {
             found.push(format!(
                 "{item} was dropped without an archive entry (why=duplicate)"
             ));
@@ -550,7 +561,7 @@ impl Auditor {
             if after.facts.contains_key(*id) {
                 found.push(format!("{id} was merged into {into} but is still active"));
             }
-            if !added_entry(before, after, id, "merged") {
+            if !self.added_entry(id, "merged") {
                 found.push(format!(
                     "{id} was merged away without an archive entry (why=merged)"
                 ));
@@ -662,7 +673,7 @@ impl Auditor {
                 "{item} is recorded as forgotten but is still active"
             ));
         }
-        if !added_entry(before, after, item, "forgotten") {
+        if !self.added_entry(item, "forgotten") {
             found.push(format!(
                 "{item} was forgotten without an archive entry (why=forgotten)"
             ));
@@ -674,6 +685,11 @@ impl Auditor {
         ));
     }
 
+    /// Whether the transition added an archive entry for `id` with this `why`.
+    fn added_entry(&self, id: &str, why: &str) -> bool {
+        self.added.iter().any(|a| a.fact.id == id && a.why == why)
+    }
+
     /// Archive entries a transition added that no mutation line accounts for.
     fn archive_added(
         &mut self,
@@ -683,13 +699,7 @@ impl Auditor {
         after: &Snap,
         covered: &BTreeSet<String>,
     ) {
-        let old: BTreeSet<&String> = before.archive.iter().collect();
-        let added: Vec<Archived> = after
-            .archive
-            .iter()
-            .filter(|l| !old.contains(l))
-            .filter_map(|l| Archived::parse(l))
-            .collect();
+        let added = self.added.clone();
         let mut removed = 0;
         for e in added {
             self.v.archive_entries += 1;
@@ -894,15 +904,15 @@ impl Auditor {
     }
 }
 
-/// Whether the transition added an archive entry for `id` with this `why`.
-fn added_entry(before: &Snap, after: &Snap, id: &str, why: &str) -> bool {
+/// The archive entries `after` has and `before` had not.
+fn added_entries(before: &Snap, after: &Snap) -> Vec<Archived> {
     let old: BTreeSet<&String> = before.archive.iter().collect();
     after
         .archive
         .iter()
         .filter(|l| !old.contains(l))
         .filter_map(|l| Archived::parse(l))
-        .any(|a| a.fact.id == id && a.why == why)
+        .collect()
 }
 
 /// Salience, recomputed: block weight + protected bonus + recency (1 when seen that day,

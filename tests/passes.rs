@@ -153,8 +153,16 @@ fn offline_the_engine_backstops_leave_fewer_cleaner_facts_and_verify_passes() {
     let untouched = env.snapshot();
     let plan = env.dream(&["run", "--dry-run", "--now", NOW]);
     assert!(plan.status.success());
-    assert!(stdout(&plan).contains("would commit (forget): dream: forget pass"), "{}", stdout(&plan));
-    assert_eq!(env.snapshot(), untouched, "a dry run of the passes writes nothing");
+    assert!(
+        stdout(&plan).contains("would commit (forget): dream: forget pass"),
+        "{}",
+        stdout(&plan)
+    );
+    assert_eq!(
+        env.snapshot(),
+        untouched,
+        "a dry run of the passes writes nothing"
+    );
 
     let report = env.run_cycle(NOW);
 

@@ -542,7 +542,20 @@ pub fn capacity_order<'a>(
     retention: &Retention,
     today: NaiveDate,
 ) -> Vec<(&'a str, f64)> {
-    let mut v: Vec<(&str, f64, NaiveDate)> = before
+    let mut v = capacity_keys(before, ledger, retention, today);
+    v.sort_by(capacity_cmp);
+    v.into_iter().map(|(id, s, _)| (id, s)).collect()
+}
+
+type CapacityKey<'a> = (&'a str, f64, NaiveDate);
+
+fn capacity_keys<'a>(
+    before: &'a Before,
+    ledger: &Ledger,
+    retention: &Retention,
+    today: NaiveDate,
+) -> Vec<CapacityKey<'a>> {
+    before
         .facts
         .iter()
         .filter(|(id, (_, f))| {
@@ -551,9 +564,31 @@ pub fn capacity_order<'a>(
                 && !before.pinned.contains_key(*id)
         })
         .map(|(id, (b, f))| (id.as_str(), salience(*b, f, retention, today), f.last_seen))
-        .collect();
-    v.sort_by(|a, b| a.1.total_cmp(&b.1).then(a.2.cmp(&b.2)).then(a.0.cmp(b.0)));
-    v.into_iter().map(|(id, s, _)| (id, s)).collect()
+        .collect()
+}
+
+fn capacity_cmp(a: &CapacityKey<'_>, b: &CapacityKey<'_>) -> std::cmp::Ordering {
+    a.1.total_cmp(&b.1).then(a.2.cmp(&b.2)).then(a.0.cmp(b.0))
+}
+
+/// Where `id` stands in [`capacity_order`] (0 = forgotten first) and how many facts the
+/// order holds; `None` when it may not be forgotten for capacity. Linear: no sort.
+fn capacity_rank(
+    before: &Before,
+    ledger: &Ledger,
+    retention: &Retention,
+    today: NaiveDate,
+    id: &str,
+) -> (Option<usize>, usize) {
+    let keys = capacity_keys(before, ledger, retention, today);
+    let Some(mine) = keys.iter().find(|k| k.0 == id) else {
+        return (None, keys.len());
+    };
+    let rank = keys
+        .iter()
+        .filter(|k| capacity_cmp(k, mine) == std::cmp::Ordering::Less)
+        .count();
+    (Some(rank), keys.len())
 }
 
 /// The policy under which a fact was verified forgettable.
@@ -602,8 +637,7 @@ pub fn check_forget(
     let active_now = before.len() - ledger.removed();
     let max = retention.max_active_facts;
     let over = active_now.saturating_sub(max);
-    let order = capacity_order(before, ledger, retention, today);
-    let rank = order.iter().position(|(id, _)| *id == item_id);
+    let (rank, eligible) = capacity_rank(before, ledger, retention, today, item_id);
     let sal = salience(*block, fact, retention, today);
     let lowest = rank.is_some_and(|r| r < over);
     c.measure("active_facts", active_now, format!("> {max}"), over > 0);
@@ -637,7 +671,7 @@ pub fn check_forget(
             format!("{active_now} active facts <= max_active_facts {max}")
         } else {
             let r = rank
-                .map(|r| format!("rank {} of {}", r + 1, order.len()))
+                .map(|r| format!("rank {} of {eligible}", r + 1))
                 .unwrap_or_else(|| "not eligible".into());
             format!("{active_now} active facts, {over} over max_active_facts {max}, but its salience {sal:.3} ({r}) is not among the {over} lowest")
         };
@@ -658,10 +692,32 @@ pub fn duplicate_pairs(memory: &Memory) -> Vec<(String, String, f64)> {
         .facts()
         .map(|(_, f)| (f, measures::content_tokens(&f.text)))
         .collect();
+    // Shared-token counts through an inverted index: only pairs that share a word are
+    // ever looked at.
+    let mut index: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+    for (i, (_, tokens)) in facts.iter().enumerate() {
+        for t in tokens {
+            index.entry(t.as_str()).or_default().push(i);
+        }
+    }
     let mut pairs = Vec::new();
+    let mut shared = vec![0usize; facts.len()];
     for i in 0..facts.len() {
-        for j in i + 1..facts.len() {
-            let sim = measures::set_similarity(&facts[i].1, &facts[j].1);
+        let mut touched = Vec::new();
+        for t in &facts[i].1 {
+            for &j in &index[t.as_str()] {
+                if j > i {
+                    if shared[j] == 0 {
+                        touched.push(j);
+                    }
+                    shared[j] += 1;
+                }
+            }
+        }
+        for j in touched {
+            let smaller = facts[i].1.len().min(facts[j].1.len());
+            let sim = shared[j] as f64 / smaller as f64;
+            shared[j] = 0;
             if sim >= DUPLICATE_SIMILARITY
                 && measures::polarity_agrees(&facts[i].0.text, &facts[j].0.text)
             {

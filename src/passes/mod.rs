@@ -673,15 +673,19 @@ fn forget(
         }
     }
     // Capacity, lowest salience first.
+    let order: Vec<(String, f64)> = gates::capacity_order(before, &ledger, retention, today)
+        .into_iter()
+        .map(|(id, s)| (id.to_string(), s))
+        .collect();
+    let mut next = order.into_iter();
     loop {
         let active = before.len() - ledger.removed();
         if active <= retention.max_active_facts {
             break;
         }
-        let order = gates::capacity_order(before, &ledger, retention, today);
-        let Some((id, sal)) = order.first().map(|(id, s)| (id.to_string(), *s)) else {
+        let Some((id, sal)) = next.next() else {
             work.report.notes.push(format!(
-                "{active} active facts exceed retention.max_active_facts {} but the rest are protected; none was forgotten for capacity",
+                "{active} active facts exceed retention.max_active_facts {}, but the rest are protected (or pinned by a review card); nothing more was forgotten for capacity",
                 retention.max_active_facts
             ));
             break;
