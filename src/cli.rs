@@ -109,6 +109,20 @@ pub enum Command {
     /// help. With --out-dir, writes dream.1 and one page per command (dream-run.1, ...) there,
     /// for example: `dream man --out-dir ~/.local/share/man/man1`.
     Man(ManArgs),
+    /// Re-audit the repository: every pass mutation, archive entry, fact and count.
+    ///
+    /// Independently of the code that wrote the repository, walks its git history and
+    /// re-measures every mutation the maintenance passes applied (a dropped duplicate must
+    /// really be >= 0.9 similar to the fact kept, a merged text must use only the merged
+    /// facts' words and names, a forgotten fact must really be stale or over capacity and
+    /// unprotected), checks every archive entry against what it claims and that no cycle
+    /// deleted a fact without archiving it. Then traces every active fact to its supporting
+    /// events in .dream/state.sqlite (facts you wrote yourself are trusted), looks for
+    /// secrets in facts and pending cards, and checks that every cycle's counts balance.
+    ///
+    /// Exits 0 when every check passes and 1 when any fails, listing each problem with the
+    /// commit and fact it concerns. Run it after hand edits, in CI, or from a timer.
+    Verify(VerifyArgs),
 }
 
 /// Create a memory repository in DIR (default: the current folder).
@@ -182,6 +196,14 @@ pub struct DemoArgs {
     pub keep: Option<PathBuf>,
 
     /// Print the report as one JSON object on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `dream verify` (SPEC S12); its help text is on [`Command::Verify`].
+#[derive(Debug, Args)]
+pub struct VerifyArgs {
+    /// Print the result as one JSON object on stdout (`ok`, what was checked, `problems`).
     #[arg(long)]
     pub json: bool,
 }

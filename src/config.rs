@@ -171,9 +171,17 @@ impl Default for Promote {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Retention {
+    /// Days since a fact was last seen (reinforcement refreshes it) before it may be
+    /// forgotten.
     pub stale_after_days: u32,
+    /// Above this many active facts, the lowest-salience ones are forgotten.
     pub max_active_facts: usize,
+    /// Categories never forgotten.
     pub protected: Vec<String>,
+    /// Salience added to a protected fact (or one the owner wrote).
+    pub protected_bonus: f64,
+    /// Salience of a fact by the block it sits in.
+    pub block_weights: BlockWeights,
 }
 
 impl Default for Retention {
@@ -186,6 +194,29 @@ impl Default for Retention {
                 "preferences".into(),
                 "commitments".into(),
             ],
+            protected_bonus: 1.0,
+            block_weights: BlockWeights::default(),
+        }
+    }
+}
+
+/// Salience weights per block: `salience = block weight + protected bonus + recency`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct BlockWeights {
+    pub persona: f64,
+    pub human: f64,
+    pub episodes: f64,
+    pub scratch: f64,
+}
+
+impl Default for BlockWeights {
+    fn default() -> Self {
+        BlockWeights {
+            persona: 1.0,
+            human: 1.0,
+            episodes: 0.5,
+            scratch: 0.25,
         }
     }
 }
@@ -303,6 +334,10 @@ reinforce_similarity = 0.9      # this similar to an active fact: reinforce it i
 stale_after_days = 60           # days since last seen before a fact may be forgotten
 max_active_facts = 200          # above this, lowest-salience facts are forgotten
 protected = ["identity", "preferences", "commitments"]   # never forgotten
+# salience = block weight + protected bonus (protected or owner-written facts)
+#          + recency, which falls from 1 (seen today) to 0 at stale_after_days
+protected_bonus = 1.0
+block_weights = { persona = 1.0, human = 1.0, episodes = 0.5, scratch = 0.25 }
 
 [cycles.evening]                # dream run --cycle evening (the default)
 reflect = true                  # cluster, reflect, judge and route new events
@@ -421,6 +456,32 @@ impl Config {
         ] {
             if v == 0 {
                 return Err(format!("key `{key}`: must be at least 1"));
+            }
+        }
+        for (key, v) in [
+            (
+                "retention.stale_after_days",
+                c.retention.stale_after_days as u64,
+            ),
+            (
+                "retention.max_active_facts",
+                c.retention.max_active_facts as u64,
+            ),
+        ] {
+            if v == 0 {
+                return Err(format!("key `{key}`: must be at least 1"));
+            }
+        }
+        let w = &c.retention.block_weights;
+        for (key, v) in [
+            ("retention.protected_bonus", c.retention.protected_bonus),
+            ("retention.block_weights.persona", w.persona),
+            ("retention.block_weights.human", w.human),
+            ("retention.block_weights.episodes", w.episodes),
+            ("retention.block_weights.scratch", w.scratch),
+        ] {
+            if !(v.is_finite() && v >= 0.0) {
+                return Err(format!("key `{key}`: must be a number >= 0, not {v}"));
             }
         }
         if c.inbox.path.trim().is_empty() {

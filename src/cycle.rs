@@ -168,6 +168,9 @@ pub fn run(root: &Path, config: &Config, llm: &dyn Llm, embedder: &dyn Embedder,
     if profile.reflect {
         consolidate::run(&ctx, &tx, &mut work)?;
     }
+    if profile.passes {
+        crate::passes::run(&ctx, &tx, &mut work)?;
+    }
     // The digest comes last, so it shows what this cycle left for a person.
     if profile.digest {
         digest::run(&ctx, &tx, &mut work)?;

@@ -29,11 +29,13 @@ pub mod lock;
 pub mod measures;
 pub mod memory;
 pub mod oplog;
+pub mod passes;
 pub mod report;
 pub mod route;
 pub mod schedule;
 pub mod secrets;
 pub mod state;
 pub mod store;
+pub mod verify;
 
 pub use error::{Error, Result};

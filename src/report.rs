@@ -26,6 +26,8 @@ pub struct Report {
     pub window: Window,
     pub candidates: Counts,
     pub decisions: Vec<DecisionRow>,
+    /// The maintenance passes (dedupe, merge, promote, forget), in the order they ran.
+    pub passes: Vec<PassSummary>,
     pub tokens: Tokens,
     /// Stages that fell back to a conservative default, and why.
     pub degraded: Vec<Degraded>,
@@ -86,6 +88,42 @@ pub struct DecisionRow {
     pub text: String,
     pub block: String,
     pub category: String,
+    pub reason: String,
+}
+
+/// What one maintenance pass did. Model proposals balance
+/// (`proposed = accepted + refused`); engine-enforced mutations are counted apart.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct PassSummary {
+    pub pass: String,
+    /// Mutations the model proposed.
+    pub proposed: usize,
+    /// Model proposals that passed the gates and were applied.
+    pub accepted: usize,
+    /// Model proposals the gates refused, each with its reason.
+    pub refused: usize,
+    /// Mutations the engine applied on its own (backstops).
+    pub engine: usize,
+    pub mutations: Vec<MutationRow>,
+}
+
+impl PassSummary {
+    pub fn balances(&self) -> bool {
+        self.proposed == self.accepted + self.refused
+    }
+}
+
+/// One mutation of a pass, as the report lists it.
+#[derive(Debug, Clone, Serialize)]
+pub struct MutationRow {
+    /// `accepted`, `engine` or `refused`.
+    pub verdict: String,
+    /// `drop`, `merge`, `promote` or `forget`.
+    pub op: String,
+    pub item: String,
+    /// What the mutation does, with its measured values.
+    pub detail: String,
+    /// The proposer's reason, and for a refusal why it was refused.
     pub reason: String,
 }
 
@@ -176,6 +214,23 @@ impl Report {
             "  candidates  {} proposed = {} promoted + {} queued + {} reinforced + {} refused",
             c.proposed, c.promoted, c.queued, c.reinforced, c.refused
         );
+        let idle = self.passes.iter().all(|p| p.proposed == 0 && p.engine == 0);
+        if idle && !self.passes.is_empty() {
+            let names: Vec<&str> = self.passes.iter().map(|p| p.pass.as_str()).collect();
+            let _ = writeln!(o, "  passes      nothing to do ({})", names.join(", "));
+        }
+        for (n, p) in self.passes.iter().enumerate().filter(|_| !idle) {
+            let _ = writeln!(
+                o,
+                "  {:<10}  {:<8} {} proposed = {} accepted + {} refused; {} engine-enforced",
+                if n == 0 { "passes" } else { "" },
+                p.pass,
+                p.proposed,
+                p.accepted,
+                p.refused,
+                p.engine
+            );
+        }
         let t = &self.tokens;
         let _ = writeln!(
             o,
@@ -207,6 +262,38 @@ impl Report {
                 );
                 if !d.reason.is_empty() {
                     let _ = writeln!(o, "  {:<10}  {:<11}  {:<22}  -> {}", "", "", "", d.reason);
+                }
+            }
+        }
+        let rows: Vec<(&str, &MutationRow)> = self
+            .passes
+            .iter()
+            .flat_map(|p| p.mutations.iter().map(move |m| (p.pass.as_str(), m)))
+            .collect();
+        if !rows.is_empty() {
+            let _ = writeln!(
+                o,
+                "\n  {:<8}  {:<8}  {:<11}  what / reason",
+                "pass", "verdict", "id"
+            );
+            for (pass, m) in rows {
+                let _ = writeln!(
+                    o,
+                    "  {:<8}  {:<8}  {:<11}  {}",
+                    pass,
+                    m.verdict,
+                    m.item,
+                    excerpt(&m.detail, 90)
+                );
+                if !m.reason.is_empty() {
+                    let _ = writeln!(
+                        o,
+                        "  {:<8}  {:<8}  {:<11}  -> {}",
+                        "",
+                        "",
+                        "",
+                        excerpt(&m.reason, 140)
+                    );
                 }
             }
         }

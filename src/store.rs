@@ -9,7 +9,7 @@
 
 use std::path::{Path, PathBuf};
 
-use chrono::NaiveDate;
+use chrono::{DateTime, NaiveDate, Utc};
 use git2::{IndexAddOption, Oid, Repository, Signature, StatusOptions};
 
 use crate::config;
@@ -296,5 +296,100 @@ impl Store {
     /// The git repository, for read-only history walks (`log`, `explain`, `verify`).
     pub fn repo(&self) -> &Repository {
         &self.repo
+    }
+
+    /// The first-parent history from HEAD, oldest first (empty before the first commit).
+    pub fn history(&self) -> Result<Vec<HistoryCommit>> {
+        if self.head().is_none() {
+            return Ok(Vec::new());
+        }
+        let mut walk = self
+            .repo
+            .revwalk()
+            .context(|| "walking the history".into())?;
+        walk.push_head().context(|| "walking the history".into())?;
+        walk.simplify_first_parent()
+            .context(|| "walking the history".into())?;
+        let mut out = Vec::new();
+        for id in walk {
+            let id = id.context(|| "walking the history".into())?;
+            let c = self
+                .repo
+                .find_commit(id)
+                .context(|| format!("reading commit {id}"))?;
+            out.push(HistoryCommit {
+                id,
+                parent: c.parent_ids().next(),
+                message: String::from_utf8_lossy(c.message_bytes()).into_owned(),
+                time: DateTime::from_timestamp(c.time().seconds(), 0).unwrap_or_default(),
+            });
+        }
+        out.reverse();
+        Ok(out)
+    }
+
+    /// The id of a file's blob at a commit (`None`: not there), to tell cheaply whether a
+    /// commit changed it.
+    pub fn blob_at(&self, commit: Oid, rel: &str) -> Result<Option<Oid>> {
+        let tree = self
+            .repo
+            .find_commit(commit)
+            .and_then(|c| c.tree())
+            .context(|| format!("reading the tree of {commit}"))?;
+        Ok(tree.get_path(Path::new(rel)).ok().map(|e| e.id()))
+    }
+
+    /// A text file as it was at a commit (`None`: not there).
+    pub fn read_at(&self, commit: Oid, rel: &str) -> Result<Option<String>> {
+        let Some(id) = self.blob_at(commit, rel)? else {
+            return Ok(None);
+        };
+        let blob = self
+            .repo
+            .find_blob(id)
+            .context(|| format!("reading {rel} at {commit}"))?;
+        Ok(Some(String::from_utf8_lossy(blob.content()).into_owned()))
+    }
+
+    /// Durable memory as it was at a commit; a missing block reads as empty.
+    pub fn memory_at(&self, commit: Oid, today: NaiveDate) -> Result<Memory> {
+        let mut blocks = Vec::new();
+        for b in Block::ALL {
+            let bf = match self.read_at(commit, &b.path())? {
+                Some(text) => BlockFile::parse(b, &text, today),
+                None => BlockFile::empty(b),
+            };
+            blocks.push(bf);
+        }
+        Ok(Memory::new(blocks))
+    }
+}
+
+/// One commit of the history, for read-only audits.
+#[derive(Debug, Clone)]
+pub struct HistoryCommit {
+    pub id: Oid,
+    /// The first parent (`None` for the first commit).
+    pub parent: Option<Oid>,
+    pub message: String,
+    pub time: DateTime<Utc>,
+}
+
+impl HistoryCommit {
+    /// The value of a trailer such as `Dream-Stage`, if the message has it.
+    pub fn trailer(&self, key: &str) -> Option<&str> {
+        let prefix = format!("{key}:");
+        self.message
+            .lines()
+            .rev()
+            .find_map(|l| l.strip_prefix(prefix.as_str()).map(str::trim))
+    }
+
+    pub fn subject(&self) -> &str {
+        self.message.lines().next().unwrap_or_default()
+    }
+
+    pub fn short(&self) -> String {
+        self.id.to_string()[..10].to_string()
     }
 }

@@ -8,6 +8,7 @@ mod run;
 mod schedule;
 mod status;
 mod tooling;
+mod verify;
 
 use std::path::{Path, PathBuf};
 
@@ -28,6 +29,7 @@ pub fn run(cli: Cli) -> Result<i32> {
         Command::Schedule(a) => schedule::run(g, a),
         Command::Completions(a) => tooling::completions(a),
         Command::Man(a) => tooling::man(a),
+        Command::Verify(a) => verify::run(g, a),
     }
 }
 

@@ -8,6 +8,7 @@
 
 pub mod budget;
 pub mod offline;
+pub mod passes;
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -220,6 +221,47 @@ pub trait Llm: Send + Sync {
             kind: LlmErrorKind::Unsupported,
             message: format!("the {} provider does not take prompts (stage {})", self.name(), call.stage),
         })
+    }
+
+    /// As [`Llm::estimate_reflect`], for the dedupe pass.
+    fn estimate_dedupe(&self, req: &passes::DedupeRequest) -> u64 {
+        self.estimate_chat(&crate::passes::prompts::dedupe_call(req))
+    }
+
+    /// Dedupe (S4 step 9). The default builds the pass's prompt, sends it through
+    /// [`Llm::chat_json`] and parses the reply defensively.
+    fn dedupe(&self, req: &passes::DedupeRequest) -> Result<Reply<passes::DedupeReply>, LlmError> {
+        crate::passes::prompts::dedupe(self, req)
+    }
+
+    fn estimate_merge(&self, req: &passes::MergeRequest) -> u64 {
+        self.estimate_chat(&crate::passes::prompts::merge_call(req))
+    }
+
+    /// Merge (S4 step 9), as [`Llm::dedupe`].
+    fn merge(&self, req: &passes::MergeRequest) -> Result<Reply<passes::MergeReply>, LlmError> {
+        crate::passes::prompts::merge(self, req)
+    }
+
+    fn estimate_promote(&self, req: &passes::PromoteRequest) -> u64 {
+        self.estimate_chat(&crate::passes::prompts::promote_call(req))
+    }
+
+    /// Promote (S4 step 9), as [`Llm::dedupe`].
+    fn promote(
+        &self,
+        req: &passes::PromoteRequest,
+    ) -> Result<Reply<passes::PromoteReply>, LlmError> {
+        crate::passes::prompts::promote(self, req)
+    }
+
+    fn estimate_forget(&self, req: &passes::ForgetRequest) -> u64 {
+        self.estimate_chat(&crate::passes::prompts::forget_call(req))
+    }
+
+    /// Forget (S4 step 9), as [`Llm::dedupe`].
+    fn forget(&self, req: &passes::ForgetRequest) -> Result<Reply<passes::ForgetReply>, LlmError> {
+        crate::passes::prompts::forget(self, req)
     }
 }
 

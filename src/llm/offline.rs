@@ -640,6 +640,37 @@ impl Llm for Offline {
             .collect();
         Ok(Reply::free(JudgeReply { verdicts }))
     }
+
+    // The maintenance passes: the offline provider proposes nothing, so the passes run
+    // their engine backstops alone.
+
+    fn dedupe(
+        &self,
+        _req: &super::passes::DedupeRequest,
+    ) -> Result<Reply<super::passes::DedupeReply>, LlmError> {
+        Ok(Reply::free(Default::default()))
+    }
+
+    fn merge(
+        &self,
+        _req: &super::passes::MergeRequest,
+    ) -> Result<Reply<super::passes::MergeReply>, LlmError> {
+        Ok(Reply::free(Default::default()))
+    }
+
+    fn promote(
+        &self,
+        _req: &super::passes::PromoteRequest,
+    ) -> Result<Reply<super::passes::PromoteReply>, LlmError> {
+        Ok(Reply::free(Default::default()))
+    }
+
+    fn forget(
+        &self,
+        _req: &super::passes::ForgetRequest,
+    ) -> Result<Reply<super::passes::ForgetReply>, LlmError> {
+        Ok(Reply::free(Default::default()))
+    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,540 @@
+//! The maintenance passes end to end (SPEC S4 step 9): a memory seeded with duplicates,
+//! mergeable fragments, misplaced scratch facts and stale facts goes through one evening
+//! cycle and comes out smaller and cleaner, with every change in git with its reason and
+//! `dream verify` passing. With the offline provider the engine backstops run alone (the
+//! binary is driven as a timer would); model-proposed mutations, accepted and refused, are
+//! exercised through the library with a scripted model behind the `chat_json` seam, so
+//! the passes' own prompts and parsing run too.
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+
+use dream::config::{Config, CycleKind};
+use dream::cycle::{self, Options};
+use dream::llm::{
+    ChatCall, JudgeReply, JudgeRequest, Llm, LlmError, ReflectReply, ReflectRequest, Reply, Usage,
+};
+
+use crate::util::{stdout, Env};
+
+/// The evening of the seeded cycle.
+pub const NOW: &str = "2026-11-06T21:00:00Z";
+
+/// (id, block, category, last seen, text): every fact has one supporting event with the
+/// same text, written weeks before NOW, outside the clustering window.
+pub const SEED: &[(&str, &str, &str, &str, &str)] = &[
+    (
+        "f_lis1",
+        "human",
+        "identity",
+        "2026-10-01",
+        "I live in Lisbon and work best in the morning.",
+    ),
+    (
+        "f_lis2",
+        "human",
+        "identity",
+        "2026-10-02",
+        "User lives in Lisbon and works best in the morning.",
+    ),
+    (
+        "f_porto",
+        "human",
+        "knowledge",
+        "2026-10-03",
+        "I live in Porto and work best in the morning.",
+    ),
+    (
+        "f_tea",
+        "scratch",
+        "preferences",
+        "2026-10-04",
+        "I prefer green tea in the afternoon.",
+    ),
+    (
+        "f_dentist",
+        "scratch",
+        "event",
+        "2026-10-05",
+        "I went to the dentist on Monday.",
+    ),
+    (
+        "f_air",
+        "scratch",
+        "project",
+        "2026-10-06",
+        "My stack is Airflow.",
+    ),
+    (
+        "f_pg",
+        "scratch",
+        "project",
+        "2026-10-06",
+        "My stack includes Postgres.",
+    ),
+    (
+        "f_printer",
+        "scratch",
+        "knowledge",
+        "2026-08-01",
+        "The office printer jams often.",
+    ),
+    (
+        "f_vpn",
+        "scratch",
+        "knowledge",
+        "2026-07-15",
+        "The old VPN needs a restart every week.",
+    ),
+];
+
+pub fn fact_line(id: &str, category: &str, last: &str, text: &str) -> String {
+    format!("- {text} <!-- id={id} cat={category} by=auto first={last} last={last} ev=e_{id} -->\n")
+}
+
+/// Init a repo, write the seeded memory by hand and its events into the inbox, and set
+/// `retention.max_active_facts`.
+pub fn seed(env: &Env, max_active_facts: usize) {
+    env.init();
+    let mut blocks: BTreeMap<&str, String> = BTreeMap::new();
+    let mut events = String::new();
+    for (id, block, category, last, text) in SEED {
+        blocks
+            .entry(block)
+            .or_insert_with(|| format!("# {block}\n\n"))
+            .push_str(&fact_line(id, category, last, text));
+        events.push_str(
+            &(serde_json::json!({"id": format!("e_{id}"), "ts": format!("{last}T09:00:00Z"), "kind": "message",
+                "actor": "user", "session": format!("s_{id}"), "text": text})
+            .to_string()
+                + "\n"),
+        );
+    }
+    for (block, text) in blocks {
+        std::fs::write(env.repo.join(format!("memory/{block}.md")), text).unwrap();
+    }
+    env.write_inbox("seed.jsonl", &events);
+    let toml = env.read("dream.toml").replace(
+        "max_active_facts = 200",
+        &format!("max_active_facts = {max_active_facts}"),
+    );
+    std::fs::write(env.repo.join("dream.toml"), toml).unwrap();
+}
+
+/// The ids of active facts, by block.
+pub fn placement(env: &Env) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    for b in ["persona", "human", "episodes", "scratch"] {
+        for l in env.read(&format!("memory/{b}.md")).lines() {
+            if let Some(id) = l
+                .split("id=")
+                .nth(1)
+                .and_then(|r| r.split_whitespace().next())
+            {
+                out.insert(id.to_string(), b.to_string());
+            }
+        }
+    }
+    out
+}
+
+/// The message of the commit of a pass, if the cycle made one.
+pub fn pass_commit(env: &Env, stage: &str) -> Option<String> {
+    env.commits()
+        .into_iter()
+        .map(|(_, m)| m)
+        .find(|m| m.contains(&format!("Dream-Stage: {stage}\n")))
+}
+
+#[test]
+fn offline_the_engine_backstops_leave_fewer_cleaner_facts_and_verify_passes() {
+    let env = Env::new();
+    seed(&env, 7);
+    let untouched = env.snapshot();
+    let plan = env.dream(&["run", "--dry-run", "--now", NOW]);
+    assert!(plan.status.success());
+    assert!(
+        stdout(&plan).contains("would commit (forget): dream: forget pass"),
+        "{}",
+        stdout(&plan)
+    );
+    assert_eq!(
+        env.snapshot(),
+        untouched,
+        "a dry run of the passes writes nothing"
+    );
+
+    let report = env.run_cycle(NOW);
+
+    let by_pass: BTreeMap<String, &serde_json::Value> = report["passes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| (p["pass"].as_str().unwrap().to_string(), p))
+        .collect();
+    for p in by_pass.values() {
+        assert_eq!(
+            p["proposed"], 0,
+            "the offline provider proposes nothing: {p}"
+        );
+    }
+    assert_eq!(by_pass["dedupe"]["engine"], 1);
+    assert_eq!(
+        by_pass["merge"]["engine"], 0,
+        "the engine never writes a merged text"
+    );
+    assert_eq!(by_pass["promote"]["engine"], 2);
+    assert_eq!(by_pass["forget"]["engine"], 1);
+
+    let placed = placement(&env);
+    assert_eq!(
+        placed.len(),
+        SEED.len() - 2,
+        "one duplicate and one fact over capacity left: {placed:?}"
+    );
+    assert!(
+        placed.contains_key("f_lis1") ^ placed.contains_key("f_lis2"),
+        "exactly one of the duplicates stays"
+    );
+    assert_eq!(placed["f_tea"], "human", "a preference left scratch");
+    assert_eq!(placed["f_dentist"], "episodes", "an event left scratch");
+    assert!(
+        !placed.contains_key("f_vpn"),
+        "the lowest-salience fact went over capacity"
+    );
+    assert!(
+        placed.contains_key("f_printer"),
+        "stale but within capacity: only a model proposes stale forgets"
+    );
+
+    let archive = env.read("archive/facts.md");
+    assert!(archive.contains("why=duplicate"), "{archive}");
+    assert!(
+        archive.lines().any(|l| l.contains("id=f_vpn ")
+            && l.contains("policy=\"max_active_facts=7\"")
+            && l.contains("why=forgotten")),
+        "{archive}"
+    );
+    let kept = if placed.contains_key("f_lis1") {
+        "f_lis1"
+    } else {
+        "f_lis2"
+    };
+    let human = env.read("memory/human.md");
+    let kept_line = human
+        .lines()
+        .find(|l| l.contains(&format!("id={kept} ")))
+        .unwrap();
+    assert!(
+        kept_line.contains("e_f_lis1") && kept_line.contains("e_f_lis2"),
+        "the kept fact has both supports: {kept_line}"
+    );
+
+    for stage in ["dedupe", "promote", "forget"] {
+        let m = pass_commit(&env, stage).unwrap_or_else(|| panic!("a {stage} commit"));
+        assert!(
+            m.contains("\nengine   "),
+            "engine-enforced lines are labelled: {m}"
+        );
+        assert!(m.contains("reason=\"engine: "), "{m}");
+        assert!(
+            m.contains("Dream-Counts: proposed=0 accepted=0 refused=0"),
+            "{m}"
+        );
+    }
+    assert!(
+        pass_commit(&env, "merge").is_none(),
+        "a pass that changed nothing makes no commit"
+    );
+
+    let out = env.dream(&["verify"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+
+    // Idempotent: the next cycle finds nothing to do.
+    let before = env.commits().len();
+    env.run_cycle("2026-11-07T21:00:00Z");
+    assert_eq!(
+        env.commits().len(),
+        before,
+        "nothing left to dedupe, place or forget"
+    );
+}
+
+/// A model behind the transport seam that answers each pass from a script and records
+/// what it was asked.
+struct Scripted {
+    replies: BTreeMap<&'static str, serde_json::Value>,
+    asked: Mutex<Vec<ChatCall>>,
+}
+
+impl Llm for Scripted {
+    fn name(&self) -> String {
+        "scripted".into()
+    }
+
+    fn reflect(&self, _req: &ReflectRequest) -> Result<Reply<ReflectReply>, LlmError> {
+        Ok(Reply::free(ReflectReply::default()))
+    }
+
+    fn judge(&self, _req: &JudgeRequest) -> Result<Reply<JudgeReply>, LlmError> {
+        Ok(Reply::free(JudgeReply::default()))
+    }
+
+    fn estimate_chat(&self, call: &ChatCall) -> u64 {
+        (call.system.len() + call.user.len()) as u64 / 3 + call.max_tokens
+    }
+
+    fn chat_json(&self, call: &ChatCall) -> Result<Reply<serde_json::Value>, LlmError> {
+        self.asked.lock().unwrap().push(call.clone());
+        let value = self
+            .replies
+            .get(call.stage.as_str())
+            .cloned()
+            .unwrap_or(serde_json::json!({}));
+        Ok(Reply {
+            value,
+            usage: Usage {
+                prompt_tokens: 100,
+                completion_tokens: 20,
+                reported: true,
+            },
+            notes: vec![],
+        })
+    }
+}
+
+fn run_scripted(env: &Env, llm: &Scripted, now: &str) -> dream::report::Report {
+    let config = Config::load(&env.repo).unwrap();
+    let embedder = dream::embed::from_config(&config).unwrap();
+    let opts = Options {
+        kind: CycleKind::Evening,
+        dry_run: false,
+        now: now.parse().unwrap(),
+    };
+    cycle::run(&env.repo, &config, llm, embedder.as_ref(), &opts).unwrap()
+}
+
+#[test]
+fn model_proposals_are_gated_applied_or_refused_with_reasons_and_verify_passes() {
+    let env = Env::new();
+    seed(&env, 100);
+    let llm = Scripted {
+        replies: BTreeMap::from([
+            (
+                "dedupe",
+                serde_json::json!({"drop": [
+                    {"itemId": "f_lis1", "duplicateOf": "f_lis2", "reason": "the same fact, restated"},
+                    {"itemId": "f_99", "duplicateOf": "f_lis2", "reason": "a ghost"},
+                    {"itemId": "f_porto", "duplicateOf": "f_lis2", "reason": "both about where I live"}
+                ]}),
+            ),
+            (
+                "merge",
+                serde_json::json!({"merge": [
+                    {"intoId": "f_air", "fromIds": ["f_pg"], "mergedText": "My stack includes Airflow and Postgres.", "reason": "two fragments of one fact"},
+                    {"intoId": "f_pg", "fromIds": ["f_printer"], "mergedText": "My stack includes Postgres.", "reason": "again"},
+                    {"intoId": "f_printer", "fromIds": ["f_vpn"], "mergedText": "The office printer and the Kitchen VPN need a restart.", "reason": "office troubles"}
+                ]}),
+            ),
+            (
+                "promote",
+                serde_json::json!({"promote": [
+                    {"itemId": "f_tea", "toBlock": "Human", "reason": "a preference of the user"},
+                    {"itemId": "f_dentist", "toBlock": "kitchen", "reason": "where it happened"}
+                ]}),
+            ),
+            (
+                "forget",
+                serde_json::json!({"forget": [
+                    {"itemId": "f_printer", "reason": "not mentioned for months", "policy": "capacity"},
+                    {"itemId": "f_lis2", "reason": "old news", "policy": "stale"},
+                    {"itemId": "f_dentist", "reason": "minor", "policy": "stale"}
+                ]}),
+            ),
+        ]),
+        asked: Mutex::new(Vec::new()),
+    };
+    let report = run_scripted(&env, &llm, NOW);
+    let asked: Vec<String> = llm
+        .asked
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|c| c.stage.clone())
+        .collect();
+    assert_eq!(asked, vec!["dedupe", "merge", "promote", "forget"]);
+    let dedupe_prompt = llm.asked.lock().unwrap()[0].clone();
+    assert!(
+        dedupe_prompt.user.contains("\"candidatePairs\""),
+        "the engine hands the model its candidate pairs"
+    );
+    assert!(
+        dedupe_prompt.user.contains("f_lis1") && dedupe_prompt.user.contains("\"similarity\": 1.0"),
+        "{}",
+        dedupe_prompt.user
+    );
+
+    let passes: BTreeMap<&str, &dream::report::PassSummary> =
+        report.passes.iter().map(|p| (p.pass.as_str(), p)).collect();
+    let counts = |p: &str| {
+        (
+            passes[p].proposed,
+            passes[p].accepted,
+            passes[p].refused,
+            passes[p].engine,
+        )
+    };
+    assert_eq!(counts("dedupe"), (3, 1, 2, 0));
+    assert_eq!(counts("merge"), (3, 1, 2, 0));
+    assert_eq!(
+        counts("promote"),
+        (2, 1, 1, 1),
+        "the engine places the event the model misplaced"
+    );
+    assert_eq!(counts("forget"), (3, 1, 2, 0));
+    for p in &report.passes {
+        assert!(p.balances());
+    }
+    let reason = |pass: &str, item: &str| -> String {
+        passes[pass]
+            .mutations
+            .iter()
+            .find(|m| m.item == item && m.verdict == "refused")
+            .map(|m| m.reason.clone())
+            .unwrap_or_default()
+    };
+    assert!(reason("dedupe", "f_99").contains("itemId f_99 does not exist"));
+    assert!(
+        reason("dedupe", "f_porto").contains("similarity 0.800 of f_porto and f_lis2 is below 0.9")
+    );
+    assert!(reason("merge", "f_pg").contains(
+        "f_pg was already removed by an earlier mutation in this pass (merged into f_air)"
+    ));
+    assert!(
+        reason("merge", "f_printer").contains("new proper noun \"Kitchen\""),
+        "{}",
+        reason("merge", "f_printer")
+    );
+    assert!(reason("promote", "f_dentist").contains("illegal target block \"kitchen\""));
+    assert!(reason("forget", "f_lis2").contains("protected category identity"));
+    assert!(
+        reason("forget", "f_dentist").contains(
+            "f_dentist qualifies under no policy: last seen 32 days ago (stale_after_days 60)"
+        ),
+        "{}",
+        reason("forget", "f_dentist")
+    );
+
+    let placed = placement(&env);
+    assert!(
+        !placed.contains_key("f_lis1")
+            && !placed.contains_key("f_pg")
+            && !placed.contains_key("f_printer")
+    );
+    assert_eq!(placed["f_tea"], "human");
+    assert_eq!(placed["f_dentist"], "episodes");
+    assert!(
+        placed.contains_key("f_vpn"),
+        "stale, but the model did not propose it and memory is under capacity"
+    );
+    let scratch = env.read("memory/scratch.md");
+    let merged = scratch.lines().find(|l| l.contains("id=f_air ")).unwrap();
+    assert!(
+        merged.starts_with("- My stack includes Airflow and Postgres. <!--"),
+        "{merged}"
+    );
+    assert!(
+        merged.contains("by=pass") && merged.contains("ev=e_f_air,e_f_pg"),
+        "the union of supports: {merged}"
+    );
+
+    let archive = env.read("archive/facts.md");
+    let printer = archive
+        .lines()
+        .find(|l| l.contains("id=f_printer "))
+        .unwrap();
+    assert!(
+        printer.contains("policy=\"stale_after_days=60\"") && printer.contains("97 days ago"),
+        "the verified policy, not the claimed one: {printer}"
+    );
+    assert!(archive
+        .lines()
+        .any(|l| l.contains("id=f_pg ") && l.contains("why=merged") && l.contains("policy=f_air")));
+    assert!(
+        archive
+            .lines()
+            .any(|l| l.contains("My stack is Airflow.") && l.contains("why=merged")),
+        "the old text of the merged fact is archived"
+    );
+
+    let forget = pass_commit(&env, "forget").unwrap();
+    assert!(
+        forget.contains("accepted forget  item=f_printer policy=stale_after_days=60"),
+        "{forget}"
+    );
+    assert!(forget.contains("claimed=capacity"), "{forget}");
+    assert!(forget.contains("refused  forget  item=f_lis2"), "{forget}");
+    assert!(
+        forget.contains("Dream-Counts: proposed=3 accepted=1 refused=2 engine=0"),
+        "{forget}"
+    );
+    assert!(
+        forget.contains("Dream-Tokens: 120"),
+        "the pass's own spend: {forget}"
+    );
+    let dedupe = pass_commit(&env, "dedupe").unwrap();
+    assert!(
+        dedupe.contains("accepted drop    item=f_lis1 duplicate_of=f_lis2 similarity=1.000"),
+        "{dedupe}"
+    );
+
+    let out = env.dream(&["verify"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert!(
+        stdout(&out).contains("3 pass mutations re-measured")
+            || stdout(&out).contains("pass mutations re-measured"),
+        "{}",
+        stdout(&out)
+    );
+}
+
+#[test]
+fn a_failed_pass_call_degrades_to_the_backstops_and_is_reported() {
+    struct Broken;
+    impl Llm for Broken {
+        fn name(&self) -> String {
+            "broken".into()
+        }
+        fn reflect(&self, _req: &ReflectRequest) -> Result<Reply<ReflectReply>, LlmError> {
+            Ok(Reply::free(ReflectReply::default()))
+        }
+        fn judge(&self, _req: &JudgeRequest) -> Result<Reply<JudgeReply>, LlmError> {
+            Ok(Reply::free(JudgeReply::default()))
+        }
+        fn chat_json(&self, _call: &ChatCall) -> Result<Reply<serde_json::Value>, LlmError> {
+            Ok(Reply::free(serde_json::json!("I would rather not")))
+        }
+    }
+    let env = Env::new();
+    seed(&env, 100);
+    let config = Config::load(&env.repo).unwrap();
+    let embedder = dream::embed::from_config(&config).unwrap();
+    let opts = Options {
+        kind: CycleKind::Evening,
+        dry_run: false,
+        now: NOW.parse().unwrap(),
+    };
+    let report = cycle::run(&env.repo, &config, &Broken, embedder.as_ref(), &opts).unwrap();
+    let degraded: Vec<&str> = report.degraded.iter().map(|d| d.stage.as_str()).collect();
+    assert_eq!(degraded, vec!["dedupe", "merge", "promote", "forget"]);
+    assert!(
+        report.degraded[0]
+            .reason
+            .contains("not the contract's object")
+            && report.degraded[0].reason.contains("engine backstops only")
+    );
+    let placed = placement(&env);
+    assert_eq!(placed["f_tea"], "human", "the backstops still ran");
+    let m = pass_commit(&env, "dedupe").unwrap();
+    assert!(m.contains("Dream-Degraded: dedupe"), "{m}");
+}
