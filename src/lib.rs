@@ -32,5 +32,12 @@ pub mod route;
 pub mod secrets;
 pub mod state;
 pub mod store;
+// The human side: review decisions, undo, explain and log (SPEC S9).
+pub mod audit;
+pub mod oversight;
+pub mod revert;
+pub mod review;
+pub mod trail;
+pub mod veto;
 
 pub use error::{Error, Result};

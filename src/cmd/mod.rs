@@ -6,6 +6,12 @@ mod ingest;
 mod init;
 mod run;
 mod status;
+// The human side (SPEC S9).
+mod explain;
+mod log;
+mod review;
+mod tui;
+mod undo;
 
 use std::path::{Path, PathBuf};
 
@@ -23,6 +29,10 @@ pub fn run(cli: Cli) -> Result<i32> {
         Command::Ingest(a) => ingest::run(g, a),
         Command::Status(a) => status::run(g, a),
         Command::Demo(a) => demo::run(g, a),
+        Command::Review(a) => review::run(g, a),
+        Command::Explain(a) => explain::run(g, a),
+        Command::Undo(a) => undo::run(g, a),
+        Command::Log(a) => log::run(g, a),
     }
 }
 
