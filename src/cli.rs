@@ -80,13 +80,10 @@ pub enum Command {
     Status(StatusArgs),
     /// Run a whole cycle on the shipped sample events in a scratch repository.
     Demo(DemoArgs),
-    /// Decide on queued review cards: one at a time on a terminal, or by subcommand.
+    // The human side (SPEC S9): their help text is on their argument structs below.
     Review(ReviewArgs),
-    /// Show why a fact, card or refused candidate exists: events, gates, route, commits.
     Explain(ExplainArgs),
-    /// Take back a fact, a rejection or a whole cycle, as a new commit (itself undoable).
     Undo(UndoArgs),
-    /// The audit trail from git history: one block per cycle, review or undo.
     Log(LogArgs),
 }
 
@@ -164,9 +161,10 @@ pub struct DemoArgs {
     pub json: bool,
 }
 
-/// Decide on the cards a cycle queued for a person (review/<card-id>.md).
+/// Decide on queued review cards: one at a time on a terminal, or by subcommand
 ///
-/// On a terminal, `dream review` shows one card at a time, oldest first, with how many are
+/// Cards are what a cycle would not promote on its own (review/<card-id>.md). On a
+/// terminal, `dream review` shows one card at a time, oldest first, with how many are
 /// left: the candidate fact, its block and category, why it was queued, the judge's
 /// verdict, the fact it would supersede (for a contradiction), each supporting event (time,
 /// session, excerpt) and every gate's measured value against its threshold. Keys:
@@ -177,7 +175,7 @@ pub struct DemoArgs {
 ///            events (coverage, names and numbers, secrets) and becomes your own fact
 ///   s        skip to the next card (it stays pending)
 ///   q, Esc   quit (decisions already made are committed)
-///   ↑ ↓ PgUp PgDn   scroll a long card
+///   Up, Down, PgUp, PgDn   scroll a long card
 ///
 /// Accepting a card that supersedes a contradicted fact ends the old fact's validity and
 /// moves it to archive/facts.md. Every decision is one commit, made under the same lock as
@@ -187,6 +185,7 @@ pub struct DemoArgs {
 ///
 /// Without a terminal (scripts, pipes), use the subcommands below.
 #[derive(Debug, Args)]
+#[command(verbatim_doc_comment)]
 pub struct ReviewArgs {
     #[command(subcommand)]
     pub action: Option<ReviewAction>,
@@ -236,8 +235,7 @@ pub enum ReviewAction {
     },
 }
 
-/// Explain a fact (f_...), a review card (c_...) or a candidate (k_...), including one
-/// that was refused.
+/// Show why a fact (f_...), a card (c_...) or a candidate (k_..., refused ones too) exists.
 ///
 /// A fact, its card and its candidate share the same 8 hex digits, so any prefix (or
 /// none) shows them all: the supporting events (time, session, excerpt), every measure and
@@ -255,7 +253,7 @@ pub struct ExplainArgs {
     pub json: bool,
 }
 
-/// Take something back, as a new commit.
+/// Take back a fact, a rejection or a whole cycle, as a new commit (itself undoable)
 ///
 ///   dream undo f_1a2b3c4d          take a fact out of memory (to archive/facts.md, why=undone);
 ///                                  if it had superseded a fact, that one is valid again
@@ -268,6 +266,7 @@ pub struct ExplainArgs {
 /// next cycles do not promote them again from the same evidence, and new evidence brings
 /// them to review, never straight into memory. The inbox watermark never moves back.
 #[derive(Debug, Args)]
+#[command(verbatim_doc_comment)]
 pub struct UndoArgs {
     /// The fact (f_...) or rejected card (c_...) to take back.
     #[arg(
@@ -294,10 +293,12 @@ pub struct UndoArgs {
     pub json: bool,
 }
 
-/// The audit trail from git history, newest first: one block per cycle (commits grouped
-/// by their Dream-Cycle trailer), review session or undo, with what was applied, what was
-/// refused and why, what the engine enforced on its own, tokens spent and degraded stages.
-/// Cycles that changed nothing made no commit; they are listed from the state database.
+/// The audit trail from git history: one block per cycle, review session or undo.
+///
+/// Newest first, commits grouped by their Dream-Cycle trailer, with what was applied, what
+/// was refused and why, what the engine enforced on its own, tokens spent and degraded
+/// stages. Cycles that changed nothing made no commit; they are listed from the state
+/// database.
 #[derive(Debug, Args)]
 pub struct LogArgs {
     /// Only this cycle (or review session, or undo).

@@ -132,7 +132,11 @@ fn list(desk: &Desk, json: bool) -> Result<i32> {
         println!("No cards are waiting for review.");
         return Ok(EXIT_OK);
     }
-    println!("{} cards waiting for review, oldest first:\n", cards.len());
+    println!(
+        "{} card{} waiting for review, oldest first:\n",
+        cards.len(),
+        if cards.len() == 1 { "" } else { "s" }
+    );
     for c in &cards {
         println!(
             "{}  {}  [{}/{}]  {}",

@@ -588,10 +588,15 @@ impl App<'_> {
         // One frame, one write: a reader never sees half a card.
         let mut out: Vec<u8> = Vec::new();
         queue!(out, Hide, Clear(ClearType::All)).map_err(io_err)?;
+        let skipped = self.skipped.len();
         let left = format!(
-            "dream review   card {pos} of {}   {} pending",
+            "dream review   card {pos} of {}, oldest first{}",
             self.queue.len(),
-            self.queue.len()
+            if skipped > 0 {
+                format!(" ({skipped} skipped)")
+            } else {
+                String::new()
+            }
         );
         let right = card.id.clone();
         let gap = w.saturating_sub(left.width() + right.width() + 1).max(1);
