@@ -352,7 +352,7 @@ fn commit_with_vetoes(
     }
     let oid = result?;
     if let Some(st) = &state {
-        for id in clear {
+        for id in clear.iter().filter(|id| !add.iter().any(|v| &v.id == *id)) {
             state::delete_veto(&st.conn, id)?;
         }
     }

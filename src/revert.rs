@@ -111,7 +111,26 @@ pub fn revert_commit(
             }
             (Some(_), None) => match card(&p) {
                 Some(k) if !decided => format!("requeued   {}  {}", k.id, excerpt(&k.text, 100)),
-                _ => format!("restored   {path}"),
+                Some(k) => {
+                    // A rejection coming back brings its veto back.
+                    if let Some(d) = k.decision.as_ref().filter(|d| d.verdict == "rejected") {
+                        out.vetoes.push(Veto {
+                            id: base_id(&k.id).to_string(),
+                            kind: "rejected".into(),
+                            text: k.text.clone(),
+                            events: k.supporting_event_ids.clone(),
+                            reason: d.reason.clone(),
+                            at: d.at,
+                            decision: ctx.decision.into(),
+                        });
+                    }
+                    format!(
+                        "redecided  {}  the decision ({}) stands again",
+                        k.id,
+                        verdict(&k)
+                    )
+                }
+                None => format!("restored   {path}"),
             },
             _ => format!("reverted   {path}"),
         };
@@ -220,6 +239,18 @@ fn revert_facts(
         let fact = Fact::parse(&line, today).expect("archive lines parse");
         if !entries(&h.archive).contains(&line) {
             returning.insert(fact.id.clone());
+            // An undone fact going back to the archive brings its veto back.
+            if fact.extra.get("why").map(String::as_str) == Some("undone") {
+                out.vetoes.push(Veto {
+                    id: fact.id.clone(),
+                    kind: "undone".into(),
+                    text: fact.text.clone(),
+                    events: fact.support.clone(),
+                    reason: fact.extra.get("reason").cloned().unwrap_or_default(),
+                    at: ctx.now,
+                    decision: ctx.decision.into(),
+                });
+            }
             h.archive.push(fact);
         }
     }
@@ -504,6 +535,40 @@ mod tests {
             out2.cleared
         );
         assert!(out2.vetoes.is_empty());
+    }
+
+    #[test]
+    fn undoing_the_undo_of_an_undo_brings_the_veto_back() {
+        let parent = files(&[("memory/human.md", &human(&[A]))]);
+        let creation = files(&[("memory/human.md", &human(&[]))]);
+        let changed = vec![
+            "memory/human.md".to_string(),
+            "archive/facts.md".to_string(),
+        ];
+        // U1 undoes the fact; U2 undoes U1; U3 undoes U2.
+        let mut u1 = parent.clone();
+        revert_commit(
+            &creation,
+            &parent,
+            &changed[..1],
+            &mut u1,
+            &ctx(),
+            &mut Reverted::default(),
+        );
+        let mut u2 = u1.clone();
+        let mut out2 = Reverted::default();
+        revert_commit(&parent, &u1, &changed, &mut u2, &ctx(), &mut out2);
+        assert!(
+            out2.vetoes.is_empty() && out2.cleared == vec!["f_a".to_string(), "f_a".to_string()]
+        );
+        let mut u3 = u2.clone();
+        let mut out3 = Reverted::default();
+        revert_commit(&u1, &u2, &changed, &mut u3, &ctx(), &mut out3);
+        assert_eq!(u3["memory/human.md"].clone().unwrap(), human(&[]));
+        assert_eq!(out3.vetoes.len(), 1, "{:?}", out3.lines);
+        assert_eq!(out3.vetoes[0].id, "f_a");
+        let archive = u3["archive/facts.md"].clone().unwrap();
+        assert_eq!(archive.matches("id=f_a ").count(), 1, "{archive}");
     }
 
     #[test]
