@@ -123,6 +123,11 @@ pub enum Command {
     /// Exits 0 when every check passes and 1 when any fails, listing each problem with the
     /// commit and fact it concerns. Run it after hand edits, in CI, or from a timer.
     Verify(VerifyArgs),
+    // The human side (SPEC S9): their help text is on their argument structs below.
+    Review(ReviewArgs),
+    Explain(ExplainArgs),
+    Undo(UndoArgs),
+    Log(LogArgs),
 }
 
 /// Create a memory repository in DIR (default: the current folder).
@@ -204,6 +209,159 @@ pub struct DemoArgs {
 #[derive(Debug, Args)]
 pub struct VerifyArgs {
     /// Print the result as one JSON object on stdout (`ok`, what was checked, `problems`).
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Decide on queued review cards: one at a time on a terminal, or by subcommand
+///
+/// Cards are what a cycle would not promote on its own (review/<card-id>.md). On a
+/// terminal, `dream review` shows one card at a time, oldest first, with how many are
+/// left: the candidate fact, its block and category, why it was queued, the judge's
+/// verdict, the fact it would supersede (for a contradiction), each supporting event (time,
+/// session, excerpt) and every gate's measured value against its threshold. Keys:
+///
+///   a        accept: the fact goes into its block (origin `review`), one commit
+///   r        reject: type an optional reason, Enter; the card moves to review/decided/
+///   e        edit: reword the fact, Enter; the text is gated again against the card's
+///            events (coverage, names and numbers, secrets) and becomes your own fact
+///   s        skip to the next card (it stays pending)
+///   q, Esc   quit (decisions already made are committed)
+///   Up, Down, PgUp, PgDn   scroll a long card
+///
+/// Accepting a card that supersedes a contradicted fact ends the old fact's validity and
+/// moves it to archive/facts.md. Every decision is one commit, made under the same lock as
+/// a cycle: while a cycle runs, review exits 75 (or, at a keystroke, says so and waits
+/// for you to try again). Rejected and undone texts are remembered: the same evidence never
+/// brings them back, and new evidence only brings them back to review.
+///
+/// Without a terminal (scripts, pipes), use the subcommands below.
+#[derive(Debug, Args)]
+#[command(verbatim_doc_comment)]
+pub struct ReviewArgs {
+    #[command(subcommand)]
+    pub action: Option<ReviewAction>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ReviewAction {
+    /// List pending cards, oldest first.
+    List {
+        /// Print one JSON array of cards (id, text, block, category, reason,
+        /// supportingEventIds, gates, ...).
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show one card in full.
+    Show {
+        /// The card id (c_1a2b3c4d, or just its 8 hex digits).
+        #[arg(value_name = "ID")]
+        id: String,
+        /// Print the card as one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Accept a card: its fact goes into its block and is committed.
+    Accept {
+        #[arg(value_name = "ID")]
+        id: String,
+        /// A note kept with the decision.
+        #[arg(long, value_name = "TEXT")]
+        reason: Option<String>,
+    },
+    /// Reject a card: it moves to review/decided/ with the reason, and is committed.
+    Reject {
+        #[arg(value_name = "ID")]
+        id: String,
+        /// Why (kept on the card, in the commit, and shown if the fact comes back).
+        #[arg(long, value_name = "TEXT")]
+        reason: Option<String>,
+    },
+    /// Accept a card in your own words (gated again against the card's events).
+    Edit {
+        #[arg(value_name = "ID")]
+        id: String,
+        /// The fact as you would put it.
+        #[arg(value_name = "TEXT")]
+        text: String,
+    },
+}
+
+/// Show why a fact (f_...), a card (c_...) or a candidate (k_..., refused ones too) exists.
+///
+/// A fact, its card and its candidate share the same 8 hex digits, so any prefix (or
+/// none) shows them all: the supporting events (time, session, excerpt), every measure and
+/// gate with its value and threshold as recorded by each cycle, the route it took and
+/// why, any rejection or undo, the gates measured again now, and every commit that touched
+/// it.
+#[derive(Debug, Args)]
+pub struct ExplainArgs {
+    /// The id, with any prefix or as its bare 8 hex digits.
+    #[arg(value_name = "ID")]
+    pub id: String,
+
+    /// Print one JSON object on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Take back a fact, a rejection or a whole cycle, as a new commit (itself undoable)
+///
+///   dream undo f_1a2b3c4d          take a fact out of memory (to archive/facts.md, why=undone);
+///                                  if it had superseded a fact, that one is valid again
+///   dream undo c_1a2b3c4d          put a rejected card back in the review queue
+///   dream undo --cycle ID          revert everything a cycle, review session or undo did
+///                                  (ids from `dream log`); a person's hand edits are kept
+///
+/// Every undo is itself a commit with its own id (`undo-...`), so `dream undo --cycle
+/// undo-...` takes it back. Undone facts are remembered with their supporting events: the
+/// next cycles do not promote them again from the same evidence, and new evidence brings
+/// them to review, never straight into memory. The inbox watermark never moves back.
+#[derive(Debug, Args)]
+#[command(verbatim_doc_comment)]
+pub struct UndoArgs {
+    /// The fact (f_...) or rejected card (c_...) to take back.
+    #[arg(
+        value_name = "ID",
+        required_unless_present = "cycle",
+        conflicts_with = "cycle"
+    )]
+    pub id: Option<String>,
+
+    /// Revert every commit of this cycle, review session or undo.
+    #[arg(long, value_name = "CYCLE_ID")]
+    pub cycle: Option<String>,
+
+    /// Why (kept in the archive entry and the commit).
+    #[arg(long, value_name = "TEXT")]
+    pub reason: Option<String>,
+
+    /// Print what would be undone, and write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+
+    /// Print the result as one JSON object.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// The audit trail from git history: one block per cycle, review session or undo.
+///
+/// Newest first, commits grouped by their Dream-Cycle trailer, with what was applied, what
+/// was refused and why, what the engine enforced on its own, tokens spent and degraded
+/// stages. Cycles that changed nothing made no commit; they are listed from the state
+/// database.
+#[derive(Debug, Args)]
+pub struct LogArgs {
+    /// Only this cycle (or review session, or undo).
+    #[arg(long, value_name = "CYCLE_ID")]
+    pub cycle: Option<String>,
+
+    /// At most this many blocks (0: all).
+    #[arg(short = 'n', long, default_value_t = 20)]
+    pub limit: usize,
+
+    /// Print one JSON array on stdout.
     #[arg(long)]
     pub json: bool,
 }

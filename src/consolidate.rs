@@ -21,6 +21,7 @@ use crate::report::{DecisionRow, Degraded};
 use crate::route::{self, Outcome};
 use crate::state::{self, Stored};
 use crate::store::Change;
+use crate::veto;
 
 /// Judge items per call.
 const JUDGE_BATCH: usize = 8;
@@ -46,11 +47,12 @@ pub fn run(ctx: &Ctx<'_>, tx: &Connection, work: &mut Work) -> Result<()> {
     let verdicts = judge(ctx.llm, &ctx.budget, &gated, &work.memory, ctx.config, &mut work.report.degraded);
     work.lap("judge");
 
+    let vetoes = state::vetoes(tx)?;
     let before = work.memory.clone();
     let mut card_writes: BTreeMap<String, Option<String>> = BTreeMap::new();
     let mut lines = Vec::new();
     for g in &gated {
-        apply_one(ctx, tx, work, g, verdicts.get(&text_id("k", &g.text)), &mut card_writes, &mut lines)?;
+        apply_one(ctx, tx, work, g, verdicts.get(&text_id("k", &g.text)), &vetoes, &mut card_writes, &mut lines)?;
     }
     work.lap("route");
 
@@ -273,12 +275,14 @@ fn judge(
 }
 
 /// Route one gated candidate and apply the route to the in-memory facts and cards.
+#[allow(clippy::too_many_arguments)]
 fn apply_one(
     ctx: &Ctx<'_>,
     tx: &Connection,
     work: &mut Work,
     g: &Gated,
     verdict: Option<&Verdict>,
+    vetoes: &[veto::Veto],
     card_writes: &mut BTreeMap<String, Option<String>>,
     lines: &mut Vec<String>,
 ) -> Result<()> {
@@ -291,7 +295,9 @@ fn apply_one(
         Some(ci) => merge_into_card(tx, &work.cards[ci], g, config)?,
         None => g.clone(),
     };
+    let (g, hit) = check_vetoes(tx, g, vetoes, config)?;
     let (outcome, judge_text, route_gates) = route::route(&g, &near, verdict, config);
+    let outcome = veto::cap(outcome, hit.as_ref());
     let mut all_gates = g.gates.clone();
     all_gates.extend(route_gates);
     let events = excerpts(tx, &g.support)?;
@@ -411,6 +417,24 @@ fn apply_one(
     });
     state::put_candidate(tx, &cand_id, &ctx.cycle_id, label, &g.text, &record)?;
     Ok(())
+}
+
+/// Hold a candidate that passed the gates against a person's earlier rejections and undos
+/// (see `veto`): the veto's gate joins the candidate's, and a refusal refuses it.
+fn check_vetoes(tx: &Connection, mut g: Gated, vetoes: &[veto::Veto], config: &Config) -> Result<(Gated, Option<veto::Hit>)> {
+    if vetoes.is_empty() || g.refused.is_some() {
+        return Ok((g, None));
+    }
+    let events = state::events_by_ids(tx, &g.support)?;
+    let support: Vec<(&str, &str)> = events.iter().map(|s| (s.event.id.as_str(), s.event.text.as_str())).collect();
+    let hit = veto::check(&g.text, &support, vetoes, config);
+    if let Some(h) = &hit {
+        g.gates.push(h.gate.clone());
+        if let veto::Effect::Refuse(reason) = &h.effect {
+            g.refused = Some(reason.clone());
+        }
+    }
+    Ok((g, hit))
 }
 
 /// The pending card a candidate restates, if any.

@@ -37,5 +37,12 @@ pub mod secrets;
 pub mod state;
 pub mod store;
 pub mod verify;
+// The human side: review decisions, undo, explain and log (SPEC S9).
+pub mod audit;
+pub mod oversight;
+pub mod revert;
+pub mod review;
+pub mod trail;
+pub mod veto;
 
 pub use error::{Error, Result};

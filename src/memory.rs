@@ -426,6 +426,18 @@ impl BlockFile {
             Line::Other(_) => None,
         }
     }
+
+    /// Remove the first fact for which `pred` holds (archive entries may share an id).
+    pub fn remove_where(&mut self, pred: impl Fn(&Fact) -> bool) -> Option<Fact> {
+        let at = self
+            .lines
+            .iter()
+            .position(|l| matches!(l, Line::Fact(f) if pred(f)))?;
+        match self.lines.remove(at) {
+            Line::Fact(f) => Some(f),
+            Line::Other(_) => None,
+        }
+    }
 }
 
 /// Every block of durable memory.

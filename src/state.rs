@@ -18,7 +18,8 @@ use crate::error::{Context, Error, Result};
 use crate::event::{Event, Trust};
 
 /// Forward migrations; `MIGRATIONS[n]` takes the schema from version n to n + 1.
-const MIGRATIONS: &[&str] = &[r#"
+const MIGRATIONS: &[&str] = &[
+    r#"
 CREATE TABLE events (
     seq             INTEGER PRIMARY KEY,
     id              TEXT NOT NULL UNIQUE,
@@ -81,7 +82,19 @@ CREATE TABLE candidates (
     record TEXT NOT NULL,
     PRIMARY KEY (id, cycle)
 );
-"#];
+"#,
+    r#"
+CREATE TABLE vetoes (
+    id       TEXT PRIMARY KEY,
+    kind     TEXT NOT NULL,
+    text     TEXT NOT NULL,
+    events   TEXT NOT NULL,
+    reason   TEXT NOT NULL,
+    at       TEXT NOT NULL,
+    decision TEXT NOT NULL
+);
+"#,
+];
 
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 
@@ -664,4 +677,80 @@ pub fn quarantined_since(
         since: since_count as u64,
         total,
     })
+}
+
+/// Record a person's veto (a rejected card or an undone fact) with the events it had.
+pub fn put_veto(conn: &Connection, v: &crate::veto::Veto) -> Result<()> {
+    conn.execute(
+        "INSERT OR REPLACE INTO vetoes (id, kind, text, events, reason, at, decision) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        params![
+            v.id,
+            v.kind,
+            v.text,
+            serde_json::to_string(&v.events).unwrap_or_default(),
+            v.reason,
+            v.at.to_rfc3339(),
+            v.decision
+        ],
+    )
+    .context(|| format!("recording the veto on {}", v.id))?;
+    Ok(())
+}
+
+/// Forget a veto (its decision was undone); returns whether there was one.
+pub fn delete_veto(conn: &Connection, id: &str) -> Result<bool> {
+    let n = conn
+        .execute("DELETE FROM vetoes WHERE id = ?1", [id])
+        .context(|| format!("removing the veto on {id}"))?;
+    Ok(n > 0)
+}
+
+/// Every veto, oldest first. Vetoes are a person's decisions, so there are few of them:
+/// the cycle reads them whole, as it reads durable memory whole.
+pub fn vetoes(conn: &Connection) -> Result<Vec<crate::veto::Veto>> {
+    let mut stmt = conn
+        .prepare_cached(
+            "SELECT id, kind, text, events, reason, at, decision FROM vetoes ORDER BY at, id",
+        )
+        .context(|| "reading vetoes".into())?;
+    let rows = stmt
+        .query_map([], |r| {
+            Ok(crate::veto::Veto {
+                id: r.get(0)?,
+                kind: r.get(1)?,
+                text: r.get(2)?,
+                events: serde_json::from_str(&r.get::<_, String>(3)?).unwrap_or_default(),
+                reason: r.get(4)?,
+                at: DateTime::parse_from_rfc3339(&r.get::<_, String>(5)?)
+                    .map(|t| t.with_timezone(&Utc))
+                    .unwrap_or_default(),
+                decision: r.get(6)?,
+            })
+        })
+        .context(|| "reading vetoes".into())?;
+    rows.collect::<rusqlite::Result<Vec<_>>>()
+        .context(|| "reading vetoes".into())
+}
+
+/// Candidate records whose route ended at `target` (a fact or card id), newest first.
+pub fn candidates_targeting(
+    conn: &Connection,
+    target: &str,
+) -> Result<Vec<(String, String, serde_json::Value)>> {
+    let mut stmt = conn
+        .prepare(
+            "SELECT cycle, route, record FROM candidates WHERE json_extract(record, '$.target') = ?1 ORDER BY cycle DESC",
+        )
+        .context(|| "reading candidates".into())?;
+    let rows = stmt
+        .query_map([target], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, String>(1)?,
+                serde_json::from_str(&r.get::<_, String>(2)?).unwrap_or_default(),
+            ))
+        })
+        .context(|| "reading candidates".into())?;
+    rows.collect::<rusqlite::Result<Vec<_>>>()
+        .context(|| "reading candidates".into())
 }

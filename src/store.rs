@@ -393,3 +393,121 @@ impl HistoryCommit {
         self.id.to_string()[..10].to_string()
     }
 }
+
+/// A commit as read back from history.
+#[derive(Debug, Clone)]
+pub struct Commit {
+    pub id: String,
+    pub time: chrono::DateTime<chrono::Utc>,
+    pub message: String,
+}
+
+/// Read-only history, for `dream log`, `explain` and `undo` (they never rewrite it: an undo
+/// is a new commit made with [`Store::apply`]).
+impl Store {
+    /// Commits reachable from HEAD, newest first, at most `limit`.
+    pub fn recent_commits(&self, limit: usize) -> Result<Vec<Commit>> {
+        let Some(head) = self.head() else {
+            return Ok(Vec::new());
+        };
+        let mut walk = self.repo.revwalk().context(|| "walking history".into())?;
+        walk.set_sorting(git2::Sort::TOPOLOGICAL | git2::Sort::TIME)
+            .context(|| "walking history".into())?;
+        walk.push(head).context(|| "walking history".into())?;
+        let mut out = Vec::new();
+        for oid in walk.take(limit) {
+            let oid = oid.context(|| "walking history".into())?;
+            let c = self
+                .repo
+                .find_commit(oid)
+                .context(|| format!("reading commit {oid}"))?;
+            out.push(Commit {
+                id: oid.to_string(),
+                time: chrono::DateTime::from_timestamp(c.time().seconds(), 0).unwrap_or_default(),
+                message: String::from_utf8_lossy(c.message_bytes()).into_owned(),
+            });
+        }
+        Ok(out)
+    }
+
+    fn tree_of(&self, id: &str) -> Result<(Option<git2::Tree<'_>>, git2::Tree<'_>)> {
+        let oid = Oid::from_str(id).context(|| format!("{id} is not a commit id"))?;
+        let c = self
+            .repo
+            .find_commit(oid)
+            .context(|| format!("reading commit {id}"))?;
+        let parent = match c.parent(0) {
+            Ok(p) => Some(p.tree().context(|| format!("reading the parent of {id}"))?),
+            Err(_) => None,
+        };
+        Ok((parent, c.tree().context(|| format!("reading commit {id}"))?))
+    }
+
+    /// Paths a commit changed against its first parent.
+    pub fn changed_paths(&self, id: &str) -> Result<Vec<String>> {
+        let (parent, tree) = self.tree_of(id)?;
+        let diff = self
+            .repo
+            .diff_tree_to_tree(parent.as_ref(), Some(&tree), None)
+            .context(|| format!("diffing commit {id}"))?;
+        let mut out = Vec::new();
+        for d in diff.deltas() {
+            for f in [d.old_file(), d.new_file()] {
+                if let Some(p) = f.path().and_then(|p| p.to_str()) {
+                    if !out.iter().any(|x| x == p) {
+                        out.push(p.to_string());
+                    }
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// A file as it was in a commit (`parent = true`: in the commit's first parent).
+    pub fn file_at(&self, id: &str, path: &str, parent: bool) -> Result<Option<String>> {
+        let (p, tree) = self.tree_of(id)?;
+        let tree = if parent {
+            match p {
+                Some(t) => t,
+                None => return Ok(None),
+            }
+        } else {
+            tree
+        };
+        let entry = match tree.get_path(Path::new(path)) {
+            Ok(e) => e,
+            Err(_) => return Ok(None),
+        };
+        let blob = entry
+            .to_object(&self.repo)
+            .and_then(|o| o.peel_to_blob())
+            .context(|| format!("reading {path} in {id}"))?;
+        Ok(Some(String::from_utf8_lossy(blob.content()).into_owned()))
+    }
+
+    /// Whether a commit added or removed a line containing one of `needles`.
+    pub fn diff_mentions(&self, id: &str, needles: &[String]) -> Result<bool> {
+        let (parent, tree) = self.tree_of(id)?;
+        let diff = self
+            .repo
+            .diff_tree_to_tree(parent.as_ref(), Some(&tree), None)
+            .context(|| format!("diffing commit {id}"))?;
+        let mut found = false;
+        let _ = diff.foreach(
+            &mut |_, _| true,
+            None,
+            None,
+            Some(&mut |_, _, line| {
+                if matches!(line.origin(), '+' | '-') {
+                    let text = String::from_utf8_lossy(line.content());
+                    if needles.iter().any(|n| text.contains(n.as_str())) {
+                        found = true;
+                        return false;
+                    }
+                }
+                true
+            }),
+        );
+        Ok(found)
+    }
+}

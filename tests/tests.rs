@@ -4,6 +4,7 @@
 
 mod util;
 
+mod review;
 mod spine;
 
 mod ops;

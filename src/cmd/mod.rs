@@ -9,6 +9,12 @@ mod schedule;
 mod status;
 mod tooling;
 mod verify;
+// The human side (SPEC S9).
+mod explain;
+mod log;
+mod review;
+mod tui;
+mod undo;
 
 use std::path::{Path, PathBuf};
 
@@ -30,6 +36,10 @@ pub fn run(cli: Cli) -> Result<i32> {
         Command::Completions(a) => tooling::completions(a),
         Command::Man(a) => tooling::man(a),
         Command::Verify(a) => verify::run(g, a),
+        Command::Review(a) => review::run(g, a),
+        Command::Explain(a) => explain::run(g, a),
+        Command::Undo(a) => undo::run(g, a),
+        Command::Log(a) => log::run(g, a),
     }
 }
 

@@ -1,0 +1,191 @@
+//! `dream explain ID`: everything known about a fact, a card or a candidate.
+
+use crate::cli::{ExplainArgs, Global};
+use crate::config::Config;
+use crate::error::{Result, EXIT_OK};
+use crate::memory::{excerpt, GateResult};
+use crate::trail;
+
+fn gate_rows(gates: &[GateResult]) {
+    for g in gates {
+        println!(
+            "    {:<3} {:<13} {:<28} {}{}",
+            if g.passed { "ok" } else { "NO" },
+            g.gate,
+            g.value,
+            g.threshold,
+            if g.detail.is_empty() {
+                String::new()
+            } else {
+                format!("  ({})", g.detail)
+            }
+        );
+    }
+}
+
+pub fn run(g: &Global, a: &ExplainArgs) -> Result<i32> {
+    let root = super::repo_root(g)?;
+    let config = Config::load(&root)?;
+    let ex = trail::explain(&root, &config, super::now(g)?.date_naive(), &a.id)?;
+    if a.json {
+        super::print_json(&ex)?;
+        return Ok(EXIT_OK);
+    }
+    for f in &ex.facts {
+        let place = match &f.archived {
+            None => format!("active fact in memory/{}.md", f.block),
+            Some(_) => format!("archived fact (was in memory/{}.md)", f.block),
+        };
+        println!("{}  {place}", f.id);
+        println!("  {}", f.text);
+        let mut meta = format!(
+            "  category {} · origin {} · first seen {} · last seen {}",
+            f.category, f.origin, f.first_seen, f.last_seen
+        );
+        if let Some(d) = f.valid_from {
+            meta.push_str(&format!(" · valid from {d}"));
+        }
+        if let Some(d) = f.valid_to {
+            meta.push_str(&format!(" · valid to {d}"));
+        }
+        println!("{meta}");
+        if let Some(x) = &f.archived {
+            println!(
+                "  archived {} ({}): {}{}",
+                x.on,
+                x.why,
+                x.reason,
+                if x.policy.is_empty() {
+                    String::new()
+                } else {
+                    format!(" [{}]", x.policy)
+                }
+            );
+        }
+        if f.supporting_event_ids.is_empty() {
+            println!("  no supporting events: written by a person and trusted as an owner fact");
+        }
+        println!();
+    }
+    for c in &ex.cards {
+        match &c.decision {
+            None => println!("{}  pending review card (review/{}.md)", c.id, c.id),
+            Some(d) => println!(
+                "{}  review card, {} on {}{}{}",
+                c.id,
+                d.verdict,
+                d.at.format("%Y-%m-%d %H:%M UTC"),
+                d.fact_id
+                    .as_ref()
+                    .map(|f| format!(" as {f}"))
+                    .unwrap_or_default(),
+                if d.reason.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {}", d.reason)
+                }
+            ),
+        }
+        println!("  {}", c.text);
+        println!("  why queued: {}", c.reason);
+        println!("  judge: {}", c.judge);
+        if let Some(old) = &c.supersedes {
+            println!(
+                "  supersedes {old}: {}",
+                c.supersedes_text.as_deref().unwrap_or("(text unknown)")
+            );
+        }
+        if ex.candidates.is_empty() {
+            println!("  gates (as queued in cycle {}):", c.cycle);
+            gate_rows(&c.gates);
+        }
+        println!();
+    }
+    if !ex.candidates.is_empty() {
+        println!("Route, cycle by cycle");
+        for c in &ex.candidates {
+            println!(
+                "  {}  {}  {}{}",
+                c.cycle,
+                c.id,
+                c.route,
+                c.target
+                    .as_ref()
+                    .map(|t| format!(" -> {t}"))
+                    .unwrap_or_default()
+            );
+            println!("    {:?}", excerpt(&c.text, 100));
+            if !c.reason.is_empty() {
+                println!("    reason: {}", c.reason);
+            }
+            if !c.judge.is_empty() {
+                println!("    judge: {}", c.judge);
+            }
+            let m = &c.measures;
+            if m.is_object() {
+                println!(
+                    "    measures: support {} · sessions {} · days {} · spread {} days · confidence {} · coverage {} · novelty {} · owner {}",
+                    m["support"], m["sessions"], m["days"], m["spread_days"], m["confidence"], m["coverage"], m["novelty"], m["owner_support"]
+                );
+            }
+            gate_rows(&c.gates);
+        }
+        println!();
+    }
+    for v in &ex.vetoes {
+        println!(
+            "Veto: {} {} on {} ({}){}; the same {} events will not bring it back",
+            v.id,
+            v.kind,
+            v.at.format("%Y-%m-%d"),
+            v.decision,
+            if v.reason.is_empty() {
+                String::new()
+            } else {
+                format!(": {}", v.reason)
+            },
+            v.events.len()
+        );
+    }
+    if !ex.vetoes.is_empty() {
+        println!();
+    }
+    for (id, gates) in &ex.remeasured {
+        println!("Gates measured now for {id}, against its supporting events");
+        gate_rows(gates);
+        println!();
+    }
+    println!("Supporting events ({})", ex.events.len());
+    for e in &ex.events {
+        println!(
+            "  {}  {}  session {}  {}  {}",
+            e.ts.format("%Y-%m-%d %H:%M"),
+            e.id,
+            if e.session.is_empty() {
+                "-"
+            } else {
+                &e.session
+            },
+            e.trust,
+            excerpt(&e.text, 120)
+        );
+    }
+    println!();
+    println!("Commits ({}), oldest first", ex.commits.len());
+    for c in &ex.commits {
+        println!(
+            "  {}  {}  {}{}",
+            c.short,
+            c.time.format("%Y-%m-%d %H:%M"),
+            c.subject,
+            c.cycle
+                .as_ref()
+                .map(|x| format!("  [{x}]"))
+                .unwrap_or_default()
+        );
+        for l in &c.lines {
+            println!("      {}", excerpt(l, 150));
+        }
+    }
+    Ok(EXIT_OK)
+}

@@ -1,0 +1,204 @@
+//! `dream review`: the interactive review on a terminal, and `list`, `show`, `accept`,
+//! `reject`, `edit` for scripts.
+
+use std::io::IsTerminal;
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+
+use crate::cli::{Global, ReviewAction, ReviewArgs};
+use crate::config::Config;
+use crate::error::{Error, Result, EXIT_OK};
+use crate::memory::{excerpt, Card, Decision, Excerpt, GateResult, Measures};
+use crate::oversight::{Decided, Desk, Request};
+
+use super::tui;
+
+/// A card as `--json` prints it (SPEC S13: at least id, text, block, category, reason,
+/// supportingEventIds).
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CardJson<'a> {
+    pub id: &'a str,
+    pub text: &'a str,
+    pub block: &'a str,
+    pub category: &'a str,
+    pub reason: &'a str,
+    pub supporting_event_ids: &'a [String],
+    pub confidence: f64,
+    pub judge: &'a str,
+    #[serde(skip_serializing_if = "str::is_empty")]
+    pub proposer_reason: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub supersedes: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub supersedes_text: Option<&'a str>,
+    pub created: DateTime<Utc>,
+    pub updated: DateTime<Utc>,
+    pub cycle: &'a str,
+    pub path: String,
+    pub measures: &'a Measures,
+    pub gates: &'a [GateResult],
+    pub events: &'a [Excerpt],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub decision: Option<&'a Decision>,
+}
+
+impl<'a> CardJson<'a> {
+    pub fn new(c: &'a Card) -> CardJson<'a> {
+        CardJson {
+            id: &c.id,
+            text: &c.text,
+            block: c.block.as_str(),
+            category: &c.category,
+            reason: &c.reason,
+            supporting_event_ids: &c.supporting_event_ids,
+            confidence: c.confidence,
+            judge: &c.judge,
+            proposer_reason: &c.proposer_reason,
+            supersedes: c.supersedes.as_deref(),
+            supersedes_text: c.supersedes_text.as_deref(),
+            created: c.created,
+            updated: c.updated,
+            cycle: &c.cycle,
+            path: c.path(),
+            measures: &c.measures,
+            gates: &c.gates,
+            events: &c.excerpts,
+            decision: c.decision.as_ref(),
+        }
+    }
+}
+
+pub fn run(g: &Global, a: &ReviewArgs) -> Result<i32> {
+    let root = super::repo_root(g)?;
+    let config = Config::load(&root)?;
+    let desk = Desk::open(&root, config, super::now(g)?)?;
+    match &a.action {
+        None => interactive(&desk),
+        Some(ReviewAction::List { json }) => list(&desk, *json),
+        Some(ReviewAction::Show { id, json }) => show(&desk, id, *json),
+        Some(ReviewAction::Accept { id, reason }) => decided(desk.decide(
+            id,
+            None,
+            &Request::Accept {
+                reason: reason.clone().unwrap_or_default(),
+            },
+        )?),
+        Some(ReviewAction::Reject { id, reason }) => decided(desk.decide(
+            id,
+            None,
+            &Request::Reject {
+                reason: reason.clone().unwrap_or_default(),
+            },
+        )?),
+        Some(ReviewAction::Edit { id, text }) => decided(desk.decide(
+            id,
+            None,
+            &Request::Edit {
+                text: text.clone(),
+                reason: String::new(),
+            },
+        )?),
+    }
+}
+
+fn interactive(desk: &Desk) -> Result<i32> {
+    if !std::io::stdin().is_terminal() || !std::io::stdout().is_terminal() {
+        return Err(Error::Usage(
+            "dream review needs a terminal to ask you card by card (standard input and output are not a terminal); \
+             in scripts use `dream review list [--json]`, `dream review show ID`, `dream review accept ID`, \
+             `dream review reject ID --reason TEXT` or `dream review edit ID TEXT`"
+                .into(),
+        ));
+    }
+    desk.check_lock()?;
+    let summary = tui::run(desk)?;
+    println!("{summary}");
+    Ok(EXIT_OK)
+}
+
+fn list(desk: &Desk, json: bool) -> Result<i32> {
+    let (cards, problems) = desk.pending()?;
+    for p in &problems {
+        tracing::warn!("skipped a card that does not parse: {p}");
+    }
+    if json {
+        let out: Vec<CardJson<'_>> = cards.iter().map(CardJson::new).collect();
+        super::print_json(&out)?;
+        return Ok(EXIT_OK);
+    }
+    if cards.is_empty() {
+        println!("No cards are waiting for review.");
+        return Ok(EXIT_OK);
+    }
+    println!(
+        "{} card{} waiting for review, oldest first:\n",
+        cards.len(),
+        if cards.len() == 1 { "" } else { "s" }
+    );
+    for c in &cards {
+        println!(
+            "{}  {}  [{}/{}]  {}",
+            c.id,
+            c.created.format("%Y-%m-%d"),
+            c.block.as_str(),
+            c.category,
+            excerpt(&c.text, 90)
+        );
+        if let Some(old) = &c.supersedes {
+            println!("            supersedes {old}");
+        }
+        println!("            why: {}", excerpt(&c.reason, 110));
+    }
+    println!("\nDecide with `dream review` (on a terminal), or `dream review accept|reject ID`.");
+    Ok(EXIT_OK)
+}
+
+fn show(desk: &Desk, id: &str, json: bool) -> Result<i32> {
+    let card = desk.find(id)?;
+    if json {
+        super::print_json(&CardJson::new(&card))?;
+        return Ok(EXIT_OK);
+    }
+    let events = desk.events(&card)?;
+    let superseded_now = match &card.supersedes {
+        Some(old) => desk.active_fact_text(old)?,
+        None => None,
+    };
+    println!(
+        "{}  pending since {}",
+        card.id,
+        card.created.format("%Y-%m-%d %H:%M UTC")
+    );
+    for line in tui::card_page(&card, &events, superseded_now.as_deref(), 100) {
+        let text: String = line.into_iter().map(|(t, _)| t).collect();
+        println!("{}", text.trim_end());
+    }
+    println!(
+        "\nDecide with `dream review accept {id}`, `dream review reject {id} --reason TEXT` or `dream review edit {id} TEXT`.",
+        id = card.id
+    );
+    Ok(EXIT_OK)
+}
+
+fn decided(d: Decided) -> Result<i32> {
+    let a = &d.applied;
+    let verdict = a
+        .card
+        .decision
+        .as_ref()
+        .map(|x| x.verdict.as_str())
+        .unwrap_or("decided");
+    match &a.fact_id {
+        Some(f) => println!("{verdict} {} as {f}", a.card.id),
+        None => println!("{verdict} {}", a.card.id),
+    }
+    for l in &a.lines {
+        println!("  {l}");
+    }
+    if let Some(c) = &d.commit {
+        println!("commit {} ({})", &c[..7.min(c.len())], d.session);
+    }
+    Ok(EXIT_OK)
+}
