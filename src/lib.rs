@@ -19,6 +19,7 @@ pub mod cycle;
 pub mod embed;
 pub mod error;
 pub mod event;
+pub mod fake_llm;
 pub mod fsutil;
 pub mod gates;
 pub mod inbox;
