@@ -220,9 +220,11 @@ pub struct Recorded {
     pub n: usize,
     pub path: String,
     pub stage: String,
-    /// When it arrived and when the answer was written, since the fake started.
+    /// When it arrived and when the answer was written, since the fake started
+    /// (`Duration::MAX` while it is still being answered).
     pub arrived: Duration,
     pub finished: Duration,
+    /// The status answered; 0 while it is still being answered.
     pub status: u16,
     /// `response_format` was in the request.
     pub json_mode: bool,
@@ -358,7 +360,7 @@ impl FakeLlm {
         self.shared.settings.lock().unwrap().token_scale = scale;
     }
 
-    /// Every request answered so far, in arrival order.
+    /// Every request so far (answered or not yet), in arrival order.
     pub fn requests(&self) -> Vec<Recorded> {
         let mut log = self.shared.log.lock().unwrap().clone();
         log.sort_by_key(|r| r.n);
@@ -464,6 +466,9 @@ fn handle(shared: &Shared, mut request: tiny_http::Request) {
         (n, stage_n)
     };
     rec.n = n;
+    rec.status = 0;
+    rec.finished = Duration::MAX;
+    shared.log.lock().unwrap().push(rec.clone());
     let now = shared.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
     shared.max_in_flight.fetch_max(now, Ordering::SeqCst);
 
@@ -480,7 +485,9 @@ fn handle(shared: &Shared, mut request: tiny_http::Request) {
     rec.status = code;
     rec.finished = shared.epoch.elapsed();
     shared.in_flight.fetch_sub(1, Ordering::SeqCst);
-    shared.log.lock().unwrap().push(rec);
+    if let Some(slot) = shared.log.lock().unwrap().iter_mut().find(|r| r.n == rec.n) {
+        *slot = rec;
+    }
     respond(request, code, out, &headers);
 }
 
