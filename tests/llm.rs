@@ -652,6 +652,29 @@ fn a_server_that_refuses_json_mode_is_asked_without_it_from_then_on() {
 }
 
 #[test]
+fn a_model_that_refuses_max_tokens_or_temperature_is_asked_the_way_it_wants() {
+    let (env, fake) = setup(&lisbon());
+    fake.on("reflect", |call| {
+        if call.body.get("max_tokens").is_some() {
+            Answer::status(400, "Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead.")
+        } else if call.body.get("temperature").is_some() {
+            Answer::status(400, "Unsupported value: 'temperature' does not support 0 with this model. Only the default (1) value is supported.")
+        } else {
+            dream::fake_llm::echo_reflect(call)
+        }
+    });
+    let report = run(&env, &fake, &[]);
+    assert_eq!(routes(&report), (1, 0, 0, 0), "{report}");
+    let calls = fake.calls("reflect");
+    assert_eq!(
+        calls.iter().map(|c| c.status).collect::<Vec<_>>(),
+        vec![400, 400, 200]
+    );
+    assert_eq!(calls[2].body["max_completion_tokens"], 1024);
+    assert!(calls[2].json_mode, "JSON mode was not what it refused");
+}
+
+#[test]
 fn a_refused_key_names_its_variable_and_consumes_nothing() {
     let (env, fake) = setup(&lisbon());
     fake.require_key("sk-right");
@@ -803,6 +826,67 @@ fn the_budget_leaves_clusters_pending_and_holds_under_concurrency() {
         .map(|k| count(&report, k))
         .sum();
     assert_eq!(promoted_or_queued, pending);
+}
+
+#[test]
+fn a_server_that_counts_more_than_estimated_is_logged_and_estimates_learn_from_it() {
+    let start = "2026-11-03T09:00:00Z".parse().unwrap();
+    // The fake counts four times its plain count: about three times dream's estimate.
+    let (env, fake) = setup(&dream::fake_llm::topic_events(1, 2, start));
+    fake.set_token_scale(4.0);
+    let vars = [("DREAM_LLM_MAX_TOKENS", "50")];
+    let out = dream(
+        &env,
+        &fake,
+        &vars,
+        &["run", "--now", NOW, "--budget", "1000"],
+    );
+    assert!(
+        out.status.success(),
+        "an overrun still exits 0: {}",
+        stderr(&out)
+    );
+    assert!(
+        stderr(&out).contains("token budget overrun"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(stdout(&out).contains("over the cap by"), "{}", stdout(&out));
+
+    // After the first reply, estimates are scaled by what the server counted, so the
+    // second call (which the plain estimate would admit) is not started.
+    let (env, fake) = setup(&dream::fake_llm::topic_events(2, 2, start));
+    fake.set_token_scale(4.0);
+    let vars = [
+        ("DREAM_LLM_MAX_TOKENS", "50"),
+        ("DREAM_LLM_CONCURRENCY", "1"),
+    ];
+    let out = dream(
+        &env,
+        &fake,
+        &vars,
+        &["run", "--now", NOW, "--json", "--budget", "3800"],
+    );
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let first = &fake.calls("reflect")[0];
+    let m = first.body["messages"].as_array().unwrap();
+    let plain = dream::llm::openai::prompt_estimate(
+        m[0]["content"].as_str().unwrap(),
+        m[1]["content"].as_str().unwrap(),
+    ) + 50;
+    assert!(
+        first.tokens() + plain <= 3800,
+        "the plain estimate would start a second call"
+    );
+    assert_eq!(
+        (
+            report["window"]["reflected"].as_u64(),
+            report["window"]["pending"].as_u64()
+        ),
+        (Some(1), Some(1)),
+        "{report}"
+    );
+    assert!(fake.tokens_used() <= 3800);
 }
 
 #[test]

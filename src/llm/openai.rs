@@ -452,12 +452,18 @@ impl OpenAi {
             tracing::warn!(server = %self.endpoint.base_url, "json mode unsupported: asking without response_format from now on");
             return true;
         }
-        if !self.completion_tokens_param.load(Ordering::Relaxed) && lower.contains("max_tokens") {
+        if !self.completion_tokens_param.load(Ordering::Relaxed)
+            && lower.contains("max_tokens")
+            && lower.contains("max_completion_tokens")
+        {
             self.completion_tokens_param.store(true, Ordering::Relaxed);
             tracing::info!("the server wants max_completion_tokens instead of max_tokens");
             return true;
         }
-        if self.temperature.load(Ordering::Relaxed) && lower.contains("temperature") {
+        if self.temperature.load(Ordering::Relaxed)
+            && lower.contains("temperature")
+            && (lower.contains("unsupported") || lower.contains("not support"))
+        {
             self.temperature.store(false, Ordering::Relaxed);
             tracing::info!("the server refused temperature 0: using its default");
             return true;
