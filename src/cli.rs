@@ -18,6 +18,7 @@ Exit codes:
 Environment:
   DREAM_REPO                 the memory repo, when --repo is not given
   DREAM_<SECTION>_<KEY>      override a dream.toml key, e.g. DREAM_BUDGET_TOKENS_PER_CYCLE=50000
+  OPENAI_API_KEY             the model server's key (or the variable llm.api_key_env names)
   NO_COLOR                   no colour in logs";
 
 /// dream: a memory for AI agents that maintains itself.
@@ -164,7 +165,8 @@ pub struct RunArgs {
     #[arg(long)]
     pub json: bool,
 
-    /// Override budget.tokens_per_cycle for this run.
+    /// Override budget.tokens_per_cycle for this run. No model call starts that could
+    /// cross it; clusters not reflected on wait for the next cycle.
     #[arg(long, value_name = "TOKENS")]
     pub budget: Option<u64>,
 }

@@ -62,6 +62,8 @@ pub struct Llm {
     pub max_tokens: u64,
     /// Retries of one call on 429 and 5xx, with backoff.
     pub max_retries: u32,
+    /// First wait before a retry when the server sends no Retry-After; doubles each time.
+    pub retry_backoff_ms: u64,
 }
 
 impl Default for Llm {
@@ -75,6 +77,7 @@ impl Default for Llm {
             timeout_secs: 120,
             max_tokens: 1024,
             max_retries: 3,
+            retry_backoff_ms: 500,
         }
     }
 }
@@ -89,6 +92,10 @@ pub struct Embed {
     pub dim: usize,
     /// Texts per `/embeddings` request.
     pub batch_size: usize,
+    /// Server of the `openai` embedder; empty: the same as `llm.base_url`.
+    pub base_url: String,
+    /// Variable holding its API key; empty: the same as `llm.api_key_env`.
+    pub api_key_env: String,
 }
 
 impl Default for Embed {
@@ -98,6 +105,8 @@ impl Default for Embed {
             model: "text-embedding-3-small".into(),
             dim: 256,
             batch_size: 64,
+            base_url: String::new(),
+            api_key_env: String::new(),
         }
     }
 }
@@ -307,12 +316,15 @@ concurrency = 4                 # independent calls in flight at once
 timeout_secs = 120              # per call
 max_tokens = 1024               # longest reply; reserved in full against the budget
 max_retries = 3                 # on 429 and 5xx, with backoff (Retry-After honoured)
+retry_backoff_ms = 500          # first wait before a retry when the server names none; doubles
 
 [embed]
 provider = "builtin"            # builtin (hashed bag of words, offline) | openai (/embeddings)
 model = "text-embedding-3-small"
 dim = 256                       # vector size of the builtin embedder
 batch_size = 64                 # texts per /embeddings request
+base_url = ""                   # openai embedder's server; "" = the same as llm.base_url
+api_key_env = ""                # variable holding its key; "" = the same as llm.api_key_env
 
 [budget]
 tokens_per_cycle = 200000       # hard cap on LLM tokens per cycle

@@ -12,10 +12,10 @@ use rusqlite::Connection;
 use crate::cluster;
 use crate::config::Config;
 use crate::cycle::{commit_message, parallel_map, Ctx, Stage, Work};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::gates::{self, Evidence, Gated};
 use crate::llm::budget::{Budget, CallError};
-use crate::llm::{EventView, FactView, JudgeItem, JudgeRequest, Llm, Proposal, ReflectRequest, Verdict};
+use crate::llm::{EventView, FactView, JudgeItem, JudgeRequest, Llm, LlmErrorKind, Proposal, ReflectRequest, Verdict};
 use crate::memory::{self, text_id, unique_id, Block, Card, Decision, Excerpt, Fact, GateResult, Memory, Origin};
 use crate::report::{DecisionRow, Degraded};
 use crate::route::{self, Outcome};
@@ -44,7 +44,8 @@ pub fn run(ctx: &Ctx<'_>, tx: &Connection, work: &mut Work) -> Result<()> {
         }
         gated.push(gates::gate_proposal(p, &Evidence::new(sent, &elsewhere), ctx.config));
     }
-    let verdicts = judge(ctx.llm, &ctx.budget, &gated, &work.memory, ctx.config, &mut work.report.degraded);
+    let report = &mut work.report;
+    let verdicts = judge(ctx.llm, &ctx.budget, &gated, &work.memory, ctx.config, &mut report.degraded, &mut report.notes);
     work.lap("judge");
 
     let vetoes = state::vetoes(tx)?;
@@ -125,6 +126,7 @@ fn reflect(ctx: &Ctx<'_>, tx: &Connection, work: &mut Work) -> Result<Vec<(Propo
     let mut proposals = Vec::new();
     let mut reflected_ids: Vec<String> = Vec::new();
     let mut budget_pending = 0;
+    let mut failed: BTreeMap<String, Vec<usize>> = BTreeMap::new();
     for ((req, members), result) in requests.into_iter().zip(results) {
         match result {
             Ok(reply) => {
@@ -140,14 +142,22 @@ fn reflect(ctx: &Ctx<'_>, tx: &Connection, work: &mut Work) -> Result<Vec<(Propo
                 }
             }
             Err(CallError::Budget) => budget_pending += 1,
+            // A refused key is configuration: stop before anything is consumed.
+            Err(CallError::Failed(e)) if e.kind == LlmErrorKind::Auth => return Err(Error::Auth(e.message)),
             Err(CallError::Failed(e)) => {
                 work.report.window.pending += 1;
-                work.report.degraded.push(Degraded {
-                    stage: "reflect".into(),
-                    reason: format!("cluster {} left pending for the next cycle: {e}", req.cluster),
-                });
+                failed.entry(e.to_string()).or_default().push(req.cluster);
             }
         }
+    }
+    for (reason, clusters) in failed {
+        let which = clusters.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(", ");
+        let (noun, verb) = if clusters.len() == 1 { ("cluster", "is") } else { ("clusters", "are") };
+        tracing::warn!("reflect failed for {noun} {which}: {reason}");
+        work.report.degraded.push(Degraded {
+            stage: "reflect".into(),
+            reason: format!("{noun} {which} {verb} left pending for the next cycle: {reason}"),
+        });
     }
     if budget_pending > 0 {
         work.report.window.pending += budget_pending;
@@ -204,6 +214,7 @@ fn judge(
     memory: &Memory,
     config: &Config,
     degraded: &mut Vec<Degraded>,
+    notes: &mut Vec<String>,
 ) -> HashMap<String, Verdict> {
     let mut items = Vec::new();
     let mut seen = HashSet::new();
@@ -241,6 +252,11 @@ fn judge(
     for (req, result) in batches.iter().zip(results) {
         match result {
             Ok(reply) => {
+                for note in reply.notes {
+                    if !notes.contains(&note) {
+                        notes.push(note);
+                    }
+                }
                 let asked: HashSet<&str> = req.items.iter().map(|i| i.candidate_id.as_str()).collect();
                 for v in reply.value.verdicts {
                     if asked.contains(v.candidate_id.as_str()) {

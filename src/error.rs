@@ -61,6 +61,10 @@ pub enum Error {
         source: rusqlite::Error,
     },
 
+    /// A model server refused the API key: configuration, not a passing failure.
+    #[error("{0}")]
+    Auth(String),
+
     /// A model or embedding provider failed in a way the cycle cannot degrade around.
     #[error("{0}")]
     Provider(String),
@@ -73,7 +77,9 @@ pub enum Error {
 impl Error {
     pub fn exit_code(&self) -> i32 {
         match self {
-            Error::Usage(_) | Error::Config { .. } | Error::NotARepo { .. } => EXIT_USAGE,
+            Error::Usage(_) | Error::Config { .. } | Error::NotARepo { .. } | Error::Auth(_) => {
+                EXIT_USAGE
+            }
             Error::LockHeld { .. } => EXIT_LOCKED,
             _ => EXIT_FAILURE,
         }
@@ -88,6 +94,10 @@ impl Error {
             ),
             Error::LockHeld { .. } => Some(
                 "this run wrote nothing; the next scheduled run will pick up the work".into(),
+            ),
+            Error::Auth(_) => Some(
+                "no event was consumed: the cycle stopped before reflecting, and the next run starts from the same place"
+                    .into(),
             ),
             Error::Config { .. } => Some(
                 "fix the key in dream.toml (every key and its default is listed in the file `dream init` writes)"

@@ -20,6 +20,7 @@ pub mod digest;
 pub mod embed;
 pub mod error;
 pub mod event;
+pub mod fake_llm;
 pub mod fsutil;
 pub mod gates;
 pub mod inbox;

@@ -244,6 +244,13 @@ impl Report {
                 String::new()
             }
         );
+        if t.spent > t.cap {
+            let _ = writeln!(
+                o,
+                "              over the cap by {}: the server counted more tokens than estimated",
+                t.spent - t.cap
+            );
+        }
         if !self.decisions.is_empty() {
             let _ = writeln!(
                 o,

@@ -10,3 +10,4 @@ mod spine;
 mod ops;
 mod passes;
 mod verify;
+mod llm;

@@ -5,6 +5,7 @@
 //! database under [`Embedder::id`], so an event is embedded once per model.
 
 pub mod builtin;
+pub mod openai;
 
 use crate::config::Config;
 use crate::error::{Error, Result};
@@ -21,6 +22,7 @@ pub trait Embedder: Send + Sync {
 pub fn from_config(config: &Config) -> Result<Box<dyn Embedder>> {
     match config.embed.provider.as_str() {
         "builtin" => Ok(Box::new(builtin::Builtin::new(config.embed.dim))),
+        "openai" => Ok(Box::new(openai::OpenAiEmbedder::from_config(config)?)),
         other => Err(Error::Config {
             file: crate::config::FILE.into(),
             message: format!("key `embed.provider`: {other:?} is not available in this build"),

@@ -76,7 +76,15 @@ impl Budget {
     pub fn settle(&self, r: Reservation, used: u64) {
         let mut inner = self.inner.lock().expect("budget lock");
         inner.spend.reserved -= r.amount;
+        let before = inner.spend.spent;
         inner.spend.spent += used;
+        if before <= self.cap && inner.spend.spent > self.cap {
+            tracing::warn!(
+                spent = inner.spend.spent,
+                cap = self.cap,
+                "token budget overrun: the server counted more tokens than estimated; later estimates are scaled up"
+            );
+        }
     }
 
     pub fn spend(&self) -> Spend {

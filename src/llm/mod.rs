@@ -3,12 +3,15 @@
 //! The model proposes, the code applies: every method here returns a *proposal* in the
 //! JSON contract of SPEC S4, which the gates then re-derive from the data. A provider never
 //! sees the store and never decides anything. `none` is the offline provider (extractive
-//! reflector, similarity judge) and the default; other providers plug in behind the same
-//! trait. Token accounting goes through [`budget::Budget`], outside the providers.
+//! reflector, similarity judge) and the default; `openai` (any OpenAI-compatible server)
+//! implements the [`Llm::chat_json`] transport and builds the stage calls from
+//! [`prompts`]. Token accounting goes through [`budget::Budget`], outside the providers.
 
 pub mod budget;
 pub mod offline;
 pub mod passes;
+pub mod openai;
+pub mod prompts;
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -269,6 +272,7 @@ pub trait Llm: Send + Sync {
 pub fn from_config(config: &Config) -> Result<Box<dyn Llm>> {
     match config.llm.provider.as_str() {
         "none" => Ok(Box::new(offline::Offline::new(config))),
+        "openai" => Ok(Box::new(openai::OpenAi::from_config(config)?)),
         other => Err(Error::Config {
             file: crate::config::FILE.into(),
             message: format!("key `llm.provider`: {other:?} is not available in this build"),
