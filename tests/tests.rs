@@ -4,4 +4,5 @@
 
 mod util;
 
+mod sources;
 mod spine;
