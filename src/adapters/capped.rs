@@ -11,7 +11,7 @@ use std::io::Read;
 use serde_json::{Map, Number, Value};
 use struson::reader::{JsonReader, JsonStreamReader, ValueType};
 
-use super::floor_char_boundary;
+use super::drop_partial_word;
 
 /// Bytes kept of one string.
 pub const STRING_CAP: usize = 64 * 1024;
@@ -111,8 +111,9 @@ fn read_string<R: Read>(json: &mut JsonStreamReader<R>, budget: &mut usize) -> R
         }
     };
     if total > s.len() {
-        let end = floor_char_boundary(&s, s.len());
-        s.truncate(end);
+        // The string goes on past the cut: drop the cut word's fragment.
+        let keep = drop_partial_word(&s).len();
+        s.truncate(keep);
         s.push_str(NOTE_HEAD);
         s.push_str(&total.to_string());
         s.push_str(NOTE_TAIL);
@@ -158,6 +159,18 @@ mod tests {
             Value::Bool(false),
             "fields after the long string survive"
         );
+    }
+
+    #[test]
+    fn no_fragment_of_a_word_cut_at_the_cap_survives() {
+        let text = format!(
+            "{}sk-proj-abcdefghijklmnopqrstuvwxyz0123 tail",
+            "a ".repeat((STRING_CAP - 10) / 2)
+        );
+        let v = parse(format!("{{\"t\":\"{text}\"}}").as_bytes()).unwrap();
+        let (head, full) = split_note(v["t"].as_str().unwrap());
+        assert_eq!(full, Some(text.len() as u64));
+        assert!(!head.contains("sk-"), "{}", &head[head.len() - 20..]);
     }
 
     #[test]

@@ -7,6 +7,8 @@
 //! block's place in it (plus the text), so reading a line again, or a resumed session that
 //! copies old lines, finds the same ids.
 
+use std::borrow::Cow;
+
 use serde_json::{Map, Value};
 
 use super::{
@@ -195,6 +197,8 @@ pub fn map(line: Value, ctx: &mut FileCtx, counts: &mut Counts) -> Vec<Draft> {
         "system" => system(&line, ctx, counts),
         "attachment" => attachment(&line, ctx, counts),
         t if BOOKKEEPING.contains(&t) => {
+            // Their timestamps still serve a later line that lacks one.
+            let _ = timestamp(line.get("timestamp"), ctx);
             counts.skip(format!("line:{t}"));
             Vec::new()
         }
@@ -213,10 +217,12 @@ fn is_true(v: &Value, key: &str) -> bool {
     v.get(key).and_then(Value::as_bool) == Some(true)
 }
 
-fn blocks(content: Option<&Value>) -> Vec<Value> {
+/// The content blocks of a message: a plain string is one text block. Borrowed, so a
+/// megabyte of tool output is never copied.
+fn blocks(content: Option<&Value>) -> Vec<Cow<'_, Value>> {
     match content {
-        Some(Value::String(s)) => vec![serde_json::json!({"type": "text", "text": s})],
-        Some(Value::Array(items)) => items.clone(),
+        Some(Value::String(s)) => vec![Cow::Owned(serde_json::json!({"type": "text", "text": s}))],
+        Some(Value::Array(items)) => items.iter().map(Cow::Borrowed).collect(),
         _ => Vec::new(),
     }
 }
@@ -370,9 +376,9 @@ fn split_reminders<'a>(text: &'a str, counts: &mut Counts) -> (String, Vec<&'a s
             ),
             None => (&rest[body_start..], rest.len()),
         };
-        if body.contains("# claudeMd")
-            || (body.contains("Contents of ") && body.contains("CLAUDE.md"))
-        {
+        let memory = body.contains("# claudeMd")
+            || (body.contains("Contents of ") && body.contains("CLAUDE.md"));
+        if memory && !body.trim().is_empty() {
             memories.push(body);
         } else {
             counts.skip("user:system-reminder");
@@ -490,7 +496,9 @@ fn assistant(line: &Value, ctx: &mut FileCtx, counts: &mut Counts) -> Vec<Draft>
             }
             "thinking" | "redacted_thinking" => counts.skip("block:thinking"),
             "tool_use" | "server_tool_use" => {
-                let name = str_of(block, "name").unwrap_or("tool");
+                let name = str_of(block, "name")
+                    .filter(|n| !n.trim().is_empty())
+                    .unwrap_or("tool");
                 let call = str_of(block, "id").unwrap_or("");
                 let t = compact_call(name, block.get("input").unwrap_or(&Value::Null));
                 let part = if call.is_empty() {

@@ -483,6 +483,11 @@ fn response_item(
                     p.get("revised_prompt").cloned().unwrap_or(Value::Null),
                 ),
             };
+            let name = if name.trim().is_empty() {
+                "tool".to_string()
+            } else {
+                name
+            };
             let t = compact_call(&name, &input);
             let mut d = draft(
                 ctx,
@@ -643,8 +648,8 @@ fn output_text(output: Option<&Value>, counts: &mut Counts) -> (String, bool) {
                 .and_then(|c| c.parse::<i64>().ok());
             (s.clone(), code.is_some_and(|c| c != 0))
         }
-        Some(Value::Array(items)) => {
-            let text = content_texts(Some(&Value::Array(items.clone())), counts)
+        Some(items @ Value::Array(_)) => {
+            let text = content_texts(Some(items), counts)
                 .into_iter()
                 .map(|(_, t)| t)
                 .collect::<Vec<_>>()

@@ -241,22 +241,28 @@ pub fn cap(text: &str, max: usize) -> (String, bool) {
     if text.len() <= max {
         return (text.to_string(), false);
     }
-    let mut end = floor_char_boundary(text, max);
-    let next_is_word = text[end..]
+    let end = floor_char_boundary(text, max);
+    let mid_word = text[end..]
         .chars()
         .next()
         .is_some_and(|c| !c.is_whitespace());
-    if next_is_word {
-        let head = &text[..end];
-        match head.rfind(char::is_whitespace) {
-            Some(ws) if end - ws <= 256 => end = ws,
-            Some(_) | None => {
-                // A very long word: drop its last 64 bytes rather than all of it.
-                end = floor_char_boundary(text, end.saturating_sub(64));
-            }
-        }
-    }
-    (text[..end].trim_end().to_string(), true)
+    let head = &text[..end];
+    let head = if mid_word {
+        drop_partial_word(head)
+    } else {
+        head
+    };
+    (head.trim_end().to_string(), true)
+}
+
+/// A text cut in the middle of a word, without that word's fragment: the whole fragment
+/// when it is short (a key, a token), else its last 64 bytes.
+pub fn drop_partial_word(head: &str) -> &str {
+    let end = match head.rfind(char::is_whitespace) {
+        Some(ws) if head.len() - ws <= 256 => ws,
+        _ => floor_char_boundary(head, head.len().saturating_sub(64)),
+    };
+    &head[..end]
 }
 
 /// The largest character boundary at or below `at`.

@@ -234,11 +234,15 @@ fn print_summary(
 fn tally(map: &std::collections::BTreeMap<String, u64>) -> String {
     let mut items: Vec<_> = map.iter().collect();
     items.sort_by(|x, y| y.1.cmp(x.1).then(x.0.cmp(y.0)));
-    items
+    let mut shown: Vec<String> = items
         .iter()
+        .take(12)
         .map(|(k, v)| format!("{k} {v}"))
-        .collect::<Vec<_>>()
-        .join(", ")
+        .collect();
+    if items.len() > 12 {
+        shown.push(format!("and {} more kinds", items.len() - 12));
+    }
+    shown.join(", ")
 }
 
 fn display(p: &Path) -> String {
