@@ -13,6 +13,8 @@
 //!   DREAM_BENCH_MB=400 DREAM_BENCH_RUNS=3 cargo bench --bench ingest
 //!
 //! Memory should stay flat in the input size: compare the peak RSS at 100 and 400 MB.
+//! To profile one ingest: `DREAM_BENCH_GENERATE=/tmp/data cargo bench --bench ingest`, then
+//! run the bench executable with `DREAM_BENCH_CHILD=/tmp/data` under a profiler.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -33,6 +35,15 @@ fn main() {
         return;
     }
     let mb: u64 = env_num("DREAM_BENCH_MB", 100);
+    if let Ok(dir) = std::env::var("DREAM_BENCH_GENERATE") {
+        // Only write the data (for profiling: DREAM_BENCH_CHILD=DIR runs one ingest of it).
+        let (files, bytes) = generate(Path::new(&dir), mb * 1_000_000);
+        println!(
+            "generated {files} files, {:.1} MB in {dir}",
+            bytes as f64 / 1e6
+        );
+        return;
+    }
     let runs: usize = env_num("DREAM_BENCH_RUNS", 5) as usize;
     let data = tempfile::tempdir().expect("temp dir");
     let t = Instant::now();
@@ -354,10 +365,12 @@ fn claude_session(rng: &mut Rng, dir: &Path, n: u64) -> (PathBuf, Vec<String>) {
             c["message"] = json!({"model": "claude-sonnet-4-6", "role": "assistant", "content": [
                 {"type": "tool_use", "id": id, "name": tool, "input": {"command": words(rng, 6), "file_path": "/home/ada/work/service/src/lib.rs"}}]});
             lines.push(c.to_string());
-            let size = match rng.below(100) {
-                0 => 1_500_000 + rng.below(1_000_000) as usize,
-                1..=10 => 20_000 + rng.below(60_000) as usize,
-                _ => 200 + rng.below(6_000) as usize,
+            // Claude Code caps Bash output at 30,000 characters; reads and MCP tools can
+            // return more, and now and then a tool prints megabytes.
+            let size = match rng.below(1000) {
+                0..=1 => 1_500_000 + rng.below(1_000_000) as usize,
+                2..=100 => 10_000 + rng.below(20_000) as usize,
+                _ => 200 + rng.below(3_800) as usize,
             };
             let out = output(rng, size);
             let mut r = {
