@@ -74,7 +74,7 @@ pub enum Command {
     Init(InitArgs),
     /// Run one consolidation cycle (what the timer runs twice a day).
     Run(RunArgs),
-    /// Validate events and append them to the inbox.
+    /// Validate events, or read Claude Code or Codex transcripts, and append them to the inbox.
     Ingest(IngestArgs),
     /// Show pending events, inbox lag, review queue, quarantine and recent cycles.
     Status(StatusArgs),
@@ -130,11 +130,9 @@ pub struct RunArgs {
 /// With --format claude-code or codex, reads an agent's transcripts instead (files, or
 /// folders searched for *.jsonl), turns them into events as docs/sources.md describes, and
 /// appends those. To read them every cycle instead, add an [[inbox.sources]] entry to
-/// dream.toml. Examples:
-///
-///   dream ingest --format claude-code ~/.claude/projects
-///   dream ingest --format codex --dry-run ~/.codex/sessions/2026/11
+/// dream.toml.
 #[derive(Debug, Args)]
+#[command(after_long_help = INGEST_EXAMPLES)]
 pub struct IngestArgs {
     /// Files or folders to read; `-` or nothing reads standard input (jsonl only).
     #[arg(value_name = "PATH")]
@@ -148,6 +146,18 @@ pub struct IngestArgs {
     #[arg(long)]
     pub dry_run: bool,
 }
+
+const INGEST_EXAMPLES: &str = "\
+Examples:
+  dream ingest events.jsonl                              dream's own events
+  dream ingest --format claude-code ~/.claude/projects   every Claude Code session, once
+  dream ingest --format codex --dry-run ~/.codex/sessions/2026/11
+                                                         what would be read, writing nothing
+
+Every cycle instead, in dream.toml:
+  [[inbox.sources]]
+  format = \"claude-code\"
+  path = \"~/.claude/projects\"";
 
 /// Show what is waiting: unreflected events, unread inbox bytes, review cards,
 /// quarantined lines and the last cycles.
