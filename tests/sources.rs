@@ -612,3 +612,48 @@ fn a_bad_source_is_a_config_error_and_a_missing_folder_is_not() {
     let r = env.run_cycle(NOW);
     assert_eq!(source_report(&r, 0)["missing"], true, "{}", r["ingest"]);
 }
+
+#[test]
+fn a_codex_read_that_starts_mid_file_still_knows_the_session_and_folder() {
+    let env = Env::new();
+    env.init();
+    let dir = env.home.join("codex");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("session.jsonl"); // no uuid in the name: the session is in line 1
+    let line = |ty: &str, payload: Value| {
+        json!({"timestamp": "2026-03-14T10:00:00.000Z", "type": ty, "payload": payload}).to_string()
+            + "\n"
+    };
+    let said = |text: &str| {
+        line(
+            "response_item",
+            json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]}),
+        )
+    };
+    std::fs::write(
+        &file,
+        line(
+            "session_meta",
+            json!({"id": "sess-42", "cwd": "/srv/app", "git": {"branch": "trunk"}}),
+        ) + &said("First prompt of the day."),
+    )
+    .unwrap();
+    add_source(&env, "codex", "~/codex");
+    assert_eq!(env.run_cycle(NOW)["ingest"]["new_events"], 1);
+    {
+        use std::io::Write;
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&file)
+            .unwrap();
+        f.write_all(said("Second prompt, read on its own.").as_bytes())
+            .unwrap();
+    }
+    let r = env.run_cycle("2026-03-14T22:00:00Z");
+    assert_eq!(source_report(&r, 0)["lines"], 1, "{}", r["ingest"]);
+    let rows = events(&env);
+    let second = find(&rows, "message", "Second prompt");
+    assert_eq!(second.session.as_deref(), Some("sess-42"));
+    assert_eq!(second.meta["cwd"], "/srv/app");
+    assert_eq!(second.meta["git_branch"], "trunk");
+}

@@ -768,6 +768,20 @@ mod tests {
     }
 
     #[test]
+    fn the_first_rollout_format_is_read_too() {
+        let (ev, counts) = map_all(vec![
+            json!({"id": "5973b6c0", "timestamp": "2025-05-07T17:24:21.123Z", "instructions": "x", "git": {"branch": "main"}}),
+            json!({"record_type": "state"}),
+            json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": "we ship with make ship"}]}),
+        ]);
+        assert_eq!(ev.len(), 1);
+        assert_eq!(ev[0].text, "we ship with make ship");
+        assert_eq!(ev[0].session.as_deref(), Some("5973b6c0"));
+        assert_eq!(ev[0].ts.to_rfc3339(), "2025-05-07T17:24:21.123+00:00");
+        assert_eq!(counts.skipped["line:state"], 1);
+    }
+
+    #[test]
     fn failed_commands_are_marked() {
         let (ev, _) = map_all(vec![
             at(

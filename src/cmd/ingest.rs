@@ -6,6 +6,7 @@
 //! stays flat whatever their size; events are appended in batches.
 
 use std::collections::HashSet;
+use std::hash::{Hash, Hasher};
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 
@@ -27,15 +28,18 @@ struct Out {
     batch: Vec<Event>,
     appended: usize,
     redacted: usize,
-    /// Ids accepted in this run: a transcript repeats some (memory files loaded every
-    /// turn), and the inbox would take a repeat with another timestamp for a conflict.
-    seen: HashSet<String>,
+    /// Hashes of the ids accepted in this run (8 bytes each, whatever the input size): a
+    /// transcript repeats some (memory files loaded every turn), and the inbox would take a
+    /// repeat with another timestamp for a conflict.
+    seen: HashSet<u64>,
     repeated: usize,
 }
 
 impl Out {
     fn push(&mut self, p: Parsed) -> Result<()> {
-        if !self.seen.insert(p.event.id.clone()) {
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        p.event.id.hash(&mut h);
+        if !self.seen.insert(h.finish()) {
             self.repeated += 1;
             return Ok(());
         }
