@@ -75,7 +75,7 @@ pub enum Command {
     Init(InitArgs),
     /// Run one consolidation cycle (what the timer runs twice a day).
     Run(RunArgs),
-    /// Validate events and append them to the inbox.
+    /// Validate events, or read Claude Code or Codex transcripts, and append them to the inbox.
     Ingest(IngestArgs),
     /// Show pending events, inbox lag, review queue, quarantine and recent cycles.
     Status(StatusArgs),
@@ -177,12 +177,38 @@ pub struct RunArgs {
 /// Secrets are redacted before anything is written. Valid lines are appended to
 /// events/ingest-<date>.jsonl; invalid ones are listed with their line number and reason,
 /// and the exit code is 1 when there were any.
+///
+/// With --format claude-code or codex, reads an agent's transcripts instead (files, or
+/// folders searched for *.jsonl), turns them into events as docs/sources.md describes, and
+/// appends those. To read them every cycle instead, add an [[inbox.sources]] entry to
+/// dream.toml.
 #[derive(Debug, Args)]
+#[command(after_long_help = INGEST_EXAMPLES)]
 pub struct IngestArgs {
-    /// Files to read; `-` or nothing reads standard input.
-    #[arg(value_name = "FILE")]
+    /// Files or folders to read; `-` or nothing reads standard input (jsonl only).
+    #[arg(value_name = "PATH")]
     pub files: Vec<PathBuf>,
+
+    /// What the input is: dream's own events, Claude Code sessions, or Codex rollouts.
+    #[arg(long, value_enum, default_value_t = crate::adapters::Format::Jsonl)]
+    pub format: crate::adapters::Format,
+
+    /// Read and check everything and print what would be appended, but write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
 }
+
+const INGEST_EXAMPLES: &str = "\
+Examples:
+  dream ingest events.jsonl                              dream's own events
+  dream ingest --format claude-code ~/.claude/projects   every Claude Code session, once
+  dream ingest --format codex --dry-run ~/.codex/sessions/2026/11
+                                                         what would be read, writing nothing
+
+Every cycle instead, in dream.toml:
+  [[inbox.sources]]
+  format = \"claude-code\"
+  path = \"~/.claude/projects\"";
 
 /// Show what is waiting: unreflected events, unread inbox bytes, review cards,
 /// quarantined lines and the last cycles.

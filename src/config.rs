@@ -35,6 +35,9 @@ pub struct Inbox {
     pub path: String,
     /// A line longer than this is quarantined.
     pub max_event_bytes: usize,
+    /// Other agents' transcripts (Claude Code, Codex), read incrementally every cycle.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub sources: Vec<Source>,
 }
 
 impl Default for Inbox {
@@ -42,8 +45,26 @@ impl Default for Inbox {
         Inbox {
             path: "events".into(),
             max_event_bytes: 1 << 20,
+            sources: Vec::new(),
         }
     }
+}
+
+/// One `[[inbox.sources]]` entry: a folder (read recursively) or a file of transcripts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Source {
+    /// `claude-code`, `codex`, or `jsonl` (dream's own events kept outside the inbox).
+    pub format: crate::adapters::Format,
+    /// A folder or file; `~` is the home folder, a relative path is relative to the repo.
+    pub path: String,
+    /// Globs over paths relative to `path`: only matching files are read (default: all
+    /// `*.jsonl` files).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub include: Vec<String>,
+    /// Globs over paths relative to `path`: matching files are never read.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub exclude: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -305,7 +326,15 @@ pub const TEMPLATE: &str = r#"# dream.toml: configuration of this memory reposit
 
 [inbox]
 path = "events"                 # folder of *.jsonl event files, relative to the repo
-max_event_bytes = 1048576       # a longer line is quarantined
+max_event_bytes = 1048576       # a longer line is quarantined (transcript lines are streamed)
+# Other agents' transcripts, read incrementally every cycle (see docs/sources.md):
+# [[inbox.sources]]
+# format = "claude-code"        # claude-code | codex | jsonl
+# path = "~/.claude/projects"   # a folder (read recursively) or a file; ~ is your home
+# exclude = ["*/subagents/*"]   # optional globs over paths relative to `path` (also: include)
+# [[inbox.sources]]
+# format = "codex"
+# path = "~/.codex/sessions"
 
 [llm]
 provider = "none"               # none (offline, extractive) | openai (any OpenAI-compatible server)
@@ -499,6 +528,22 @@ impl Config {
         if c.inbox.path.trim().is_empty() {
             return Err("key `inbox.path`: must name a folder".into());
         }
+        for (i, s) in c.inbox.sources.iter().enumerate() {
+            if s.path.trim().is_empty() {
+                return Err(format!(
+                    "key `inbox.sources[{i}].path`: must name a folder or file, for example \"~/.claude/projects\""
+                ));
+            }
+            for (key, globs) in [("include", &s.include), ("exclude", &s.exclude)] {
+                for g in globs.iter() {
+                    if let Err(e) = glob::Pattern::new(g) {
+                        return Err(format!(
+                            "key `inbox.sources[{i}].{key}`: {g:?} is not a valid glob ({e})"
+                        ));
+                    }
+                }
+            }
+        }
         Ok(())
     }
 
@@ -624,6 +669,35 @@ mod tests {
             .to_string();
         assert!(err.contains("cluster.min_points"), "{err}");
         assert!(err.contains("promote.min_support (3)"), "{err}");
+    }
+
+    #[test]
+    fn sources_are_read_and_checked() {
+        let c = parse("[[inbox.sources]]\nformat = \"claude-code\"\npath = \"~/.claude/projects\"\nexclude = [\"*/subagents/*\"]\n").unwrap();
+        assert_eq!(c.inbox.sources.len(), 1);
+        assert_eq!(
+            c.inbox.sources[0].format,
+            crate::adapters::Format::ClaudeCode
+        );
+        let err = parse("[[inbox.sources]]\nformat = \"claude\"\npath = \"x\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("inbox.sources[0].format") && err.contains("claude-code"),
+            "{err}"
+        );
+        let err =
+            parse("[[inbox.sources]]\nformat = \"codex\"\npath = \"x\"\ninclude = [\"a[\"]\n")
+                .unwrap_err()
+                .to_string();
+        assert!(err.contains("inbox.sources[0].include"), "{err}");
+        let err = parse("[[inbox.sources]]\nformat = \"codex\"\npath = \"x\"\nfolder = 1\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("unknown key") && err.contains("folder"),
+            "{err}"
+        );
     }
 
     #[test]

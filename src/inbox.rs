@@ -118,6 +118,41 @@ pub fn read_new(
     prev: Option<&Watermark>,
     max_line: usize,
 ) -> Result<Chunk> {
+    let mut lines = Vec::new();
+    let read = for_each_new(path, key, prev, max_line, |line| {
+        lines.push(line);
+        Ok(())
+    })?;
+    Ok(Chunk {
+        lines,
+        watermark: read.watermark,
+        restarted: read.restarted,
+        partial_bytes: read.partial_bytes,
+    })
+}
+
+/// What reading one file since its watermark gave, when its lines went to a callback.
+#[derive(Debug, Clone)]
+pub struct Scanned {
+    /// The watermark to store once the cycle has committed.
+    pub watermark: Watermark,
+    /// Why the file was read from its start again, if it was.
+    pub restarted: Option<String>,
+    /// Bytes after the last complete line (a line still being written).
+    pub partial_bytes: u64,
+}
+
+/// Hand each complete line of `path` after its watermark to `f`, one at a time, so memory
+/// holds one line (at most `max_line + 1` bytes of it) whatever the file size. A longer
+/// line arrives `truncated` with its full `len` and `offset`, for a caller that wants to
+/// stream it from the file itself.
+pub fn for_each_new(
+    path: &Path,
+    key: &str,
+    prev: Option<&Watermark>,
+    max_line: usize,
+    mut f: impl FnMut(RawLine) -> Result<()>,
+) -> Result<Scanned> {
     let ctx = || format!("reading {}", path.display());
     let mut file = File::open(path).context(ctx)?;
     let meta = file.metadata().context(ctx)?;
@@ -137,6 +172,13 @@ pub fn read_new(
             ));
         } else if w.offset > 0 && prefix_hash(&mut file, w.offset).context(ctx)? != w.prefix_hash {
             restarted = Some("the file was rewritten in place".to_string());
+        } else if w.offset == size {
+            // Nothing new: skip the read and the second prefix hash.
+            return Ok(Scanned {
+                watermark: w.clone(),
+                restarted: None,
+                partial_bytes: 0,
+            });
         } else {
             start = w.offset;
             line_no = w.line;
@@ -145,7 +187,6 @@ pub fn read_new(
 
     file.seek(SeekFrom::Start(start)).context(ctx)?;
     let mut reader = BufReader::with_capacity(64 * 1024, &mut file);
-    let mut lines = Vec::new();
     let mut offset = start;
     let partial_bytes;
     loop {
@@ -157,7 +198,7 @@ pub fn read_new(
             if buf.is_empty() {
                 break;
             }
-            let (take, found) = match buf.iter().position(|&b| b == b'\n') {
+            let (take, found) = match memchr::memchr(b'\n', buf) {
                 Some(i) => (i + 1, true),
                 None => (buf.len(), false),
             };
@@ -191,13 +232,13 @@ pub fn read_new(
         if !truncated && bytes.iter().all(|b| b.is_ascii_whitespace()) {
             continue;
         }
-        lines.push(RawLine {
+        f(RawLine {
             line: line_no,
             offset: this_offset,
             bytes,
             len,
             truncated,
-        });
+        })?;
     }
     let consumed = offset;
     drop(reader);
@@ -206,8 +247,7 @@ pub fn read_new(
     } else {
         String::new()
     };
-    Ok(Chunk {
-        lines,
+    Ok(Scanned {
         watermark: Watermark {
             file: key.to_string(),
             identity: ident,

@@ -35,6 +35,9 @@ pub struct Ingested {
     pub partial_bytes: u64,
     /// Files read again from their start, and why.
     pub restarted: Vec<String>,
+    /// What each `[[inbox.sources]]` entry gave.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub sources: Vec<crate::sources::SourceReport>,
     #[serde(skip)]
     pub new_ids: Vec<String>,
     #[serde(skip)]
@@ -61,6 +64,9 @@ pub fn run(
     let dir = root.join(&config.inbox.path);
     let mut out = Ingested::default();
     for path in inbox::list_files(&dir)? {
+        if crate::sources::claims(config, root, &path) {
+            continue;
+        }
         let key = file_key(root, &path);
         let prev = state::watermark(conn, &key)?;
         let chunk = inbox::read_new(&path, &key, prev.as_ref(), config.inbox.max_event_bytes)?;
@@ -128,5 +134,6 @@ pub fn run(
         }
         out.watermarks.push(chunk.watermark);
     }
+    crate::sources::run(conn, root, config, cycle, now, &mut out)?;
     Ok(out)
 }

@@ -10,6 +10,7 @@
 //! providers in `llm` and `embed`) do; `cycle` sequences them; `cli` and `cmd` are the
 //! command line, and the only code that prints.
 
+pub mod adapters;
 pub mod cli;
 pub mod cluster;
 pub mod cmd;
@@ -35,6 +36,7 @@ pub mod report;
 pub mod route;
 pub mod schedule;
 pub mod secrets;
+pub mod sources;
 pub mod state;
 pub mod store;
 pub mod verify;

@@ -197,6 +197,9 @@ impl Report {
         for r in &i.restarted {
             let _ = writeln!(o, "              {r}");
         }
+        for s in &i.sources {
+            let _ = writeln!(o, "              {}", s.summary());
+        }
         let w = &self.window;
         let _ = writeln!(o, "  embed       {} new vectors", self.embedded);
         let _ = writeln!(

@@ -18,6 +18,9 @@ struct Detector {
 }
 
 static DETECTORS: LazyLock<Vec<Detector>> = LazyLock::new(|| {
+    // Word boundaries are ASCII (`(?-u:\b)`): secrets are ASCII, and a Unicode boundary
+    // makes the fast engine give up on any text with a non-ASCII character (tool output
+    // full of `→`), which made redaction the slowest step of ingest.
     let d = |name, pattern: &str, group| Detector {
         name,
         re: Regex::new(pattern).expect("detector pattern compiles"),
@@ -31,7 +34,7 @@ static DETECTORS: LazyLock<Vec<Detector>> = LazyLock::new(|| {
         ),
         d(
             "aws-access-key",
-            r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA)[0-9A-Z]{16}\b",
+            r"(?-u:\b)(?:AKIA|ASIA|AGPA|AIDA|AROA)[0-9A-Z]{16}(?-u:\b)",
             0,
         ),
         d(
@@ -39,49 +42,65 @@ static DETECTORS: LazyLock<Vec<Detector>> = LazyLock::new(|| {
             r#"(?i)aws_?secret_?(?:access_?)?key["']?\s*[:=]\s*["']?([A-Za-z0-9/+=]{40})"#,
             1,
         ),
-        d("anthropic-key", r"\bsk-ant-[A-Za-z0-9_\-]{20,}", 0),
+        d("anthropic-key", r"(?-u:\b)sk-ant-[A-Za-z0-9_\-]{20,}", 0),
         d(
             "openai-key",
-            r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}",
+            r"(?-u:\b)sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}",
             0,
         ),
         d(
             "github-token",
-            r"\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{30,}\b|\bgithub_pat_[A-Za-z0-9_]{40,}\b",
+            r"(?-u:\b)(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{30,}(?-u:\b)|(?-u:\b)github_pat_[A-Za-z0-9_]{40,}(?-u:\b)",
             0,
         ),
-        d("gitlab-token", r"\bglpat-[A-Za-z0-9_\-]{20,}\b", 0),
-        d("slack-token", r"\bxox[abposr]-[A-Za-z0-9-]{10,}\b", 0),
+        d(
+            "gitlab-token",
+            r"(?-u:\b)glpat-[A-Za-z0-9_\-]{20,}(?-u:\b)",
+            0,
+        ),
+        d(
+            "slack-token",
+            r"(?-u:\b)xox[abposr]-[A-Za-z0-9-]{10,}(?-u:\b)",
+            0,
+        ),
         d(
             "stripe-key",
-            r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}\b",
+            r"(?-u:\b)(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}(?-u:\b)",
             0,
         ),
-        d("google-api-key", r"\bAIza[0-9A-Za-z_\-]{35}\b", 0),
-        d("huggingface-token", r"\bhf_[A-Za-z0-9]{30,}\b", 0),
+        d(
+            "google-api-key",
+            r"(?-u:\b)AIza[0-9A-Za-z_\-]{35}(?-u:\b)",
+            0,
+        ),
+        d(
+            "huggingface-token",
+            r"(?-u:\b)hf_[A-Za-z0-9]{30,}(?-u:\b)",
+            0,
+        ),
         d(
             "jwt",
-            r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}",
+            r"(?-u:\b)eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}",
             0,
         ),
         d(
             "bearer-token",
-            r"(?i)\bbearer\s+([A-Za-z0-9_\-\.=+/]{20,})",
+            r"(?i)(?-u:\b)bearer\s+([A-Za-z0-9_\-\.=+/]{20,})",
             1,
         ),
         d(
             "url-credentials",
-            r"(?i)\b[a-z][a-z0-9+.-]*://[^/\s:@]+:([^/\s@]{3,})@",
+            r"(?i)(?-u:\b)[a-z][a-z0-9+.-]*://[^/\s:@]+:([^/\s@]{3,})@",
             1,
         ),
         d(
             "password",
-            r#"(?i)\b(?:password|passwd|pwd|passphrase)["']?\s*(?:[:=]|\bis\b)\s*["']?([^\s"',;]{4,})"#,
+            r#"(?i)(?-u:\b)(?:password|passwd|pwd|passphrase)["']?\s*(?:[:=]|(?-u:\b)is(?-u:\b))\s*["']?([^\s"',;]{4,})"#,
             1,
         ),
         d(
             "secret-assignment",
-            r#"(?i)\b[a-z0-9_]*(?:api_?key|secret|token|access_?key|client_?secret)["']?\s*[:=]\s*["']?([A-Za-z0-9_\-\./+=]{16,})"#,
+            r#"(?i)(?-u:\b)[a-z0-9_]*(?:api_?key|secret|token|access_?key|client_?secret)["']?\s*[:=]\s*["']?([A-Za-z0-9_\-\./+=]{16,})"#,
             1,
         ),
     ]
@@ -226,6 +245,17 @@ mod tests {
             assert_eq!(names, vec![detector], "redact({input:?}) -> {clean}");
             assert!(clean.contains(&format!("[redacted:{detector}]")), "{clean}");
         }
+    }
+
+    #[test]
+    fn finds_keys_in_text_with_non_ascii_characters() {
+        let text = "     3→export KEY=ghp_abcdefghijklmnopqrstuvwxyz0123456789 # clé «AKIAIOSFODNN7EXAMPLE»";
+        let (clean, names) = redact(text);
+        assert_eq!(names, vec!["github-token", "aws-access-key"], "{clean}");
+        assert!(
+            clean.starts_with("     3→export KEY=[redacted:github-token]"),
+            "{clean}"
+        );
     }
 
     #[test]

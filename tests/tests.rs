@@ -5,6 +5,7 @@
 mod util;
 
 mod review;
+mod sources;
 mod spine;
 
 mod ops;

@@ -53,7 +53,19 @@ pub fn run(g: &Global, a: &StatusArgs) -> Result<i32> {
         None => Vec::new(),
     };
     let mut inbox_lag = Vec::new();
-    for path in inbox::list_files(&root.join(&config.inbox.path))? {
+    let mut files = inbox::list_files(&root.join(&config.inbox.path))?;
+    files.retain(|p| !crate::sources::claims(&config, &root, p));
+    for source in &config.inbox.sources {
+        let dir = crate::sources::source_path(source, &root);
+        if dir.exists() {
+            files.extend(crate::sources::list(
+                &dir,
+                &source.include,
+                &source.exclude,
+            )?);
+        }
+    }
+    for path in files {
         let key = file_key(&root, &path);
         let prev = watermarks.iter().find(|w| w.file == key);
         let bytes = inbox::lag(&path, prev);
@@ -119,8 +131,14 @@ pub fn run(g: &Global, a: &StatusArgs) -> Result<i32> {
         "  inbox lag        {} bytes not yet read",
         s.inbox_lag_bytes
     );
-    for l in &s.inbox_lag {
+    for l in s.inbox_lag.iter().take(10) {
         println!("                   {} ({} bytes)", l.file, l.bytes);
+    }
+    if s.inbox_lag.len() > 10 {
+        println!(
+            "                   … and {} more files (--json lists all)",
+            s.inbox_lag.len() - 10
+        );
     }
     println!("  quarantined      {} lines", s.quarantined);
     for q in &s.recent_quarantine {
