@@ -167,6 +167,7 @@ pub fn run(root: &Path, config: &Config, llm: &dyn Llm, embedder: &dyn Embedder,
     let profile = config.profile(opts.kind);
     if profile.reflect {
         consolidate::run(&ctx, &tx, &mut work)?;
+        crate::skills::run(&ctx, &tx, &mut work)?;
     }
     // The digest comes last, so it shows what this cycle left for a person.
     if profile.digest {

@@ -33,6 +33,7 @@ pub mod report;
 pub mod route;
 pub mod schedule;
 pub mod secrets;
+pub mod skills;
 pub mod state;
 pub mod store;
 

@@ -640,6 +640,14 @@ impl Llm for Offline {
             .collect();
         Ok(Reply::free(JudgeReply { verdicts }))
     }
+
+    /// The plain draft of SPEC S10, from the most typical instance.
+    fn draft_skill(
+        &self,
+        req: &super::skill::SkillRequest,
+    ) -> Result<Reply<super::skill::SkillReply>, LlmError> {
+        Ok(Reply::free(super::skill::offline_draft(req)))
+    }
 }
 
 #[cfg(test)]
