@@ -7,3 +7,5 @@ mod util;
 mod spine;
 
 mod ops;
+
+mod skills;
