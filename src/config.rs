@@ -269,7 +269,8 @@ pub struct Skills {
     pub min_days: usize,
     /// in this many distinct sessions.
     pub min_sessions: usize,
-    /// An instance needs this many distinct steps, one of them a shell command.
+    /// An instance needs this many distinct steps, one of them a shell command (runs of two
+    /// steps recur by chance too often to be worth a skill).
     pub min_steps: usize,
     /// Two instances are the same procedure when the longest common subsequence of their
     /// steps covers at least this fraction of the longer one.
@@ -295,7 +296,7 @@ impl Default for Skills {
             min_instances: 3,
             min_days: 2,
             min_sessions: 2,
-            min_steps: 2,
+            min_steps: 3,
             same_procedure: 0.7,
             covered: 0.8,
             min_confidence: 0.8,
@@ -373,7 +374,7 @@ enabled = true                  # look for them in cycles that reflect (the even
 min_instances = 3               # a procedure seen at least this many times,
 min_days = 2                    # on this many distinct days,
 min_sessions = 2                # in this many distinct sessions
-min_steps = 2                   # an instance needs this many distinct steps, one a shell command
+min_steps = 3                   # an instance needs this many distinct steps, one a shell command
 same_procedure = 0.7            # same procedure: shared steps in order / steps of the longer one
 covered = 0.8                   # an existing skill naming this share of the steps covers it
 min_confidence = 0.8            # below this a review card proposes the skill instead of a draft

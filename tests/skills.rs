@@ -78,12 +78,14 @@ fn checks(day: u32, session: &str, request: &str, message: &str, variant: u8) ->
     s
 }
 
-/// Two tool calls serving one request.
-fn pair(day: u32, hour: u32, session: &str, request: &str, a: &str, b: &str) -> String {
+/// Three tool calls serving one request.
+fn triple(day: u32, hour: u32, session: &str, request: &str, calls: [&str; 3]) -> String {
     let t = |m: u32| format!("2026-11-{day:02}T{hour:02}:{m:02}:00Z");
-    ask(&t(0), session, request)
-        + &call(&t(1), session, "Bash", a)
-        + &call(&t(2), session, "Bash", b)
+    let mut s = ask(&t(0), session, request);
+    for (n, c) in calls.iter().enumerate() {
+        s += &call(&t(n as u32 + 1), session, "Bash", c);
+    }
+    s
 }
 
 /// The recurring procedure four times on four days in four sessions, among unrelated tool
@@ -112,29 +114,30 @@ fn stream() -> String {
         "tidy the lexer",
         1,
     );
-    s += &pair(
+    s += &triple(
         3,
         14,
         "s2",
         "Deploy this to staging.",
-        "./deploy.sh staging",
-        "curl -fsS https://staging.example.com/health",
+        [
+            "git push origin",
+            "./deploy.sh staging",
+            "curl -fsS https://staging.example.com/health",
+        ],
     );
-    s += &pair(
+    s += &triple(
         3,
         15,
         "s5",
         "Build the frontend.",
-        "npm ci",
-        "npm run build",
+        ["npm ci", "npm run build", "npm run test"],
     );
-    s += &pair(
+    s += &triple(
         4,
         15,
         "s6",
         "Build the frontend again.",
-        "npm ci",
-        "npm run build",
+        ["npm ci", "npm run build", "npm run test"],
     );
     s += &checks(
         4,
@@ -150,13 +153,16 @@ fn stream() -> String {
         "https://doc.rust-lang.org/std/ prompt=iterators",
     );
     for (n, session) in ["s7", "s8", "s9"].iter().enumerate() {
-        s += &pair(
+        s += &triple(
             5,
             13 + n as u32,
             session,
             "Set up the virtualenv.",
-            "python3 -m venv .venv",
-            "pip install -r requirements.txt",
+            [
+                "python3 -m venv .venv",
+                "pip install -r requirements.txt",
+                "pytest -q",
+            ],
         );
     }
     s += &checks(

@@ -39,6 +39,8 @@ pub struct StepView {
     pub example: String,
     /// True when a command step ran exactly like this in most instances.
     pub stable: bool,
+    /// True when most instances have this step (a step only some have is left out).
+    pub common: bool,
 }
 
 /// Draft a skill from the instances of one procedure (the most typical first).
@@ -97,7 +99,7 @@ does and when to use it (\"Use when ...\"), and names the commands it runs. step
 instances in order; each has a short imperative text, the tool exactly as the instances name it, \
 and for a shell step the command. Use only tools, commands, flags, paths and names that appear in \
 the instances; write a value that differs between instances as a placeholder in angle brackets \
-(for example git commit -m <message>). Leave out steps only one instance has. confidence (0 to 1) \
+(for example git commit -m <message>). Leave out steps most instances do not have (\"common\": false). confidence (0 to 1) \
 is how sure you are that this is one repeatable procedure; reason says why in one sentence.";
 
 /// The chat call that asks for a draft.
@@ -195,13 +197,20 @@ pub fn parse_reply(v: &Value) -> Result<SkillReply, String> {
     Ok(reply)
 }
 
-/// The offline provider's plain draft: the steps of the most typical instance as they ran
-/// (a command that ran differently each time with its one-off values as `<arg>`), a name
+/// The offline provider's plain draft: the steps of the most typical instance that most
+/// instances share, as they ran (a command that ran differently each time with its
+/// one-off values as `<arg>`), a name
 /// from the commands it runs, and a description that names them and quotes the request.
 pub fn offline_draft(req: &SkillRequest) -> SkillReply {
     let mut steps = Vec::new();
     let mut heads: Vec<String> = Vec::new();
-    for s in &req.steps {
+    let common: Vec<&StepView> = req.steps.iter().filter(|s| s.common).collect();
+    let chosen: Vec<&StepView> = if common.is_empty() {
+        req.steps.iter().collect()
+    } else {
+        common
+    };
+    for s in chosen {
         if is_command(s) {
             let command = if s.stable {
                 s.example.clone()
@@ -317,18 +326,21 @@ mod tests {
                     shown: "cargo fmt --all".into(),
                     example: "cargo fmt --all".into(),
                     stable: true,
+                    common: true,
                 },
                 StepView {
                     tool: "Edit".into(),
                     shown: "*.rs".into(),
                     example: String::new(),
                     stable: false,
+                    common: true,
                 },
                 StepView {
                     tool: "Bash".into(),
                     shown: "git commit -m <arg>".into(),
                     example: "git commit -m \"fix the parser\"".into(),
                     stable: false,
+                    common: true,
                 },
             ],
             total_instances: 4,
@@ -340,7 +352,16 @@ mod tests {
 
     #[test]
     fn the_offline_draft_follows_the_typical_instance() {
-        let d = offline_draft(&req());
+        let mut r = req();
+        r.steps.push(StepView {
+            tool: "Bash".into(),
+            shown: "curl -s <arg>".into(),
+            example: "curl -s https://example.com".into(),
+            stable: false,
+            common: false,
+        });
+        let d = offline_draft(&r);
+        assert_eq!(d.steps.len(), 3, "a step most instances lack is left out");
         assert_eq!(d.name, "cargo-fmt-git-commit");
         assert_eq!(
             d.steps[0].command, "cargo fmt --all",

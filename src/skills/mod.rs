@@ -371,6 +371,33 @@ pub fn covered_by(
     None
 }
 
+/// The steps of the most typical instance (the first) that most instances have; all of
+/// its steps when none is that common. Coverage is measured on these.
+fn common_steps<'a>(members: &[&'a Instance]) -> Vec<&'a procedure::Step> {
+    let has = |s: &procedure::Step| {
+        members
+            .iter()
+            .filter(|i| {
+                i.calls
+                    .iter()
+                    .flat_map(|c| &c.steps)
+                    .any(|o| o.key() == s.key())
+            })
+            .count()
+    };
+    let all = members[0].steps();
+    let common: Vec<&procedure::Step> = all
+        .iter()
+        .copied()
+        .filter(|s| has(s) * 2 > members.len())
+        .collect();
+    if common.is_empty() {
+        all
+    } else {
+        common
+    }
+}
+
 fn workers(ctx: &Ctx<'_>) -> usize {
     if ctx.llm.offline() {
         1
@@ -383,6 +410,7 @@ fn workers(ctx: &Ctx<'_>) -> usize {
 fn request(p: &Procedure, id: &str, instances: &[Instance], max_tokens: u64) -> SkillRequest {
     let members: Vec<&Instance> = p.members.iter().map(|&m| &instances[m]).collect();
     let typical = members[0];
+    let common = common_steps(&members);
     let steps = typical
         .steps()
         .into_iter()
@@ -401,6 +429,7 @@ fn request(p: &Procedure, id: &str, instances: &[Instance], max_tokens: u64) -> 
                 shown: s.shown.clone(),
                 example: s.raw.clone(),
                 stable: !s.raw.is_empty() && same * 2 > members.len(),
+                common: common.iter().any(|c| c.key() == s.key()),
             }
         })
         .collect();
@@ -521,22 +550,43 @@ pub fn run(ctx: &Ctx<'_>, tx: &Connection, work: &mut Work) -> Result<()> {
     } else {
         list(ctx.root, ctx.config, true)?
     };
+    // Largest first: a procedure whose steps a larger one drafted in this cycle names is
+    // covered by that draft-to-be, as it would be by the draft in the next cycle.
     let mut todo: Vec<(&Procedure, String)> = Vec::new();
+    let mut planned: Vec<(String, skillmd::Mentions)> = Vec::new();
     for p in recurring {
         let id = p.id(&instances);
         let members: Vec<&Instance> = p.members.iter().map(|&m| &instances[m]).collect();
-        let steps = members[0].steps();
+        let steps = common_steps(&members);
         let cover = known
             .iter()
-            .find_map(|k| covered_by(k, &steps, &members, cfg.covered).map(|why| (k, why)));
+            .find_map(|k| {
+                covered_by(k, &steps, &members, cfg.covered)
+                    .map(|why| (k.name.clone(), k.status, why))
+            })
+            .or_else(|| {
+                planned.iter().find_map(|(other, m)| {
+                    let named = skillmd::covers(m, &steps);
+                    (named >= cfg.covered).then(|| {
+                        let why = format!(
+                            "a larger procedure drafted in this cycle names {:.0}% of its steps",
+                            named * 100.0
+                        );
+                        (other.clone(), Status::Draft, why)
+                    })
+                })
+            });
         match cover {
-            Some((k, why)) => report.covered.push(Covered {
+            Some((by, status, why)) => report.covered.push(Covered {
                 procedure: id,
-                by: k.name.clone(),
-                status: k.status,
+                by,
+                status,
                 why,
             }),
-            None => todo.push((p, id)),
+            None => {
+                planned.push((id.clone(), skillmd::mentions_of(&steps)));
+                todo.push((p, id));
+            }
         }
     }
     if todo.len() > cfg.max_per_cycle {

@@ -4,7 +4,7 @@
 //! - An **instance** is the run of tool calls that serves one request: within a session, the
 //!   tool calls between one owner message and the next, in order.
 //! - A **step** is one action of an instance with its one-off values taken out: a shell
-//!   command keeps its verb, its subcommand and its flags (`git commit -m`, not the
+//!   command keeps its verb, its subcommands and its flags (`git commit -m`, not the
 //!   message); a file tool keeps the kind of file (`Edit *.rs`, not the path); any other
 //!   tool keeps its name. Chained commands (`a && b`, `a; b`) are separate steps, pipes into
 //!   output filters (`| tail -20`) and `cd` are dropped, and so are the read-only tools an
@@ -375,13 +375,13 @@ fn normalise_command(segment: &[String], piped: bool) -> Option<Cmd> {
     let mut sig = vec![verb.clone()];
     let mut shown = vec![verb];
     let rest: Vec<&String> = ws.collect();
+    // Up to two leading bare words are subcommands (`git commit`, `npm run build`,
+    // `docker compose up`).
     let mut i = 0;
-    if let Some(w) = rest.first() {
-        if is_bare_word(w) {
-            sig.push(w.to_string());
-            shown.push(w.to_string());
-            i = 1;
-        }
+    while i < 2 && rest.get(i).is_some_and(|w| is_bare_word(w)) {
+        sig.push(rest[i].to_string());
+        shown.push(rest[i].to_string());
+        i += 1;
     }
     for w in &rest[i..] {
         if let Some(flag) = flag_name(w) {
@@ -427,9 +427,12 @@ fn is_redirection(w: &str) -> bool {
 }
 
 /// A subcommand-like word: lower-case letters, digits and `-`, `_`, `:`, starting with a
-/// letter (`test`, `commit`, `run`), not a path, a number or a value with a dot.
+/// letter (`test`, `commit`, `run`), not a path, a number, a version (`v12`) or a value
+/// with a dot.
 fn is_bare_word(w: &str) -> bool {
+    let version = w.starts_with('v') && w[1..].starts_with(|c: char| c.is_ascii_digit());
     w.len() <= 32
+        && !version
         && w.starts_with(|c: char| c.is_ascii_lowercase())
         && w.chars()
             .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '-' | '_' | ':'))
@@ -558,7 +561,7 @@ pub fn instances(window: &[&Event]) -> Vec<Instance> {
 
 /// Similarity of two step sequences: the length of their longest common subsequence over
 /// the length of the longer one (1.0 for the same steps in the same order).
-pub fn similarity(a: &[String], b: &[String]) -> f64 {
+pub fn similarity<T: PartialEq>(a: &[T], b: &[T]) -> f64 {
     let longer = a.len().max(b.len());
     if longer == 0 {
         return 0.0;
@@ -566,7 +569,7 @@ pub fn similarity(a: &[String], b: &[String]) -> f64 {
     lcs(a, b) as f64 / longer as f64
 }
 
-fn lcs(a: &[String], b: &[String]) -> usize {
+fn lcs<T: PartialEq>(a: &[T], b: &[T]) -> usize {
     let mut prev = vec![0usize; b.len() + 1];
     let mut cur = vec![0usize; b.len() + 1];
     for x in a {
@@ -661,68 +664,125 @@ pub fn eligible(i: &Instance, t: &Thresholds) -> bool {
 }
 
 /// Group the eligible instances into procedures, largest first. Repeatedly, the instance
-/// with the most not-yet-grouped neighbours (instances at least `same_procedure` similar)
-/// becomes a procedure's typical instance, and those neighbours its other members. Only
+/// with the most not-yet-grouped neighbours (instances at least `same_procedure` similar;
+/// among equals the one closest to them) becomes a procedure's typical instance, and those
+/// neighbours its other members. Only
 /// groups of two or more instances are returned; see [`Procedure::recurs`] for the bar.
 pub fn group(instances: &[Instance], t: &Thresholds) -> Vec<Procedure> {
     let idx: Vec<usize> = (0..instances.len())
         .filter(|&i| eligible(&instances[i], t))
         .collect();
-    let mut neighbours: HashMap<usize, Vec<usize>> = idx.iter().map(|&i| (i, Vec::new())).collect();
-    let mut sims: HashMap<(usize, usize), f64> = HashMap::new();
-    for (n, &a) in idx.iter().enumerate() {
-        for &b in &idx[n + 1..] {
-            let (la, lb) = (instances[a].seq.len(), instances[b].seq.len());
-            // The similarity is at most shorter / longer: skip pairs that cannot reach it.
-            if (la.min(lb) as f64) < t.same_procedure * la.max(lb) as f64 {
+    // Steps as small integers, and each distinct sequence once: identical instances are
+    // compared once, and most pairs are ruled out by counting shared steps before any LCS.
+    let mut ids: HashMap<&str, u32> = HashMap::new();
+    let mut distinct: HashMap<Vec<u32>, usize> = HashMap::new();
+    let mut seqs: Vec<Vec<u32>> = Vec::new();
+    let mut of: Vec<usize> = Vec::with_capacity(idx.len());
+    for &i in &idx {
+        let seq: Vec<u32> = instances[i]
+            .seq
+            .iter()
+            .map(|k| {
+                let n = ids.len() as u32;
+                *ids.entry(k.as_str()).or_insert(n)
+            })
+            .collect();
+        let d = *distinct.entry(seq.clone()).or_insert_with(|| {
+            seqs.push(seq);
+            seqs.len() - 1
+        });
+        of.push(d);
+    }
+    let bags: Vec<Vec<u32>> = seqs
+        .iter()
+        .map(|s| {
+            let mut b = s.clone();
+            b.sort_unstable();
+            b
+        })
+        .collect();
+    let mut close: HashMap<(usize, usize), f64> = HashMap::new();
+    for a in 0..seqs.len() {
+        close.insert((a, a), 1.0);
+        for b in a + 1..seqs.len() {
+            let longer = seqs[a].len().max(seqs[b].len()) as f64;
+            // The LCS is at most the shorter length, and at most the steps both share.
+            if (seqs[a].len().min(seqs[b].len()) as f64) < t.same_procedure * longer
+                || (shared(&bags[a], &bags[b]) as f64) < t.same_procedure * longer
+            {
                 continue;
             }
-            let s = similarity(&instances[a].seq, &instances[b].seq);
+            let s = similarity(&seqs[a], &seqs[b]);
             if s >= t.same_procedure {
-                neighbours.get_mut(&a).expect("listed").push(b);
-                neighbours.get_mut(&b).expect("listed").push(a);
-                sims.insert((a, b), s);
-                sims.insert((b, a), s);
+                close.insert((a, b), s);
+                close.insert((b, a), s);
             }
         }
     }
-    let mut free: BTreeSet<usize> = idx.iter().copied().collect();
+    let mut by_seq: Vec<Vec<usize>> = vec![Vec::new(); seqs.len()];
+    for (pos, &d) in of.iter().enumerate() {
+        by_seq[d].push(pos);
+    }
+    let mut near: Vec<Vec<usize>> = vec![Vec::new(); seqs.len()];
+    for &(a, b) in close.keys() {
+        near[a].push(b);
+    }
+    let sim = |x: usize, y: usize| close.get(&(of[x], of[y])).copied();
+    // Positions (into `idx`) of each instance's neighbours, with the running count and sum
+    // of similarity over those still free.
+    let neighbours = |x: usize| {
+        near[of[x]]
+            .iter()
+            .flat_map(|&d| by_seq[d].iter().copied())
+            .filter(move |&y| y != x)
+    };
+    let mut free = vec![true; idx.len()];
+    let mut count: Vec<usize> = (0..idx.len()).map(|x| neighbours(x).count()).collect();
+    let mut closeness: Vec<f64> = (0..idx.len())
+        .map(|x| neighbours(x).map(|y| sim(x, y).unwrap_or(0.0)).sum())
+        .collect();
     let mut out = Vec::new();
     loop {
-        let best = free
-            .iter()
-            .map(|&i| {
-                (
-                    i,
-                    neighbours[&i].iter().filter(|n| free.contains(n)).count(),
-                )
-            })
-            .max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(&a.0)));
-        let Some((centre, n)) = best else { break };
-        if n == 0 {
+        // Most free neighbours; among equals, the closest to them (the medoid), then the
+        // earliest.
+        let best = (0..idx.len()).filter(|&x| free[x]).max_by(|&a, &b| {
+            count[a]
+                .cmp(&count[b])
+                .then(closeness[a].total_cmp(&closeness[b]))
+                .then(b.cmp(&a))
+        });
+        let Some(centre) = best else { break };
+        if count[centre] == 0 {
             break;
         }
-        let mut members = vec![centre];
-        members.extend(
-            neighbours[&centre]
-                .iter()
-                .copied()
-                .filter(|m| free.contains(m)),
-        );
-        members[1..].sort_unstable();
-        for m in &members {
-            free.remove(m);
+        let mut members: Vec<usize> = vec![centre];
+        let mut others: Vec<usize> = neighbours(centre).filter(|&y| free[y]).collect();
+        others.sort_unstable();
+        members.extend(others);
+        for &m in &members {
+            free[m] = false;
         }
+        for &m in &members {
+            for y in neighbours(m) {
+                if free[y] {
+                    count[y] -= 1;
+                    closeness[y] -= sim(m, y).unwrap_or(0.0);
+                }
+            }
+        }
+        let cohesion = members[1..]
+            .iter()
+            .map(|&m| sim(centre, m).unwrap_or(0.0))
+            .sum::<f64>()
+            / (members.len() - 1) as f64;
+        let members: Vec<usize> = members.into_iter().map(|x| idx[x]).collect();
         let days: BTreeSet<NaiveDate> = members.iter().map(|&m| instances[m].day).collect();
         let sessions: BTreeSet<&str> = members
             .iter()
             .map(|&m| instances[m].session.as_str())
             .collect();
-        let others = &members[1..];
-        let cohesion =
-            others.iter().map(|&m| sims[&(centre, m)]).sum::<f64>() / others.len() as f64;
         out.push(Procedure {
-            typical: centre,
+            typical: members[0],
             members,
             days: days.len(),
             sessions: sessions.len(),
@@ -737,6 +797,23 @@ pub fn group(instances: &[Instance], t: &Thresholds) -> Vec<Procedure> {
             .then(instances[a.typical].start.cmp(&instances[b.typical].start))
     });
     out
+}
+
+/// How many elements two sorted lists share (with multiplicity).
+fn shared(a: &[u32], b: &[u32]) -> usize {
+    let (mut i, mut j, mut n) = (0, 0, 0);
+    while i < a.len() && j < b.len() {
+        match a[i].cmp(&b[j]) {
+            std::cmp::Ordering::Less => i += 1,
+            std::cmp::Ordering::Greater => j += 1,
+            std::cmp::Ordering::Equal => {
+                n += 1;
+                i += 1;
+                j += 1;
+            }
+        }
+    }
+    n
 }
 
 #[cfg(test)]
@@ -782,13 +859,18 @@ mod tests {
         assert_eq!(sigs("ls -la src; cat README.md"), Vec::<String>::new());
         assert_eq!(
             sigs(r#"["bash","-lc","npm run build && npm test"]"#),
-            vec!["npm run", "npm test"]
+            vec!["npm run build", "npm test"]
+        );
+        assert_eq!(
+            sigs("docker compose up -d api"),
+            vec!["docker compose up -d"]
         );
         assert_eq!(
             sigs("./scripts/release.sh v1.2.3"),
             vec!["./scripts/release.sh"]
         );
         assert_eq!(sigs("git commit -m 'unbalanced"), vec!["git commit -m"]);
+        assert_eq!(sigs("git tag v353"), vec!["git tag"]);
     }
 
     #[test]

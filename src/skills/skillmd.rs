@@ -393,6 +393,22 @@ pub fn mentions(doc: &str) -> Mentions {
     m
 }
 
+/// What a skill drafted from these steps would name.
+pub fn mentions_of(steps: &[&Step]) -> Mentions {
+    let mut m = Mentions::default();
+    for s in steps {
+        match s.command_head() {
+            Some(h) => {
+                m.commands.insert(h);
+            }
+            None => {
+                m.words.insert(s.tool.to_lowercase());
+            }
+        }
+    }
+    m
+}
+
 /// The share of a procedure's distinct steps a skill names: a command by its verb and
 /// subcommand in the skill's code, any other tool by its name in the skill's text.
 pub fn covers(m: &Mentions, steps: &[&Step]) -> f64 {
