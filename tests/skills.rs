@@ -521,9 +521,11 @@ fn below_min_confidence_a_card_proposes_the_skill_and_promote_decides_it() {
     );
     let name = sk["decisions"][0]["name"].as_str().unwrap().to_string();
 
-    // Other commands read the review queue beside it.
+    // Status counts it apart from the fact cards.
     let status = env.dream(&["status", "--json"]);
     assert!(status.status.success(), "{}", stderr(&status));
+    let status: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
+    assert_eq!(status["skills_awaiting"], 1, "{status}");
 
     // The proposed document is valid as it stands.
     let show = env.dream(&["skills", "show", &name]);
