@@ -98,6 +98,16 @@ pub enum Command {
     /// to the journal (`journalctl --user -u dream-evening`) or, with launchd, to
     /// REPO/.dream/logs/. See docs/operations.md.
     Schedule(ScheduleArgs),
+    /// List, read, activate or discard the skills dream drafted from recurring procedures.
+    ///
+    /// When the same procedure (the tool calls that served one request, with one-off values
+    /// such as paths and messages left out) recurs on several days across sessions, the
+    /// evening cycle drafts an Agent Skills SKILL.md for it under skills/drafts/<name>/, or, when
+    /// it is less sure, a review card proposes one. Drafts are inert: no agent sees them until
+    /// you promote one, which moves it to skills/active/<name>/ and, when skills.install_to is
+    /// set in dream.toml, copies it there (for example ~/.claude/skills). Each decision is one
+    /// commit.
+    Skills(SkillsArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     ///
     /// For example: `dream completions bash > ~/.local/share/bash-completion/completions/dream`,
@@ -524,4 +534,62 @@ pub struct ManArgs {
     /// Write the pages into this folder.
     #[arg(long, value_name = "DIR")]
     pub out_dir: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+#[command(after_long_help = SKILLS_HELP)]
+pub struct SkillsArgs {
+    #[command(subcommand)]
+    pub action: SkillsAction,
+}
+
+const SKILLS_HELP: &str = "\
+Examples:
+  dream skills list                          # drafts and proposals first, then the rest
+  dream skills show cargo-fmt-test-git-commit
+  dream skills promote cargo-fmt-test-git-commit
+  dream skills discard deploy-staging --reason \"we deploy from CI now\"";
+
+#[derive(Debug, Subcommand)]
+pub enum SkillsAction {
+    /// List drafts, proposals (review cards), active and discarded skills, and the skills in
+    /// the installed folders (skills.installed).
+    List(SkillsListArgs),
+    /// Print a skill's SKILL.md (for a proposal, the SKILL.md its card proposes).
+    Show(SkillsNameArgs),
+    /// Activate a draft or a proposal: move it to skills/active/NAME/ in one commit, then
+    /// copy it to skills.install_to when that is set.
+    ///
+    /// The SKILL.md must be valid (name equal to the folder, a description of at most 1024
+    /// characters); if you edited it, promote checks it first. Promoting an active skill
+    /// installs it again.
+    Promote(SkillsNameArgs),
+    /// Discard a draft, a proposal or an active skill: move it to skills/discarded/NAME/ in one
+    /// commit, so the procedure is not drafted again.
+    Discard(SkillsDiscardArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct SkillsListArgs {
+    /// Print one JSON array on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct SkillsNameArgs {
+    /// The skill's name (its folder), as `dream skills list` shows it.
+    #[arg(value_name = "NAME")]
+    pub name: String,
+}
+
+#[derive(Debug, Args)]
+pub struct SkillsDiscardArgs {
+    /// The skill's name (its folder), as `dream skills list` shows it.
+    #[arg(value_name = "NAME")]
+    pub name: String,
+
+    /// Why, for the commit message (and the card, for a proposal).
+    #[arg(long, value_name = "TEXT", default_value = "")]
+    pub reason: String,
 }

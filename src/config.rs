@@ -26,6 +26,7 @@ pub struct Config {
     pub retention: Retention,
     pub cycles: Cycles,
     pub digest: Digest,
+    pub skills: Skills,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -317,6 +318,56 @@ impl Default for Digest {
     }
 }
 
+/// Skill drafting (SPEC S10, see `skills/`): when a recurring procedure becomes a draft.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Skills {
+    /// Look for recurring procedures in cycles whose profile reflects (the evening).
+    pub enabled: bool,
+    /// A procedure needs this many instances (runs of tool use serving one request),
+    pub min_instances: usize,
+    /// on this many distinct days,
+    pub min_days: usize,
+    /// in this many distinct sessions.
+    pub min_sessions: usize,
+    /// An instance needs this many distinct steps, one of them a shell command (runs of two
+    /// steps recur by chance too often to be worth a skill).
+    pub min_steps: usize,
+    /// Two instances are the same procedure when the longest common subsequence of their
+    /// steps covers at least this fraction of the longer one.
+    pub same_procedure: f64,
+    /// An existing skill covers a procedure when it names at least this fraction of the
+    /// procedure's distinct steps.
+    pub covered: f64,
+    /// At or above this confidence a draft is written; below it a review card proposes it.
+    pub min_confidence: f64,
+    /// Most drafts asked of the model per cycle (the largest procedures first).
+    pub max_per_cycle: usize,
+    /// Skill folders already installed for agents (`~` is the home folder); a procedure one
+    /// of their skills covers is not drafted again.
+    pub installed: Vec<String>,
+    /// Where `dream skills promote` also copies an activated skill (none when unset).
+    pub install_to: Option<String>,
+}
+
+impl Default for Skills {
+    fn default() -> Self {
+        Skills {
+            enabled: true,
+            min_instances: 3,
+            min_days: 2,
+            min_sessions: 2,
+            min_steps: 3,
+            same_procedure: 0.7,
+            covered: 0.8,
+            min_confidence: 0.8,
+            max_per_cycle: 5,
+            installed: vec!["~/.claude/skills".into(), "~/.codex/skills".into()],
+            install_to: None,
+        }
+    }
+}
+
 /// The file `dream init` writes: every key with its default and what it means.
 pub const TEMPLATE: &str = r#"# dream.toml: configuration of this memory repository.
 # Every key is optional; the values below are the defaults. Unknown keys are refused.
@@ -393,6 +444,19 @@ digest = true
 [digest]                        # digests/<date>-<cycle>.md: what needs attention
 horizon_days = 14               # commitments dated within this many days ahead (or passed)
 quarantine_days = 7             # list input quarantined in the last N days
+
+[skills]                        # recurring procedures become inert skill drafts (skills/drafts/)
+enabled = true                  # look for them in cycles that reflect (the evening)
+min_instances = 3               # a procedure seen at least this many times,
+min_days = 2                    # on this many distinct days,
+min_sessions = 2                # in this many distinct sessions
+min_steps = 3                   # an instance needs this many distinct steps, one a shell command
+same_procedure = 0.7            # same procedure: shared steps in order / steps of the longer one
+covered = 0.8                   # an existing skill naming this share of the steps covers it
+min_confidence = 0.8            # below this a review card proposes the skill instead of a draft
+max_per_cycle = 5               # drafts asked of the model per cycle, largest procedures first
+installed = ["~/.claude/skills", "~/.codex/skills"]   # skills agents already have
+# install_to = "~/.claude/skills"   # where `dream skills promote` also copies a skill
 "#;
 
 impl Config {
@@ -466,6 +530,9 @@ impl Config {
         for (key, v) in [
             ("promote.min_confidence", c.promote.min_confidence),
             ("promote.min_coverage", c.promote.min_coverage),
+            ("skills.same_procedure", c.skills.same_procedure),
+            ("skills.covered", c.skills.covered),
+            ("skills.min_confidence", c.skills.min_confidence),
             (
                 "promote.reinforce_similarity",
                 c.promote.reinforce_similarity,
@@ -490,6 +557,10 @@ impl Config {
             ("embed.batch_size", c.embed.batch_size as u64),
             ("inbox.max_event_bytes", c.inbox.max_event_bytes as u64),
             ("promote.min_support", c.promote.min_support as u64),
+            ("skills.min_instances", c.skills.min_instances as u64),
+            ("skills.min_days", c.skills.min_days as u64),
+            ("skills.min_sessions", c.skills.min_sessions as u64),
+            ("skills.min_steps", c.skills.min_steps as u64),
             (
                 "cluster.max_events_per_prompt",
                 c.cluster.max_events_per_prompt as u64,
@@ -582,6 +653,7 @@ const SECTIONS: &[&str] = &[
     "promote",
     "retention",
     "digest",
+    "skills",
 ];
 
 /// Apply `DREAM_<SECTION>_<KEY>` variables to the table; returns which keys they set.

@@ -167,6 +167,7 @@ pub fn run(root: &Path, config: &Config, llm: &dyn Llm, embedder: &dyn Embedder,
     let profile = config.profile(opts.kind);
     if profile.reflect {
         consolidate::run(&ctx, &tx, &mut work)?;
+        crate::skills::run(&ctx, &tx, &mut work)?;
     }
     if profile.passes {
         crate::passes::run(&ctx, &tx, &mut work)?;

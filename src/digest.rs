@@ -26,7 +26,7 @@ use rusqlite::Connection;
 use serde_json::Value;
 
 use crate::cycle::{commit_message, Ctx, Stage, Work};
-use crate::error::{Context, Result};
+use crate::error::Result;
 use crate::memory::{excerpt, Block, Card, Memory};
 use crate::state;
 use crate::store::Change;
@@ -295,32 +295,17 @@ pub fn gather(ctx: &Ctx<'_>, tx: &Connection, work: &Work) -> Result<Digest> {
     })
 }
 
-/// Skill drafts: every `skills/drafts/<slug>/SKILL.md`, by slug, with the `description` of
-/// its front matter.
-///
-/// Hook: the skills feature (SPEC S10) owns this folder. Until it lands the digest reads the
-/// folder directly; when it does, list drafts through it here (one call) and keep the rest.
+/// Skills awaiting a decision: every draft (`skills/drafts/<slug>/SKILL.md`) and every
+/// skill a review card proposes, by slug, with its description (see `skills`).
 pub fn skill_drafts(root: &Path) -> Result<Vec<Draft>> {
-    let dir = root.join(DRAFTS_DIR);
-    let mut out = Vec::new();
-    let Ok(entries) = std::fs::read_dir(&dir) else {
-        return Ok(out);
-    };
-    for entry in entries {
-        let entry = entry.context(|| format!("listing {}", dir.display()))?;
-        let file = entry.path().join("SKILL.md");
-        if !file.is_file() {
-            continue;
-        }
-        let slug = entry.file_name().to_string_lossy().into_owned();
-        let text =
-            std::fs::read_to_string(&file).context(|| format!("reading {}", file.display()))?;
-        out.push(Draft {
-            path: format!("{DRAFTS_DIR}/{slug}/SKILL.md"),
-            description: front_matter_field(&text, "description").unwrap_or_default(),
-            slug,
-        });
-    }
+    let mut out: Vec<Draft> = crate::skills::awaiting(root)?
+        .into_iter()
+        .map(|s| Draft {
+            slug: s.name,
+            description: s.description,
+            path: s.path,
+        })
+        .collect();
     out.sort_by(|a, b| a.slug.cmp(&b.slug));
     Ok(out)
 }
@@ -768,7 +753,7 @@ impl Digest {
         let _ = writeln!(
             o,
             "\nDrafts are inert until activated: read one, then `dream skills promote SLUG`, or \
-             delete its folder.\n"
+             `dream skills discard SLUG --reason TEXT`.\n"
         );
     }
 

@@ -37,6 +37,7 @@ pub mod route;
 pub mod schedule;
 pub mod secrets;
 pub mod sources;
+pub mod skills;
 pub mod state;
 pub mod store;
 pub mod verify;

@@ -679,6 +679,31 @@ pub struct Card {
     pub decision: Option<Decision>,
 }
 
+/// What a review card proposes. Fact cards ([`Card`]) carry no `kind` in their front matter
+/// (the default, so cards written before skills existed still parse); skill proposals
+/// (`skills::SkillCard`, SPEC S10) say `kind = "skill"` and are decided with `dream skills`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CardKind {
+    #[default]
+    Fact,
+    Skill,
+}
+
+/// The kind of the card in `text`, read from its front matter alone (a card without a
+/// `kind`, or one whose front matter does not parse, reads as a fact card).
+pub fn card_kind(text: &str) -> CardKind {
+    #[derive(Deserialize)]
+    struct Peek {
+        #[serde(default)]
+        kind: CardKind,
+    }
+    text.strip_prefix("+++\n")
+        .and_then(|rest| rest.find("\n+++").map(|end| &rest[..end + 1]))
+        .and_then(|front| toml::from_str::<Peek>(front).ok())
+        .map_or(CardKind::Fact, |p| p.kind)
+}
+
 /// Folder of pending cards; decided ones move to `review/decided/`.
 pub const REVIEW_DIR: &str = "review";
 pub const DECIDED_DIR: &str = "review/decided";
@@ -769,6 +794,9 @@ impl Card {
     }
 
     pub fn parse(text: &str) -> Result<Card, String> {
+        if card_kind(text) == CardKind::Skill {
+            return Err("this is a skill proposal, not a fact card: decide it with `dream skills promote|discard`".into());
+        }
         let rest = text
             .strip_prefix("+++\n")
             .ok_or("a card starts with a +++ front matter line")?;

@@ -34,6 +34,8 @@ pub struct Report {
     pub commits: Vec<CommitRow>,
     pub notes: Vec<String>,
     pub timings_ms: BTreeMap<String, u64>,
+    /// Recurring procedures and the skill drafts made of them (SPEC S10).
+    pub skills: crate::skills::SkillsReport,
     /// The digest this cycle wrote (or found unchanged), relative to the repo.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub digest: Option<String>,
@@ -233,6 +235,28 @@ impl Report {
                 p.refused,
                 p.engine
             );
+        }
+        let sk = &self.skills;
+        if sk.recurring > 0 {
+            let _ = writeln!(
+                o,
+                "  skills      {} recurring procedures: {} covered, {} drafted, {} queued, {} refused, {} pending",
+                sk.recurring,
+                sk.covered.len(),
+                sk.drafted,
+                sk.queued,
+                sk.refused,
+                sk.pending
+            );
+            for d in &sk.decisions {
+                let target = d.target.as_deref().unwrap_or(&d.procedure);
+                let why = if d.reason.is_empty() {
+                    String::new()
+                } else {
+                    format!(" -> {}", d.reason)
+                };
+                let _ = writeln!(o, "              {} {target}{why}", d.route);
+            }
         }
         let t = &self.tokens;
         let _ = writeln!(

@@ -238,6 +238,16 @@ impl Store {
                     if before.is_some() {
                         std::fs::remove_file(&path)
                             .context(|| format!("removing {}", path.display()))?;
+                        // A folder the removal left empty goes too (a moved skill's draft folder).
+                        let mut dir = path.parent();
+                        while let Some(d) =
+                            dir.filter(|d| *d != self.root && d.starts_with(&self.root))
+                        {
+                            if std::fs::remove_dir(d).is_err() {
+                                break;
+                            }
+                            dir = d.parent();
+                        }
                         done.push((path, before));
                     }
                     let _ = index.remove_path(Path::new(rel));
@@ -279,6 +289,9 @@ impl Store {
             }
             let text =
                 std::fs::read_to_string(&path).context(|| format!("reading {}", path.display()))?;
+            if memory::card_kind(&text) == memory::CardKind::Skill {
+                continue; // skill proposals are read by `skills`
+            }
             match Card::parse(&text) {
                 Ok(c) => cards.push(c),
                 Err(e) => problems.push(format!("{}: {e}", path.display())),

@@ -12,3 +12,5 @@ mod ops;
 mod passes;
 mod verify;
 mod llm;
+
+mod skills;

@@ -6,6 +6,7 @@ mod ingest;
 mod init;
 mod run;
 mod schedule;
+mod skills;
 mod status;
 mod tooling;
 mod verify;
@@ -33,6 +34,7 @@ pub fn run(cli: Cli) -> Result<i32> {
         Command::Status(a) => status::run(g, a),
         Command::Demo(a) => demo::run(g, a),
         Command::Schedule(a) => schedule::run(g, a),
+        Command::Skills(a) => skills::run(g, a),
         Command::Completions(a) => tooling::completions(a),
         Command::Man(a) => tooling::man(a),
         Command::Verify(a) => verify::run(g, a),

@@ -20,6 +20,8 @@ struct Status {
     inbox_lag: Vec<Lag>,
     inbox_lag_bytes: u64,
     review_queue: usize,
+    /// Skill drafts and proposals awaiting a decision (`dream skills list`).
+    skills_awaiting: usize,
     quarantined: u64,
     recent_quarantine: Vec<Quarantined>,
     active_facts: usize,
@@ -82,6 +84,7 @@ pub fn run(g: &Global, a: &StatusArgs) -> Result<i32> {
         inbox_lag_bytes: inbox_lag.iter().map(|l| l.bytes).sum(),
         inbox_lag,
         review_queue: cards.len(),
+        skills_awaiting: crate::skills::awaiting(&root)?.len(),
         quarantined: 0,
         recent_quarantine: Vec::new(),
         active_facts: memory.len(),
@@ -123,6 +126,12 @@ pub fn run(g: &Global, a: &StatusArgs) -> Result<i32> {
             ""
         }
     );
+    if s.skills_awaiting > 0 {
+        println!(
+            "  skill drafts     {} awaiting a decision (run `dream skills list`)",
+            s.skills_awaiting
+        );
+    }
     println!(
         "  events           {} stored, {} not yet reflected on",
         s.events_stored, s.events_unreflected

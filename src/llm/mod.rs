@@ -12,6 +12,7 @@ pub mod offline;
 pub mod passes;
 pub mod openai;
 pub mod prompts;
+pub mod skill;
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -215,6 +216,17 @@ pub trait Llm: Send + Sync {
     /// A conservative token estimate for a [`ChatCall`]: its prompt plus `max_tokens`.
     fn estimate_chat(&self, _call: &ChatCall) -> u64 {
         0
+    }
+
+    /// As [`Llm::estimate_reflect`], for drafting a skill.
+    fn estimate_skill(&self, req: &skill::SkillRequest) -> u64 {
+        self.estimate_chat(&skill::call(req))
+    }
+
+    /// Draft a skill from the instances of one recurring procedure (SPEC S10). The default
+    /// builds the prompt and sends it through [`Llm::chat_json`] (see `skill.rs`).
+    fn draft_skill(&self, req: &skill::SkillRequest) -> Result<Reply<skill::SkillReply>, LlmError> {
+        skill::draft_via_chat(self, req)
     }
 
     /// Send one [`ChatCall`] and return the reply parsed as a JSON value. Providers that

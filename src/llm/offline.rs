@@ -671,6 +671,14 @@ impl Llm for Offline {
     ) -> Result<Reply<super::passes::ForgetReply>, LlmError> {
         Ok(Reply::free(Default::default()))
     }
+
+    /// The plain draft of SPEC S10, from the most typical instance.
+    fn draft_skill(
+        &self,
+        req: &super::skill::SkillRequest,
+    ) -> Result<Reply<super::skill::SkillReply>, LlmError> {
+        Ok(Reply::free(super::skill::offline_draft(req)))
+    }
 }
 
 #[cfg(test)]
