@@ -3,6 +3,7 @@
 use clap::Parser;
 
 fn main() {
+    restore_sigpipe();
     let cli = dream::cli::Cli::parse();
     dream::cli::init_logging(&cli.global);
     let json_logs = cli.global.log_format == dream::cli::LogFormat::Json;
@@ -23,4 +24,14 @@ fn main() {
         }
     };
     std::process::exit(code);
+}
+
+/// Die quietly when stdout is closed early (`dream log | head`), as command-line tools do,
+/// instead of panicking on the write: Rust ignores SIGPIPE by default.
+fn restore_sigpipe() {
+    #[cfg(unix)]
+    // SAFETY: called once at start-up, before any thread exists; SIG_DFL is always valid.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
 }
