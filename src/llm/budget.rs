@@ -68,7 +68,10 @@ impl Budget {
             return None;
         }
         s.reserved += estimate;
-        s.calls += 1;
+        // A free call (the offline provider's) is not a model call and is not counted.
+        if estimate > 0 {
+            s.calls += 1;
+        }
         Some(Reservation { amount: estimate })
     }
 
@@ -161,5 +164,6 @@ mod tests {
         );
         assert!(b.exhausted());
         assert!(b.reserve(0).is_some(), "free calls always fit");
+        assert_eq!(b.spend().calls, 2, "and are not counted as model calls");
     }
 }
