@@ -10,6 +10,7 @@
 //! providers in `llm` and `embed`) do; `cycle` sequences them; `cli` and `cmd` are the
 //! command line, and the only code that prints.
 
+pub mod bench;
 pub mod cli;
 pub mod cluster;
 pub mod cmd;
@@ -18,6 +19,7 @@ pub mod consolidate;
 pub mod cycle;
 pub mod embed;
 pub mod error;
+pub mod eval;
 pub mod event;
 pub mod fsutil;
 pub mod gates;
@@ -32,5 +34,6 @@ pub mod route;
 pub mod secrets;
 pub mod state;
 pub mod store;
+pub mod synth;
 
 pub use error::{Error, Result};

@@ -4,4 +4,5 @@
 
 mod util;
 
+mod measure;
 mod spine;
