@@ -324,7 +324,10 @@ fn replay_daily(dir: &Path, events: &[Event], prefix: &str) -> Result<()> {
     Ok(())
 }
 
-/// Copy a folder tree (a prepared repository) to a new place.
+/// Copy a folder tree (a prepared repository) to a new place. Inbox files are hard links,
+/// not copies: a copy is a new file to dream (a new inode), which it would read again from
+/// its start, as it must for a replaced file, and no timer's repository is copied between
+/// two runs. Nothing writes to those files afterwards.
 fn copy_tree(from: &Path, to: &Path) -> Result<()> {
     if to.exists() {
         std::fs::remove_dir_all(to).context(|| format!("removing {}", to.display()))?;
@@ -345,7 +348,10 @@ fn copy_tree(from: &Path, to: &Path) -> Result<()> {
                 stack.push(p);
             } else {
                 let dest = target.join(entry.file_name());
-                std::fs::copy(&p, &dest).context(|| format!("copying {}", p.display()))?;
+                let inbox = rel.starts_with("events");
+                if !(inbox && std::fs::hard_link(&p, &dest).is_ok()) {
+                    std::fs::copy(&p, &dest).context(|| format!("copying {}", p.display()))?;
+                }
             }
         }
     }

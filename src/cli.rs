@@ -182,7 +182,7 @@ pub enum EvalCommand {
     /// transcript's; evidence recall is the share of the questions' evidence turns cited
     /// by some fact or card, shown with the average number of events a fact cites;
     /// traceability is the share of facts whose every content word appears in the events
-    /// they cite (it must be 100%).
+    /// they cite (it must be 100%: the command exits 1 otherwise).
     Locomo(EvalLocomoArgs),
 }
 

@@ -46,7 +46,6 @@
 //! Small windows (under [`EXACT_BELOW`] points), data that are not unit vectors and
 //! distances other than the Euclidean one use exact search.
 
-use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
 use linfa::prelude::*;
@@ -133,7 +132,7 @@ pub fn dbscan_with<N: NearestNeighbour>(
 pub struct SignLsh {
     /// Hash tables.
     pub tables: usize,
-    /// Bits per table key; 0 picks one from the number of distinct rows (log2(n) - 2).
+    /// Bits per table key; 0 picks one from the number of distinct rows (log2(n) - 3).
     pub bits: usize,
     /// Least certain bits flipped per table (2^probes buckets probed per table).
     pub probes: usize,
@@ -153,7 +152,7 @@ pub struct Focus {
 impl Default for SignLsh {
     fn default() -> SignLsh {
         SignLsh {
-            tables: 16,
+            tables: 24,
             bits: 0,
             probes: 3,
             seed: 0x5eed_d8ea,
@@ -168,7 +167,7 @@ impl SignLsh {
             return self.bits.min(20);
         }
         let log2 = (usize::BITS - groups.max(1).leading_zeros()) as usize;
-        log2.saturating_sub(2).clamp(8, 18)
+        log2.saturating_sub(3).clamp(8, 18)
     }
 }
 
@@ -204,8 +203,6 @@ struct SignLshIndex<'a, F: Float, D: Distance<F>> {
     group_rows: Vec<u32>,
     /// Per table, per group: the key.
     keys: Vec<u32>,
-    /// Per table, per group: the `probes` least certain bit positions.
-    weak: Vec<u8>,
     /// Per table: bucket start offsets (2^bits + 1) into `members`, the groups sorted by
     /// key, and their sketches in the same order (`words` u64 each), so that scanning a
     /// bucket reads memory in sequence.
@@ -233,13 +230,38 @@ struct SignLshIndex<'a, F: Float, D: Distance<F>> {
 /// neighbours, so each group's neighbour groups are searched once and remembered (for the
 /// radius they were searched with).
 struct Scratch {
-    /// "Seen" stamps per group, so a group found in several tables is checked once.
-    seen: Vec<u32>,
-    stamp: u32,
+    seen: Seen,
     range: f64,
     neighbours: Vec<Option<Vec<u32>>>,
     /// With a focus: the groups DBSCAN can reach from the focused rows.
     reach: Option<Vec<bool>>,
+    /// Whether the up-front searches for this radius were made.
+    searched: bool,
+}
+
+/// "Seen" stamps per group, so a group found in several tables is checked once per search.
+struct Seen {
+    stamps: Vec<u32>,
+    stamp: u32,
+}
+
+impl Seen {
+    fn new(groups: usize) -> Seen {
+        Seen {
+            stamps: vec![0; groups],
+            stamp: 0,
+        }
+    }
+
+    /// Start a search: every group unseen.
+    fn next(&mut self) -> u32 {
+        self.stamp = self.stamp.wrapping_add(1);
+        if self.stamp == 0 {
+            self.stamps.iter_mut().for_each(|s| *s = 0);
+            self.stamp = 1;
+        }
+        self.stamp
+    }
 }
 
 /// Codes of one point: per table key and weak bits, and the sketch.
@@ -353,7 +375,6 @@ impl<'a, F: Float, D: Distance<F>> SignLshIndex<'a, F, D> {
             group_start,
             group_rows,
             keys: Vec::new(),
-            weak: Vec::new(),
             offsets: Vec::new(),
             members: Vec::new(),
             member_sketch: Vec::new(),
@@ -366,75 +387,65 @@ impl<'a, F: Float, D: Distance<F>> SignLshIndex<'a, F, D> {
             hashed,
             focus: p.focus.clone().filter(|f| f.rows.len() == n),
             scratch: Mutex::new(Scratch {
-                seen: vec![0; groups],
-                stamp: 0,
+                seen: Seen::new(groups),
                 range: f64::NAN,
                 neighbours: vec![None; groups],
                 reach: None,
+                searched: false,
             }),
         };
         if !hashed {
             return index;
         }
         index.keys = vec![0; tables * groups];
-        index.weak = vec![0; tables * groups * probes];
         index.sketch = vec![0; groups * words];
         index.sparse.reserve(groups);
         index.norm2.reserve(groups);
-        for start in (0..groups).step_by(BLOCK_ROWS) {
-            let end = (start + BLOCK_ROWS).min(groups);
-            let mut block = Array2::<f32>::zeros((end - start, dim));
-            for (k, g) in (start..end).enumerate() {
-                let row = points.row(reps[g] as usize);
-                let mut norm2 = 0f32;
-                for (j, x) in row.iter().enumerate() {
-                    let x = x.to_f32().unwrap_or(0.0);
-                    block[[k, j]] = x;
-                    norm2 += x * x;
+        for &rep in &reps {
+            let row = points.row(rep as usize);
+            match sparse_values(&row) {
+                Some(values) => {
+                    index.norm2.push(values.iter().map(|v| v.1 * v.1).sum());
+                    let at = index.sparse_dims.len() as u32;
+                    index.sparse_dims.extend(values.iter().map(|v| v.0));
+                    index.sparse_vals.extend(values.iter().map(|v| v.1));
+                    index.sparse.push(Some((at, values.len() as u32)));
                 }
-                index.norm2.push(norm2);
-                match sparse_values(&row) {
-                    Some(values) => {
-                        let at = index.sparse_dims.len() as u32;
-                        index.sparse_dims.extend(values.iter().map(|v| v.0));
-                        index.sparse_vals.extend(values.iter().map(|v| v.1));
-                        index.sparse.push(Some((at, values.len() as u32)));
-                    }
-                    None => index.sparse.push(None),
+                None => {
+                    index
+                        .norm2
+                        .push(row.iter().map(|x| x.to_f32().unwrap_or(0.0).powi(2)).sum());
+                    index.sparse.push(None);
                 }
             }
-            // Sparse rows are projected from their few non-zero values; the block product
-            // (a matrix multiplication) is only worth it for dense rows.
-            let dense = (start..end).any(|g| index.sparse[g].is_none());
-            let mut projected = if dense {
-                block.dot(&index.proj)
-            } else {
-                Array2::zeros((end - start, m))
-            };
-            if !dense {
-                for (k, g) in (start..end).enumerate() {
-                    let (at, len) = index.sparse[g].expect("every row of the block is sparse");
-                    let mut out = projected.row_mut(k);
-                    for e in at as usize..(at + len) as usize {
-                        let w = index.sparse_vals[e];
-                        out.scaled_add(w, &index.proj.row(usize::from(index.sparse_dims[e])));
-                    }
-                }
-            }
-            let mut keys = vec![0u32; tables];
-            let mut weak = vec![0u8; tables * probes];
-            let mut sketch = vec![0u64; words];
-            for (k, row) in projected.rows().into_iter().enumerate() {
-                let g = start + k;
-                let row = row.as_slice().expect("a fresh product is contiguous");
-                index.write_codes(row, &mut keys, &mut weak, &mut sketch);
-                index.sketch[g * words..(g + 1) * words].copy_from_slice(&sketch);
+        }
+        // Keys and sketches, the groups split over the machine's cores.
+        let threads = std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(4);
+        let chunk = groups.div_ceil(threads).max(BLOCK_ROWS);
+        let parts: Vec<(usize, Vec<u32>, Vec<u64>)> = std::thread::scope(|s| {
+            let index = &index;
+            let reps = &reps;
+            let handles: Vec<_> = (0..groups)
+                .step_by(chunk)
+                .map(|start| {
+                    s.spawn(move || index.codes_range(start..(start + chunk).min(groups), reps))
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("a hashing thread"))
+                .collect()
+        });
+        for (start, keys, sketch) in parts {
+            let len = keys.len() / tables;
+            for k in 0..len {
                 for t in 0..tables {
-                    index.keys[t * groups + g] = keys[t];
-                    let w = (t * groups + g) * probes;
-                    index.weak[w..w + probes].copy_from_slice(&weak[t * probes..(t + 1) * probes]);
+                    index.keys[t * groups + start + k] = keys[k * tables + t];
                 }
             }
+            index.sketch[start * words..(start + len) * words].copy_from_slice(&sketch);
         }
         // Buckets: a counting sort of the groups by key, per table.
         let buckets = 1usize << bits;
@@ -465,6 +476,75 @@ impl<'a, F: Float, D: Distance<F>> SignLshIndex<'a, F, D> {
         index
     }
 
+    /// Keys (group-major, `tables` per group) and sketches of the groups in `range`:
+    /// sparse groups projected from their non-zero values (as queries are), dense ones by
+    /// block matrix products.
+    fn codes_range(
+        &self,
+        range: std::ops::Range<usize>,
+        reps: &[u32],
+    ) -> (usize, Vec<u32>, Vec<u64>) {
+        let (tables, words) = (self.tables, self.words);
+        let m = self.proj.ncols();
+        let mut keys = vec![0u32; range.len() * tables];
+        let mut sketch = vec![0u64; range.len() * words];
+        let mut projected = vec![0f32; m];
+        let mut dense: Vec<usize> = Vec::new();
+        for (k, g) in range.clone().enumerate() {
+            match self.sparse[g] {
+                Some((at, len)) => {
+                    self.project_sparse(at, len, &mut projected);
+                    self.write_codes(
+                        &projected,
+                        &mut keys[k * tables..(k + 1) * tables],
+                        &mut [],
+                        &mut sketch[k * words..(k + 1) * words],
+                    );
+                }
+                None => dense.push(k),
+            }
+        }
+        for block in dense.chunks(BLOCK_ROWS) {
+            let dim = self.points.ncols();
+            let mut rows = Array2::<f32>::zeros((block.len(), dim));
+            for (b, &k) in block.iter().enumerate() {
+                let row = self.points.row(reps[range.start + k] as usize);
+                for (j, x) in row.iter().enumerate() {
+                    rows[[b, j]] = x.to_f32().unwrap_or(0.0);
+                }
+            }
+            let product = rows.dot(&self.proj);
+            for (b, &k) in block.iter().enumerate() {
+                let p = product.row(b);
+                let p = p.as_slice().expect("a fresh product is contiguous");
+                self.write_codes(
+                    p,
+                    &mut keys[k * tables..(k + 1) * tables],
+                    &mut [],
+                    &mut sketch[k * words..(k + 1) * words],
+                );
+            }
+        }
+        (range.start, keys, sketch)
+    }
+
+    /// The projections of a sparse vector: the sum of its values times the projection rows.
+    fn project_sparse(&self, at: u32, len: u32, out: &mut [f32]) {
+        out.iter_mut().for_each(|x| *x = 0.0);
+        let m = out.len();
+        let proj = self
+            .proj
+            .as_slice()
+            .expect("the projection matrix is contiguous");
+        for e in at as usize..(at + len) as usize {
+            let w = self.sparse_vals[e];
+            let d = usize::from(self.sparse_dims[e]);
+            for (o, p) in out.iter_mut().zip(&proj[d * m..(d + 1) * m]) {
+                *o += w * p;
+            }
+        }
+    }
+
     fn groups(&self) -> usize {
         self.group_start.len() - 1
     }
@@ -485,7 +565,8 @@ impl<'a, F: Float, D: Distance<F>> SignLshIndex<'a, F, D> {
     }
 
     /// [`Self::codes_of`] into given slices: per table the key (bit b set when projection b
-    /// is positive) and the `probes` bits whose projections are nearest zero.
+    /// is positive) and, when `weak` is not empty, the `probes` bits whose projections are
+    /// nearest zero (only queries need those).
     fn write_codes(
         &self,
         projected: &[f32],
@@ -504,6 +585,9 @@ impl<'a, F: Float, D: Distance<F>> SignLshIndex<'a, F, D> {
                     let bit = t * bits + b;
                     sketch[bit / 64] |= 1 << (bit % 64);
                 }
+            }
+            if weak.is_empty() {
+                continue;
             }
             // The `probes` smallest |projection|s, by repeated selection (probes <= 8).
             let mut taken = 0u32;
@@ -541,45 +625,53 @@ impl<'a, F: Float, D: Distance<F>> SignLshIndex<'a, F, D> {
         (off % stride as usize == 0 && row < n).then_some(row)
     }
 
-    /// Codes and sparse form of a query point (taken from its group when it is a row).
+    /// Codes and sparse form of a query point. A row's sparse form is its group's, and
+    /// its projections are recomputed from it (a few dozen values times the projection
+    /// rows), which is cheaper than keeping every group's least certain bits.
     fn query_of(&self, point: &ArrayView1<'_, F>) -> (Codes, Option<SparseQuery>) {
-        if let Some(i) = self.row_of(point) {
-            let g = self.group_of[i] as usize;
-            let groups = self.groups();
-            let probes = self.probes;
-            let mut weak = Vec::with_capacity(self.tables * probes);
-            for t in 0..self.tables {
-                let w = (t * groups + g) * probes;
-                weak.extend_from_slice(&self.weak[w..w + probes]);
+        let sparse = match self.row_of(point) {
+            Some(i) => {
+                let g = self.group_of[i] as usize;
+                self.sparse[g].map(|(at, len)| {
+                    let r = at as usize..(at + len) as usize;
+                    (
+                        self.sparse_dims[r.clone()].to_vec(),
+                        self.sparse_vals[r].to_vec(),
+                        self.norm2[g],
+                    )
+                })
             }
-            let codes = Codes {
-                keys: (0..self.tables)
-                    .map(|t| self.keys[t * groups + g])
-                    .collect(),
-                weak,
-                sketch: self.sketch[g * self.words..(g + 1) * self.words].to_vec(),
-            };
-            let sparse = self.sparse[g].map(|(at, len)| {
-                let r = at as usize..(at + len) as usize;
+            None => sparse_values(point).map(|values| {
+                let norm2 = values.iter().map(|v| v.1 * v.1).sum();
                 (
-                    self.sparse_dims[r.clone()].to_vec(),
-                    self.sparse_vals[r].to_vec(),
-                    self.norm2[g],
+                    values.iter().map(|v| v.0).collect(),
+                    values.iter().map(|v| v.1).collect(),
+                    norm2,
                 )
-            });
-            return (codes, sparse);
-        }
-        let q: Vec<f32> = point.iter().map(|x| x.to_f32().unwrap_or(0.0)).collect();
-        let projected = ndarray::ArrayView1::from(&q).dot(&self.proj);
-        let codes = self.codes_of(projected.as_slice().expect("a fresh product is contiguous"));
-        let sparse = sparse_values(point).map(|values| {
-            let norm2 = values.iter().map(|v| v.1 * v.1).sum();
-            (
-                values.iter().map(|v| v.0).collect(),
-                values.iter().map(|v| v.1).collect(),
-                norm2,
-            )
-        });
+            }),
+        };
+        let projected = match &sparse {
+            Some((dims, vals, _)) => {
+                let m = self.proj.ncols();
+                let proj = self
+                    .proj
+                    .as_slice()
+                    .expect("the projection matrix is contiguous");
+                let mut out = ndarray::Array1::<f32>::zeros(m);
+                for (d, v) in dims.iter().zip(vals) {
+                    let d = usize::from(*d);
+                    for (o, p) in out.iter_mut().zip(&proj[d * m..(d + 1) * m]) {
+                        *o += v * p;
+                    }
+                }
+                out
+            }
+            None => {
+                let q: Vec<f32> = point.iter().map(|x| x.to_f32().unwrap_or(0.0)).collect();
+                ndarray::ArrayView1::from(&q).dot(&self.proj)
+            }
+        };
+        let codes = self.codes_of(projected.as_slice().expect("a fresh vector is contiguous"));
         (codes, sparse)
     }
 
@@ -594,16 +686,11 @@ impl<'a, F: Float, D: Distance<F>> SignLshIndex<'a, F, D> {
 
     /// The groups within `range` of a point: candidates from the tables (probing the
     /// least certain bits too), filtered by their sign sketches, verified exactly.
-    fn search(&self, point: &ArrayView1<'_, F>, range: F, scratch: &mut Scratch) -> Vec<u32> {
+    fn search(&self, point: &ArrayView1<'_, F>, range: F, seen: &mut Seen) -> Vec<u32> {
         let (c, query_sparse) = self.query_of(point);
         let limit = self.max_disagreements(range.to_f64().unwrap_or(f64::INFINITY));
         let r = self.dist_fn.dist_to_rdist(range);
-        scratch.stamp = scratch.stamp.wrapping_add(1);
-        if scratch.stamp == 0 {
-            scratch.seen.iter_mut().for_each(|s| *s = 0);
-            scratch.stamp = 1;
-        }
-        let stamp = scratch.stamp;
+        let stamp = seen.next();
         let words = self.words;
         let mut found = Vec::new();
         for t in 0..self.tables {
@@ -631,10 +718,10 @@ impl<'a, F: Float, D: Distance<F>> SignLshIndex<'a, F, D> {
                     }
                     let g = self.members[t][lo + k];
                     let gi = g as usize;
-                    if scratch.seen[gi] == stamp {
+                    if seen.stamps[gi] == stamp {
                         continue;
                     }
-                    scratch.seen[gi] = stamp;
+                    seen.stamps[gi] = stamp;
                     if self.group_within(point, query_sparse.as_ref(), gi, r) {
                         found.push(g);
                     }
@@ -685,13 +772,62 @@ impl<'a, F: Float, D: Distance<F>> SignLshIndex<'a, F, D> {
         if let Some(list) = &scratch.neighbours[g] {
             return list.clone();
         }
-        let row = self.points.row(self.rows_of(g)[0] as usize);
-        let list = self.search(&row, range, scratch);
+        let list = self.search_group(g, range, &mut scratch.seen);
         scratch.neighbours[g] = Some(list.clone());
         list
     }
 
-    /// The groups DBSCAN can reach from the focused rows (see the module documentation).
+    /// The neighbour groups of group `g`, itself included.
+    fn search_group(&self, g: usize, range: F, seen: &mut Seen) -> Vec<u32> {
+        let row = self.points.row(self.rows_of(g)[0] as usize);
+        let mut list = self.search(&row, range, seen);
+        // A row is always its own neighbour (distance 0), whatever its hash bits say.
+        if !list.contains(&(g as u32)) && range > F::zero() {
+            list.push(g as u32);
+        }
+        list
+    }
+
+    /// Search the neighbours of these groups (those not searched yet), spread over the
+    /// machine's cores when there are enough of them to be worth threads.
+    fn fill_neighbours(&self, groups: &[usize], range: F, scratch: &mut Scratch) {
+        let todo: Vec<usize> = groups
+            .iter()
+            .copied()
+            .filter(|&g| scratch.neighbours[g].is_none())
+            .collect();
+        let threads = std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(4);
+        if threads < 2 || todo.len() < 256 {
+            return;
+        }
+        let total = self.groups();
+        let chunk = todo.len().div_ceil(threads);
+        let found: Vec<Vec<(usize, Vec<u32>)>> = std::thread::scope(|s| {
+            let handles: Vec<_> = todo
+                .chunks(chunk)
+                .map(|part| {
+                    s.spawn(move || {
+                        let mut seen = Seen::new(total);
+                        part.iter()
+                            .map(|&g| (g, self.search_group(g, range, &mut seen)))
+                            .collect()
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("a search thread"))
+                .collect()
+        });
+        for (g, list) in found.into_iter().flatten() {
+            scratch.neighbours[g] = Some(list);
+        }
+    }
+
+    /// The groups DBSCAN can reach from the focused rows (see the module documentation),
+    /// breadth first, each wave's searches spread over the machine's cores.
     fn reach(&self, focus: &Focus, range: F, scratch: &mut Scratch) -> Vec<bool> {
         let groups = self.groups();
         let mut focused = vec![false; groups];
@@ -701,18 +837,23 @@ impl<'a, F: Float, D: Distance<F>> SignLshIndex<'a, F, D> {
             }
         }
         let mut reach = focused.clone();
-        let mut queue: VecDeque<usize> = (0..groups).filter(|&g| focused[g]).collect();
-        while let Some(g) = queue.pop_front() {
-            let list = self.neighbours_of(g, range, scratch);
-            let count: usize = list.iter().map(|&h| self.rows_of(h as usize).len()).sum();
-            if focused[g] || count >= focus.min_points {
-                for h in list {
-                    if !reach[h as usize] {
-                        reach[h as usize] = true;
-                        queue.push_back(h as usize);
+        let mut wave: Vec<usize> = (0..groups).filter(|&g| focused[g]).collect();
+        while !wave.is_empty() {
+            self.fill_neighbours(&wave, range, scratch);
+            let mut next = Vec::new();
+            for g in wave {
+                let list = self.neighbours_of(g, range, scratch);
+                let count: usize = list.iter().map(|&h| self.rows_of(h as usize).len()).sum();
+                if focused[g] || count >= focus.min_points {
+                    for h in list {
+                        if !reach[h as usize] {
+                            reach[h as usize] = true;
+                            next.push(h as usize);
+                        }
                     }
                 }
             }
+            wave = next;
         }
         reach
     }
@@ -836,11 +977,12 @@ impl<F: Float, D: Distance<F>> NearestNeighbourIndex<F> for SignLshIndex<'_, F, 
         if scratch.range != range64 {
             scratch.neighbours.iter_mut().for_each(|n| *n = None);
             scratch.reach = None;
+            scratch.searched = false;
             scratch.range = range64;
         }
         let Some(i) = self.row_of(&point) else {
             // A point that is not one of the rows: search it, no focus.
-            let found = self.search(&point, range, scratch);
+            let found = self.search(&point, range, &mut scratch.seen);
             return Ok(found
                 .iter()
                 .flat_map(|&g| self.rows_of(g as usize))
@@ -848,6 +990,14 @@ impl<F: Float, D: Distance<F>> NearestNeighbourIndex<F> for SignLshIndex<'_, F, 
                 .collect());
         };
         let g = self.group_of[i] as usize;
+        if !scratch.searched {
+            // The first question: search what DBSCAN will ask about, in parallel.
+            scratch.searched = true;
+            if self.focus.is_none() {
+                let all: Vec<usize> = (0..self.groups()).collect();
+                self.fill_neighbours(&all, range, scratch);
+            }
+        }
         if let Some(focus) = &self.focus {
             if scratch.reach.is_none() {
                 scratch.reach = Some(self.reach(focus, range, scratch));

@@ -166,7 +166,7 @@ fn reflect(
     work.report.window.with_new = selected.len();
     work.lap("cluster");
 
-    let mut requests: Vec<(ReflectRequest, Vec<i64>)> = Vec::with_capacity(selected.len());
+    let mut requests: Vec<(ReflectRequest, Vec<(i64, bool)>)> = Vec::with_capacity(selected.len());
     for (n, c) in selected.iter().enumerate() {
         requests.push(reflect_request(
             tx,
@@ -207,7 +207,12 @@ fn reflect(
                         work.report.notes.push(note);
                     }
                 }
-                looked_at.extend(members);
+                looked_at.extend(
+                    members
+                        .into_iter()
+                        .filter(|(_, reflected)| !reflected)
+                        .map(|(seq, _)| seq),
+                );
                 for p in reply.value.candidates {
                     proposals.push((p, req.events.clone()));
                 }
@@ -264,14 +269,14 @@ fn view(s: &Stored) -> EventView {
 
 /// The request for one cluster: new events first (up to the prompt cap), then the most
 /// recent earlier ones, shown oldest first; only those events' texts are read. Returns
-/// the row ids of every cluster member too.
+/// the row id of every cluster member too, with whether it was already reflected on.
 fn reflect_request(
     tx: &Connection,
     n: usize,
     members: &[usize],
     window: &state::Window,
     cap: usize,
-) -> Result<(ReflectRequest, Vec<i64>)> {
+) -> Result<(ReflectRequest, Vec<(i64, bool)>)> {
     let mut order: Vec<usize> = members.to_vec();
     order.sort_by_key(|&i| (window.reflected[i], std::cmp::Reverse(window.ts[i])));
     order.truncate(cap);
@@ -282,7 +287,10 @@ fn reflect_request(
     });
     let seqs: Vec<i64> = order.iter().map(|&i| window.seq[i]).collect();
     let events = state::events_by_seq(tx, &seqs)?.iter().map(view).collect();
-    let members = members.iter().map(|&i| window.seq[i]).collect();
+    let members = members
+        .iter()
+        .map(|&i| (window.seq[i], window.reflected[i]))
+        .collect();
     Ok((ReflectRequest { cluster: n, events }, members))
 }
 

@@ -123,7 +123,12 @@ pub fn run(
     report.window.days = config.cluster.window_days;
 
     // Hand edits first, so they are never clobbered and the audit trail shows them apart.
-    if store.is_dirty()? {
+    let dirty = if opts.dry_run {
+        store.is_dirty()?
+    } else {
+        store.is_dirty_refreshing_index()?
+    };
+    if dirty {
         let paths = store.dirty_paths()?;
         if opts.dry_run {
             report.notes.push(format!(
@@ -233,6 +238,9 @@ pub fn run(
             }
         }
         failpoint("after-commit");
+        if !work.report.commits.is_empty() {
+            store.settle_index()?;
+        }
     }
     work.lap("commit");
     work.report
@@ -261,6 +269,9 @@ pub fn run(
 
 /// Give hand-written facts ids, as a stage of its own.
 fn adopt_hand_written(ctx: &Ctx<'_>, work: &mut Work) {
+    if work.memory.facts().all(|(_, f)| !f.id.is_empty()) {
+        return;
+    }
     let before = work.memory.clone();
     let adopted = work.memory.adopt_hand_written();
     if adopted.is_empty() {

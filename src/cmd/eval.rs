@@ -1,7 +1,7 @@
 //! `dream eval locomo PATH`: replay a LoCoMo file and print the quality figures.
 
 use crate::cli::{EvalCommand, Global};
-use crate::error::{Context, Result, EXIT_OK};
+use crate::error::{Context, Error, Result, EXIT_OK};
 use crate::eval::{self, Options};
 
 pub fn run(g: &Global, a: &EvalCommand) -> Result<i32> {
@@ -20,6 +20,14 @@ pub fn run(g: &Global, a: &EvalCommand) -> Result<i32> {
                 super::print_json(&report)?;
             } else {
                 print!("{}", eval::render(&report));
+            }
+            let c = &report.overall.counts;
+            if c.traceable_facts < c.facts {
+                return Err(Error::Other(format!(
+                    "{} of {} durable facts are not fully traceable to the events they cite; traceability must be 100%",
+                    c.facts - c.traceable_facts,
+                    c.facts
+                )));
             }
         }
     }

@@ -449,14 +449,13 @@ fn analyse(e: &EventView) -> Analysed<'_> {
 
 /// Whether event `a` restates the sentence `unit`.
 fn supports(a: &Analysed<'_>, unit: &Sentence, entities: &[Entity]) -> bool {
-    let entity_ok = entities
+    // The cheap similarity test first: most events of a cluster fail it.
+    a.sentences.iter().any(|s| {
+        measures::set_similarity(&s.tokens, &unit.tokens) >= SUPPORT_SIMILARITY
+            && measures::polarity_agrees_prepared(&s.prepared, &unit.prepared)
+    }) && entities
         .iter()
-        .all(|en| measures::entity_present(en, &[a.event.text.as_str()], &a.vocab));
-    entity_ok
-        && a.sentences.iter().any(|s| {
-            measures::set_similarity(&s.tokens, &unit.tokens) >= SUPPORT_SIMILARITY
-                && measures::polarity_agrees_prepared(&s.prepared, &unit.prepared)
-        })
+        .all(|en| measures::entity_present(en, &[a.event.text.as_str()], &a.vocab))
 }
 
 /// `1 - 0.4^k`, k the number of distinct (session, day) pairs among supporting events that
