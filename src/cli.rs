@@ -256,8 +256,9 @@ pub struct BenchArgs {
     #[arg(long, value_delimiter = ',', default_value = "10000,50000,100000")]
     pub cluster_sizes: Vec<usize>,
 
-    /// Compare with exact (quadratic) search up to this many events.
-    #[arg(long, default_value_t = 10_000)]
+    /// Compare with exact (quadratic) clustering up to this many events (100,000 takes
+    /// a few minutes).
+    #[arg(long, default_value_t = 20_000)]
     pub exact_up_to: usize,
 
     /// Events of the token scenario.

@@ -126,6 +126,58 @@ pub fn dbscan_with<N: NearestNeighbour>(
     Clustering { clusters, noise }
 }
 
+/// Exact DBSCAN with `min_points = 2`, the reference the index is measured against (in
+/// tests and `dream bench`): with a floor of two, every point that has a neighbour is a core
+/// point, so the clusters are the connected components of the graph of pairs closer than
+/// `eps`, found here from blocks of dot products (`|x - y|^2 = |x|^2 + |y|^2 - 2 x.y`, one
+/// matrix product per block of rows). Quadratic: for measuring, not for cycles.
+pub fn exact_components(data: ArrayView2<'_, f32>, eps: f64) -> Clustering {
+    let n = data.nrows();
+    let norms: Vec<f32> = data.rows().into_iter().map(|r| r.dot(&r)).collect();
+    let limit = (eps * eps) as f32;
+    let mut parent: Vec<usize> = (0..n).collect();
+    fn root(parent: &mut [usize], mut x: usize) -> usize {
+        while parent[x] != x {
+            parent[x] = parent[parent[x]];
+            x = parent[x];
+        }
+        x
+    }
+    let mut linked = vec![false; n];
+    const BLOCK: usize = 1024;
+    for start in (0..n).step_by(BLOCK) {
+        let end = (start + BLOCK).min(n);
+        let dots = data.slice(ndarray::s![start..end, ..]).dot(&data.t());
+        for i in start..end {
+            let row = dots.row(i - start);
+            for j in (i + 1)..n {
+                if norms[i] + norms[j] - 2.0 * row[j] < limit {
+                    linked[i] = true;
+                    linked[j] = true;
+                    let (a, b) = (root(&mut parent, i), root(&mut parent, j));
+                    if a != b {
+                        parent[a] = b;
+                    }
+                }
+            }
+        }
+    }
+    let mut by_root: std::collections::BTreeMap<usize, Vec<usize>> =
+        std::collections::BTreeMap::new();
+    let mut noise = Vec::new();
+    for (i, linked) in linked.iter().enumerate() {
+        if *linked {
+            let r = root(&mut parent, i);
+            by_root.entry(r).or_default().push(i);
+        } else {
+            noise.push(i);
+        }
+    }
+    let mut clusters: Vec<Vec<usize>> = by_root.into_values().collect();
+    clusters.sort_by_key(|c| c[0]);
+    Clustering { clusters, noise }
+}
+
 /// Random-hyperplane (sign) LSH with multi-probe and exact verification: a
 /// [`NearestNeighbour`] for linfa. See the module documentation for why and how.
 #[derive(Debug, Clone, PartialEq)]
@@ -1030,7 +1082,7 @@ mod tests {
     use linfa_nn::distance::L2Dist;
     use ndarray::Array2;
 
-    fn rows(points: &[Vec<f32>]) -> Array2<f32> {
+    pub(super) fn rows(points: &[Vec<f32>]) -> Array2<f32> {
         let mut a = Array2::zeros((points.len(), points[0].len()));
         for (i, p) in points.iter().enumerate() {
             for (j, x) in p.iter().enumerate() {
@@ -1061,6 +1113,118 @@ mod tests {
             assert_eq!(c.clusters, vec![vec![0, 1, 2], vec![3, 4]]);
             assert_eq!(c.noise, vec![5]);
         }
+    }
+
+    /// Unit vectors of a generated workload (the rows DBSCAN sees in a cycle).
+    fn workload(events: usize) -> Array2<f32> {
+        use crate::embed::Embedder;
+        let spec = crate::synth::Spec {
+            events,
+            sessions: events / 45,
+            themes: 40,
+            ..crate::synth::Spec::default()
+        };
+        let w = crate::synth::generate(&spec);
+        let texts: Vec<&str> = w.events.iter().map(|e| e.text.as_str()).collect();
+        let vectors = crate::embed::builtin::Builtin::new(256)
+            .embed(&texts)
+            .unwrap();
+        let rows: Vec<Vec<f32>> = vectors
+            .into_iter()
+            .filter(|v| v.iter().any(|x| *x != 0.0))
+            .collect();
+        super::tests::rows(&rows)
+    }
+
+    fn sorted(c: &Clustering) -> Vec<Vec<usize>> {
+        let mut out: Vec<Vec<usize>> = c
+            .clusters
+            .iter()
+            .map(|c| {
+                let mut c = c.clone();
+                c.sort_unstable();
+                c
+            })
+            .collect();
+        out.sort();
+        out
+    }
+
+    #[test]
+    fn the_reference_is_linfas_exact_dbscan() {
+        let data = workload(250);
+        let linfa = dbscan_with(data.view(), 2, 0.8, LinearSearch);
+        let reference = exact_components(data.view(), 0.8);
+        assert!(reference.clusters.len() > 5, "a workload with clusters");
+        assert_eq!(sorted(&linfa), sorted(&reference));
+    }
+
+    #[test]
+    fn the_index_gives_exact_dbscans_clusters_on_a_generated_workload() {
+        let data = workload(2500);
+        let exact = exact_components(data.view(), 0.8);
+        let lsh = dbscan_with(data.view(), 2, 0.8, SignLsh::default());
+        assert_eq!(sorted(&lsh), sorted(&exact));
+        // With a focus (the newest tenth of the rows), the clusters holding a focused row
+        // are exactly DBSCAN's.
+        let n = data.nrows();
+        let rows: Vec<bool> = (0..n).map(|i| i >= n * 9 / 10).collect();
+        let focus = Focus {
+            rows: rows.clone().into(),
+            min_points: 2,
+        };
+        let focused = dbscan_with(
+            data.view(),
+            2,
+            0.8,
+            SignLsh {
+                focus: Some(focus),
+                ..SignLsh::default()
+            },
+        );
+        let holding = |c: &Clustering| Clustering {
+            clusters: c
+                .clusters
+                .iter()
+                .filter(|c| c.iter().any(|&i| rows[i]))
+                .cloned()
+                .collect(),
+            noise: Vec::new(),
+        };
+        assert_eq!(sorted(&holding(&focused)), sorted(&holding(&exact)));
+        assert!(!holding(&exact).clusters.is_empty());
+    }
+
+    #[test]
+    fn the_index_finds_every_true_neighbour_and_no_false_one_on_a_generated_workload() {
+        use linfa_nn::distance::L2Dist;
+        let data = workload(2500);
+        let index = SignLsh::default().from_batch(&data, L2Dist).unwrap();
+        let norms: Vec<f32> = data.rows().into_iter().map(|r| r.dot(&r)).collect();
+        let (mut truth, mut found) = (0usize, 0usize);
+        for i in (0..data.nrows()).step_by(7) {
+            let dots = data.dot(&data.row(i));
+            let exact: std::collections::BTreeSet<usize> = (0..data.nrows())
+                .filter(|&j| norms[i] + norms[j] - 2.0 * dots[j] < 0.64)
+                .collect();
+            let got: std::collections::BTreeSet<usize> = index
+                .within_range(data.row(i), 0.8)
+                .unwrap()
+                .into_iter()
+                .map(|(_, j)| j)
+                .collect();
+            assert!(
+                got.is_subset(&exact),
+                "row {i}: a neighbour exact search does not find"
+            );
+            truth += exact.len();
+            found += got.len();
+        }
+        // Measured recall on this workload: 1.0 (docs/BENCHMARKS.md has it at larger sizes).
+        assert!(
+            found as f64 / truth as f64 >= 0.995,
+            "recall {found}/{truth}"
+        );
     }
 
     #[test]

@@ -246,9 +246,13 @@ fn reflect(
     Ok(proposals)
 }
 
+/// Calls in flight at once: `llm.concurrency` for a model; for the offline provider, which
+/// computes rather than waits, one per core (its answers keep their order either way).
 fn workers(llm: &dyn Llm, config: &Config) -> usize {
     if llm.offline() {
-        1
+        std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(4)
     } else {
         config.llm.concurrency
     }
