@@ -55,6 +55,10 @@ pub struct Options {
     pub increment: usize,
     pub cluster_sizes: Vec<usize>,
     pub exact_up_to: usize,
+    /// Time linfa's own indexes up to this many events.
+    pub linfa_up_to: usize,
+    /// The index the clustering scenario measures.
+    pub lsh: SignLsh,
     /// Events of the token-efficiency workload.
     pub token_events: usize,
     /// An OpenAI-compatible base URL for the token scenario (for example the fake server).
@@ -327,7 +331,8 @@ fn replay_daily(dir: &Path, events: &[Event], prefix: &str) -> Result<()> {
 /// Copy a folder tree (a prepared repository) to a new place. Inbox files are hard links,
 /// not copies: a copy is a new file to dream (a new inode), which it would read again from
 /// its start, as it must for a replaced file, and no timer's repository is copied between
-/// two runs. Nothing writes to those files afterwards.
+/// two runs. Nothing writes to those files afterwards. Copies are flushed to disk before
+/// the measured cycle runs.
 fn copy_tree(from: &Path, to: &Path) -> Result<()> {
     if to.exists() {
         std::fs::remove_dir_all(to).context(|| format!("removing {}", to.display()))?;
@@ -351,6 +356,10 @@ fn copy_tree(from: &Path, to: &Path) -> Result<()> {
                 let inbox = rel.starts_with("events");
                 if !(inbox && std::fs::hard_link(&p, &dest).is_ok()) {
                     std::fs::copy(&p, &dest).context(|| format!("copying {}", p.display()))?;
+                    // Flushed now, or the measured cycle's first fsync would write the copy.
+                    std::fs::File::open(&dest)
+                        .and_then(|f| f.sync_all())
+                        .context(|| format!("flushing {}", dest.display()))?;
                 }
             }
         }
@@ -742,7 +751,7 @@ fn cluster_scaling(opts: &Options) -> Result<ScenarioResult> {
                 rows: fresh.clone().into(),
                 min_points: config.cluster.min_points,
             }),
-            ..SignLsh::default()
+            ..opts.lsh.clone()
         };
         let (mut times, mut focused_times) = (Vec::new(), Vec::new());
         let (mut lsh, mut focused) = (
@@ -755,7 +764,7 @@ fn cluster_scaling(opts: &Options) -> Result<ScenarioResult> {
                 data.view(),
                 config.cluster.min_points,
                 config.cluster.eps,
-                SignLsh::default(),
+                opts.lsh.clone(),
             );
             times.push(t.elapsed().as_secs_f64() * 1000.0);
             let t = Instant::now();
@@ -776,9 +785,30 @@ fn cluster_scaling(opts: &Options) -> Result<ScenarioResult> {
         extra.insert(format!("clusters_at_{n}"), lsh.clusters.len() as f64);
         points.push((rows.len() as f64, ms));
         let (recall, false_found) =
-            neighbour_recall(&data, rows.len().min(500), config.cluster.eps);
+            neighbour_recall(&data, rows.len().min(500), config.cluster.eps, &opts.lsh);
         extra.insert(format!("neighbour_recall_at_{n}"), round4(recall));
         extra.insert(format!("false_neighbours_at_{n}"), false_found as f64);
+        if n <= opts.linfa_up_to {
+            // linfa's own indexes, for comparison (one run each: they are slow).
+            let linfa: [(&str, linfa_nn::CommonNearestNeighbour); 3] = [
+                ("kdtree", linfa_nn::CommonNearestNeighbour::KdTree),
+                ("balltree", linfa_nn::CommonNearestNeighbour::BallTree),
+                ("linear", linfa_nn::CommonNearestNeighbour::LinearSearch),
+            ];
+            for (name, nn) in linfa {
+                let t = Instant::now();
+                cluster::dbscan_with(
+                    data.view(),
+                    config.cluster.min_points,
+                    config.cluster.eps,
+                    nn,
+                );
+                extra.insert(
+                    format!("linfa_{name}_ms_at_{n}"),
+                    round2(t.elapsed().as_secs_f64() * 1000.0),
+                );
+            }
+        }
         if n <= opts.exact_up_to && config.cluster.min_points == 2 {
             let t = Instant::now();
             let exact = cluster::exact_components(data.view(), config.cluster.eps);
@@ -845,7 +875,7 @@ fn cluster_scaling(opts: &Options) -> Result<ScenarioResult> {
             "sizes": opts.cluster_sizes,
             "eps": config.cluster.eps,
             "min_points": config.cluster.min_points,
-            "index": format!("{:?}", SignLsh::default()),
+            "index": format!("{:?}", opts.lsh),
         }),
         median: Figures::default(),
         runs: Vec::new(),
@@ -862,12 +892,10 @@ fn round4(x: f64) -> f64 {
 /// Share of true neighbours (exact search) the index returns over `q` query rows spread
 /// over the data, and how many neighbours it returned that exact search does not (always
 /// zero: every candidate is verified with the exact distance).
-pub fn neighbour_recall(data: &Array2<f32>, q: usize, eps: f64) -> (f64, usize) {
+pub fn neighbour_recall(data: &Array2<f32>, q: usize, eps: f64, lsh: &SignLsh) -> (f64, usize) {
     use linfa_nn::distance::L2Dist;
     use linfa_nn::NearestNeighbour;
-    let index = SignLsh::default()
-        .from_batch(data, L2Dist)
-        .expect("a non-empty batch");
+    let index = lsh.from_batch(data, L2Dist).expect("a non-empty batch");
     let norms: Vec<f32> = data.rows().into_iter().map(|r| r.dot(&r)).collect();
     let limit = (eps * eps) as f32;
     let (mut found, mut total, mut false_found) = (0usize, 0usize, 0usize);

@@ -261,6 +261,24 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 20_000)]
     pub exact_up_to: usize,
 
+    /// Also time linfa's own indexes (k-d tree, ball tree, linear search) up to this many
+    /// events (0: never; they are quadratic in 256 dimensions).
+    #[arg(long, default_value_t = 0)]
+    pub linfa_up_to: usize,
+
+    /// Sign-LSH hash tables for the clustering scenario (default: the engine's).
+    #[arg(long)]
+    pub lsh_tables: Option<usize>,
+
+    /// Sign-LSH bits per table key for the clustering scenario (0: log2 of the distinct
+    /// rows minus 3, the engine's rule).
+    #[arg(long)]
+    pub lsh_bits: Option<usize>,
+
+    /// Sign-LSH least certain bits probed per table for the clustering scenario.
+    #[arg(long)]
+    pub lsh_probes: Option<usize>,
+
     /// Events of the token scenario.
     #[arg(long, default_value_t = 2_000)]
     pub token_events: usize,

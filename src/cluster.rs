@@ -43,8 +43,9 @@
 //! alone and come out as noise. Old noise, the costliest rows to prove isolated, is then
 //! never searched.
 //!
-//! Small windows (under [`EXACT_BELOW`] points), data that are not unit vectors and
-//! distances other than the Euclidean one use exact search.
+//! Windows of at most [`EXHAUSTIVE_GROUPS`] distinct rows are searched exhaustively (every
+//! pair verified: exact, and as fast as hashing at that size); data that are not unit
+//! vectors and distances other than the Euclidean one use linfa's exact linear search.
 
 use std::sync::{Arc, Mutex};
 
@@ -52,13 +53,13 @@ use linfa::prelude::*;
 use linfa::Float;
 use linfa_clustering::Dbscan;
 use linfa_nn::distance::Distance;
-use linfa_nn::{BuildError, LinearSearch, NearestNeighbour, NearestNeighbourIndex, NnError};
+use linfa_nn::{BuildError, NearestNeighbour, NearestNeighbourIndex, NnError};
 use ndarray::{Array2, ArrayBase, ArrayView1, ArrayView2, Data, Ix2};
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
-/// Below this many points, clustering uses exact linear search (it is fast enough).
-pub const EXACT_BELOW: usize = 1000;
+/// Up to this many distinct rows, every pair is verified (exact) instead of hashed.
+pub const EXHAUSTIVE_GROUPS: usize = 128;
 
 /// Groups of row indices, and the rows that belong to no group.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -68,19 +69,16 @@ pub struct Clustering {
 }
 
 /// DBSCAN with `min_points` (the point itself included) and radius `eps` (Euclidean
-/// distance between unit vectors), over the rows of `data`. With a `focus` (one flag per
-/// row), only the clusters holding a focused row are guaranteed, exactly as DBSCAN over all
-/// rows finds them; other rows may come out as noise. Uses [`SignLsh`] from
-/// [`EXACT_BELOW`] points on, exact search below.
+/// distance between unit vectors), over the rows of `data`, with the [`SignLsh`] index.
+/// With a `focus` (one flag per row), only the clusters holding a focused row are
+/// guaranteed, exactly as DBSCAN over all rows finds them; other rows may come out as
+/// noise.
 pub fn dbscan(
     data: ArrayView2<'_, f32>,
     min_points: usize,
     eps: f64,
     focus: Option<&[bool]>,
 ) -> Clustering {
-    if data.nrows() < EXACT_BELOW {
-        return dbscan_with(data, min_points, eps, LinearSearch);
-    }
     let mut lsh = SignLsh::default();
     if let Some(f) = focus {
         lsh.focus = Some(Focus {
@@ -124,6 +122,17 @@ pub fn dbscan_with<N: NearestNeighbour>(
     }
     clusters.retain(|c| !c.is_empty());
     Clustering { clusters, noise }
+}
+
+/// Threads for the index's parallel work: the machine's cores, at most four (asked once:
+/// the answer comes from cgroup files on Linux).
+fn threads() -> usize {
+    static THREADS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *THREADS.get_or_init(|| {
+        std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(4)
+    })
 }
 
 /// Exact DBSCAN with `min_points = 2`, the reference the index is measured against (in
@@ -273,6 +282,8 @@ struct SignLshIndex<'a, F: Float, D: Distance<F>> {
     /// False when some row is neither a unit vector nor zero, or the distance is not
     /// Euclidean: then every query is answered by exact search.
     hashed: bool,
+    /// Few enough groups to verify every pair (no tables are built).
+    exhaustive: bool,
     /// Focused rows and min_points (see [`Focus`]).
     focus: Option<Focus>,
     scratch: Mutex<Scratch>,
@@ -415,7 +426,11 @@ impl<'a, F: Float, D: Distance<F>> SignLshIndex<'a, F, D> {
         let m = tables * bits;
         let words = m.div_ceil(64);
         let mut rng = Xoshiro256PlusPlus::seed_from_u64(p.seed);
-        let proj = Array2::from_shape_fn((dim, m), |_| gaussian(&mut rng));
+        let proj = if hashed && groups > EXHAUSTIVE_GROUPS {
+            Array2::from_shape_fn((dim, m), |_| gaussian(&mut rng))
+        } else {
+            Array2::zeros((dim, 0))
+        };
         let mut index = SignLshIndex {
             points,
             dist_fn,
@@ -437,6 +452,7 @@ impl<'a, F: Float, D: Distance<F>> SignLshIndex<'a, F, D> {
             sparse_vals: Vec::new(),
             norm2: Vec::new(),
             hashed,
+            exhaustive: groups <= EXHAUSTIVE_GROUPS,
             focus: p.focus.clone().filter(|f| f.rows.len() == n),
             scratch: Mutex::new(Scratch {
                 seen: Seen::new(groups),
@@ -449,6 +465,7 @@ impl<'a, F: Float, D: Distance<F>> SignLshIndex<'a, F, D> {
         if !hashed {
             return index;
         }
+        // Sparse forms and norms are needed either way; keys and tables only for hashing.
         index.keys = vec![0; tables * groups];
         index.sketch = vec![0; groups * words];
         index.sparse.reserve(groups);
@@ -471,10 +488,11 @@ impl<'a, F: Float, D: Distance<F>> SignLshIndex<'a, F, D> {
                 }
             }
         }
+        if index.exhaustive {
+            return index;
+        }
         // Keys and sketches, the groups split over the machine's cores.
-        let threads = std::thread::available_parallelism()
-            .map_or(1, |n| n.get())
-            .min(4);
+        let threads = threads();
         let chunk = groups.div_ceil(threads).max(BLOCK_ROWS);
         let parts: Vec<(usize, Vec<u32>, Vec<u64>)> = std::thread::scope(|s| {
             let index = &index;
@@ -677,11 +695,9 @@ impl<'a, F: Float, D: Distance<F>> SignLshIndex<'a, F, D> {
         (off % stride as usize == 0 && row < n).then_some(row)
     }
 
-    /// Codes and sparse form of a query point. A row's sparse form is its group's, and
-    /// its projections are recomputed from it (a few dozen values times the projection
-    /// rows), which is cheaper than keeping every group's least certain bits.
-    fn query_of(&self, point: &ArrayView1<'_, F>) -> (Codes, Option<SparseQuery>) {
-        let sparse = match self.row_of(point) {
+    /// A query point's sparse form: its group's when it is a row.
+    fn query_sparse(&self, point: &ArrayView1<'_, F>) -> Option<SparseQuery> {
+        match self.row_of(point) {
             Some(i) => {
                 let g = self.group_of[i] as usize;
                 self.sparse[g].map(|(at, len)| {
@@ -701,7 +717,14 @@ impl<'a, F: Float, D: Distance<F>> SignLshIndex<'a, F, D> {
                     norm2,
                 )
             }),
-        };
+        }
+    }
+
+    /// Codes and sparse form of a query point. A row's sparse form is its group's, and
+    /// its projections are recomputed from it (a few dozen values times the projection
+    /// rows), which is cheaper than keeping every group's least certain bits.
+    fn query_of(&self, point: &ArrayView1<'_, F>) -> (Codes, Option<SparseQuery>) {
+        let sparse = self.query_sparse(point);
         let projected = match &sparse {
             Some((dims, vals, _)) => {
                 let m = self.proj.ncols();
@@ -739,6 +762,14 @@ impl<'a, F: Float, D: Distance<F>> SignLshIndex<'a, F, D> {
     /// The groups within `range` of a point: candidates from the tables (probing the
     /// least certain bits too), filtered by their sign sketches, verified exactly.
     fn search(&self, point: &ArrayView1<'_, F>, range: F, seen: &mut Seen) -> Vec<u32> {
+        if self.exhaustive {
+            let query_sparse = self.query_sparse(point);
+            let r = self.dist_fn.dist_to_rdist(range);
+            return (0..self.groups())
+                .filter(|&g| self.group_within(point, query_sparse.as_ref(), g, r))
+                .map(|g| g as u32)
+                .collect();
+        }
         let (c, query_sparse) = self.query_of(point);
         let limit = self.max_disagreements(range.to_f64().unwrap_or(f64::INFINITY));
         let r = self.dist_fn.dist_to_rdist(range);
@@ -848,9 +879,7 @@ impl<'a, F: Float, D: Distance<F>> SignLshIndex<'a, F, D> {
             .copied()
             .filter(|&g| scratch.neighbours[g].is_none())
             .collect();
-        let threads = std::thread::available_parallelism()
-            .map_or(1, |n| n.get())
-            .min(4);
+        let threads = threads();
         if threads < 2 || todo.len() < 256 {
             return;
         }
@@ -1080,6 +1109,7 @@ impl<F: Float, D: Distance<F>> NearestNeighbourIndex<F> for SignLshIndex<'_, F, 
 mod tests {
     use super::*;
     use linfa_nn::distance::L2Dist;
+    use linfa_nn::LinearSearch;
     use ndarray::Array2;
 
     pub(super) fn rows(points: &[Vec<f32>]) -> Array2<f32> {

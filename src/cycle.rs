@@ -183,6 +183,7 @@ pub fn run(
     } else {
         work.window = state::window(&tx, from, now, &embedder.id())?;
         work.report.window.events = work.window.len();
+        work.lap("window");
         embed_missing(
             &tx,
             embedder,

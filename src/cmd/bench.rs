@@ -21,6 +21,16 @@ pub fn run(g: &Global, a: &BenchArgs) -> Result<i32> {
         increment: a.increment,
         cluster_sizes: a.cluster_sizes.clone(),
         exact_up_to: a.exact_up_to,
+        linfa_up_to: a.linfa_up_to,
+        lsh: {
+            let d = crate::cluster::SignLsh::default();
+            crate::cluster::SignLsh {
+                tables: a.lsh_tables.unwrap_or(d.tables),
+                bits: a.lsh_bits.unwrap_or(d.bits),
+                probes: a.lsh_probes.unwrap_or(d.probes),
+                ..d
+            }
+        },
         token_events: a.token_events,
         llm_url: a.llm_url.clone(),
         llm_model: a.llm_model.clone(),
