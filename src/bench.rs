@@ -810,12 +810,34 @@ fn cluster_scaling(opts: &Options) -> Result<ScenarioResult> {
             }
         }
         if n <= opts.exact_up_to && config.cluster.min_points == 2 {
-            let t = Instant::now();
-            let exact = cluster::exact_components(data.view(), config.cluster.eps);
-            extra.insert(
-                format!("exact_ms_at_{n}"),
-                round2(t.elapsed().as_secs_f64() * 1000.0),
-            );
+            // With --dir, the exact clustering is kept there: a parameter sweep computes it
+            // once.
+            let cache = opts.dir.as_ref().map(|d| {
+                d.join(format!(
+                    "exact-{n}-seed{}-eps{}.json",
+                    opts.seed, config.cluster.eps
+                ))
+            });
+            let cached: Option<cluster::Clustering> = cache
+                .as_ref()
+                .and_then(|p| std::fs::read_to_string(p).ok())
+                .and_then(|t| serde_json::from_str(&t).ok());
+            let exact = match cached {
+                Some(c) => c,
+                None => {
+                    let t = Instant::now();
+                    let c = cluster::exact_components(data.view(), config.cluster.eps);
+                    extra.insert(
+                        format!("exact_ms_at_{n}"),
+                        round2(t.elapsed().as_secs_f64() * 1000.0),
+                    );
+                    if let Some(p) = &cache {
+                        let text = serde_json::to_string(&c).unwrap_or_default();
+                        write_atomic(p, text.as_bytes())?;
+                    }
+                    c
+                }
+            };
             extra.insert(
                 format!("exact_clusters_at_{n}"),
                 exact.clusters.len() as f64,

@@ -62,7 +62,7 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 pub const EXHAUSTIVE_GROUPS: usize = 128;
 
 /// Groups of row indices, and the rows that belong to no group.
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq, Default, serde::Serialize, serde::Deserialize)]
 pub struct Clustering {
     pub clusters: Vec<Vec<usize>>,
     pub noise: Vec<usize>,
