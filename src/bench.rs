@@ -276,20 +276,23 @@ fn set_config(dir: &Path, keys: &[(&str, toml::Value)]) -> Result<()> {
 }
 
 /// Prepare a repository once: with `--dir`, a repository prepared earlier from the same
-/// recipe (and the same dream) is reused; otherwise it is built with `build`.
+/// recipe (and the same dream version) is reused; otherwise it is built with `build`.
+/// Returns how it was prepared, for the notes.
 fn prepare_once(
     init: InitFn,
     dir: &Path,
     recipe: &str,
     build: impl FnOnce(&Path) -> Result<()>,
-) -> Result<()> {
+) -> Result<String> {
     let marker = dir.join(".dream").join("bench-recipe");
     if std::fs::read_to_string(&marker).is_ok_and(|r| r == recipe) {
-        return Ok(());
+        return Ok(format!("reused from {}", dir.display()));
     }
+    let started = Instant::now();
     new_repo(init, dir)?;
     build(dir)?;
-    write_atomic(&marker, recipe.as_bytes())
+    write_atomic(&marker, recipe.as_bytes())?;
+    Ok(format!("{:.1} s", started.elapsed().as_secs_f64()))
 }
 
 /// Write events to an inbox file of a repository.
@@ -542,10 +545,9 @@ fn heavy(opts: &Options, init: InitFn, dir: &Path) -> Result<Vec<ScenarioResult>
     let old = opts.window.saturating_sub(opts.new);
     let prepared = dir.join("prepared");
     // The older part of the window: 13 days before today, consolidated day by day.
-    let started = Instant::now();
     let themes = themes_for(opts.window);
     let history_spec = spec(opts, 1, old, today - Duration::days(13), 13, "h-", themes);
-    prepare_once(
+    let prepared_how = prepare_once(
         init,
         &prepared,
         &format!("{history_spec:?} {}", env!("CARGO_PKG_VERSION")),
@@ -554,7 +556,6 @@ fn heavy(opts: &Options, init: InitFn, dir: &Path) -> Result<Vec<ScenarioResult>
             replay_daily(repo, &history.events, "history")
         },
     )?;
-    let prepare_s = started.elapsed().as_secs_f64();
     let fresh = synth::generate(&spec(opts, 2, opts.new, today, 1, "n-", themes));
 
     let mut busy = Vec::new();
@@ -578,7 +579,7 @@ fn heavy(opts: &Options, init: InitFn, dir: &Path) -> Result<Vec<ScenarioResult>
         "themes_per_event": 0.005,
         "noise": 0.3,
         "tool_share": 0.1,
-        "prepare_seconds": round2(prepare_s),
+        "prepared": prepared_how,
     });
     let m = median_figures(&busy);
     let heavy = ScenarioResult {
@@ -595,7 +596,7 @@ fn heavy(opts: &Options, init: InitFn, dir: &Path) -> Result<Vec<ScenarioResult>
         median: m,
         runs: busy,
         notes: vec![format!(
-            "the window's older {old} events were ingested and consolidated by 13 daily cycles beforehand ({prepare_s:.1} s)"
+            "the window's older {old} events were ingested and consolidated by 13 daily cycles beforehand ({prepared_how})"
         )],
         extra: BTreeMap::new(),
     };
@@ -634,10 +635,9 @@ fn incremental(opts: &Options, init: InitFn, dir: &Path) -> Result<ScenarioResul
     let themes = themes_for(opts.history);
     let history_spec = spec(opts, 3, opts.history, hist_start, hist_days, "h-", themes);
     let with_history = dir.join("with-history");
-    let started = Instant::now();
     // A timer that ran through the history: everything ingested, the history's own last
     // window consolidated.
-    prepare_once(
+    let prepared_how = prepare_once(
         init,
         &with_history,
         &format!("{history_spec:?} {}", env!("CARGO_PKG_VERSION")),
@@ -648,7 +648,6 @@ fn incremental(opts: &Options, init: InitFn, dir: &Path) -> Result<ScenarioResul
             cycle_here(repo, evening_of(last)).map(|_| ())
         },
     )?;
-    let prepare_s = started.elapsed().as_secs_f64();
     let empty = dir.join("empty");
     new_repo(init, &empty)?;
     let fresh = synth::generate(&spec(
@@ -703,7 +702,7 @@ fn incremental(opts: &Options, init: InitFn, dir: &Path) -> Result<ScenarioResul
             "history_events": opts.history,
             "history_days": hist_days,
             "new_events": opts.increment,
-            "prepare_seconds": round2(prepare_s),
+            "prepared": prepared_how,
         }),
         targets: vec![Target::at_most("time over history / time over empty", ratio, 1.5, "x")],
         median: h,
