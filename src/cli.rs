@@ -139,6 +139,16 @@ pub enum Command {
     Explain(ExplainArgs),
     Undo(UndoArgs),
     Log(LogArgs),
+    /// Measure memory quality on a public conversation benchmark (LoCoMo).
+    #[command(subcommand)]
+    Eval(EvalCommand),
+    /// Measure speed, memory and token cost on a synthetic workload (for maintainers).
+    #[command(hide = true)]
+    Bench(BenchArgs),
+    /// One `dream run --json` cycle that also reports its own peak memory (what `dream
+    /// bench` measures in a child process).
+    #[command(hide = true)]
+    BenchCycle(RunArgs),
 }
 
 /// Create a memory repository in DIR (default: the current folder).
@@ -402,6 +412,137 @@ pub struct LogArgs {
     /// Print one JSON array on stdout.
     #[arg(long)]
     pub json: bool,
+}
+
+/// Evaluations of memory quality on public datasets, replayed the way a timer would run
+/// dream.
+#[derive(Debug, Subcommand)]
+pub enum EvalCommand {
+    /// Replay LoCoMo conversations (one evening cycle per session date, offline by default)
+    /// and measure answer retention, memory size, evidence recall and traceability.
+    ///
+    /// Each conversation becomes a stream of events (one per turn, id
+    /// `<sample_id>:<dia_id>`, both speakers trusted as owners, image captions included)
+    /// consolidated in its own temporary repository with the default configuration (or
+    /// the keys of --config). Answer retention counts the questions of categories 1, 2 and
+    /// 4 whose answer's content words all appear in one durable fact (and, beside it, in
+    /// one fact or review card); memory size is durable memory's words as a share of the
+    /// transcript's; evidence recall is the share of the questions' evidence turns cited
+    /// by some fact or card, shown with the average number of events a fact cites;
+    /// traceability is the share of facts whose every content word appears in the events
+    /// they cite (it must be 100%: the command exits 1 otherwise).
+    Locomo(EvalLocomoArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct EvalLocomoArgs {
+    /// The LoCoMo JSON file (an array of conversations, as in data/locomo10.json).
+    #[arg(value_name = "PATH")]
+    pub path: PathBuf,
+
+    /// Print one JSON object on stdout.
+    #[arg(long)]
+    pub json: bool,
+
+    /// Only these conversations (sample ids, comma-separated).
+    #[arg(long, value_name = "IDS", value_delimiter = ',')]
+    pub only: Vec<String>,
+
+    /// A dream.toml whose keys replace the defaults in every replay repository.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+
+    /// Keep the replay repositories in this folder (one per conversation) to inspect them.
+    #[arg(long, value_name = "DIR")]
+    pub keep: Option<PathBuf>,
+}
+
+/// Build repositories from a deterministic synthetic workload and measure the cycles that
+/// matter in child processes: per-stage time, engine and process wall time, peak memory,
+/// LLM calls and tokens, as medians over --runs. Use a release build. See
+/// docs/BENCHMARKS.md.
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// Scenarios: all, heavy (also measures idle), incremental, cluster, tokens.
+    #[arg(
+        long,
+        value_name = "NAMES",
+        value_delimiter = ',',
+        default_value = "all"
+    )]
+    pub scenario: Vec<String>,
+
+    /// Measured runs per scenario (the figures are medians).
+    #[arg(long, default_value_t = 5)]
+    pub runs: usize,
+
+    /// Print one JSON object on stdout (the table goes to stderr).
+    #[arg(long)]
+    pub json: bool,
+
+    /// Work in this folder and keep it (default: a temporary folder).
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+
+    /// Events in the window of the heavy scenario.
+    #[arg(long, default_value_t = 100_000)]
+    pub window: usize,
+
+    /// New events of the heavy scenario.
+    #[arg(long, default_value_t = 10_000)]
+    pub new: usize,
+
+    /// Events of the incremental scenario's history (older than the window).
+    #[arg(long, default_value_t = 100_000)]
+    pub history: usize,
+
+    /// New events of the incremental scenario.
+    #[arg(long, default_value_t = 1_000)]
+    pub increment: usize,
+
+    /// Window sizes of the clustering scenario.
+    #[arg(long, value_delimiter = ',', default_value = "10000,50000,100000")]
+    pub cluster_sizes: Vec<usize>,
+
+    /// Compare with exact (quadratic) clustering up to this many events (100,000 takes
+    /// a few minutes).
+    #[arg(long, default_value_t = 20_000)]
+    pub exact_up_to: usize,
+
+    /// Also time linfa's own indexes (k-d tree, ball tree, linear search) up to this many
+    /// events (0: never; they are quadratic in 256 dimensions).
+    #[arg(long, default_value_t = 0)]
+    pub linfa_up_to: usize,
+
+    /// Sign-LSH hash tables for the clustering scenario (default: the engine's).
+    #[arg(long)]
+    pub lsh_tables: Option<usize>,
+
+    /// Sign-LSH bits per table key for the clustering scenario (0: log2 of the distinct
+    /// rows minus 3, the engine's rule).
+    #[arg(long)]
+    pub lsh_bits: Option<usize>,
+
+    /// Sign-LSH least certain bits probed per table for the clustering scenario.
+    #[arg(long)]
+    pub lsh_probes: Option<usize>,
+
+    /// Events of the token scenario.
+    #[arg(long, default_value_t = 2_000)]
+    pub token_events: usize,
+
+    /// Base URL of an OpenAI-compatible server for the token scenario (for example the
+    /// fake server's http://127.0.0.1:PORT/v1); without it the scenario reports offline.
+    #[arg(long, value_name = "URL")]
+    pub llm_url: Option<String>,
+
+    /// Model name sent to --llm-url.
+    #[arg(long, default_value = "gpt-4o-mini")]
+    pub llm_model: String,
+
+    /// Seed of the synthetic workload.
+    #[arg(long, default_value_t = 7)]
+    pub seed: u64,
 }
 
 /// Set up `tracing` on stderr from the global flags: warnings by default, `-v` for more,

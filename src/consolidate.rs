@@ -15,8 +15,13 @@ use crate::cycle::{commit_message, parallel_map, Ctx, Stage, Work};
 use crate::error::{Error, Result};
 use crate::gates::{self, Evidence, Gated};
 use crate::llm::budget::{Budget, CallError};
-use crate::llm::{EventView, FactView, JudgeItem, JudgeRequest, Llm, LlmErrorKind, Proposal, ReflectRequest, Verdict};
-use crate::memory::{self, text_id, unique_id, Block, Card, Decision, Excerpt, Fact, GateResult, Memory, Origin};
+use crate::llm::{
+    EventView, FactView, JudgeItem, JudgeRequest, Llm, LlmErrorKind, Proposal, ReflectRequest,
+    Verdict,
+};
+use crate::memory::{
+    self, text_id, unique_id, Block, Card, Decision, Excerpt, Fact, GateResult, Memory, Origin,
+};
 use crate::report::{DecisionRow, Degraded};
 use crate::route::{self, Outcome};
 use crate::state::{self, Stored};
@@ -42,10 +47,24 @@ pub fn run(ctx: &Ctx<'_>, tx: &Connection, work: &mut Work) -> Result<()> {
                 elsewhere.insert(id.clone());
             }
         }
-        gated.push(gates::gate_proposal(p, &Evidence::new(sent, &elsewhere), ctx.config));
+        gated.push(gates::gate_proposal(
+            p,
+            &Evidence::new(sent, &elsewhere),
+            ctx.config,
+        ));
     }
+    let mut texts = crate::measures::PreparedCache::default();
     let report = &mut work.report;
-    let verdicts = judge(ctx.llm, &ctx.budget, &gated, &work.memory, ctx.config, &mut report.degraded, &mut report.notes);
+    let verdicts = judge(
+        ctx.llm,
+        &ctx.budget,
+        &gated,
+        &work.memory,
+        ctx.config,
+        &mut report.degraded,
+        &mut report.notes,
+        &mut texts,
+    );
     work.lap("judge");
 
     let vetoes = state::vetoes(tx)?;
@@ -53,7 +72,17 @@ pub fn run(ctx: &Ctx<'_>, tx: &Connection, work: &mut Work) -> Result<()> {
     let mut card_writes: BTreeMap<String, Option<String>> = BTreeMap::new();
     let mut lines = Vec::new();
     for g in &gated {
-        apply_one(ctx, tx, work, g, verdicts.get(&text_id("k", &g.text)), &vetoes, &mut card_writes, &mut lines)?;
+        apply_one(
+            ctx,
+            tx,
+            work,
+            g,
+            verdicts.get(&text_id("k", &g.text)),
+            &vetoes,
+            &mut card_writes,
+            &mut lines,
+            &mut texts,
+        )?;
     }
     work.lap("route");
 
@@ -81,50 +110,99 @@ pub fn run(ctx: &Ctx<'_>, tx: &Connection, work: &mut Work) -> Result<()> {
             "consolidate",
             ctx.budget.spend().spent,
         );
-        work.stages.push(Stage { name: "consolidate", change });
+        work.stages.push(Stage {
+            name: "consolidate",
+            change,
+        });
     }
     Ok(())
 }
 
 /// Cluster the window and reflect on every cluster with a new event, `llm.concurrency`
 /// calls at a time under the budget. Clusters whose call was not started (budget) or
-/// failed stay unreflected, so the next cycle picks them up. Returns each proposal with
-/// the events that were sent for it.
-fn reflect(ctx: &Ctx<'_>, tx: &Connection, work: &mut Work) -> Result<Vec<(Proposal, Vec<EventView>)>> {
+/// failed stay unreflected, so the next cycle picks them up; events no cluster holds (and
+/// events with no content word) are marked as looked at, since only a new event can ever
+/// give them a cluster. Returns each proposal with the events that were sent for it.
+fn reflect(
+    ctx: &Ctx<'_>,
+    tx: &Connection,
+    work: &mut Work,
+) -> Result<Vec<(Proposal, Vec<EventView>)>> {
     let config = ctx.config;
-    let window = std::mem::take(&mut work.window);
-    let usable: Vec<usize> = (0..window.len())
-        .filter(|&i| work.vectors[i].iter().any(|x| *x != 0.0))
+    let mut looked_at: Vec<i64> = Vec::new();
+    let w = &mut work.window;
+    let dim = w.dim;
+    let usable: Vec<bool> = (0..w.len())
+        .map(|i| dim > 0 && w.vector(i).iter().any(|x| *x != 0.0))
         .collect();
-    let points: Vec<Vec<f32>> = usable.iter().map(|&i| work.vectors[i].clone()).collect();
-    let clustering = cluster::dbscan(&points, config.cluster.min_points, config.cluster.eps);
+    for (i, ok) in usable.iter().enumerate() {
+        if !ok && !w.reflected[i] {
+            looked_at.push(w.seq[i]);
+        }
+    }
+    w.retain(|i| usable[i]);
+    let w = &work.window;
+    let view2 = ndarray::ArrayView2::from_shape((w.len(), w.dim), &w.vectors)
+        .expect("the window holds dim values per row");
+    let fresh: Vec<bool> = w.reflected.iter().map(|r| !r).collect();
+    let clustering = cluster::dbscan(
+        view2,
+        config.cluster.min_points,
+        config.cluster.eps,
+        Some(&fresh),
+    );
     work.report.window.clusters = clustering.clusters.len();
+    looked_at.extend(
+        clustering
+            .noise
+            .iter()
+            .filter(|&&i| !w.reflected[i])
+            .map(|&i| w.seq[i]),
+    );
     let mut selected: Vec<Vec<usize>> = clustering
         .clusters
-        .iter()
-        .map(|c| c.iter().map(|&k| usable[k]).collect::<Vec<usize>>())
-        .filter(|c| c.iter().any(|&i| !window[i].reflected))
+        .into_iter()
+        .filter(|c| c.iter().any(|&i| !w.reflected[i]))
         .collect();
-    selected.sort_by_key(|c| (std::cmp::Reverse(c.len()), window[c[0]].event.id.clone()));
-    for (n, c) in selected.iter().enumerate() {
-        let texts: Vec<String> = c.iter().map(|&i| memory::excerpt(&window[i].event.text, 60)).collect();
-        tracing::debug!(cluster = n, size = c.len(), "cluster: {}", texts.join(" | "));
-    }
+    selected.sort_by(|a, b| {
+        b.len()
+            .cmp(&a.len())
+            .then_with(|| w.ids[a[0]].cmp(&w.ids[b[0]]))
+    });
     work.report.window.with_new = selected.len();
     work.lap("cluster");
 
-    let requests: Vec<(ReflectRequest, Vec<String>)> = selected
-        .iter()
-        .enumerate()
-        .map(|(n, c)| reflect_request(n, c, &window, config.cluster.max_events_per_prompt))
-        .collect();
-    work.window = window;
+    let mut requests: Vec<(ReflectRequest, Vec<(i64, bool)>)> = Vec::with_capacity(selected.len());
+    for (n, c) in selected.iter().enumerate() {
+        requests.push(reflect_request(
+            tx,
+            n,
+            c,
+            &work.window,
+            config.cluster.max_events_per_prompt,
+        )?);
+    }
+    for (req, members) in &requests {
+        if tracing::enabled!(tracing::Level::DEBUG) {
+            let texts: Vec<String> = req
+                .events
+                .iter()
+                .map(|e| memory::excerpt(&e.text, 60))
+                .collect();
+            tracing::debug!(
+                cluster = req.cluster,
+                size = members.len(),
+                "cluster: {}",
+                texts.join(" | ")
+            );
+        }
+    }
     let llm = ctx.llm;
     let results = parallel_map(&requests, workers(llm, config), |(req, _)| {
-        ctx.budget.call(llm.estimate_reflect(req), || llm.reflect(req))
+        ctx.budget
+            .call(llm.estimate_reflect(req), || llm.reflect(req))
     });
     let mut proposals = Vec::new();
-    let mut reflected_ids: Vec<String> = Vec::new();
     let mut budget_pending = 0;
     let mut failed: BTreeMap<String, Vec<usize>> = BTreeMap::new();
     for ((req, members), result) in requests.into_iter().zip(results) {
@@ -136,14 +214,21 @@ fn reflect(ctx: &Ctx<'_>, tx: &Connection, work: &mut Work) -> Result<Vec<(Propo
                         work.report.notes.push(note);
                     }
                 }
-                reflected_ids.extend(members);
+                looked_at.extend(
+                    members
+                        .into_iter()
+                        .filter(|(_, reflected)| !reflected)
+                        .map(|(seq, _)| seq),
+                );
                 for p in reply.value.candidates {
                     proposals.push((p, req.events.clone()));
                 }
             }
             Err(CallError::Budget) => budget_pending += 1,
             // A refused key is configuration: stop before anything is consumed.
-            Err(CallError::Failed(e)) if e.kind == LlmErrorKind::Auth => return Err(Error::Auth(e.message)),
+            Err(CallError::Failed(e)) if e.kind == LlmErrorKind::Auth => {
+                return Err(Error::Auth(e.message))
+            }
             Err(CallError::Failed(e)) => {
                 work.report.window.pending += 1;
                 failed.entry(e.to_string()).or_default().push(req.cluster);
@@ -165,15 +250,23 @@ fn reflect(ctx: &Ctx<'_>, tx: &Connection, work: &mut Work) -> Result<Vec<(Propo
             "token budget reached: {budget_pending} clusters left pending for the next cycle (budget.tokens_per_cycle = {})",
             ctx.budget.cap()
         ));
-        tracing::warn!(pending = budget_pending, cap = ctx.budget.cap(), "token budget reached");
+        tracing::warn!(
+            pending = budget_pending,
+            cap = ctx.budget.cap(),
+            "token budget reached"
+        );
     }
-    state::mark_reflected(tx, &reflected_ids, &ctx.cycle_id)?;
+    state::mark_reflected_seq(tx, &looked_at, &ctx.cycle_id)?;
     Ok(proposals)
 }
 
+/// Calls in flight at once: `llm.concurrency` for a model; for the offline provider, which
+/// computes rather than waits, one per core (its answers keep their order either way).
 fn workers(llm: &dyn Llm, config: &Config) -> usize {
     if llm.offline() {
-        1
+        std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(4)
     } else {
         config.llm.concurrency
     }
@@ -193,20 +286,36 @@ fn view(s: &Stored) -> EventView {
 }
 
 /// The request for one cluster: new events first (up to the prompt cap), then the most
-/// recent earlier ones, shown oldest first. Returns the ids of every cluster member too.
-fn reflect_request(n: usize, members: &[usize], window: &[Stored], cap: usize) -> (ReflectRequest, Vec<String>) {
+/// recent earlier ones, shown oldest first; only those events' texts are read. Returns
+/// the row id of every cluster member too, with whether it was already reflected on.
+fn reflect_request(
+    tx: &Connection,
+    n: usize,
+    members: &[usize],
+    window: &state::Window,
+    cap: usize,
+) -> Result<(ReflectRequest, Vec<(i64, bool)>)> {
     let mut order: Vec<usize> = members.to_vec();
-    order.sort_by_key(|&i| (window[i].reflected, std::cmp::Reverse(window[i].event.ts)));
+    order.sort_by_key(|&i| (window.reflected[i], std::cmp::Reverse(window.ts[i])));
     order.truncate(cap);
-    order.sort_by_key(|&i| (window[i].event.ts, window[i].event.id.clone()));
-    let events = order.iter().map(|&i| view(&window[i])).collect();
-    let ids = members.iter().map(|&i| window[i].event.id.clone()).collect();
-    (ReflectRequest { cluster: n, events }, ids)
+    order.sort_by(|&a, &b| {
+        window.ts[a]
+            .cmp(&window.ts[b])
+            .then_with(|| window.ids[a].cmp(&window.ids[b]))
+    });
+    let seqs: Vec<i64> = order.iter().map(|&i| window.seq[i]).collect();
+    let events = state::events_by_seq(tx, &seqs)?.iter().map(view).collect();
+    let members = members
+        .iter()
+        .map(|&i| (window.seq[i], window.reflected[i]))
+        .collect();
+    Ok((ReflectRequest { cluster: n, events }, members))
 }
 
 /// Ask the judge about every candidate that passed the gates and has neighbours, in
 /// batches. A batch that fails, or does not fit in the budget, degrades to the
 /// conservative default (no contradiction, novel), and the degradation is reported.
+#[allow(clippy::too_many_arguments)]
 fn judge(
     llm: &dyn Llm,
     budget: &Budget,
@@ -215,6 +324,7 @@ fn judge(
     config: &Config,
     degraded: &mut Vec<Degraded>,
     notes: &mut Vec<String>,
+    texts: &mut crate::measures::PreparedCache,
 ) -> HashMap<String, Verdict> {
     let mut items = Vec::new();
     let mut seen = HashSet::new();
@@ -223,16 +333,17 @@ fn judge(
         if !seen.insert(id.clone()) {
             continue;
         }
-        let neighbours: Vec<FactView> = route::nearest(memory, &g.text, JUDGE_NEIGHBOURS)
-            .into_iter()
-            .filter_map(|n| memory.get(&n.fact_id))
-            .map(|(b, f)| FactView {
-                id: f.id.clone(),
-                block: b.as_str().into(),
-                category: f.category.clone(),
-                text: f.text.clone(),
-            })
-            .collect();
+        let neighbours: Vec<FactView> =
+            route::nearest_cached(memory, &g.text, JUDGE_NEIGHBOURS, texts)
+                .into_iter()
+                .filter_map(|n| memory.get(&n.fact_id))
+                .map(|(b, f)| FactView {
+                    id: f.id.clone(),
+                    block: b.as_str().into(),
+                    category: f.category.clone(),
+                    text: f.text.clone(),
+                })
+                .collect();
         if !neighbours.is_empty() {
             items.push(JudgeItem {
                 candidate_id: id,
@@ -257,7 +368,8 @@ fn judge(
                         notes.push(note);
                     }
                 }
-                let asked: HashSet<&str> = req.items.iter().map(|i| i.candidate_id.as_str()).collect();
+                let asked: HashSet<&str> =
+                    req.items.iter().map(|i| i.candidate_id.as_str()).collect();
                 for v in reply.value.verdicts {
                     if asked.contains(v.candidate_id.as_str()) {
                         out.insert(v.candidate_id.clone(), v);
@@ -301,16 +413,24 @@ fn apply_one(
     vetoes: &[veto::Veto],
     card_writes: &mut BTreeMap<String, Option<String>>,
     lines: &mut Vec<String>,
+    texts: &mut crate::measures::PreparedCache,
 ) -> Result<()> {
     let config = ctx.config;
     let now = ctx.opts.now;
     let cand_id = text_id("k", &g.text);
-    let near = route::nearest(&work.memory, &g.text, JUDGE_NEIGHBOURS);
-    let matched = if g.refused.is_none() { matching_card(&work.cards, &g.text, config) } else { None };
-    let g = match matched {
+    let near = route::nearest_cached(&work.memory, &g.text, JUDGE_NEIGHBOURS, texts);
+    let matched = if g.refused.is_none() {
+        matching_card(&work.cards, &g.text, config, texts)
+    } else {
+        None
+    };
+    let mut g = match matched {
         Some(ci) => merge_into_card(tx, &work.cards[ci], g, config)?,
         None => g.clone(),
     };
+    // Novelty against durable memory (S4 step 6): 1 - similarity to the nearest fact.
+    g.measures.novelty = crate::measures::round3(1.0 - near.first().map_or(0.0, |n| n.similarity));
+    g.measures.nearest_fact = near.first().map(|n| n.fact_id.clone());
     let (g, hit) = check_vetoes(tx, g, vetoes, config)?;
     let (outcome, judge_text, route_gates) = route::route(&g, &near, verdict, config);
     let outcome = veto::cap(outcome, hit.as_ref());
@@ -359,7 +479,18 @@ fn apply_one(
         }
         Outcome::Queue { reason, supersedes } => {
             let existing = matched.map(|ci| &work.cards[ci]);
-            let card = build_card(&g, existing, reason, supersedes, &work.memory, &judge_text, all_gates.clone(), events, &ctx.cycle_id, now);
+            let card = build_card(
+                &g,
+                existing,
+                reason,
+                supersedes,
+                &work.memory,
+                &judge_text,
+                all_gates.clone(),
+                events,
+                &ctx.cycle_id,
+                now,
+            );
             let unchanged = existing.is_some_and(|old| same_card(old, &card));
             if !unchanged {
                 card_writes.insert(card.path(), Some(card.render()));
@@ -381,7 +512,10 @@ fn apply_one(
             (Some(id), reason.clone())
         }
         Outcome::Reinforce { fact_id } => {
-            let fact = work.memory.get_mut(fact_id).expect("nearest facts are active");
+            let fact = work
+                .memory
+                .get_mut(fact_id)
+                .expect("nearest facts are active");
             let before = fact.support.len();
             for id in &g.support {
                 if !fact.support.contains(id) {
@@ -399,10 +533,16 @@ fn apply_one(
                     fact.last_seen
                 ));
             }
-            (Some(fact_id.clone()), format!("restates {fact_id} (+{added} supporting events)"))
+            (
+                Some(fact_id.clone()),
+                format!("restates {fact_id} (+{added} supporting events)"),
+            )
         }
         Outcome::Refuse { reason } => {
-            lines.push(format!("refused    {cand_id}  {:?}  -- {reason}", memory::excerpt(&g.text, 120)));
+            lines.push(format!(
+                "refused    {cand_id}  {:?}  -- {reason}",
+                memory::excerpt(&g.text, 120)
+            ));
             (None, reason.clone())
         }
     };
@@ -437,12 +577,20 @@ fn apply_one(
 
 /// Hold a candidate that passed the gates against a person's earlier rejections and undos
 /// (see `veto`): the veto's gate joins the candidate's, and a refusal refuses it.
-fn check_vetoes(tx: &Connection, mut g: Gated, vetoes: &[veto::Veto], config: &Config) -> Result<(Gated, Option<veto::Hit>)> {
+fn check_vetoes(
+    tx: &Connection,
+    mut g: Gated,
+    vetoes: &[veto::Veto],
+    config: &Config,
+) -> Result<(Gated, Option<veto::Hit>)> {
     if vetoes.is_empty() || g.refused.is_some() {
         return Ok((g, None));
     }
     let events = state::events_by_ids(tx, &g.support)?;
-    let support: Vec<(&str, &str)> = events.iter().map(|s| (s.event.id.as_str(), s.event.text.as_str())).collect();
+    let support: Vec<(&str, &str)> = events
+        .iter()
+        .map(|s| (s.event.id.as_str(), s.event.text.as_str()))
+        .collect();
     let hit = veto::check(&g.text, &support, vetoes, config);
     if let Some(h) = &hit {
         g.gates.push(h.gate.clone());
@@ -454,14 +602,24 @@ fn check_vetoes(tx: &Connection, mut g: Gated, vetoes: &[veto::Veto], config: &C
 }
 
 /// The pending card a candidate restates, if any.
-fn matching_card(cards: &[Card], text: &str, config: &Config) -> Option<usize> {
+fn matching_card(
+    cards: &[Card],
+    text: &str,
+    config: &Config,
+    texts: &mut crate::measures::PreparedCache,
+) -> Option<usize> {
+    let query = crate::measures::Prepared::new(text);
     cards
         .iter()
         .enumerate()
-        .map(|(i, c)| (i, crate::measures::similarity(text, &c.text), crate::measures::polarity_agrees(text, &c.text)))
-        .filter(|(_, sim, same)| *same && *sim >= config.promote.reinforce_similarity)
+        .filter_map(|(i, c)| {
+            let card = texts.get(&c.text);
+            let sim = crate::measures::set_similarity(&query.content, &card.content);
+            let same = crate::measures::polarity_agrees_prepared(&query, card);
+            (same && sim >= config.promote.reinforce_similarity).then_some((i, sim))
+        })
         .max_by(|a, b| a.1.total_cmp(&b.1))
-        .map(|(i, _, _)| i)
+        .map(|(i, _)| i)
 }
 
 /// A candidate that restates a pending card: the card's text with the union of both
@@ -474,7 +632,11 @@ fn merge_into_card(tx: &Connection, card: &Card, g: &Gated, config: &Config) -> 
             ids.push(id.clone());
         }
     }
-    let fresh: HashSet<&String> = g.support.iter().filter(|id| !card.supporting_event_ids.contains(id)).collect();
+    let fresh: HashSet<&String> = g
+        .support
+        .iter()
+        .filter(|id| !card.supporting_event_ids.contains(id))
+        .collect();
     let events: Vec<EventView> = state::events_by_ids(tx, &ids)?
         .iter()
         .map(|s| {
@@ -493,7 +655,11 @@ fn merge_into_card(tx: &Connection, card: &Card, g: &Gated, config: &Config) -> 
     };
     let none = HashSet::new();
     let merged = gates::gate_proposal(&proposal, &Evidence::new(&events, &none), config);
-    Ok(if merged.refused.is_some() { g.clone() } else { merged })
+    Ok(if merged.refused.is_some() {
+        g.clone()
+    } else {
+        merged
+    })
 }
 
 /// Two versions of a card say the same thing (ignoring when they were written).
@@ -525,8 +691,16 @@ fn excerpts(conn: &Connection, ids: &[String]) -> Result<Vec<Excerpt>> {
 }
 
 fn span(events: &[Excerpt], today: NaiveDate) -> (NaiveDate, NaiveDate) {
-    let first = events.iter().map(|e| e.ts.date_naive()).min().unwrap_or(today);
-    let last = events.iter().map(|e| e.ts.date_naive()).max().unwrap_or(today);
+    let first = events
+        .iter()
+        .map(|e| e.ts.date_naive())
+        .min()
+        .unwrap_or(today);
+    let last = events
+        .iter()
+        .map(|e| e.ts.date_naive())
+        .max()
+        .unwrap_or(today);
     (first, last)
 }
 
@@ -544,7 +718,9 @@ fn build_card(
     now: DateTime<Utc>,
 ) -> Card {
     Card {
-        id: existing.map(|c| c.id.clone()).unwrap_or_else(|| text_id("c", &g.text)),
+        id: existing
+            .map(|c| c.id.clone())
+            .unwrap_or_else(|| text_id("c", &g.text)),
         created: existing.map_or(now, |c| c.created),
         updated: now,
         cycle: cycle.into(),
@@ -556,7 +732,10 @@ fn build_card(
         proposer_reason: g.reason.clone(),
         judge: judge.into(),
         supersedes: supersedes.clone(),
-        supersedes_text: supersedes.as_ref().and_then(|id| memory.get(id)).map(|(_, f)| f.text.clone()),
+        supersedes_text: supersedes
+            .as_ref()
+            .and_then(|id| memory.get(id))
+            .map(|(_, f)| f.text.clone()),
         supporting_event_ids: g.support.clone(),
         measures: g.measures.clone(),
         gates,

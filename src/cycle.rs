@@ -26,7 +26,7 @@ use crate::llm::budget::Budget;
 use crate::llm::Llm;
 use crate::memory::{Card, Memory};
 use crate::report::{CommitRow, Degraded, Report, Tokens};
-use crate::state::{self, State, Stored};
+use crate::state::{self, State};
 use crate::store::{Change, Store};
 use crate::{consolidate, digest, ingest, lock};
 
@@ -56,10 +56,13 @@ pub struct Ctx<'a> {
 pub struct Work {
     pub memory: Memory,
     pub cards: Vec<Card>,
-    /// Events of the rolling window (recalled events left out), oldest first.
-    pub window: Vec<Stored>,
-    /// One vector per window event (all zeros for an event with no content word).
-    pub vectors: Vec<Vec<f32>>,
+    /// The rolling window (recalled events left out), oldest first: ids, times and one
+    /// vector per event, without text (stages fetch the text of the few events they show
+    /// a model). Empty when the cycle found nothing new (see [`Work::idle`]).
+    pub window: state::Window,
+    /// Nothing was ingested and no window event waits to be looked at: the window was not
+    /// loaded and there is nothing to cluster.
+    pub idle: bool,
     pub report: Report,
     pub stages: Vec<Stage>,
     timer: Instant,
@@ -81,12 +84,22 @@ pub struct Stage {
 }
 
 /// Run one cycle on the repo at `root`.
-pub fn run(root: &Path, config: &Config, llm: &dyn Llm, embedder: &dyn Embedder, opts: &Options) -> Result<Report> {
+pub fn run(
+    root: &Path,
+    config: &Config,
+    llm: &dyn Llm,
+    embedder: &dyn Embedder,
+    opts: &Options,
+) -> Result<Report> {
     let wall = Instant::now();
     let started = Utc::now();
     let _lock = lock::acquire(root, !opts.dry_run, started)?;
     let store = Store::open(root)?;
-    let mut state = if opts.dry_run { State::open_scratch_copy(root)? } else { State::open(root)? };
+    let mut state = if opts.dry_run {
+        State::open_scratch_copy(root)?
+    } else {
+        State::open(root)?
+    };
     let now = opts.now;
     let ctx = Ctx {
         root,
@@ -119,10 +132,18 @@ pub fn run(root: &Path, config: &Config, llm: &dyn Llm, embedder: &dyn Embedder,
     );
 
     // Hand edits first, so they are never clobbered and the audit trail shows them apart.
-    if store.is_dirty()? {
+    let dirty = if opts.dry_run {
+        store.is_dirty()?
+    } else {
+        store.is_dirty_refreshing_index()?
+    };
+    if dirty {
         let paths = store.dirty_paths()?;
         if opts.dry_run {
-            report.notes.push(format!("would first commit hand edits to {}", paths.join(", ")));
+            report.notes.push(format!(
+                "would first commit hand edits to {}",
+                paths.join(", ")
+            ));
         } else if let Some(oid) = store.commit_all(&manual_edit_message(&paths, &ctx.cycle_id))? {
             report.commits.push(CommitRow {
                 stage: "manual".into(),
@@ -133,20 +154,25 @@ pub fn run(root: &Path, config: &Config, llm: &dyn Llm, embedder: &dyn Embedder,
     }
     let (cards, problems) = store.pending_cards()?;
     for p in problems {
-        report.notes.push(format!("skipped a card that does not parse: {p}"));
+        report
+            .notes
+            .push(format!("skipped a card that does not parse: {p}"));
     }
     let mut work = Work {
         memory: store.load_memory(ctx.today)?,
         cards,
-        window: Vec::new(),
-        vectors: Vec::new(),
+        window: state::Window::default(),
+        idle: false,
         report,
         stages: Vec::new(),
         timer: Instant::now(),
     };
     adopt_hand_written(&ctx, &mut work);
 
-    let tx = state.conn.transaction().context(|| "starting the state transaction".into())?;
+    let tx = state
+        .conn
+        .transaction()
+        .context(|| "starting the state transaction".into())?;
     work.report.ingest = ingest::run(&tx, root, config, &ctx.cycle_id, now)?;
     for w in &work.report.ingest.watermarks {
         state::put_watermark(&tx, w, now)?;
@@ -155,21 +181,46 @@ pub fn run(root: &Path, config: &Config, llm: &dyn Llm, embedder: &dyn Embedder,
     crate::oplog::ingested(&work.report.ingest);
 
     let from = now - Duration::days(i64::from(config.cluster.window_days));
-    work.window = state::window_events(&tx, from, now)?
-        .into_iter()
-        .filter(|s| !s.event.recalled)
-        .collect();
-    work.report.window.events = work.window.len();
-    work.vectors = embed_window(&tx, embedder, &work.window, config.embed.batch_size, &mut work.report.embedded)?;
+    // Fast path: with nothing ingested and nothing in the window waiting to be looked at,
+    // clustering would find exactly what the last cycle found, so the window is not even
+    // loaded (a timer's idle run stays a few milliseconds, whatever the history's size).
+    work.idle =
+        work.report.ingest.new_events == 0 && !state::window_has_unreflected(&tx, from, now)?;
+    if work.idle {
+        work.report
+            .notes
+            .push("nothing new since the last cycle: the window was not clustered".into());
+    } else {
+        work.window = state::window(&tx, from, now, &embedder.id())?;
+        work.report.window.events = work.window.len();
+        work.lap("window");
+        embed_missing(
+            &tx,
+            embedder,
+            &mut work.window,
+            config.embed.batch_size,
+            &mut work.report.embedded,
+        )?;
+    }
     work.lap("embed");
-    tracing::info!(window_events = work.window.len(), embedded = work.report.embedded, "embedded");
+    tracing::info!(
+        window_events = work.window.len(),
+        embedded = work.report.embedded,
+        "embedded"
+    );
 
     let profile = config.profile(opts.kind);
-    if profile.reflect {
+    if profile.reflect && !work.idle {
+        let new_tool_calls = state::window_has_unreflected_tool_call(&tx, from, now)?;
         consolidate::run(&ctx, &tx, &mut work)?;
-        crate::skills::run(&ctx, &tx, &mut work)?;
+        if new_tool_calls {
+            crate::skills::run(&ctx, &tx, &mut work)?;
+        }
     }
-    if profile.passes {
+    // Durable memory changes only through new events or hand edits, so an idle cycle with
+    // no hand edit has nothing for the passes to do.
+    let hand_edited = work.report.commits.iter().any(|c| c.stage == "manual");
+    if profile.passes && (!work.idle || hand_edited) {
         crate::passes::run(&ctx, &tx, &mut work)?;
     }
     // The digest comes last, so it shows what this cycle left for a person.
@@ -192,7 +243,11 @@ pub fn run(root: &Path, config: &Config, llm: &dyn Llm, embedder: &dyn Embedder,
                 s.change.message.lines().next().unwrap_or_default()
             ));
             for (path, contents) in &s.change.writes {
-                let verb = if contents.is_some() { "write" } else { "remove" };
+                let verb = if contents.is_some() {
+                    "write"
+                } else {
+                    "remove"
+                };
                 work.report.notes.push(format!("  would {verb} {path}"));
             }
         }
@@ -202,15 +257,26 @@ pub fn run(root: &Path, config: &Config, llm: &dyn Llm, embedder: &dyn Embedder,
                 work.report.commits.push(CommitRow {
                     stage: s.name.into(),
                     commit: oid.to_string(),
-                    subject: s.change.message.lines().next().unwrap_or_default().to_string(),
+                    subject: s
+                        .change
+                        .message
+                        .lines()
+                        .next()
+                        .unwrap_or_default()
+                        .to_string(),
                 });
             }
         }
         failpoint("after-commit");
+        if !work.report.commits.is_empty() {
+            store.settle_index()?;
+        }
     }
     work.lap("commit");
     crate::oplog::finished(&work.report, wall.elapsed());
-    work.report.timings_ms.insert("total".into(), wall.elapsed().as_millis() as u64);
+    work.report
+        .timings_ms
+        .insert("total".into(), wall.elapsed().as_millis() as u64);
     state::put_cycle(
         &tx,
         &state::CycleRecord {
@@ -223,15 +289,20 @@ pub fn run(root: &Path, config: &Config, llm: &dyn Llm, embedder: &dyn Embedder,
         },
     )?;
     if opts.dry_run {
-        tx.rollback().context(|| "discarding the dry run's scratch state".into())?;
+        tx.rollback()
+            .context(|| "discarding the dry run's scratch state".into())?;
     } else {
-        tx.commit().context(|| "committing the state transaction".into())?;
+        tx.commit()
+            .context(|| "committing the state transaction".into())?;
     }
     Ok(work.report)
 }
 
 /// Give hand-written facts ids, as a stage of its own.
 fn adopt_hand_written(ctx: &Ctx<'_>, work: &mut Work) {
+    if work.memory.facts().all(|(_, f)| !f.id.is_empty()) {
+        return;
+    }
     let before = work.memory.clone();
     let adopted = work.memory.adopt_hand_written();
     if adopted.is_empty() {
@@ -249,7 +320,10 @@ fn adopt_hand_written(ctx: &Ctx<'_>, work: &mut Work) {
         "adopt",
         0,
     );
-    work.stages.push(Stage { name: "adopt", change });
+    work.stages.push(Stage {
+        name: "adopt",
+        change,
+    });
 }
 
 /// Stop the process at a named point, for crash tests (debug builds only).
@@ -260,32 +334,47 @@ fn failpoint(name: &str) {
     }
 }
 
-/// Vectors for every window event, embedding (and caching) only those not cached yet.
-fn embed_window(
+/// Embed (and cache) the window's events that have no cached vector yet, in batches,
+/// reading the text of those events only.
+fn embed_missing(
     conn: &Connection,
     embedder: &dyn Embedder,
-    window: &[Stored],
+    window: &mut state::Window,
     batch: usize,
     embedded: &mut usize,
-) -> Result<Vec<Vec<f32>>> {
-    let model = embedder.id();
-    let ids: Vec<&str> = window.iter().map(|s| s.event.id.as_str()).collect();
-    let mut cached = state::embeddings(conn, &model, &ids)?;
-    let missing: Vec<&Stored> = window.iter().filter(|s| !cached.contains_key(&s.event.id)).collect();
+) -> Result<()> {
+    let missing = std::mem::take(&mut window.missing);
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let model = state::model_id(conn, &embedder.id(), true)?.expect("created");
     for chunk in missing.chunks(batch.max(1)) {
-        let texts: Vec<&str> = chunk.iter().map(|s| s.event.text.as_str()).collect();
-        let vectors = embedder.embed(&texts)?;
-        for (s, v) in chunk.iter().zip(vectors) {
-            state::put_embedding(conn, &model, &s.event.id, &v)?;
-            cached.insert(s.event.id.clone(), v);
+        let seqs: Vec<i64> = chunk.iter().map(|&row| window.seq[row]).collect();
+        let texts = state::texts_by_seq(conn, &seqs)?;
+        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let vectors = embedder.embed(&refs)?;
+        if vectors.len() != chunk.len() {
+            return Err(crate::error::Error::Other(format!(
+                "the embedder returned {} vectors for {} texts",
+                vectors.len(),
+                chunk.len()
+            )));
+        }
+        for (&row, v) in chunk.iter().zip(&vectors) {
+            state::put_vector(conn, model, window.seq[row], v)?;
+            window.set_vector(row, v)?;
             *embedded += 1;
         }
     }
-    Ok(window.iter().map(|s| cached.remove(&s.event.id).unwrap_or_default()).collect())
+    Ok(())
 }
 
 /// Run `f` over `items` with up to `workers` threads; results keep the input order.
-pub fn parallel_map<T: Sync, R: Send>(items: &[T], workers: usize, f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+pub fn parallel_map<T: Sync, R: Send>(
+    items: &[T],
+    workers: usize,
+    f: impl Fn(&T) -> R + Sync,
+) -> Vec<R> {
     if workers <= 1 || items.len() <= 1 {
         return items.iter().map(f).collect();
     }
@@ -305,12 +394,22 @@ pub fn parallel_map<T: Sync, R: Send>(items: &[T], workers: usize, f: impl Fn(&T
     });
     slots
         .into_iter()
-        .map(|m| m.into_inner().expect("result slot").expect("every item ran"))
+        .map(|m| {
+            m.into_inner()
+                .expect("result slot")
+                .expect("every item ran")
+        })
         .collect()
 }
 
 /// A commit message: a subject a person can scan, one line per mutation, and trailers.
-pub fn commit_message(subject: &str, lines: &[String], cycle: &str, stage: &str, tokens: u64) -> String {
+pub fn commit_message(
+    subject: &str,
+    lines: &[String],
+    cycle: &str,
+    stage: &str,
+    tokens: u64,
+) -> String {
     let mut m = format!("{subject}\n\n");
     for l in lines {
         m.push_str(l);
@@ -319,7 +418,9 @@ pub fn commit_message(subject: &str, lines: &[String], cycle: &str, stage: &str,
     if !lines.is_empty() {
         m.push('\n');
     }
-    m.push_str(&format!("Dream-Cycle: {cycle}\nDream-Stage: {stage}\nDream-Tokens: {tokens}\n"));
+    m.push_str(&format!(
+        "Dream-Cycle: {cycle}\nDream-Stage: {stage}\nDream-Tokens: {tokens}\n"
+    ));
     m
 }
 
@@ -328,7 +429,9 @@ fn with_degraded(message: &str, degraded: &[Degraded]) -> String {
     if degraded.is_empty() {
         return message.to_string();
     }
-    let Some(at) = message.find("\nDream-Cycle:") else { return message.to_string() };
+    let Some(at) = message.find("\nDream-Cycle:") else {
+        return message.to_string();
+    };
     let mut m = message[..at].to_string();
     for d in degraded {
         m.push_str(&format!("\ndegraded   {}: {}", d.stage, d.reason));

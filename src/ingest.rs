@@ -100,9 +100,10 @@ pub fn run(
                             p.event.id
                         )),
                         None => {
-                            state::insert_event(
+                            state::insert_event_hashed(
                                 conn,
                                 &p.event,
+                                &hash,
                                 &format!("{key}:{}", line.line),
                                 cycle,
                             )?;

@@ -11,6 +11,7 @@
 //! command line, and the only code that prints.
 
 pub mod adapters;
+pub mod bench;
 pub mod cli;
 pub mod cluster;
 pub mod cmd;
@@ -20,6 +21,7 @@ pub mod cycle;
 pub mod digest;
 pub mod embed;
 pub mod error;
+pub mod eval;
 pub mod event;
 pub mod fake_llm;
 pub mod fsutil;
@@ -48,5 +50,6 @@ pub mod revert;
 pub mod review;
 pub mod trail;
 pub mod veto;
+pub mod synth;
 
 pub use error::{Error, Result};

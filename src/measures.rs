@@ -5,7 +5,7 @@
 //! a fixed stopword list, set containment) so that a person can recompute any figure by
 //! hand and `dream verify` can re-derive it independently. Nothing here does I/O.
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::LazyLock;
 
 use regex::Regex;
@@ -327,7 +327,11 @@ pub fn negated(text: &str) -> bool {
 /// one of the `shared` content words: "I don't live in Lisbon" negates "live", while
 /// "Don't forget: I live in Lisbon" negates nothing the two texts share.
 pub fn negates(text: &str, shared: &BTreeSet<String>) -> bool {
-    let toks = tokens(text);
+    negates_tokens(&tokens(text), shared)
+}
+
+/// [`negates`] over a text's tokens.
+fn negates_tokens(toks: &[String], shared: &BTreeSet<String>) -> bool {
     toks.iter().enumerate().any(|(i, t)| {
         NEGATIONS.contains(&t.as_str())
             && toks[i + 1..]
@@ -339,11 +343,57 @@ pub fn negates(text: &str, shared: &BTreeSet<String>) -> bool {
 
 /// Whether two texts agree in polarity about what they share (see [`negates`]).
 pub fn polarity_agrees(a: &str, b: &str) -> bool {
-    let shared: BTreeSet<String> = content_tokens(a)
-        .intersection(&content_tokens(b))
-        .cloned()
-        .collect();
-    negates(a, &shared) == negates(b, &shared)
+    polarity_agrees_prepared(&Prepared::new(a), &Prepared::new(b))
+}
+
+/// A text tokenised once for repeated comparisons (similarity, polarity): its tokens, its
+/// content-token set, and whether it holds a negation word at all.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Prepared {
+    pub tokens: Vec<String>,
+    pub content: BTreeSet<String>,
+    pub negation: bool,
+}
+
+impl Prepared {
+    pub fn new(text: &str) -> Prepared {
+        let tokens = tokens(text);
+        let content = tokens
+            .iter()
+            .filter(|t| !is_stopword(t))
+            .map(|t| stem_token(t))
+            .collect();
+        let negation = tokens.iter().any(|t| NEGATIONS.contains(&t.as_str()));
+        Prepared {
+            tokens,
+            content,
+            negation,
+        }
+    }
+}
+
+/// [`polarity_agrees`] over prepared texts. Two texts without a negation word always
+/// agree, which is most pairs, so that case costs nothing.
+pub fn polarity_agrees_prepared(a: &Prepared, b: &Prepared) -> bool {
+    if !a.negation && !b.negation {
+        return true;
+    }
+    let shared: BTreeSet<String> = a.content.intersection(&b.content).cloned().collect();
+    negates_tokens(&a.tokens, &shared) == negates_tokens(&b.tokens, &shared)
+}
+
+/// Prepared texts by text, so a text compared many times in a stage (an active fact, a
+/// pending card) is tokenised once.
+#[derive(Debug, Default)]
+pub struct PreparedCache(HashMap<String, Prepared>);
+
+impl PreparedCache {
+    pub fn get(&mut self, text: &str) -> &Prepared {
+        if !self.0.contains_key(text) {
+            self.0.insert(text.to_string(), Prepared::new(text));
+        }
+        &self.0[text]
+    }
 }
 
 /// Capitalised words that do not start a sentence ("I" and its contractions excluded).

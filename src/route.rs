@@ -55,18 +55,29 @@ pub struct Near {
 
 /// The `k` active facts most similar to `text` (S6 similarity), most similar first.
 pub fn nearest(memory: &Memory, text: &str, k: usize) -> Vec<Near> {
-    let tokens = measures::content_tokens(text);
+    nearest_cached(memory, text, k, &mut measures::PreparedCache::default())
+}
+
+/// [`nearest`], with the facts' texts tokenised once per `cache` (a stage compares every
+/// candidate with every active fact).
+pub fn nearest_cached(
+    memory: &Memory,
+    text: &str,
+    k: usize,
+    cache: &mut measures::PreparedCache,
+) -> Vec<Near> {
+    let query = measures::Prepared::new(text);
     let mut out: Vec<Near> = memory
         .facts()
-        .map(|(_, f)| Near {
-            fact_id: f.id.clone(),
-            similarity: round3(measures::set_similarity(
-                &tokens,
-                &measures::content_tokens(&f.text),
-            )),
-            same_polarity: measures::polarity_agrees(text, &f.text),
+        .filter_map(|(_, f)| {
+            let fact = cache.get(&f.text);
+            let similarity = round3(measures::set_similarity(&query.content, &fact.content));
+            (similarity > 0.0).then(|| Near {
+                fact_id: f.id.clone(),
+                similarity,
+                same_polarity: measures::polarity_agrees_prepared(&query, fact),
+            })
         })
-        .filter(|n| n.similarity > 0.0)
         .collect();
     out.sort_by(|a, b| {
         b.similarity

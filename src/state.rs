@@ -94,7 +94,31 @@ CREATE TABLE vetoes (
     decision TEXT NOT NULL
 );
 "#,
+    r#"
+CREATE TABLE embedding_models (
+    id   INTEGER PRIMARY KEY,
+    name TEXT NOT NULL UNIQUE
+);
+CREATE TABLE vectors (
+    key INTEGER PRIMARY KEY,
+    vec BLOB NOT NULL
+);
+INSERT INTO embedding_models (name) SELECT DISTINCT model FROM embeddings ORDER BY model;
+INSERT INTO vectors (key, vec)
+    SELECT e.seq * 1024 + m.id, x.vec
+    FROM embeddings x
+    JOIN events e ON e.id = x.event_id
+    JOIN embedding_models m ON m.name = x.model;
+DROP TABLE embeddings;
+"#,
 ];
+
+/// Vectors are keyed by `events.seq * MODEL_SLOTS + embedding_models.id` in a rowid table
+/// (schema version 3): one lookup by integer key, and a 1 KiB vector stored inline in its
+/// row. (Version 1 kept them in a WITHOUT ROWID table keyed by text, whose rows cannot hold
+/// more than about 1,000 bytes inline on 4 KiB pages, so every vector spilled into an
+/// overflow page of its own: 4 KiB on disk and an extra page read per event.)
+const MODEL_SLOTS: i64 = 1024;
 
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 
@@ -246,33 +270,46 @@ fn row_to_stored(row: &rusqlite::Row<'_>) -> rusqlite::Result<Stored> {
 
 /// The content hash stored for an event id, if the id is known.
 pub fn event_hash(conn: &Connection, id: &str) -> Result<Option<String>> {
-    conn.query_row("SELECT hash FROM events WHERE id = ?1", [id], |r| r.get(0))
-        .optional()
+    conn.prepare_cached("SELECT hash FROM events WHERE id = ?1")
+        .and_then(|mut s| s.query_row([id], |r| r.get(0)).optional())
         .context(|| format!("looking up event {id}"))
 }
 
 /// Store a new event.
 pub fn insert_event(conn: &Connection, e: &Event, origin: &str, cycle: &str) -> Result<()> {
-    conn.execute(
-        "INSERT INTO events (id, ts, ts_epoch, kind, text, session, actor, source, trust, recalled, meta, hash, origin, ingested_cycle)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
-        params![
-            e.id,
-            e.ts.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true),
-            e.ts.timestamp(),
-            e.kind,
-            e.text,
-            e.session,
-            e.actor,
-            e.source,
-            e.trust.as_str(),
-            e.recalled as i64,
-            e.meta.as_ref().map(|m| m.to_string()),
-            e.content_hash(),
-            origin,
-            cycle,
-        ],
-    )
+    insert_event_hashed(conn, e, &e.content_hash(), origin, cycle)
+}
+
+/// [`insert_event`] with the content hash already computed (ingest has it from dedupe).
+pub fn insert_event_hashed(
+    conn: &Connection,
+    e: &Event,
+    hash: &str,
+    origin: &str,
+    cycle: &str,
+) -> Result<()> {
+    let mut stmt = conn
+        .prepare_cached(
+            "INSERT INTO events (id, ts, ts_epoch, kind, text, session, actor, source, trust, recalled, meta, hash, origin, ingested_cycle)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+        )
+        .context(|| format!("storing event {}", e.id))?;
+    stmt.execute(params![
+        e.id,
+        e.ts.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true),
+        e.ts.timestamp(),
+        e.kind,
+        e.text,
+        e.session,
+        e.actor,
+        e.source,
+        e.trust.as_str(),
+        e.recalled as i64,
+        e.meta.as_ref().map(|m| m.to_string()),
+        hash,
+        origin,
+        cycle,
+    ])
     .context(|| format!("storing event {}", e.id))?;
     Ok(())
 }
@@ -295,6 +332,40 @@ pub fn window_events(
         .context(|| "reading the window".into())
 }
 
+/// Tool calls and the owner's messages of the window, oldest first: what procedure
+/// instances are made of (SPEC S10).
+pub fn window_procedure_events(
+    conn: &Connection,
+    from: DateTime<Utc>,
+    to: DateTime<Utc>,
+) -> Result<Vec<Stored>> {
+    let mut stmt = conn
+        .prepare_cached(&format!(
+            "SELECT {EVENT_COLUMNS} FROM events WHERE ts_epoch BETWEEN ?1 AND ?2 AND recalled = 0
+             AND (kind = 'tool_call' OR (kind = 'message' AND trust = 'owner')) ORDER BY ts_epoch, seq"
+        ))
+        .context(|| "reading the window's tool calls".into())?;
+    let rows = stmt
+        .query_map([from.timestamp(), to.timestamp()], row_to_stored)
+        .context(|| "reading the window's tool calls".into())?;
+    rows.collect::<rusqlite::Result<Vec<_>>>()
+        .context(|| "reading the window's tool calls".into())
+}
+
+/// True when a tool call of the window waits for a cycle to look at it: only then can a
+/// procedure newly recur.
+pub fn window_has_unreflected_tool_call(
+    conn: &Connection,
+    from: DateTime<Utc>,
+    to: DateTime<Utc>,
+) -> Result<bool> {
+    conn.prepare_cached(
+        "SELECT EXISTS (SELECT 1 FROM events WHERE reflected_cycle IS NULL AND ts_epoch BETWEEN ?1 AND ?2 AND kind = 'tool_call')",
+    )
+    .and_then(|mut s| s.query_row([from.timestamp(), to.timestamp()], |r| r.get(0)))
+    .context(|| "probing the window for new tool calls".into())
+}
+
 /// Events by id (unknown ids are left out).
 pub fn events_by_ids(conn: &Connection, ids: &[String]) -> Result<Vec<Stored>> {
     let mut stmt = conn
@@ -313,6 +384,207 @@ pub fn events_by_ids(conn: &Connection, ids: &[String]) -> Result<Vec<Stored>> {
     Ok(out)
 }
 
+/// The rolling window as clustering sees it: no text, one row per event (recalled events
+/// left out), oldest first, each with its cached vector. Built by [`window`]; rows whose
+/// vector is not cached yet are zeros and listed in `missing`.
+#[derive(Debug, Clone, Default)]
+pub struct Window {
+    /// Row ids in the events table (for lookups by primary key).
+    pub seq: Vec<i64>,
+    pub ids: Vec<String>,
+    /// Unix seconds.
+    pub ts: Vec<i64>,
+    /// A cycle has already looked at the event.
+    pub reflected: Vec<bool>,
+    /// Vector length (0 while no vector is known).
+    pub dim: usize,
+    /// Row-major, `dim` values per row: one allocation for the whole window.
+    pub vectors: Vec<f32>,
+    /// Rows whose vector is not in the cache.
+    pub missing: Vec<usize>,
+}
+
+impl Window {
+    pub fn len(&self) -> usize {
+        self.ids.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ids.is_empty()
+    }
+
+    pub fn vector(&self, row: usize) -> &[f32] {
+        &self.vectors[row * self.dim..(row + 1) * self.dim]
+    }
+
+    /// Put a vector into a row (the first one sets `dim` for a window with none cached).
+    pub fn set_vector(&mut self, row: usize, v: &[f32]) -> Result<()> {
+        if self.dim == 0 {
+            self.dim = v.len();
+            self.vectors = vec![0.0; self.len() * self.dim];
+        }
+        if v.len() != self.dim {
+            return Err(Error::Other(format!(
+                "the embedder returned a vector of {} values where the window holds {}; clear the embedding cache or fix embed.dim",
+                v.len(),
+                self.dim
+            )));
+        }
+        self.vectors[row * self.dim..(row + 1) * self.dim].copy_from_slice(v);
+        Ok(())
+    }
+
+    /// Drop the rows `keep` says no to, in place (no second copy of the vectors).
+    pub fn retain(&mut self, keep: impl Fn(usize) -> bool) {
+        let mut to = 0;
+        for from in 0..self.len() {
+            if !keep(from) {
+                continue;
+            }
+            if to != from {
+                self.seq[to] = self.seq[from];
+                self.ids.swap(to, from);
+                self.ts[to] = self.ts[from];
+                self.reflected[to] = self.reflected[from];
+                if self.dim > 0 {
+                    self.vectors
+                        .copy_within(from * self.dim..(from + 1) * self.dim, to * self.dim);
+                }
+            }
+            to += 1;
+        }
+        self.seq.truncate(to);
+        self.ids.truncate(to);
+        self.ts.truncate(to);
+        self.reflected.truncate(to);
+        self.vectors.truncate(to * self.dim);
+        self.missing.clear();
+    }
+}
+
+/// The window `from <= ts <= to` with the vectors cached under `model`, in one pass over
+/// the time index (no event text is read).
+pub fn window(
+    conn: &Connection,
+    from: DateTime<Utc>,
+    to: DateTime<Utc>,
+    model: &str,
+) -> Result<Window> {
+    // An embedder with no vector cached yet matches no key.
+    let m = model_id(conn, model, false)?.unwrap_or(-1);
+    let mut stmt = conn
+        .prepare_cached(
+            "SELECT e.seq, e.id, e.ts_epoch, e.reflected_cycle IS NOT NULL, v.vec
+             FROM events e LEFT JOIN vectors v ON v.key = e.seq * ?4 + ?3
+             WHERE e.ts_epoch BETWEEN ?1 AND ?2 AND e.recalled = 0
+             ORDER BY e.ts_epoch, e.seq",
+        )
+        .context(|| "reading the window".into())?;
+    let mut rows = stmt
+        .query(params![from.timestamp(), to.timestamp(), m, MODEL_SLOTS])
+        .context(|| "reading the window".into())?;
+    let mut w = Window::default();
+    // Rows met before the first cached vector (while `dim` is unknown).
+    let mut before_dim = 0usize;
+    while let Some(r) = rows.next().context(|| "reading the window".into())? {
+        let row = w.ids.len();
+        w.seq
+            .push(r.get(0).context(|| "reading the window".into())?);
+        w.ids
+            .push(r.get(1).context(|| "reading the window".into())?);
+        w.ts.push(r.get(2).context(|| "reading the window".into())?);
+        w.reflected
+            .push(r.get(3).context(|| "reading the window".into())?);
+        let blob = r.get_ref(4).context(|| "reading the window".into())?;
+        match blob.as_blob_or_null().ok().flatten() {
+            Some(b)
+                if !b.is_empty() && b.len() % 4 == 0 && (w.dim == 0 || b.len() / 4 == w.dim) =>
+            {
+                if w.dim == 0 {
+                    w.dim = b.len() / 4;
+                    w.vectors.reserve(w.dim * 1024);
+                    w.vectors.resize(before_dim * w.dim, 0.0);
+                }
+                w.vectors.extend(
+                    b.chunks_exact(4)
+                        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])),
+                );
+            }
+            _ => {
+                w.missing.push(row);
+                if w.dim == 0 {
+                    before_dim += 1;
+                } else {
+                    w.vectors.extend(std::iter::repeat_n(0.0, w.dim));
+                }
+            }
+        }
+    }
+    w.vectors.shrink_to_fit();
+    Ok(w)
+}
+
+/// True when some event of the window `from <= ts <= to` waits for a cycle to look at it
+/// (a cheap probe of the partial index on unreflected events).
+pub fn window_has_unreflected(
+    conn: &Connection,
+    from: DateTime<Utc>,
+    to: DateTime<Utc>,
+) -> Result<bool> {
+    conn.prepare_cached(
+        "SELECT EXISTS (SELECT 1 FROM events WHERE reflected_cycle IS NULL AND ts_epoch BETWEEN ?1 AND ?2 AND recalled = 0)",
+    )
+    .and_then(|mut s| s.query_row([from.timestamp(), to.timestamp()], |r| r.get(0)))
+    .context(|| "probing the window for unreflected events".into())
+}
+
+/// Events by row id (`seq`), in the order asked; unknown rows are left out.
+pub fn events_by_seq(conn: &Connection, seqs: &[i64]) -> Result<Vec<Stored>> {
+    let mut stmt = conn
+        .prepare_cached(&format!(
+            "SELECT {EVENT_COLUMNS} FROM events WHERE seq = ?1"
+        ))
+        .context(|| "reading events".into())?;
+    let mut out = Vec::with_capacity(seqs.len());
+    for seq in seqs {
+        if let Some(s) = stmt
+            .query_row([seq], row_to_stored)
+            .optional()
+            .context(|| format!("reading event row {seq}"))?
+        {
+            out.push(s);
+        }
+    }
+    Ok(out)
+}
+
+/// The text of events by row id, in the order asked (for embedding).
+pub fn texts_by_seq(conn: &Connection, seqs: &[i64]) -> Result<Vec<String>> {
+    let mut stmt = conn
+        .prepare_cached("SELECT text FROM events WHERE seq = ?1")
+        .context(|| "reading event texts".into())?;
+    seqs.iter()
+        .map(|seq| {
+            stmt.query_row([seq], |r| r.get(0))
+                .context(|| format!("reading the text of event row {seq}"))
+        })
+        .collect()
+}
+
+/// Mark events, by row id, as looked at by a cycle.
+pub fn mark_reflected_seq(conn: &Connection, seqs: &[i64], cycle: &str) -> Result<()> {
+    let mut stmt = conn
+        .prepare_cached(
+            "UPDATE events SET reflected_cycle = ?2 WHERE seq = ?1 AND reflected_cycle IS NULL",
+        )
+        .context(|| "marking events reflected".into())?;
+    for seq in seqs {
+        stmt.execute(params![seq, cycle])
+            .context(|| format!("marking event row {seq} reflected"))?;
+    }
+    Ok(())
+}
+
 /// Mark events as reflected on by a cycle.
 pub fn mark_reflected(conn: &Connection, ids: &[String], cycle: &str) -> Result<()> {
     let mut stmt = conn
@@ -327,19 +599,45 @@ pub fn mark_reflected(conn: &Connection, ids: &[String], cycle: &str) -> Result<
     Ok(())
 }
 
+/// The id of an embedder in the vector cache; `create` adds an unknown one.
+pub fn model_id(conn: &Connection, model: &str, create: bool) -> Result<Option<i64>> {
+    let found: Option<i64> = conn
+        .prepare_cached("SELECT id FROM embedding_models WHERE name = ?1")
+        .and_then(|mut s| s.query_row([model], |r| r.get(0)).optional())
+        .context(|| format!("looking up embedder {model}"))?;
+    if found.is_some() || !create {
+        return Ok(found);
+    }
+    conn.prepare_cached("INSERT INTO embedding_models (name) VALUES (?1)")
+        .and_then(|mut s| s.execute([model]))
+        .context(|| format!("recording embedder {model}"))?;
+    let id = conn.last_insert_rowid();
+    if id >= MODEL_SLOTS {
+        return Err(Error::Other(format!(
+            "the vector cache holds {id} embedders, more than the {MODEL_SLOTS} it can key; this should not happen"
+        )));
+    }
+    Ok(Some(id))
+}
+
 /// Cached vectors for these events under an embedder id.
 pub fn embeddings(
     conn: &Connection,
     model: &str,
     ids: &[&str],
 ) -> Result<HashMap<String, Vec<f32>>> {
-    let mut stmt = conn
-        .prepare_cached("SELECT vec FROM embeddings WHERE event_id = ?1 AND model = ?2")
-        .context(|| "reading embeddings".into())?;
     let mut out = HashMap::with_capacity(ids.len());
+    let Some(m) = model_id(conn, model, false)? else {
+        return Ok(out);
+    };
+    let mut stmt = conn
+        .prepare_cached(
+            "SELECT v.vec FROM events e JOIN vectors v ON v.key = e.seq * ?3 + ?2 WHERE e.id = ?1",
+        )
+        .context(|| "reading embeddings".into())?;
     for id in ids {
         let blob: Option<Vec<u8>> = stmt
-            .query_row(params![id, model], |r| r.get(0))
+            .query_row(params![id, m, MODEL_SLOTS], |r| r.get(0))
             .optional()
             .context(|| format!("reading the embedding of {id}"))?;
         if let Some(b) = blob {
@@ -350,11 +648,20 @@ pub fn embeddings(
 }
 
 pub fn put_embedding(conn: &Connection, model: &str, id: &str, v: &[f32]) -> Result<()> {
+    let m = model_id(conn, model, true)?.expect("created");
     conn.prepare_cached(
-        "INSERT OR REPLACE INTO embeddings (event_id, model, vec) VALUES (?1, ?2, ?3)",
+        "INSERT OR REPLACE INTO vectors (key, vec) SELECT seq * ?4 + ?2, ?3 FROM events WHERE id = ?1",
     )
-    .and_then(|mut s| s.execute(params![id, model, encode_vec(v)]))
+    .and_then(|mut s| s.execute(params![id, m, encode_vec(v), MODEL_SLOTS]))
     .context(|| format!("storing the embedding of {id}"))?;
+    Ok(())
+}
+
+/// Store an event's vector by row id under an embedder id from [`model_id`].
+pub fn put_vector(conn: &Connection, model_id: i64, seq: i64, v: &[f32]) -> Result<()> {
+    conn.prepare_cached("INSERT OR REPLACE INTO vectors (key, vec) VALUES (?1, ?2)")
+        .and_then(|mut s| s.execute(params![seq * MODEL_SLOTS + model_id, encode_vec(v)]))
+        .context(|| format!("storing the vector of event row {seq}"))?;
     Ok(())
 }
 
@@ -571,6 +878,92 @@ pub fn candidate_records(
         .context(|| "reading candidates".into())?;
     rows.collect::<rusqlite::Result<Vec<_>>>()
         .context(|| "reading candidates".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(id: &str, ts: &str, text: &str) -> Event {
+        crate::event::parse_line(
+            serde_json::json!({"id": id, "ts": ts, "kind": "message", "text": text})
+                .to_string()
+                .as_bytes(),
+            1 << 20,
+        )
+        .unwrap()
+        .event
+    }
+
+    #[test]
+    fn version_one_embeddings_move_to_the_vector_table() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state.sqlite");
+        let conn = Connection::open(&path).unwrap();
+        conn.execute_batch(&format!(
+            "BEGIN;\n{}\nPRAGMA user_version = 1;\nCOMMIT;",
+            MIGRATIONS[0]
+        ))
+        .unwrap();
+        let e = event("e1", "2026-11-02T09:00:00Z", "I live in Lisbon.");
+        insert_event(&conn, &e, "test", "c1").unwrap();
+        conn.execute(
+            "INSERT INTO embeddings (event_id, model, vec) VALUES ('e1', 'builtin-v1-4', ?1)",
+            [encode_vec(&[0.5, 0.5, 0.5, 0.5])],
+        )
+        .unwrap();
+        migrate(&conn, &path).unwrap();
+        let got = embeddings(&conn, "builtin-v1-4", &["e1", "nope"]).unwrap();
+        assert_eq!(got.len(), 1);
+        assert_eq!(got["e1"], vec![0.5, 0.5, 0.5, 0.5]);
+        let from = "2026-11-01T00:00:00Z".parse().unwrap();
+        let to = "2026-11-03T00:00:00Z".parse().unwrap();
+        let w = window(&conn, from, to, "builtin-v1-4").unwrap();
+        assert_eq!((w.len(), w.dim, w.missing.len()), (1, 4, 0));
+        assert_eq!(w.vector(0), &[0.5, 0.5, 0.5, 0.5]);
+        let other = window(&conn, from, to, "another-model").unwrap();
+        assert_eq!((other.dim, other.missing), (0, vec![0]));
+    }
+
+    #[test]
+    fn the_window_reads_vectors_in_time_order_and_lists_the_missing() {
+        let dir = tempfile::tempdir().unwrap();
+        let conn = Connection::open(dir.path().join("s.sqlite")).unwrap();
+        migrate(&conn, &dir.path().join("s.sqlite")).unwrap();
+        for (id, ts) in [
+            ("b", "2026-11-02T10:00:00Z"),
+            ("a", "2026-11-02T09:00:00Z"),
+            ("old", "2026-10-01T09:00:00Z"),
+        ] {
+            insert_event(&conn, &event(id, ts, "text"), "test", "c1").unwrap();
+        }
+        put_embedding(&conn, "m", "b", &[1.0, 0.0]).unwrap();
+        let w = window(
+            &conn,
+            "2026-11-01T00:00:00Z".parse().unwrap(),
+            "2026-11-03T00:00:00Z".parse().unwrap(),
+            "m",
+        )
+        .unwrap();
+        assert_eq!(
+            w.ids,
+            vec!["a", "b"],
+            "oldest first, the old event left out"
+        );
+        assert_eq!(w.missing, vec![0]);
+        assert_eq!(w.vector(1), &[1.0, 0.0]);
+        assert_eq!(
+            w.vector(0),
+            &[0.0, 0.0],
+            "a missing vector reads as zeros until embedded"
+        );
+        let mut w = w;
+        w.retain(|i| i == 1);
+        assert_eq!(
+            (w.ids.clone(), w.vectors.clone()),
+            (vec!["b".to_string()], vec![1.0, 0.0])
+        );
+    }
 }
 
 /// The latest cycle of a kind whose clock was at or before `at` (for the digest: "what the

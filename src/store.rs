@@ -135,6 +135,34 @@ impl Store {
         Ok(!statuses.is_empty())
     }
 
+    /// [`Store::is_dirty`], also writing back to the git index the file times it
+    /// re-checked. Files written in the same instant as the index are "racily clean": git
+    /// cannot trust their times and re-hashes them on every status until the index is
+    /// written again, so without this a timer's idle run would re-hash every file the last
+    /// commit wrote. Writes only `.git/index` (never for a dry run).
+    pub fn is_dirty_refreshing_index(&self) -> Result<bool> {
+        let mut opts = StatusOptions::new();
+        opts.include_untracked(true)
+            .recurse_untracked_dirs(true)
+            .include_ignored(false)
+            .update_index(true);
+        let statuses = self
+            .repo
+            .statuses(Some(&mut opts))
+            .context(|| "reading git status".into())?;
+        Ok(!statuses.is_empty())
+    }
+
+    /// Leave a git index the next run can trust without re-hashing: wait until the file
+    /// clock has moved past the files just committed (file times are coarse, a few
+    /// milliseconds), then refresh the index so its entries are no longer "racily clean".
+    /// The busy cycle pays this once instead of every following idle run.
+    pub fn settle_index(&self) -> Result<()> {
+        let settle = std::time::Duration::from_millis(15);
+        std::thread::sleep(settle);
+        self.is_dirty_refreshing_index().map(|_| ())
+    }
+
     /// Paths with uncommitted changes, for messages.
     pub fn dirty_paths(&self) -> Result<Vec<String>> {
         let mut opts = StatusOptions::new();

@@ -78,6 +78,15 @@ fn checks(day: u32, session: &str, request: &str, message: &str, variant: u8) ->
     s
 }
 
+/// The procedure once more, on a new day: what makes a later cycle look at it again (a cycle
+/// with no new tool call does not look for procedures at all).
+fn once_more(env: &Env) {
+    env.append_inbox(
+        "agent.jsonl",
+        &checks(7, "s9", "Format, lint, test and commit the fix, please.", "fix again", 0),
+    );
+}
+
 /// Three tool calls serving one request.
 fn triple(day: u32, hour: u32, session: &str, request: &str, calls: [&str; 3]) -> String {
     let t = |m: u32| format!("2026-11-{day:02}T{hour:02}:{m:02}:00Z");
@@ -410,6 +419,7 @@ fn a_recurring_procedure_becomes_one_inert_draft_that_promote_activates_once() {
     assert!(stdout(&out).contains("installed:"), "{}", stdout(&out));
 
     // A second cycle sees the same procedure and leaves it alone.
+    once_more(&env);
     let before = commit_count(&env);
     let report = env.run_cycle("2026-11-07T21:00:00Z");
     let sk = &report["skills"];
@@ -533,6 +543,7 @@ fn below_min_confidence_a_card_proposes_the_skill_and_promote_decides_it() {
     assert_valid_skill(&name, &stdout(&show));
 
     // A second cycle does not propose it again.
+    once_more(&env);
     let report = env.run_cycle("2026-11-07T21:00:00Z");
     assert_eq!(
         report["skills"]["covered"][0]["status"], "proposed",
@@ -583,6 +594,7 @@ fn discard_keeps_the_procedure_from_coming_back_and_says_why() {
         .repo
         .join(format!("skills/discarded/{name}/SKILL.md"))
         .is_file());
+    once_more(&env);
     let report = env.run_cycle("2026-11-07T21:00:00Z");
     assert_eq!(report["skills"]["drafted"], 0);
     assert_eq!(report["skills"]["covered"][0]["status"], "discarded");

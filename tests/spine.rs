@@ -60,7 +60,11 @@ fn init_creates_the_layout_and_refuses_to_clobber() {
     std::fs::write(other.join("todo.txt"), "x").unwrap();
     let out = env.cmd().arg("init").arg(&other).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
-    assert!(stderr(&out).contains("is not empty and is not a dream repository"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("is not empty and is not a dream repository"),
+        "{}",
+        stderr(&out)
+    );
     assert!(!other.join("dream.toml").exists());
 }
 
@@ -73,8 +77,15 @@ fn the_sample_stream_is_consolidated_as_labelled() {
 
     let c = &report["candidates"];
     let n = |k: &str| c[k].as_u64().unwrap();
-    assert_eq!(n("proposed"), n("promoted") + n("queued") + n("reinforced") + n("refused"), "{c}");
-    assert_eq!(report["ingest"]["quarantined"], 2, "the two malformed lines");
+    assert_eq!(
+        n("proposed"),
+        n("promoted") + n("queued") + n("reinforced") + n("refused"),
+        "{c}"
+    );
+    assert_eq!(
+        report["ingest"]["quarantined"], 2,
+        "the two malformed lines"
+    );
     assert_eq!(report["ingest"]["redacted"], 2, "the pasted key, twice");
 
     let labels = labels();
@@ -85,14 +96,25 @@ fn the_sample_stream_is_consolidated_as_labelled() {
             .find(|f| dream::measures::similarity(fact_text(f), &l.text) >= 0.9)
             .unwrap_or_else(|| panic!("{:?} was not promoted; facts: {facts:#?}", l.text));
         if let Some(block) = &l.block {
-            assert!(env.read(&format!("memory/{block}.md")).contains(found.as_str()), "{:?} in {block}", l.text);
+            assert!(
+                env.read(&format!("memory/{block}.md"))
+                    .contains(found.as_str()),
+                "{:?} in {block}",
+                l.text
+            );
         }
     }
-    assert_eq!(facts.len(), labels.promoted.len(), "nothing else was promoted: {facts:#?}");
+    assert_eq!(
+        facts.len(),
+        labels.promoted.len(),
+        "nothing else was promoted: {facts:#?}"
+    );
     let cards = env.cards();
     for l in &labels.queued {
         assert!(
-            cards.iter().any(|c| dream::measures::similarity(c, &l.text) >= 0.9),
+            cards
+                .iter()
+                .any(|c| dream::measures::similarity(c, &l.text) >= 0.9),
             "{:?} was not queued; cards: {cards:#?}",
             l.text
         );
@@ -110,11 +132,17 @@ fn the_sample_stream_is_consolidated_as_labelled() {
         everything.push_str(&message);
     }
     for bad in &labels.never {
-        assert!(!everything.contains(bad.as_str()), "{bad:?} leaked into the repository");
+        assert!(
+            !everything.contains(bad.as_str()),
+            "{bad:?} leaked into the repository"
+        );
     }
 
     let subjects: Vec<String> = env.commits().into_iter().map(|(s, _)| s).collect();
-    assert!(subjects[0].starts_with("dream: evening cycle 2026-11-06:"), "{subjects:?}");
+    assert!(
+        subjects[0].starts_with("dream: evening cycle 2026-11-06:"),
+        "{subjects:?}"
+    );
 }
 
 #[test]
@@ -137,15 +165,26 @@ fn a_dry_run_writes_nothing_at_all() {
     env.add_sample_events();
     // A hand edit too, which a real run would commit first.
     let human = env.read("memory/human.md");
-    std::fs::write(env.repo.join("memory/human.md"), format!("{human}- I have two cats.\n")).unwrap();
+    std::fs::write(
+        env.repo.join("memory/human.md"),
+        format!("{human}- I have two cats.\n"),
+    )
+    .unwrap();
     let before = env.snapshot();
     let out = env.dream(&["run", "--dry-run", "--now", SAMPLE_NOW]);
     assert!(out.status.success(), "{}", stderr(&out));
     let text = stdout(&out);
     assert!(text.contains("dry run: nothing was written"), "{text}");
     assert!(text.contains("would commit (consolidate)"), "{text}");
-    assert!(text.contains("would first commit hand edits to memory/human.md"), "{text}");
-    assert_eq!(env.snapshot(), before, "every byte of the repo and the state is unchanged");
+    assert!(
+        text.contains("would first commit hand edits to memory/human.md"),
+        "{text}"
+    );
+    assert_eq!(
+        env.snapshot(),
+        before,
+        "every byte of the repo and the state is unchanged"
+    );
 }
 
 #[test]
@@ -154,12 +193,19 @@ fn a_concurrent_run_exits_75_and_writes_nothing() {
     let env = Env::new();
     env.init();
     env.add_sample_events();
-    let lock = std::fs::OpenOptions::new().write(true).open(env.repo.join(".dream/lock")).unwrap();
+    let lock = std::fs::OpenOptions::new()
+        .write(true)
+        .open(env.repo.join(".dream/lock"))
+        .unwrap();
     lock.lock_exclusive().unwrap();
     let before = env.snapshot();
     let out = env.dream(&["run", "--now", SAMPLE_NOW]);
     assert_eq!(out.status.code(), Some(75), "{}", stderr(&out));
-    assert!(stderr(&out).contains("another dream cycle is running"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("another dream cycle is running"),
+        "{}",
+        stderr(&out)
+    );
     assert_eq!(env.snapshot(), before);
     FileExt::unlock(&lock).unwrap();
     env.run_cycle(SAMPLE_NOW);
@@ -169,13 +215,21 @@ fn a_concurrent_run_exits_75_and_writes_nothing() {
 fn malformed_lines_are_quarantined_and_the_rest_is_consumed() {
     let env = Env::new();
     env.init();
-    let mut text = event("2026-11-01T09:00:00Z", "s1", "I live in Lisbon with two cats.");
+    let mut text = event(
+        "2026-11-01T09:00:00Z",
+        "s1",
+        "I live in Lisbon with two cats.",
+    );
     text.push_str("{not json\n");
     text.push_str(r#"{"kind":"message","text":"no ts"}"#);
     text.push('\n');
     text.push_str(r#"{"ts":"yesterday","kind":"message","text":"bad ts"}"#);
     text.push('\n');
-    text.push_str(&event("2026-11-02T09:00:00Z", "s2", "I live in Lisbon with two cats."));
+    text.push_str(&event(
+        "2026-11-02T09:00:00Z",
+        "s2",
+        "I live in Lisbon with two cats.",
+    ));
     env.write_inbox("a.jsonl", &text);
     let report = env.run_cycle("2026-11-02T21:00:00Z");
     assert_eq!(report["ingest"]["new_events"], 2);
@@ -188,11 +242,33 @@ fn malformed_lines_are_quarantined_and_the_rest_is_consumed() {
         .as_array()
         .unwrap()
         .iter()
-        .map(|q| format!("{}:{} {}", q["file"].as_str().unwrap(), q["line"], q["reason"].as_str().unwrap()))
+        .map(|q| {
+            format!(
+                "{}:{} {}",
+                q["file"].as_str().unwrap(),
+                q["line"],
+                q["reason"].as_str().unwrap()
+            )
+        })
         .collect();
-    assert!(reasons.iter().any(|r| r.starts_with("events/a.jsonl:2 not valid JSON")), "{reasons:?}");
-    assert!(reasons.iter().any(|r| r.starts_with("events/a.jsonl:3 missing required field `ts`")), "{reasons:?}");
-    assert!(reasons.iter().any(|r| r.starts_with("events/a.jsonl:4 `ts` is not an RFC 3339")), "{reasons:?}");
+    assert!(
+        reasons
+            .iter()
+            .any(|r| r.starts_with("events/a.jsonl:2 not valid JSON")),
+        "{reasons:?}"
+    );
+    assert!(
+        reasons
+            .iter()
+            .any(|r| r.starts_with("events/a.jsonl:3 missing required field `ts`")),
+        "{reasons:?}"
+    );
+    assert!(
+        reasons
+            .iter()
+            .any(|r| r.starts_with("events/a.jsonl:4 `ts` is not an RFC 3339")),
+        "{reasons:?}"
+    );
 
     // Running again does not quarantine the same lines twice.
     env.run_cycle("2026-11-02T22:00:00Z");
@@ -205,7 +281,11 @@ fn malformed_lines_are_quarantined_and_the_rest_is_consumed() {
 fn a_partial_last_line_is_consumed_once_completed() {
     let env = Env::new();
     env.init();
-    let line = event("2026-11-01T09:00:00Z", "s1", "I prefer tea in the afternoon over coffee.");
+    let line = event(
+        "2026-11-01T09:00:00Z",
+        "s1",
+        "I prefer tea in the afternoon over coffee.",
+    );
     let (head, tail) = line.split_at(30);
     env.write_inbox("a.jsonl", head);
     let r1 = env.run_cycle("2026-11-01T21:00:00Z");
@@ -224,7 +304,8 @@ fn a_partial_last_line_is_consumed_once_completed() {
 fn duplicate_ids_are_no_ops_and_conflicting_ids_are_quarantined() {
     let env = Env::new();
     env.init();
-    let same = r#"{"id":"e1","ts":"2026-11-01T09:00:00Z","kind":"message","text":"hello there friend"}"#;
+    let same =
+        r#"{"id":"e1","ts":"2026-11-01T09:00:00Z","kind":"message","text":"hello there friend"}"#;
     let other = r#"{"id":"e1","ts":"2026-11-01T09:00:00Z","kind":"message","text":"something else entirely"}"#;
     env.write_inbox("a.jsonl", &format!("{same}\n{same}\n{other}\n"));
     let r = env.run_cycle("2026-11-01T21:00:00Z");
@@ -240,13 +321,19 @@ fn a_replaced_or_truncated_inbox_file_is_read_again_without_doubling() {
     let a = event("2026-11-01T09:00:00Z", "s1", "first line of the day");
     let b = event("2026-11-01T10:00:00Z", "s1", "second line of the day");
     env.write_inbox("a.jsonl", &format!("{a}{b}"));
-    assert_eq!(env.run_cycle("2026-11-01T21:00:00Z")["ingest"]["new_events"], 2);
+    assert_eq!(
+        env.run_cycle("2026-11-01T21:00:00Z")["ingest"]["new_events"],
+        2
+    );
     // Truncated and rewritten with one old and one new line.
     let c = event("2026-11-01T11:00:00Z", "s1", "third line");
     env.write_inbox("a.jsonl", &c);
     let r = env.run_cycle("2026-11-01T22:00:00Z");
     assert_eq!(r["ingest"]["new_events"], 1);
-    assert!(r["ingest"]["restarted"][0].as_str().unwrap().contains("read again from the start"));
+    assert!(r["ingest"]["restarted"][0]
+        .as_str()
+        .unwrap()
+        .contains("read again from the start"));
     // Replaced by a new file (new inode) holding everything.
     let path = env.repo.join("events/a.jsonl");
     std::fs::remove_file(&path).unwrap();
@@ -259,9 +346,21 @@ fn a_replaced_or_truncated_inbox_file_is_read_again_without_doubling() {
 /// Three restatements on two days: promoted in one cycle.
 fn promotable(env: &Env) {
     let mut text = String::new();
-    text.push_str(&event("2026-11-01T09:00:00Z", "s1", "I live in Lisbon with my two cats."));
-    text.push_str(&event("2026-11-02T09:00:00Z", "s2", "As I said, I live in Lisbon with my two cats."));
-    text.push_str(&event("2026-11-02T15:00:00Z", "s3", "I live in Lisbon with my two cats."));
+    text.push_str(&event(
+        "2026-11-01T09:00:00Z",
+        "s1",
+        "I live in Lisbon with my two cats.",
+    ));
+    text.push_str(&event(
+        "2026-11-02T09:00:00Z",
+        "s2",
+        "As I said, I live in Lisbon with my two cats.",
+    ));
+    text.push_str(&event(
+        "2026-11-02T15:00:00Z",
+        "s3",
+        "I live in Lisbon with my two cats.",
+    ));
     env.write_inbox("a.jsonl", &text);
 }
 
@@ -279,13 +378,28 @@ fn a_crash_between_commit_and_watermark_redoes_the_work_without_doubling() {
     assert!(!out.status.success(), "the failpoint aborts the process");
     assert_eq!(env.facts().len(), 1, "the commit happened before the crash");
     let commits_after_crash = env.commits().len();
-    let files_after_crash: Vec<_> = env.snapshot().into_iter().filter(|(p, _)| p.starts_with("memory/")).collect();
+    let files_after_crash: Vec<_> = env
+        .snapshot()
+        .into_iter()
+        .filter(|(p, _)| p.starts_with("memory/"))
+        .collect();
 
     let r = env.run_cycle("2026-11-02T21:00:00Z");
-    assert_eq!(r["ingest"]["new_events"], 3, "the events were not lost: the state was rolled back");
+    assert_eq!(
+        r["ingest"]["new_events"], 3,
+        "the events were not lost: the state was rolled back"
+    );
     assert_eq!(env.facts().len(), 1, "no doubled fact");
-    assert_eq!(env.commits().len(), commits_after_crash, "the rerun found the work done");
-    let files_now: Vec<_> = env.snapshot().into_iter().filter(|(p, _)| p.starts_with("memory/")).collect();
+    assert_eq!(
+        env.commits().len(),
+        commits_after_crash,
+        "the rerun found the work done"
+    );
+    let files_now: Vec<_> = env
+        .snapshot()
+        .into_iter()
+        .filter(|(p, _)| p.starts_with("memory/"))
+        .collect();
     assert_eq!(files_now, files_after_crash);
     let again = env.run_cycle("2026-11-02T22:00:00Z");
     assert_eq!(again["ingest"]["new_events"], 0);
@@ -300,7 +414,11 @@ fn a_failed_commit_leaves_memory_and_state_as_they_were() {
     let before = env.snapshot();
     let out = env.dream(&["run", "--now", "2026-11-02T21:00:00Z"]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
-    assert!(stderr(&out).contains("the index is locked"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("the index is locked"),
+        "{}",
+        stderr(&out)
+    );
     let after = env.snapshot();
     for (path, hash) in &before {
         if path.starts_with("memory/") || path.starts_with(".dream/state") {
@@ -318,17 +436,36 @@ fn hand_edits_are_committed_first_and_adopted_as_owner_facts() {
     let env = Env::new();
     env.init();
     let human = env.read("memory/human.md");
-    std::fs::write(env.repo.join("memory/human.md"), format!("{human}- I have two cats named Tofu and Miso.\n")).unwrap();
+    std::fs::write(
+        env.repo.join("memory/human.md"),
+        format!("{human}- I have two cats named Tofu and Miso.\n"),
+    )
+    .unwrap();
     promotable(&env);
     env.run_cycle("2026-11-02T21:00:00Z");
     let subjects: Vec<String> = env.commits().into_iter().map(|(s, _)| s).collect();
-    assert_eq!(subjects[subjects.len() - 2], "dream: record hand edits", "{subjects:?}");
-    assert!(subjects.iter().any(|s| s == "dream: give ids to 1 hand-written facts"), "{subjects:?}");
+    assert_eq!(
+        subjects[subjects.len() - 2],
+        "dream: record hand edits",
+        "{subjects:?}"
+    );
+    assert!(
+        subjects
+            .iter()
+            .any(|s| s == "dream: give ids to 1 hand-written facts"),
+        "{subjects:?}"
+    );
     let human = env.read("memory/human.md");
     let line = human.lines().find(|l| l.contains("Tofu and Miso")).unwrap();
-    assert!(line.starts_with("- I have two cats named Tofu and Miso. <!-- id=f_"), "{line}");
+    assert!(
+        line.starts_with("- I have two cats named Tofu and Miso. <!-- id=f_"),
+        "{line}"
+    );
     assert!(line.contains("by=owner"), "{line}");
-    assert!(human.contains("I live in Lisbon with my two cats."), "the cycle's fact sits beside it");
+    assert!(
+        human.contains("I live in Lisbon with my two cats."),
+        "the cycle's fact sits beside it"
+    );
 }
 
 #[test]
@@ -340,23 +477,39 @@ fn bad_config_exits_2_naming_the_file_and_key() {
     let out = env.dream(&["run"]);
     assert_eq!(out.status.code(), Some(2));
     let err = stderr(&out);
-    assert!(err.contains("dream.toml") && err.contains("unknown key `cluster.window_dayz`"), "{err}");
+    assert!(
+        err.contains("dream.toml") && err.contains("unknown key `cluster.window_dayz`"),
+        "{err}"
+    );
 
     std::fs::write(&path, "[cluster]\nmin_points = 5\n").unwrap();
     let out = env.dream(&["run"]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(stderr(&out).contains("cluster floor (5) is above the score floor promote.min_support (3)"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("cluster floor (5) is above the score floor promote.min_support (3)"),
+        "{}",
+        stderr(&out)
+    );
 
     std::fs::write(&path, "[budget]\ntokens_per_cycle = \"many\"\n").unwrap();
     let out = env.dream(&["run"]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(stderr(&out).contains("key `budget.tokens_per_cycle`"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("key `budget.tokens_per_cycle`"),
+        "{}",
+        stderr(&out)
+    );
 }
 
 #[test]
 fn a_folder_that_is_not_a_dream_repo_gets_a_clear_error() {
     let env = Env::new();
-    let out = env.cmd().env_remove("DREAM_REPO").args(["run"]).output().unwrap();
+    let out = env
+        .cmd()
+        .env_remove("DREAM_REPO")
+        .args(["run"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2));
     let err = stderr(&out);
     assert!(err.contains("is not a dream repository"), "{err}");
@@ -369,18 +522,34 @@ fn ingest_appends_valid_events_and_lists_the_bad_ones() {
     env.init();
     let input = format!(
         "{}{}\n{}",
-        event("2026-11-01T09:00:00Z", "s1", "my key is sk-abcdefghijklmnopqrstuvwxyz12345"),
+        event(
+            "2026-11-01T09:00:00Z",
+            "s1",
+            "my key is sk-abcdefghijklmnopqrstuvwxyz12345"
+        ),
         r#"{"kind":"message","text":"no ts"}"#,
         event("2026-11-01T09:05:00Z", "s1", "all good here")
     );
-    let out = env.cmd().args(["ingest", "--now", "2026-11-01T10:00:00Z", "-"]).write_stdin(input).output().unwrap();
-    assert_eq!(out.status.code(), Some(1), "a refused line makes the exit code 1");
+    let out = env
+        .cmd()
+        .args(["ingest", "--now", "2026-11-01T10:00:00Z", "-"])
+        .write_stdin(input)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "a refused line makes the exit code 1"
+    );
     let err = stderr(&out);
     assert!(err.contains("-:2: missing required field `ts`"), "{err}");
     assert!(err.contains("appended 2 events"), "{err}");
     let inbox = env.read("events/ingest-2026-11-01.jsonl");
     assert_eq!(inbox.lines().count(), 2);
-    assert!(!inbox.contains("sk-abc"), "secrets are redacted before they are written");
+    assert!(
+        !inbox.contains("sk-abc"),
+        "secrets are redacted before they are written"
+    );
     assert!(inbox.contains("[redacted:openai-key]"));
     let r = env.run_cycle("2026-11-01T21:00:00Z");
     assert_eq!(r["ingest"]["new_events"], 2);
@@ -390,10 +559,19 @@ fn ingest_appends_valid_events_and_lists_the_bad_ones() {
 fn the_demo_runs_end_to_end() {
     let env = Env::new();
     let dir = env.root.join("demo");
-    let out = env.cmd().env_remove("DREAM_REPO").args(["demo", "--keep"]).arg(&dir).output().unwrap();
+    let out = env
+        .cmd()
+        .env_remove("DREAM_REPO")
+        .args(["demo", "--keep"])
+        .arg(&dir)
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
     let text = stdout(&out);
     assert!(text.contains("promoted"), "{text}");
-    assert!(text.contains(&format!("The demo repository is {}", dir.display())), "{text}");
+    assert!(
+        text.contains(&format!("The demo repository is {}", dir.display())),
+        "{text}"
+    );
     assert!(dir.join("memory/human.md").exists());
 }

@@ -6,6 +6,7 @@ mod util;
 
 mod review;
 mod sources;
+mod measure;
 mod spine;
 
 mod ops;

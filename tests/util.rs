@@ -84,7 +84,11 @@ impl Env {
     pub fn append_inbox(&self, name: &str, text: &str) {
         use std::io::Write;
         let path = self.repo.join("events").join(name);
-        let mut f = std::fs::OpenOptions::new().create(true).append(true).open(path).unwrap();
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .unwrap();
         f.write_all(text.as_bytes()).unwrap();
     }
 
@@ -108,7 +112,10 @@ impl Env {
         walk.push_head().unwrap();
         walk.map(|id| {
             let c = repo.find_commit(id.unwrap()).unwrap();
-            (c.summary().unwrap_or("").to_string(), c.message().unwrap_or("").to_string())
+            (
+                c.summary().unwrap_or("").to_string(),
+                c.message().unwrap_or("").to_string(),
+            )
         })
         .collect()
     }

@@ -1,7 +1,9 @@
 //! One file per subcommand, each with a small `run()` that resolves the repository, calls
 //! the library, and prints. This is the only layer that writes to stdout.
 
+mod bench;
 mod demo;
+mod eval;
 mod ingest;
 mod init;
 mod run;
@@ -42,6 +44,9 @@ pub fn run(cli: Cli) -> Result<i32> {
         Command::Explain(a) => explain::run(g, a),
         Command::Undo(a) => undo::run(g, a),
         Command::Log(a) => log::run(g, a),
+        Command::Eval(a) => eval::run(g, a),
+        Command::Bench(a) => bench::run(g, a),
+        Command::BenchCycle(a) => bench::cycle(g, a),
     }
 }
 

@@ -129,7 +129,11 @@ impl Budget {
         let reservation = self.reserve(estimate).ok_or(CallError::Budget)?;
         match f() {
             Ok(reply) => {
-                let used = if reply.usage.reported { reply.usage.total() } else { estimate };
+                let used = if reply.usage.reported {
+                    reply.usage.total()
+                } else {
+                    estimate
+                };
                 self.settle(reservation, used);
                 Ok(reply)
             }

@@ -234,7 +234,11 @@ pub trait Llm: Send + Sync {
     fn chat_json(&self, call: &ChatCall) -> Result<Reply<serde_json::Value>, LlmError> {
         Err(LlmError {
             kind: LlmErrorKind::Unsupported,
-            message: format!("the {} provider does not take prompts (stage {})", self.name(), call.stage),
+            message: format!(
+                "the {} provider does not take prompts (stage {})",
+                self.name(),
+                call.stage
+            ),
         })
     }
 

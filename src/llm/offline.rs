@@ -414,10 +414,11 @@ pub fn classify(text: &str) -> (&'static str, Block) {
     ("knowledge", Block::Scratch)
 }
 
-/// An event's sentences with their content tokens, entities and polarity.
+/// An event's sentences, each tokenised once.
 struct Sentence {
     text: String,
     tokens: BTreeSet<String>,
+    prepared: measures::Prepared,
 }
 
 struct Analysed<'a> {
@@ -430,9 +431,13 @@ struct Analysed<'a> {
 fn analyse(e: &EventView) -> Analysed<'_> {
     let sentences = sentences(&e.text)
         .into_iter()
-        .map(|text| Sentence {
-            tokens: measures::content_tokens(&text),
-            text,
+        .map(|text| {
+            let prepared = measures::Prepared::new(&text);
+            Sentence {
+                tokens: prepared.content.clone(),
+                prepared,
+                text,
+            }
         })
         .collect();
     Analysed {
@@ -444,14 +449,13 @@ fn analyse(e: &EventView) -> Analysed<'_> {
 
 /// Whether event `a` restates the sentence `unit`.
 fn supports(a: &Analysed<'_>, unit: &Sentence, entities: &[Entity]) -> bool {
-    let entity_ok = entities
+    // The cheap similarity test first: most events of a cluster fail it.
+    a.sentences.iter().any(|s| {
+        measures::set_similarity(&s.tokens, &unit.tokens) >= SUPPORT_SIMILARITY
+            && measures::polarity_agrees_prepared(&s.prepared, &unit.prepared)
+    }) && entities
         .iter()
-        .all(|en| measures::entity_present(en, &[a.event.text.as_str()], &a.vocab));
-    entity_ok
-        && a.sentences.iter().any(|s| {
-            measures::set_similarity(&s.tokens, &unit.tokens) >= SUPPORT_SIMILARITY
-                && measures::polarity_agrees(&s.text, &unit.text)
-        })
+        .all(|en| measures::entity_present(en, &[a.event.text.as_str()], &a.vocab))
 }
 
 /// `1 - 0.4^k`, k the number of distinct (session, day) pairs among supporting events that
@@ -468,6 +472,41 @@ impl Offline {
             .filter(|e| !e.recalled)
             .map(analyse)
             .collect();
+        // Every sentence the owner could be quoted on, with every event that restates it:
+        // computed once per cluster (the cluster is capped by cluster.max_events_per_prompt),
+        // then each round only filters out events an earlier candidate already used.
+        struct Unit {
+            event: usize,
+            sentence: usize,
+            support: Vec<usize>,
+        }
+        let mut units: Vec<Unit> = Vec::new();
+        for (i, a) in analysed.iter().enumerate() {
+            if a.event.trust != crate::event::Trust::Owner || a.event.kind.starts_with("tool_") {
+                continue;
+            }
+            for (j, unit) in a.sentences.iter().enumerate() {
+                if not_a_fact(&unit.text) {
+                    continue;
+                }
+                let entities = measures::entities(&unit.text);
+                let support: Vec<usize> = analysed
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, b)| supports(b, unit, &entities))
+                    .map(|(k, _)| k)
+                    .collect();
+                if support.len() >= self.min_points
+                    && support.iter().any(|&k| analysed[k].event.new)
+                {
+                    units.push(Unit {
+                        event: i,
+                        sentence: j,
+                        support,
+                    });
+                }
+            }
+        }
         let mut used = vec![false; analysed.len()];
         let mut candidates = Vec::new();
         loop {
@@ -475,45 +514,32 @@ impl Offline {
             // the shortest sentence (the most atomic statement of the fact).
             type Score = (usize, usize, bool, std::cmp::Reverse<usize>);
             let mut best: Option<(usize, usize, Vec<usize>, Score)> = None;
-            for (i, a) in analysed.iter().enumerate() {
-                if used[i]
-                    || a.event.trust != crate::event::Trust::Owner
-                    || a.event.kind.starts_with("tool_")
+            for u in &units {
+                if used[u.event] {
+                    continue;
+                }
+                let unit = &analysed[u.event].sentences[u.sentence];
+                let support: Vec<usize> = u.support.iter().copied().filter(|&k| !used[k]).collect();
+                if support.len() < self.min_points
+                    || !support.iter().any(|&k| analysed[k].event.new)
                 {
                     continue;
                 }
-                for (j, unit) in a.sentences.iter().enumerate() {
-                    if not_a_fact(&unit.text) {
-                        continue;
-                    }
-                    let entities = measures::entities(&unit.text);
-                    let support: Vec<usize> = analysed
-                        .iter()
-                        .enumerate()
-                        .filter(|(k, b)| !used[*k] && supports(b, unit, &entities))
-                        .map(|(k, _)| k)
-                        .collect();
-                    if support.len() < self.min_points
-                        || !support.iter().any(|&k| analysed[k].event.new)
-                    {
-                        continue;
-                    }
-                    let sessions: HashSet<&str> = support
-                        .iter()
-                        .map(|&k| analysed[k].event.session.as_str())
-                        .collect();
-                    let owner = support
-                        .iter()
-                        .any(|&k| analysed[k].event.trust == crate::event::Trust::Owner);
-                    let score = (
-                        support.len(),
-                        sessions.len(),
-                        owner,
-                        std::cmp::Reverse(unit.tokens.len()),
-                    );
-                    if best.as_ref().is_none_or(|b| score > b.3) {
-                        best = Some((i, j, support, score));
-                    }
+                let sessions: HashSet<&str> = support
+                    .iter()
+                    .map(|&k| analysed[k].event.session.as_str())
+                    .collect();
+                let owner = support
+                    .iter()
+                    .any(|&k| analysed[k].event.trust == crate::event::Trust::Owner);
+                let score = (
+                    support.len(),
+                    sessions.len(),
+                    owner,
+                    std::cmp::Reverse(unit.tokens.len()),
+                );
+                if best.as_ref().is_none_or(|b| score > b.3) {
+                    best = Some((u.event, u.sentence, support, score));
                 }
             }
             let Some((i, j, support, _)) = best else {

@@ -522,7 +522,9 @@ pub fn run(ctx: &Ctx<'_>, tx: &Connection, work: &mut Work) -> Result<()> {
         return Ok(());
     }
     let t = Thresholds::from(cfg);
-    let events: Vec<&Event> = work.window.iter().map(|s| &s.event).collect();
+    let from = ctx.opts.now - chrono::Duration::days(i64::from(ctx.config.cluster.window_days));
+    let window = state::window_procedure_events(tx, from, ctx.opts.now)?;
+    let events: Vec<&Event> = window.iter().map(|s| &s.event).collect();
     let instances = procedure::instances(&events);
     let procedures = procedure::group(&instances, &t);
     let mut report = SkillsReport {

@@ -1,0 +1,35 @@
+//! `dream eval locomo PATH`: replay a LoCoMo file and print the quality figures.
+
+use crate::cli::{EvalCommand, Global};
+use crate::error::{Context, Error, Result, EXIT_OK};
+use crate::eval::{self, Options};
+
+pub fn run(g: &Global, a: &EvalCommand) -> Result<i32> {
+    let _ = g;
+    let cwd = std::env::current_dir().context(|| "reading the current folder".into())?;
+    match a {
+        EvalCommand::Locomo(a) => {
+            let opts = Options {
+                only: a.only.clone(),
+                config: a.config.as_deref().map(|p| super::absolute(&cwd, p)),
+                keep: a.keep.as_deref().map(|p| super::absolute(&cwd, p)),
+            };
+            let report =
+                eval::run_locomo(&super::absolute(&cwd, &a.path), &opts, super::init::init)?;
+            if a.json {
+                super::print_json(&report)?;
+            } else {
+                print!("{}", eval::render(&report));
+            }
+            let c = &report.overall.counts;
+            if c.traceable_facts < c.facts {
+                return Err(Error::Other(format!(
+                    "{} of {} durable facts are not fully traceable to the events they cite; traceability must be 100%",
+                    c.facts - c.traceable_facts,
+                    c.facts
+                )));
+            }
+        }
+    }
+    Ok(EXIT_OK)
+}

@@ -1,0 +1,566 @@
+//! LoCoMo ("Evaluating Very Long-Term Conversational Memory of LLM Agents", ACL 2024) as a
+//! replay: the conversion of its conversations into dream events, and the quality
+//! measures computed over what the replay left in memory. Pure functions: the replay
+//! itself (repositories, cycles) is in [`super`].
+//!
+//! Conversion: one event per turn, id `<sample_id>:<dia_id>`, `ts` the session's date plus
+//! 30 seconds per turn, kind `message`, session `<sample_id>:S<n>`, actor the speaker,
+//! trust `owner` (both speakers are people), text the turn's text with the shared image's
+//! caption on a line of its own when there is one. Sessions are grouped by calendar date:
+//! a timer runs one evening cycle per date.
+//!
+//! Measures (S6 normalisation throughout; none needs a model):
+//! - answer retention: questions of categories 1, 2 and 4 whose answer's content tokens
+//!   all appear in one durable fact (and, beside it, in one fact or pending card);
+//! - memory size: words of the durable facts as a share of the transcript's words;
+//! - evidence recall: the share of the questions' evidence turns cited as supporting
+//!   events by some fact or card, beside the average number of events a fact cites;
+//! - traceability: the share of facts whose content tokens all appear in the events they
+//!   cite (must be 1.0).
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::LazyLock;
+
+use chrono::{DateTime, Duration, NaiveDate, NaiveDateTime, NaiveTime, Utc};
+use regex::Regex;
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::event::{Event, Trust};
+use crate::measures;
+
+/// Seconds between two turns of a session.
+const TURN_SECONDS: i64 = 30;
+/// Question categories answer retention is measured on (multi-hop, temporal, single-hop).
+pub const RETENTION_CATEGORIES: &[u64] = &[1, 2, 4];
+
+/// One conversation, converted.
+#[derive(Debug, Clone)]
+pub struct Conversation {
+    pub sample_id: String,
+    /// Sessions in time order.
+    pub sessions: Vec<Session>,
+    pub qa: Vec<Qa>,
+    /// Session keys that have a date but no turns, or turns that could not be used.
+    pub skipped: Vec<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Session {
+    pub number: u32,
+    pub start: DateTime<Utc>,
+    pub events: Vec<Event>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Qa {
+    pub question: String,
+    /// `None` for adversarial questions (category 5), which have no answer.
+    pub answer: Option<String>,
+    /// Evidence turn ids as given (some are malformed).
+    pub evidence: Vec<String>,
+    pub category: u64,
+}
+
+impl Conversation {
+    /// Every event, oldest first.
+    pub fn events(&self) -> impl Iterator<Item = &Event> {
+        self.sessions.iter().flat_map(|s| s.events.iter())
+    }
+
+    /// Sessions grouped by date, each with the clock of that date's evening cycle: 21:00,
+    /// or a minute after the date's last turn when a session runs later.
+    pub fn evenings(&self) -> Vec<(DateTime<Utc>, Vec<&Session>)> {
+        let mut by_date: BTreeMap<NaiveDate, Vec<&Session>> = BTreeMap::new();
+        for s in &self.sessions {
+            by_date.entry(s.start.date_naive()).or_default().push(s);
+        }
+        by_date
+            .into_iter()
+            .map(|(date, sessions)| {
+                let evening = date
+                    .and_time(NaiveTime::from_hms_opt(21, 0, 0).expect("a valid time"))
+                    .and_utc();
+                let last = sessions
+                    .iter()
+                    .flat_map(|s| s.events.last())
+                    .map(|e| e.ts + Duration::minutes(1))
+                    .max()
+                    .unwrap_or(evening);
+                (evening.max(last), sessions)
+            })
+            .collect()
+    }
+}
+
+static DATE_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)^\s*(\d{1,2}):(\d{2})\s*(am|pm)\s+on\s+(\d{1,2})\s+([a-z]+),?\s+(\d{4})\s*$")
+        .expect("a valid regex")
+});
+
+/// "1:56 pm on 8 May, 2023" as a UTC time.
+pub fn parse_date(s: &str) -> Option<DateTime<Utc>> {
+    let c = DATE_RE.captures(s)?;
+    let mut hour: u32 = c[1].parse().ok()?;
+    let minute: u32 = c[2].parse().ok()?;
+    let pm = c[3].eq_ignore_ascii_case("pm");
+    if hour == 12 {
+        hour = 0;
+    }
+    if pm {
+        hour += 12;
+    }
+    let text = format!("{} {} {} {hour:02}:{minute:02}", &c[4], &c[5], &c[6]);
+    NaiveDateTime::parse_from_str(&text, "%d %B %Y %H:%M")
+        .ok()
+        .map(|t| t.and_utc())
+}
+
+static EVIDENCE_RE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^D:?0*(\d+):0*(\d+)$").expect("a valid regex"));
+
+/// Evidence or turn ids in one canonical form (`D<session>:<turn>`, no leading zeros);
+/// several ids in one string are split. Malformed pieces give nothing.
+pub fn canonical_dia_ids(raw: &str) -> Vec<String> {
+    raw.split([';', ',', ' '])
+        .filter(|p| !p.trim().is_empty())
+        .filter_map(|p| {
+            EVIDENCE_RE
+                .captures(p.trim())
+                .map(|c| format!("D{}:{}", &c[1], &c[2]))
+        })
+        .collect()
+}
+
+/// A scalar JSON value as text (answers are strings or numbers).
+fn as_text(v: &Value) -> Option<String> {
+    match v {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        Value::Bool(b) => Some(b.to_string()),
+        _ => None,
+    }
+}
+
+/// Parse a LoCoMo file (a JSON array of conversations) and convert every conversation.
+pub fn parse(text: &str) -> Result<Vec<Conversation>, String> {
+    let value: Value = serde_json::from_str(text).map_err(|e| format!("not valid JSON: {e}"))?;
+    let items = value
+        .as_array()
+        .ok_or("not a LoCoMo file: expected a JSON array of conversations")?;
+    items
+        .iter()
+        .enumerate()
+        .map(|(i, item)| convert(item).map_err(|e| format!("conversation {}: {e}", i + 1)))
+        .collect()
+}
+
+/// Convert one conversation object.
+pub fn convert(item: &Value) -> Result<Conversation, String> {
+    let sample_id = item["sample_id"]
+        .as_str()
+        .ok_or("missing `sample_id`")?
+        .to_string();
+    let conv = item["conversation"]
+        .as_object()
+        .ok_or("missing the `conversation` object")?;
+    let mut sessions = Vec::new();
+    let mut skipped = Vec::new();
+    for (key, value) in conv {
+        let Some(n) = key
+            .strip_prefix("session_")
+            .and_then(|rest| rest.strip_suffix("_date_time"))
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let Some(turns) = conv.get(&format!("session_{n}")).and_then(Value::as_array) else {
+            skipped.push(format!("session_{n} (a date but no turns)"));
+            continue;
+        };
+        let date = value.as_str().unwrap_or_default();
+        let start = parse_date(date).ok_or_else(|| {
+            format!("session_{n}_date_time {date:?} is not a date like \"1:56 pm on 8 May, 2023\"")
+        })?;
+        let mut events = Vec::new();
+        for (k, turn) in turns.iter().enumerate() {
+            let dia = turn["dia_id"].as_str().unwrap_or_default();
+            let Some(dia) = canonical_dia_ids(dia).into_iter().next() else {
+                skipped.push(format!("session_{n} turn {} (no dia_id)", k + 1));
+                continue;
+            };
+            let mut text = turn["text"].as_str().unwrap_or_default().trim().to_string();
+            if let Some(caption) = turn["blip_caption"]
+                .as_str()
+                .filter(|c| !c.trim().is_empty())
+            {
+                if !text.is_empty() {
+                    text.push('\n');
+                }
+                text.push_str(&format!("[shared an image: {}]", caption.trim()));
+            }
+            if text.is_empty() {
+                skipped.push(format!("{dia} (no text)"));
+                continue;
+            }
+            let speaker = turn["speaker"].as_str().unwrap_or("unknown");
+            let (text, _) = crate::secrets::redact(&text);
+            events.push(Event {
+                id: format!("{sample_id}:{dia}"),
+                ts: start + Duration::seconds(TURN_SECONDS * k as i64),
+                kind: "message".into(),
+                text,
+                session: Some(format!("{sample_id}:S{n}")),
+                actor: Some(speaker.to_string()),
+                source: Some("locomo".into()),
+                trust: Trust::Owner,
+                recalled: false,
+                meta: None,
+            });
+        }
+        sessions.push(Session {
+            number: n,
+            start,
+            events,
+        });
+    }
+    sessions.sort_by_key(|s| (s.start, s.number));
+    let qa = item["qa"]
+        .as_array()
+        .map(|qs| {
+            qs.iter()
+                .map(|q| Qa {
+                    question: q["question"].as_str().unwrap_or_default().to_string(),
+                    answer: as_text(&q["answer"]),
+                    evidence: q["evidence"]
+                        .as_array()
+                        .map(|e| {
+                            e.iter()
+                                .filter_map(|x| x.as_str().map(str::to_string))
+                                .collect()
+                        })
+                        .unwrap_or_default(),
+                    category: q["category"].as_u64().unwrap_or(0),
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    Ok(Conversation {
+        sample_id,
+        sessions,
+        qa,
+        skipped,
+    })
+}
+
+/// A durable fact or a pending card as the measures see it.
+#[derive(Debug, Clone)]
+pub struct Item {
+    pub text: String,
+    pub support: Vec<String>,
+}
+
+/// The quality figures of one conversation (or, summed, of all).
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct Counts {
+    /// Questions of categories 1, 2, 4 with an answer that has content words.
+    pub questions: usize,
+    /// ... whose answer is in one fact.
+    pub retained_in_facts: usize,
+    /// ... whose answer is in one fact or one pending card.
+    pub retained_with_cards: usize,
+    pub facts: usize,
+    pub cards: usize,
+    pub memory_words: usize,
+    pub transcript_words: usize,
+    /// Distinct evidence turns of all questions that point at a turn of the conversation.
+    pub evidence_turns: usize,
+    /// Evidence ids that are malformed or point at no turn.
+    pub evidence_invalid: usize,
+    pub evidence_cited_by_facts: usize,
+    pub evidence_cited: usize,
+    /// Supporting events cited, summed over facts (for the average).
+    pub fact_support_total: usize,
+    pub card_support_total: usize,
+    pub traceable_facts: usize,
+    pub events: usize,
+    pub cycles: usize,
+}
+
+impl Counts {
+    pub fn add(&mut self, o: &Counts) {
+        self.questions += o.questions;
+        self.retained_in_facts += o.retained_in_facts;
+        self.retained_with_cards += o.retained_with_cards;
+        self.facts += o.facts;
+        self.cards += o.cards;
+        self.memory_words += o.memory_words;
+        self.transcript_words += o.transcript_words;
+        self.evidence_turns += o.evidence_turns;
+        self.evidence_invalid += o.evidence_invalid;
+        self.evidence_cited_by_facts += o.evidence_cited_by_facts;
+        self.evidence_cited += o.evidence_cited;
+        self.fact_support_total += o.fact_support_total;
+        self.card_support_total += o.card_support_total;
+        self.traceable_facts += o.traceable_facts;
+        self.events += o.events;
+        self.cycles += o.cycles;
+    }
+
+    /// The ratios a person reads.
+    pub fn figures(&self) -> Figures {
+        let ratio = |a: usize, b: usize| {
+            if b == 0 {
+                0.0
+            } else {
+                measures::round3(a as f64 / b as f64)
+            }
+        };
+        Figures {
+            answer_retention: ratio(self.retained_in_facts, self.questions),
+            answer_retention_with_cards: ratio(self.retained_with_cards, self.questions),
+            memory_size: measures::round3(if self.transcript_words == 0 {
+                0.0
+            } else {
+                self.memory_words as f64 / self.transcript_words as f64
+            }),
+            evidence_recall: ratio(self.evidence_cited, self.evidence_turns),
+            evidence_recall_facts_only: ratio(self.evidence_cited_by_facts, self.evidence_turns),
+            average_support: ratio(self.fact_support_total, self.facts),
+            average_card_support: ratio(self.card_support_total, self.cards),
+            traceability: if self.facts == 0 {
+                1.0
+            } else {
+                ratio(self.traceable_facts, self.facts)
+            },
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Figures {
+    pub answer_retention: f64,
+    pub answer_retention_with_cards: f64,
+    pub memory_size: f64,
+    pub evidence_recall: f64,
+    pub evidence_recall_facts_only: f64,
+    pub average_support: f64,
+    pub average_card_support: f64,
+    pub traceability: f64,
+}
+
+/// Words of a text: its S6-normalised tokens, stopwords included.
+fn words(text: &str) -> usize {
+    measures::tokens(text).len()
+}
+
+/// Measure what a replay left: `facts` (durable) and `cards` (pending) of one conversation.
+pub fn measure(conv: &Conversation, facts: &[Item], cards: &[Item]) -> Counts {
+    let texts: HashMap<&str, &str> = conv
+        .events()
+        .map(|e| (e.id.as_str(), e.text.as_str()))
+        .collect();
+    let mut c = Counts {
+        facts: facts.len(),
+        cards: cards.len(),
+        events: texts.len(),
+        ..Counts::default()
+    };
+    let vocab = |t: &str| measures::vocabulary([t]);
+    let fact_vocab: Vec<_> = facts.iter().map(|f| vocab(&f.text)).collect();
+    let card_vocab: Vec<_> = cards.iter().map(|f| vocab(&f.text)).collect();
+    for q in &conv.qa {
+        if !RETENTION_CATEGORIES.contains(&q.category) {
+            continue;
+        }
+        let Some(answer) = &q.answer else { continue };
+        if measures::content_tokens(answer).is_empty() {
+            continue;
+        }
+        c.questions += 1;
+        let held =
+            |v: &std::collections::HashSet<String>| measures::coverage_in(answer, v).value >= 1.0;
+        let in_facts = fact_vocab.iter().any(held);
+        if in_facts {
+            c.retained_in_facts += 1;
+        }
+        if in_facts || card_vocab.iter().any(held) {
+            c.retained_with_cards += 1;
+        }
+    }
+    c.memory_words = facts.iter().map(|f| words(&f.text)).sum();
+    c.transcript_words = conv.events().map(|e| words(&e.text)).sum();
+
+    let prefix = format!("{}:", conv.sample_id);
+    let turns: HashSet<String> = conv
+        .events()
+        .filter_map(|e| e.id.strip_prefix(&prefix).map(str::to_string))
+        .collect();
+    let mut evidence: HashSet<String> = HashSet::new();
+    for q in &conv.qa {
+        for raw in &q.evidence {
+            let ids = canonical_dia_ids(raw);
+            if ids.is_empty() {
+                c.evidence_invalid += 1;
+            }
+            for id in ids {
+                if turns.contains(&id) {
+                    evidence.insert(id);
+                } else {
+                    c.evidence_invalid += 1;
+                }
+            }
+        }
+    }
+    let cited = |items: &[Item]| -> HashSet<String> {
+        items
+            .iter()
+            .flat_map(|i| i.support.iter())
+            .filter_map(|id| id.strip_prefix(&prefix).map(str::to_string))
+            .collect()
+    };
+    let by_facts = cited(facts);
+    let by_cards = cited(cards);
+    c.evidence_turns = evidence.len();
+    c.evidence_cited_by_facts = evidence.iter().filter(|e| by_facts.contains(*e)).count();
+    c.evidence_cited = evidence
+        .iter()
+        .filter(|e| by_facts.contains(*e) || by_cards.contains(*e))
+        .count();
+    c.fact_support_total = facts.iter().map(|f| f.support.len()).sum();
+    c.card_support_total = cards.iter().map(|f| f.support.len()).sum();
+    c.traceable_facts = facts
+        .iter()
+        .filter(|f| {
+            let sources: Option<Vec<&str>> = f
+                .support
+                .iter()
+                .map(|id| texts.get(id.as_str()).copied())
+                .collect();
+            match sources {
+                Some(s) if !s.is_empty() => measures::coverage(&f.text, s).value >= 1.0,
+                _ => false,
+            }
+        })
+        .count();
+    c
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A tiny LoCoMo-shaped file: two sessions on two dates, an image turn, an empty
+    /// session date, and questions of every kind (one with malformed evidence).
+    pub const TINY: &str = r#"[{
+      "sample_id": "conv-x",
+      "conversation": {
+        "speaker_a": "Ana", "speaker_b": "Ben",
+        "session_1_date_time": "1:56 pm on 8 May, 2023",
+        "session_1": [
+          {"speaker": "Ana", "dia_id": "D1:1", "text": "I adopted a grey cat named Pixel last week."},
+          {"speaker": "Ben", "dia_id": "D1:2", "text": "Lovely!", "img_url": ["x"], "blip_caption": "a photo of a grey cat on a sofa"}
+        ],
+        "session_2_date_time": "12:10 am on 9 May, 2023",
+        "session_2": [
+          {"speaker": "Ana", "dia_id": "D2:1", "text": "Pixel the grey cat sleeps all day."}
+        ],
+        "session_3_date_time": "3:00 pm on 20 May, 2023"
+      },
+      "qa": [
+        {"question": "What is the cat called?", "answer": "Pixel", "evidence": ["D1:1"], "category": 4},
+        {"question": "When?", "answer": 2023, "evidence": ["D1:1; D2:1"], "category": 2},
+        {"question": "Unanswerable", "adversarial_answer": "x", "evidence": ["D:1:2", "D9:9"], "category": 5},
+        {"question": "Open", "answer": "a cat", "evidence": ["D"], "category": 3}
+      ]
+    }]"#;
+
+    #[test]
+    fn dates_parse_including_noon_and_midnight() {
+        let t = |s: &str| parse_date(s).map(|d| d.to_rfc3339());
+        assert_eq!(
+            t("1:56 pm on 8 May, 2023").as_deref(),
+            Some("2023-05-08T13:56:00+00:00")
+        );
+        assert_eq!(
+            t("12:10 am on 9 May, 2023").as_deref(),
+            Some("2023-05-09T00:10:00+00:00")
+        );
+        assert_eq!(
+            t("12:30 pm on 1 June, 2022").as_deref(),
+            Some("2022-06-01T12:30:00+00:00")
+        );
+        assert_eq!(t("yesterday"), None);
+    }
+
+    #[test]
+    fn evidence_ids_are_split_and_canonical() {
+        assert_eq!(canonical_dia_ids("D8:6; D9:17"), vec!["D8:6", "D9:17"]);
+        assert_eq!(canonical_dia_ids("D:11:26"), vec!["D11:26"]);
+        assert_eq!(canonical_dia_ids("D30:05"), vec!["D30:5"]);
+        assert!(canonical_dia_ids("D").is_empty());
+    }
+
+    #[test]
+    fn turns_become_owner_events_with_captions_one_evening_per_date() {
+        let convs = parse(TINY).unwrap();
+        let c = &convs[0];
+        let events: Vec<&Event> = c.events().collect();
+        assert_eq!(events.len(), 3);
+        assert_eq!(events[0].id, "conv-x:D1:1");
+        assert_eq!(events[0].session.as_deref(), Some("conv-x:S1"));
+        assert_eq!(events[0].actor.as_deref(), Some("Ana"));
+        assert_eq!(events[0].trust, Trust::Owner);
+        assert_eq!(events[1].ts - events[0].ts, Duration::seconds(30));
+        assert_eq!(
+            events[1].text,
+            "Lovely!\n[shared an image: a photo of a grey cat on a sofa]"
+        );
+        assert_eq!(c.skipped, vec!["session_3 (a date but no turns)"]);
+        let evenings = c.evenings();
+        assert_eq!(evenings.len(), 2);
+        assert_eq!(evenings[0].0.to_rfc3339(), "2023-05-08T21:00:00+00:00");
+        assert_eq!(evenings[1].0.to_rfc3339(), "2023-05-09T21:00:00+00:00");
+        // Every event is one dream accepts as it is written to the inbox.
+        for e in events {
+            crate::event::parse_line(e.to_line().as_bytes(), 1 << 20).unwrap();
+        }
+    }
+
+    #[test]
+    fn measures_count_retention_size_evidence_and_traceability() {
+        let c = &parse(TINY).unwrap()[0];
+        let facts = vec![
+            Item {
+                text: "I adopted a grey cat named Pixel last week.".into(),
+                support: vec!["conv-x:D1:1".into(), "conv-x:D2:1".into()],
+            },
+            Item {
+                // Not traceable: "dog" is in no cited event.
+                text: "Pixel is a dog.".into(),
+                support: vec!["conv-x:D2:1".into()],
+            },
+        ];
+        let cards = vec![Item {
+            text: "It happened in 2023.".into(),
+            support: vec!["conv-x:D1:2".into()],
+        }];
+        let m = measure(c, &facts, &cards);
+        // Category 4 "Pixel" is in a fact; category 2 "2023" only in a card; 3 and 5 do not count.
+        assert_eq!(
+            (m.questions, m.retained_in_facts, m.retained_with_cards),
+            (2, 1, 2)
+        );
+        // Evidence: D1:1 and D2:1 are valid (D9:9, "D" are not; "D:1:2" is D1:2).
+        assert_eq!(m.evidence_turns, 3);
+        assert_eq!(m.evidence_invalid, 2);
+        assert_eq!((m.evidence_cited_by_facts, m.evidence_cited), (2, 3));
+        assert_eq!(m.traceable_facts, 1);
+        let f = m.figures();
+        assert_eq!(f.answer_retention, 0.5);
+        assert_eq!(f.traceability, 0.5);
+        assert_eq!(f.average_support, 1.5);
+        assert_eq!(m.memory_words, 9 + 4);
+        assert!(f.memory_size > 0.0 && f.memory_size < 1.0);
+    }
+}
