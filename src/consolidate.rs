@@ -236,8 +236,16 @@ fn reflect(
         }
     }
     for (reason, clusters) in failed {
-        let which = clusters.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(", ");
-        let (noun, verb) = if clusters.len() == 1 { ("cluster", "is") } else { ("clusters", "are") };
+        let which = clusters
+            .iter()
+            .map(|c| c.to_string())
+            .collect::<Vec<_>>()
+            .join(", ");
+        let (noun, verb) = if clusters.len() == 1 {
+            ("cluster", "is")
+        } else {
+            ("clusters", "are")
+        };
         tracing::warn!("reflect failed for {noun} {which}: {reason}");
         work.report.degraded.push(Degraded {
             stage: "reflect".into(),

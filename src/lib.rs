@@ -10,46 +10,56 @@
 //! providers in `llm` and `embed`) do; `cycle` sequences them; `cli` and `cmd` are the
 //! command line, and the only code that prints.
 
-pub mod adapters;
-pub mod bench;
-pub mod cli;
+// The pure core: no I/O, no clock.
 pub mod cluster;
-pub mod cmd;
-pub mod config;
-pub mod consolidate;
-pub mod cycle;
-pub mod digest;
-pub mod embed;
-pub mod error;
-pub mod eval;
 pub mod event;
-pub mod fake_llm;
-pub mod fsutil;
 pub mod gates;
+pub mod measures;
+pub mod memory;
+pub mod report;
+pub mod route;
+pub mod secrets;
+
+// The edges: inbox, state, repository, lock, providers.
+pub mod adapters;
+pub mod embed;
+pub mod fsutil;
 pub mod inbox;
 pub mod ingest;
 pub mod llm;
 pub mod lock;
-pub mod measures;
-pub mod memory;
-pub mod oplog;
-pub mod passes;
-pub mod report;
-pub mod route;
-pub mod schedule;
-pub mod secrets;
 pub mod sources;
-pub mod skills;
 pub mod state;
 pub mod store;
-pub mod verify;
-// The human side: review decisions, undo, explain and log (SPEC S9).
+
+// The cycle and its stages.
+pub mod consolidate;
+pub mod cycle;
+pub mod digest;
+pub mod oplog;
+pub mod passes;
+pub mod skills;
+
+// The human side: review decisions, undo, explain, log, verify (SPEC S9, S12).
 pub mod audit;
 pub mod oversight;
 pub mod revert;
 pub mod review;
 pub mod trail;
+pub mod verify;
 pub mod veto;
+
+// Configuration, the command line, operations.
+pub mod cli;
+pub mod cmd;
+pub mod config;
+pub mod error;
+pub mod schedule;
+
+// Measurement: synthetic workloads, benchmarks, evaluations, the fake model server.
+pub mod bench;
+pub mod eval;
+pub mod fake_llm;
 pub mod synth;
 
 pub use error::{Error, Result};

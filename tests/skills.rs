@@ -83,7 +83,13 @@ fn checks(day: u32, session: &str, request: &str, message: &str, variant: u8) ->
 fn once_more(env: &Env) {
     env.append_inbox(
         "agent.jsonl",
-        &checks(7, "s9", "Format, lint, test and commit the fix, please.", "fix again", 0),
+        &checks(
+            7,
+            "s9",
+            "Format, lint, test and commit the fix, please.",
+            "fix again",
+            0,
+        ),
     );
 }
 

@@ -4,14 +4,12 @@
 
 mod util;
 
-mod review;
-mod sources;
+mod llm;
 mod measure;
-mod spine;
-
 mod ops;
 mod passes;
-mod verify;
-mod llm;
-
+mod review;
 mod skills;
+mod sources;
+mod spine;
+mod verify;

@@ -9,8 +9,8 @@
 
 pub mod budget;
 pub mod offline;
-pub mod passes;
 pub mod openai;
+pub mod passes;
 pub mod prompts;
 pub mod skill;
 
