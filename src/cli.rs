@@ -71,16 +71,40 @@ pub enum LogFormat {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Create a memory repository: layout, commented dream.toml, .gitignore, first commit.
+    // Init, Run, Ingest, Status and Demo take their help from their argument structs (a
+    // doc comment here would hide the struct's long help); so do Review, Explain, Undo, Log.
     Init(InitArgs),
-    /// Run one consolidation cycle (what the timer runs twice a day).
     Run(RunArgs),
-    /// Validate events, or read Claude Code or Codex transcripts, and append them to the inbox.
-    Ingest(IngestArgs),
-    /// Show pending events, inbox lag, review queue, quarantine and recent cycles.
     Status(StatusArgs),
-    /// Run a whole cycle on the shipped sample events in a scratch repository.
-    Demo(DemoArgs),
+    Review(ReviewArgs),
+    Explain(ExplainArgs),
+    Log(LogArgs),
+    Undo(UndoArgs),
+    Ingest(IngestArgs),
+    /// Re-audit the repository: every pass mutation, archive entry, fact and count.
+    ///
+    /// Independently of the code that wrote the repository, walks its git history and
+    /// re-measures every mutation the maintenance passes applied (a dropped duplicate must
+    /// really be >= 0.9 similar to the fact kept, a merged text must use only the merged
+    /// facts' words and names, a forgotten fact must really be stale or over capacity and
+    /// unprotected), checks every archive entry against what it claims and that no cycle
+    /// deleted a fact without archiving it. Then traces every active fact to its supporting
+    /// events in .dream/state.sqlite (facts you wrote yourself are trusted), looks for
+    /// secrets in facts and pending cards, and checks that every cycle's counts balance.
+    ///
+    /// Exits 0 when every check passes and 1 when any fails, listing each problem with the
+    /// commit and fact it concerns. Run it after hand edits, in CI, or from a timer.
+    Verify(VerifyArgs),
+    /// List, read, activate or discard the skills dream drafted from recurring procedures.
+    ///
+    /// When the same procedure (the tool calls that served one request, with one-off values
+    /// such as paths and messages left out) recurs on several days across sessions, the
+    /// evening cycle drafts an Agent Skills SKILL.md for it under skills/drafts/<name>/, or, when
+    /// it is less sure, a review card proposes one. Drafts are inert: no agent sees them until
+    /// you promote one, which moves it to skills/active/<name>/ and, when skills.install_to is
+    /// set in dream.toml, copies it there (for example ~/.claude/skills). Each decision is one
+    /// commit.
+    Skills(SkillsArgs),
     /// Install, remove or show the timers that run the morning and evening cycles.
     ///
     /// dream runs twice a day with the platform's timer: systemd user units on Linux, launchd
@@ -98,16 +122,10 @@ pub enum Command {
     /// to the journal (`journalctl --user -u dream-evening`) or, with launchd, to
     /// REPO/.dream/logs/. See docs/operations.md.
     Schedule(ScheduleArgs),
-    /// List, read, activate or discard the skills dream drafted from recurring procedures.
-    ///
-    /// When the same procedure (the tool calls that served one request, with one-off values
-    /// such as paths and messages left out) recurs on several days across sessions, the
-    /// evening cycle drafts an Agent Skills SKILL.md for it under skills/drafts/<name>/, or, when
-    /// it is less sure, a review card proposes one. Drafts are inert: no agent sees them until
-    /// you promote one, which moves it to skills/active/<name>/ and, when skills.install_to is
-    /// set in dream.toml, copies it there (for example ~/.claude/skills). Each decision is one
-    /// commit.
-    Skills(SkillsArgs),
+    Demo(DemoArgs),
+    /// Measure memory quality on a public conversation benchmark (LoCoMo).
+    #[command(subcommand)]
+    Eval(EvalCommand),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     ///
     /// For example: `dream completions bash > ~/.local/share/bash-completion/completions/dream`,
@@ -120,28 +138,6 @@ pub enum Command {
     /// help. With --out-dir, writes dream.1 and one page per command (dream-run.1, ...) there,
     /// for example: `dream man --out-dir ~/.local/share/man/man1`.
     Man(ManArgs),
-    /// Re-audit the repository: every pass mutation, archive entry, fact and count.
-    ///
-    /// Independently of the code that wrote the repository, walks its git history and
-    /// re-measures every mutation the maintenance passes applied (a dropped duplicate must
-    /// really be >= 0.9 similar to the fact kept, a merged text must use only the merged
-    /// facts' words and names, a forgotten fact must really be stale or over capacity and
-    /// unprotected), checks every archive entry against what it claims and that no cycle
-    /// deleted a fact without archiving it. Then traces every active fact to its supporting
-    /// events in .dream/state.sqlite (facts you wrote yourself are trusted), looks for
-    /// secrets in facts and pending cards, and checks that every cycle's counts balance.
-    ///
-    /// Exits 0 when every check passes and 1 when any fails, listing each problem with the
-    /// commit and fact it concerns. Run it after hand edits, in CI, or from a timer.
-    Verify(VerifyArgs),
-    // The human side (SPEC S9): their help text is on their argument structs below.
-    Review(ReviewArgs),
-    Explain(ExplainArgs),
-    Undo(UndoArgs),
-    Log(LogArgs),
-    /// Measure memory quality on a public conversation benchmark (LoCoMo).
-    #[command(subcommand)]
-    Eval(EvalCommand),
     /// Measure speed, memory and token cost on a synthetic workload (for maintainers).
     #[command(hide = true)]
     Bench(BenchArgs),
@@ -151,10 +147,13 @@ pub enum Command {
     BenchCycle(RunArgs),
 }
 
-/// Create a memory repository in DIR (default: the current folder).
+/// Create a memory repository: layout, commented dream.toml, .gitignore, first commit.
 ///
-/// DIR must be new, empty, or an empty git repository. On an existing dream repository
-/// this says so and changes nothing.
+/// Creates it in DIR (default: the current folder), which must be new, empty, or an empty
+/// git repository: memory/ (the blocks agents read), review/, archive/, skills/, digests/,
+/// a dream.toml listing every key with its default, a .gitignore for events/ (the inbox)
+/// and .dream/ (state and lock), and a first commit. On an existing dream repository this
+/// says so and changes nothing.
 #[derive(Debug, Args)]
 pub struct InitArgs {
     /// Where to create the repository.
@@ -162,10 +161,12 @@ pub struct InitArgs {
     pub dir: Option<PathBuf>,
 }
 
-/// Run one cycle: lock, ingest new inbox lines, embed, cluster the rolling window,
-/// reflect, gate, judge, route, commit, advance the watermark, report.
+/// Run one consolidation cycle (what the timer runs twice a day).
 ///
-/// Auto-promoted facts land in memory/*.md, doubtful ones become review cards under
+/// Takes the repository's lock, ingests new inbox lines, embeds them, clusters the rolling
+/// window, reflects on every cluster with a new event, gates, judges and routes each
+/// candidate, runs the maintenance passes, commits, advances the watermark, and prints a
+/// report. Auto-promoted facts land in memory/*.md, doubtful ones become review cards under
 /// review/, and every refusal is listed with its reason. A second run with nothing new
 /// makes no commit.
 #[derive(Debug, Args)]
@@ -230,8 +231,11 @@ Every cycle instead, in dream.toml:
   format = \"claude-code\"
   path = \"~/.claude/projects\"";
 
-/// Show what is waiting: unreflected events, unread inbox bytes, review cards,
-/// quarantined lines and the last cycles.
+/// Show pending events, inbox lag, review queue, quarantine and recent cycles.
+///
+/// Reads the repository and its state without changing anything: events not yet looked at
+/// by a cycle, inbox bytes not yet read, pending review cards and skill proposals,
+/// quarantined lines (with file, line and reason) and the last cycles' counts.
 #[derive(Debug, Args)]
 pub struct StatusArgs {
     /// Print one JSON object on stdout.
@@ -239,9 +243,12 @@ pub struct StatusArgs {
     pub json: bool,
 }
 
-/// Create a scratch repository, ingest the shipped sample events (five days of an agent's
-/// sessions, with noise, a pasted API key and a malformed line), run an evening cycle and
-/// print its report and where to look.
+/// Run a whole cycle on the shipped sample events in a scratch repository.
+///
+/// Creates a repository (in a temporary folder, or --keep DIR), puts the sample events in
+/// its inbox (five days of an agent's sessions, with noise, a pasted API key and malformed
+/// lines), runs an evening cycle at the sample's last evening with the offline defaults,
+/// and prints the report and where to look.
 #[derive(Debug, Args)]
 pub struct DemoArgs {
     /// Create the demo repository here instead of a temporary folder (kept afterwards).
