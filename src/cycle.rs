@@ -137,6 +137,11 @@ pub fn run(
     } else {
         store.is_dirty_refreshing_index()?
     };
+    // Memory as the last commit left it, to see which facts a person reworded by hand.
+    let committed = match (dirty, store.head()) {
+        (true, Some(head)) => Some(store.memory_at(head, ctx.today)?),
+        _ => None,
+    };
     if dirty {
         let paths = store.dirty_paths()?;
         if opts.dry_run {
@@ -167,7 +172,7 @@ pub fn run(
         stages: Vec::new(),
         timer: Instant::now(),
     };
-    adopt_hand_written(&ctx, &mut work);
+    adopt_hand_written(&ctx, &mut work, committed.as_ref());
 
     let tx = state
         .conn
@@ -299,22 +304,44 @@ pub fn run(
 }
 
 /// Give hand-written facts ids, as a stage of its own.
-fn adopt_hand_written(ctx: &Ctx<'_>, work: &mut Work) {
-    if work.memory.facts().all(|(_, f)| !f.id.is_empty()) {
-        return;
-    }
+/// Give hand-written facts ids, and make facts a person reworded by hand their own (`by=owner`:
+/// their new words come from the person, not from the events), as a stage of its own.
+fn adopt_hand_written(ctx: &Ctx<'_>, work: &mut Work, committed: Option<&Memory>) {
     let before = work.memory.clone();
+    let mut lines = Vec::new();
+    if let Some(committed) = committed {
+        for bf in &mut work.memory.blocks {
+            for f in bf.facts_mut() {
+                let reworded = committed
+                    .get(&f.id)
+                    .is_some_and(|(_, old)| old.text != f.text);
+                if reworded && f.origin != crate::memory::Origin::Owner {
+                    f.origin = crate::memory::Origin::Owner;
+                    lines.push(format!(
+                        "owned      {}  (reworded by hand: now trusted as an owner fact)",
+                        f.id
+                    ));
+                }
+            }
+        }
+    }
     let adopted = work.memory.adopt_hand_written();
-    if adopted.is_empty() {
+    lines.extend(
+        adopted
+            .iter()
+            .map(|id| format!("adopted    {id}  (hand-written, trusted as an owner fact)")),
+    );
+    if lines.is_empty() {
         return;
     }
     let mut change = consolidate::block_changes(&before, &work.memory);
-    let lines: Vec<String> = adopted
-        .iter()
-        .map(|id| format!("adopted    {id}  (hand-written, trusted as an owner fact)"))
-        .collect();
+    let subject = match (adopted.len(), lines.len() - adopted.len()) {
+        (a, 0) => format!("dream: give ids to {a} hand-written facts"),
+        (0, o) => format!("dream: {o} facts reworded by hand are now owner facts"),
+        (a, o) => format!("dream: give ids to {a} hand-written facts; {o} reworded by hand are now owner facts"),
+    };
     change.message = commit_message(
-        &format!("dream: give ids to {} hand-written facts", adopted.len()),
+        &subject,
         &lines,
         &ctx.cycle_id,
         "adopt",

@@ -575,3 +575,31 @@ fn the_demo_runs_end_to_end() {
     );
     assert!(dir.join("memory/human.md").exists());
 }
+
+#[test]
+fn a_fact_reworded_by_hand_becomes_an_owner_fact_that_verify_trusts() {
+    let env = Env::new();
+    env.init();
+    promotable(&env);
+    env.run_cycle("2026-11-02T21:00:00Z");
+    let human = env.read("memory/human.md");
+    let edited = human.replace(
+        "- I live in Lisbon with my two cats.",
+        "- I live in Lisbon with my two cats and a parrot called Kiwi.",
+    );
+    assert_ne!(edited, human, "the promoted fact is there to edit");
+    std::fs::write(env.repo.join("memory/human.md"), edited).unwrap();
+    env.run_cycle("2026-11-03T21:00:00Z");
+    let subjects: Vec<String> = env.commits().into_iter().map(|(s, _)| s).collect();
+    assert_eq!(subjects[1], "dream: record hand edits", "{subjects:?}");
+    assert_eq!(subjects[0], "dream: 1 facts reworded by hand are now owner facts", "{subjects:?}");
+    let line = env
+        .read("memory/human.md")
+        .lines()
+        .find(|l| l.contains("Kiwi"))
+        .unwrap()
+        .to_string();
+    assert!(line.contains("by=owner"), "{line}");
+    let out = env.dream(&["verify"]);
+    assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+}
