@@ -34,7 +34,7 @@ use crate::embed::{self, Embedder};
 use crate::error::{Context, Error, Result};
 use crate::event::Event;
 use crate::fsutil::write_atomic;
-use crate::llm::{self, ChatCall};
+use crate::llm::{self, prompts, EventView, ReflectRequest};
 use crate::synth::{self, Spec};
 
 /// Creates a memory repository in an empty folder (`dream init`).
@@ -1004,11 +1004,6 @@ pub fn same_clusters(exact: &cluster::Clustering, other: &cluster::Clustering) -
 }
 
 /// A per-event extraction prompt, as mem0-style tools send one per message.
-const BASELINE_SYSTEM: &str = "You extract durable facts about the user from one message. \
-Reply with a JSON object {\"facts\": [\"...\"]} listing each fact the message states about the \
-user's identity, preferences, commitments, projects or relationships, one short sentence each, \
-or an empty list when it states none. Do not invent anything the message does not say.";
-
 /// Tokens per promoted fact through an OpenAI-compatible server, beside a per-event
 /// extractor on the same workload.
 fn tokens(opts: &Options, init: InitFn, dir: &Path) -> Result<ScenarioResult> {
@@ -1071,16 +1066,27 @@ fn tokens(opts: &Options, init: InitFn, dir: &Path) -> Result<ScenarioResult> {
     if provider.offline() {
         notes.push("offline provider: no tokens are spent; run with --llm-url URL (an OpenAI-compatible server, for example the fake one) for the LLM figures".into());
     } else {
-        // The baseline: one extraction call per event through the same provider.
+        // The baseline: a per-event extractor (one call per event, as mem0-style tools make)
+        // with the same instructions as dream's reflect step, through the same provider, so
+        // the difference is what consolidation changes: which events are asked about, and how
+        // many at once. (mem0 also makes an update call per extracted fact and uses a longer
+        // prompt, so this baseline is the cheaper one.)
         let (mut spent, mut calls, mut failed) = (0u64, 0u64, 0u64);
-        for e in &w.events {
-            let call = ChatCall {
-                stage: "baseline-extract".into(),
-                system: BASELINE_SYSTEM.into(),
-                user: serde_json::json!({"message": {"ts": e.ts, "role": e.actor, "text": e.text}})
-                    .to_string(),
-                max_tokens: config.llm.max_tokens,
+        for event in &w.events {
+            let req = ReflectRequest {
+                cluster: 0,
+                events: vec![EventView {
+                    id: event.id.clone(),
+                    ts: event.ts,
+                    session: event.session_key(),
+                    kind: event.kind.clone(),
+                    trust: event.trust,
+                    recalled: event.recalled,
+                    new: true,
+                    text: event.text.clone(),
+                }],
             };
+            let call = prompts::reflect_call(&req, config.llm.max_tokens);
             match provider.chat_json(&call) {
                 Ok(reply) => {
                     calls += 1;

@@ -543,6 +543,15 @@ pub struct BenchArgs {
     #[arg(long, value_name = "URL")]
     pub llm_url: Option<String>,
 
+    /// Start the scripted fake OpenAI-compatible server (the tests' own) on loopback for the
+    /// token scenario, instead of --llm-url.
+    #[arg(long, conflicts_with = "llm_url")]
+    pub fake_llm: bool,
+
+    /// Latency the fake server adds to every reply, in milliseconds.
+    #[arg(long, default_value_t = 0, requires = "fake_llm")]
+    pub fake_latency_ms: u64,
+
     /// Model name sent to --llm-url.
     #[arg(long, default_value = "gpt-4o-mini")]
     pub llm_model: String,

@@ -55,6 +55,8 @@ pub struct Ctx<'a> {
 /// with its vectors, the report, and the changes to commit in order.
 pub struct Work {
     pub memory: Memory,
+    /// Pending review cards; loaded only when reflect, the passes or the digest will run
+    /// (empty on an idle cycle that runs none of them).
     pub cards: Vec<Card>,
     /// The rolling window (recalled events left out), oldest first: ids, times and one
     /// vector per event, without text (stages fetch the text of the few events they show
@@ -157,15 +159,9 @@ pub fn run(
             });
         }
     }
-    let (cards, problems) = store.pending_cards()?;
-    for p in problems {
-        report
-            .notes
-            .push(format!("skipped a card that does not parse: {p}"));
-    }
     let mut work = Work {
         memory: store.load_memory(ctx.today)?,
-        cards,
+        cards: Vec::new(),
         window: state::Window::default(),
         idle: false,
         report,
@@ -215,17 +211,30 @@ pub fn run(
     );
 
     let profile = config.profile(opts.kind);
-    if profile.reflect && !work.idle {
+    // Durable memory changes only through new events or hand edits, so an idle cycle with
+    // no hand edit has nothing for the passes to do.
+    let hand_edited = work.report.commits.iter().any(|c| c.stage == "manual");
+    let reflect = profile.reflect && !work.idle;
+    let passes = profile.passes && (!work.idle || hand_edited);
+    // Pending cards are read only when a stage will look at them: an idle evening cycle
+    // skips parsing every card's front matter (a busy review queue is megabytes of it).
+    if reflect || passes || profile.digest {
+        let (cards, problems) = store.pending_cards()?;
+        work.cards = cards;
+        for p in problems {
+            work.report
+                .notes
+                .push(format!("skipped a card that does not parse: {p}"));
+        }
+    }
+    if reflect {
         let new_tool_calls = state::window_has_unreflected_tool_call(&tx, from, now)?;
         consolidate::run(&ctx, &tx, &mut work)?;
         if new_tool_calls {
             crate::skills::run(&ctx, &tx, &mut work)?;
         }
     }
-    // Durable memory changes only through new events or hand edits, so an idle cycle with
-    // no hand edit has nothing for the passes to do.
-    let hand_edited = work.report.commits.iter().any(|c| c.stage == "manual");
-    if profile.passes && (!work.idle || hand_edited) {
+    if passes {
         crate::passes::run(&ctx, &tx, &mut work)?;
     }
     // The digest comes last, so it shows what this cycle left for a person.
@@ -338,15 +347,11 @@ fn adopt_hand_written(ctx: &Ctx<'_>, work: &mut Work, committed: Option<&Memory>
     let subject = match (adopted.len(), lines.len() - adopted.len()) {
         (a, 0) => format!("dream: give ids to {a} hand-written facts"),
         (0, o) => format!("dream: {o} facts reworded by hand are now owner facts"),
-        (a, o) => format!("dream: give ids to {a} hand-written facts; {o} reworded by hand are now owner facts"),
+        (a, o) => format!(
+            "dream: give ids to {a} hand-written facts; {o} reworded by hand are now owner facts"
+        ),
     };
-    change.message = commit_message(
-        &subject,
-        &lines,
-        &ctx.cycle_id,
-        "adopt",
-        0,
-    );
+    change.message = commit_message(&subject, &lines, &ctx.cycle_id, "adopt", 0);
     work.stages.push(Stage {
         name: "adopt",
         change,

@@ -333,7 +333,8 @@ pub fn window_events(
 }
 
 /// Tool calls and the owner's messages of the window, oldest first: what procedure
-/// instances are made of (SPEC S10).
+/// instances are made of (SPEC S10). Owner messages only matter as the requests that start
+/// an instance, so those of sessions without a tool call in the window are left out.
 pub fn window_procedure_events(
     conn: &Connection,
     from: DateTime<Utc>,
@@ -342,7 +343,10 @@ pub fn window_procedure_events(
     let mut stmt = conn
         .prepare_cached(&format!(
             "SELECT {EVENT_COLUMNS} FROM events WHERE ts_epoch BETWEEN ?1 AND ?2 AND recalled = 0
-             AND (kind = 'tool_call' OR (kind = 'message' AND trust = 'owner')) ORDER BY ts_epoch, seq"
+             AND (kind = 'tool_call' OR (kind = 'message' AND trust = 'owner'
+                  AND (session IS NULL OR session IN (SELECT session FROM events
+                       WHERE ts_epoch BETWEEN ?1 AND ?2 AND kind = 'tool_call'))))
+             ORDER BY ts_epoch, seq"
         ))
         .context(|| "reading the window's tool calls".into())?;
     let rows = stmt

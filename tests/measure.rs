@@ -320,3 +320,48 @@ fn bench_measures_cycles_in_child_processes_at_toy_sizes() {
     // The table goes to stderr with --json.
     assert!(stderr(&out).contains("target"), "{}", stderr(&out));
 }
+
+#[test]
+fn bench_counts_tokens_against_the_fake_server_and_a_per_event_extractor() {
+    let env = Env::new();
+    let out = env
+        .cmd()
+        .args([
+            "bench",
+            "--scenario",
+            "tokens",
+            "--runs",
+            "1",
+            "--token-events",
+            "400",
+            "--fake-llm",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let tokens = r["scenarios"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "tokens")
+        .cloned()
+        .unwrap_or_else(|| panic!("a tokens scenario in {r}"));
+    let x = |k: &str| {
+        tokens["extra"][k]
+            .as_f64()
+            .unwrap_or_else(|| panic!("{k} in {tokens}"))
+    };
+    // The baseline asks once per event; dream once per cluster (and judge batch).
+    assert_eq!(x("baseline_calls"), 400.0, "{tokens}");
+    assert!(
+        x("dream_calls") > 0.0 && x("dream_calls") < 100.0,
+        "{tokens}"
+    );
+    assert!(x("dream_promoted") > 0.0, "{tokens}");
+    assert!(
+        x("dream_tokens_per_fact") < x("baseline_tokens_per_fact") / 2.0,
+        "{tokens}"
+    );
+}

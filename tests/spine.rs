@@ -592,7 +592,10 @@ fn a_fact_reworded_by_hand_becomes_an_owner_fact_that_verify_trusts() {
     env.run_cycle("2026-11-03T21:00:00Z");
     let subjects: Vec<String> = env.commits().into_iter().map(|(s, _)| s).collect();
     assert_eq!(subjects[1], "dream: record hand edits", "{subjects:?}");
-    assert_eq!(subjects[0], "dream: 1 facts reworded by hand are now owner facts", "{subjects:?}");
+    assert_eq!(
+        subjects[0], "dream: 1 facts reworded by hand are now owner facts",
+        "{subjects:?}"
+    );
     let line = env
         .read("memory/human.md")
         .lines()

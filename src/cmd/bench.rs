@@ -10,6 +10,21 @@ pub fn run(g: &Global, a: &BenchArgs) -> Result<i32> {
     let _ = g;
     let exe = std::env::current_exe().context(|| "finding the dream binary".into())?;
     let cwd = std::env::current_dir().context(|| "reading the current folder".into())?;
+    // --fake-llm: the scripted OpenAI-compatible server of the tests, on loopback in this
+    // process, answering reflect with the owner's sentence, judge with "no conflict", and
+    // every other stage (the passes, the baseline's extraction) with an empty object, each
+    // with its token usage; --fake-latency-ms adds a delay to every reply.
+    let fake = a.fake_llm.then(|| {
+        let fake = crate::fake_llm::FakeLlm::start();
+        fake.on("reflect", crate::fake_llm::echo_reflect);
+        fake.on("judge", crate::fake_llm::agreeable_judge);
+        fake.set_latency(std::time::Duration::from_millis(a.fake_latency_ms));
+        fake
+    });
+    let llm_url = match &fake {
+        Some(f) => Some(f.base_url()),
+        None => a.llm_url.clone(),
+    };
     let opts = Options {
         scenarios: a.scenario.clone(),
         runs: a.runs.max(1),
@@ -32,7 +47,7 @@ pub fn run(g: &Global, a: &BenchArgs) -> Result<i32> {
             }
         },
         token_events: a.token_events,
-        llm_url: a.llm_url.clone(),
+        llm_url,
         llm_model: a.llm_model.clone(),
         seed: a.seed,
     };
