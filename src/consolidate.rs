@@ -444,7 +444,8 @@ fn apply_one(
     let outcome = veto::cap(outcome, hit.as_ref());
     let mut all_gates = g.gates.clone();
     all_gates.extend(route_gates);
-    let events = excerpts(tx, &g.support)?;
+    let stored = state::events_by_ids(tx, &g.support)?;
+    let events = excerpts(&stored);
     let (target, reason) = match &outcome {
         Outcome::Promote => {
             let taken: Vec<String> = work.memory.facts().map(|(_, f)| f.id.clone()).collect();
@@ -455,7 +456,7 @@ fn apply_one(
                 text: g.text.clone(),
                 category: g.category.clone(),
                 origin: Origin::Auto,
-                support: g.support.clone(),
+                support: cite(&g.text, &g.support, &stored),
                 first_seen: first,
                 last_seen: last,
                 valid_from: None,
@@ -530,8 +531,19 @@ fn apply_one(
                     fact.support.push(id.clone());
                 }
             }
-            let (_, last) = span(&events, ctx.today);
             let added = fact.support.len() - before;
+            if fact.support.len() > memory::MAX_CITED {
+                let fresh: HashSet<&str> = g.support.iter().map(String::as_str).collect();
+                let older: Vec<String> = fact
+                    .support
+                    .iter()
+                    .filter(|id| !fresh.contains(id.as_str()))
+                    .cloned()
+                    .collect();
+                let older = state::events_by_ids(tx, &older)?;
+                fact.support = cite(&fact.text, &fact.support, stored.iter().chain(&older));
+            }
+            let (_, last) = span(&events, ctx.today);
             if last > fact.last_seen {
                 fact.last_seen = last;
             }
@@ -685,9 +697,9 @@ fn same_card(a: &Card, b: &Card) -> bool {
     a == b
 }
 
-fn excerpts(conn: &Connection, ids: &[String]) -> Result<Vec<Excerpt>> {
-    Ok(state::events_by_ids(conn, ids)?
-        .into_iter()
+fn excerpts(stored: &[Stored]) -> Vec<Excerpt> {
+    stored
+        .iter()
         .map(|s| Excerpt {
             id: s.event.id.clone(),
             ts: s.event.ts,
@@ -695,7 +707,51 @@ fn excerpts(conn: &Connection, ids: &[String]) -> Result<Vec<Excerpt>> {
             trust: s.event.trust.as_str().into(),
             text: memory::excerpt(&s.event.text, 300),
         })
-        .collect())
+        .collect()
+}
+
+/// The ids a fact with this text cites out of `ids` (at most [`memory::MAX_CITED`]: those
+/// that trace it, then recent ones), from the events in `stored`. An id with no stored
+/// event (which verify would report) is kept, so nothing hides it.
+fn cite<'a>(
+    text: &str,
+    ids: &[String],
+    stored: impl IntoIterator<Item = &'a Stored>,
+) -> Vec<String> {
+    if ids.len() <= memory::MAX_CITED {
+        return ids.to_vec();
+    }
+    let by_id: HashMap<&str, &Stored> = stored
+        .into_iter()
+        .map(|s| (s.event.id.as_str(), s))
+        .collect();
+    let (found, lost): (Vec<&String>, Vec<&String>) =
+        ids.iter().partition(|id| by_id.contains_key(id.as_str()));
+    let events: Vec<crate::measures::Citation> = found
+        .iter()
+        .map(|id| {
+            let e = &by_id[id.as_str()].event;
+            crate::measures::Citation {
+                text: &e.text,
+                day: e.ts.timestamp().div_euclid(86_400),
+            }
+        })
+        .collect();
+    let room = memory::MAX_CITED.saturating_sub(lost.len());
+    let keep: HashSet<usize> = crate::measures::cited(text, &events, room)
+        .into_iter()
+        .collect();
+    let kept: HashSet<&str> = found
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| keep.contains(i))
+        .map(|(_, id)| id.as_str())
+        .chain(lost.iter().map(|id| id.as_str()))
+        .collect();
+    ids.iter()
+        .filter(|id| kept.contains(id.as_str()))
+        .cloned()
+        .collect()
 }
 
 fn span(events: &[Excerpt], today: NaiveDate) -> (NaiveDate, NaiveDate) {

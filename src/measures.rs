@@ -563,6 +563,87 @@ pub fn round3(x: f64) -> f64 {
     (x * 1000.0).round() / 1000.0
 }
 
+/// One supporting event, as [`cited`] weighs it: its text and its day (any day number).
+#[derive(Debug, Clone, Copy)]
+pub struct Citation<'a> {
+    pub text: &'a str,
+    pub day: i64,
+}
+
+/// Which of a fact's supporting events it keeps citing when more than `keep` support it
+/// (indices into `events`, in their order, which is oldest first). A fact restated every
+/// day would otherwise carry hundreds of ids, and its metadata must not get in the way of
+/// reading the file (SPEC S3). Kept, in this order:
+///
+/// 1. the fewest events that still trace the fact: every content word and entity the
+///    whole set contains is in them (the first event that does alone, else greedily the
+///    event that adds the most);
+/// 2. the most recent event of each day not cited yet, newest first;
+/// 3. the most recent of the rest.
+///
+/// So `dream verify` finds the fact exactly as traceable as before, and the cited days
+/// stay spread. Its first and last seen dates are kept apart from the ids.
+pub fn cited(claim: &str, events: &[Citation<'_>], keep: usize) -> Vec<usize> {
+    if events.len() <= keep {
+        return (0..events.len()).collect();
+    }
+    let keep = keep.max(1);
+    let untraced = |chosen: &[usize]| {
+        let texts: Vec<&str> = chosen.iter().map(|&i| events[i].text).collect();
+        coverage(claim, texts.iter().copied()).missing.len()
+            + invented_entities(claim, &texts).len()
+    };
+    // Usually one event traces the fact alone (the one it was taken from), and early on.
+    let alone = (0..events.len()).find(|&i| untraced(&[i]) == 0);
+    let all: Vec<usize> = (0..events.len()).collect();
+    let mut chosen: Vec<usize> = match alone {
+        Some(i) => vec![i],
+        None => {
+            let floor = untraced(&all);
+            let mut chosen = Vec::new();
+            let mut left = untraced(&chosen);
+            while left > floor && chosen.len() < keep {
+                let best = all
+                    .iter()
+                    .filter(|i| !chosen.contains(*i))
+                    .map(|&i| {
+                        let mut with = chosen.clone();
+                        with.push(i);
+                        (untraced(&with), i)
+                    })
+                    .min();
+                match best {
+                    Some((n, i)) if n < left => {
+                        chosen.push(i);
+                        left = n;
+                    }
+                    _ => break,
+                }
+            }
+            chosen
+        }
+    };
+    let mut days: HashSet<i64> = chosen.iter().map(|&i| events[i].day).collect();
+    for i in (0..events.len()).rev() {
+        if chosen.len() >= keep {
+            break;
+        }
+        if !chosen.contains(&i) && days.insert(events[i].day) {
+            chosen.push(i);
+        }
+    }
+    for i in (0..events.len()).rev() {
+        if chosen.len() >= keep {
+            break;
+        }
+        if !chosen.contains(&i) {
+            chosen.push(i);
+        }
+    }
+    chosen.sort_unstable();
+    chosen
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -704,5 +785,39 @@ mod tests {
         assert!(negated("I don't live in Lisbon anymore"));
         assert!(negated("I no longer drink coffee"));
         assert!(!negated("I live in Lisbon"));
+    }
+
+    #[test]
+    fn a_fact_keeps_citing_what_traces_it_then_recent_days() {
+        let c = |text, day| Citation { text, day };
+        let mut events = vec![c("I moved to Lisbon in March.", 1)];
+        events.extend((2..40).map(|d| c("as I said, moved to Lisbon", d)));
+        events.push(c("unrelated small talk", 40));
+        let kept = cited("I moved to Lisbon in March.", &events, 5);
+        assert_eq!(kept.len(), 5);
+        // The only event that names March stays, whatever its age.
+        assert!(kept.contains(&0), "{kept:?}");
+        // Then the newest days.
+        assert_eq!(&kept[1..], &[36, 37, 38, 39]);
+        // Under the limit, nothing changes.
+        assert_eq!(cited("x", &events[..3], 5), vec![0, 1, 2]);
+    }
+
+    #[test]
+    fn citing_fewer_events_never_loses_a_word_the_whole_set_traces() {
+        let c = |text, day| Citation { text, day };
+        let mut events: Vec<Citation> = (0..30).map(|d| c("filler words only", d)).collect();
+        events[3] = c("the deploy runs on Fridays", 3);
+        events[17] = c("deploy goes through Jenkins", 17);
+        let claim = "The deploy runs through Jenkins on Fridays.";
+        let kept = cited(claim, &events, 4);
+        assert!(kept.contains(&3) && kept.contains(&17), "{kept:?}");
+        let texts: Vec<&str> = kept.iter().map(|&i| events[i].text).collect();
+        let all: Vec<&str> = events.iter().map(|e| e.text).collect();
+        assert_eq!(
+            coverage(claim, texts.iter().copied()).value,
+            coverage(claim, all.iter().copied()).value
+        );
+        assert!(invented_entities(claim, &texts).is_empty());
     }
 }

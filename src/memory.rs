@@ -134,6 +134,10 @@ impl Origin {
     }
 }
 
+/// The most supporting events a fact cites (`ev=`): those that trace its words, then recent
+/// ones; see [`crate::measures::cited`]. Git history keeps every id it ever cited.
+pub const MAX_CITED: usize = 12;
+
 /// One durable fact.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Fact {
@@ -141,7 +145,8 @@ pub struct Fact {
     pub text: String,
     pub category: String,
     pub origin: Origin,
-    /// Supporting event ids, in order of first citation.
+    /// Supporting event ids, in order of first citation (at most [`MAX_CITED`] once a cycle
+    /// has touched the fact).
     pub support: Vec<String>,
     pub first_seen: NaiveDate,
     pub last_seen: NaiveDate,

@@ -606,3 +606,74 @@ fn a_fact_reworded_by_hand_becomes_an_owner_fact_that_verify_trusts() {
     let out = env.dream(&["verify"]);
     assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
 }
+
+#[test]
+fn a_fact_restated_for_weeks_cites_a_bounded_set_that_still_traces_it() {
+    let env = Env::new();
+    env.init();
+    let line = |id: &str, ts: &str, session: &str, text: &str| {
+        serde_json::json!({"id": id, "ts": ts, "kind": "message", "actor": "user",
+            "session": session, "text": text})
+        .to_string()
+            + "\n"
+    };
+    // Promoted on day two, then restated in a new session every day for four weeks.
+    env.write_inbox(
+        "a.jsonl",
+        &(line(
+            "e-01a",
+            "2026-11-01T09:00:00Z",
+            "s-01a",
+            "My sister Ana lives in Porto.",
+        ) + &line(
+            "e-02a",
+            "2026-11-02T09:00:00Z",
+            "s-02a",
+            "As I said, my sister Ana lives in Porto.",
+        ) + &line(
+            "e-02b",
+            "2026-11-02T15:00:00Z",
+            "s-02b",
+            "My sister Ana lives in Porto.",
+        )),
+    );
+    env.run_cycle("2026-11-02T21:00:00Z");
+    assert_eq!(env.facts().len(), 1);
+    for day in 3..=30 {
+        env.append_inbox(
+            "a.jsonl",
+            &line(
+                &format!("e-{day:02}"),
+                &format!("2026-11-{day:02}T09:00:00Z"),
+                &format!("s-{day:02}"),
+                "Again: my sister Ana lives in Porto.",
+            ),
+        );
+        env.run_cycle(&format!("2026-11-{day:02}T21:00:00Z"));
+    }
+    let facts = env.facts();
+    assert_eq!(facts.len(), 1, "{facts:?}");
+    let ev = facts[0]
+        .split(" ev=")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("an ev= list in {}", facts[0]))
+        .to_string();
+    let cited: Vec<&str> = ev.split(',').collect();
+    assert!(cited.len() <= 12, "{} ids cited: {ev}", cited.len());
+    assert!(cited.len() >= 3, "{ev}");
+    assert!(
+        cited.contains(&"e-30"),
+        "the newest restatement is cited: {ev}"
+    );
+    assert!(facts[0].contains("first=2026-11-01"), "{}", facts[0]);
+    assert!(facts[0].contains("last=2026-11-30"), "{}", facts[0]);
+    // Every reinforcement is still reported with what it added.
+    let bodies: Vec<String> = env.commits().into_iter().map(|(_, b)| b).collect();
+    assert!(
+        bodies.iter().any(|b| b.contains("+1 supporting events")),
+        "{bodies:?}"
+    );
+    let out = env.dream(&["verify"]);
+    assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+}
