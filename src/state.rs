@@ -332,30 +332,6 @@ pub fn window_events(
         .context(|| "reading the window".into())
 }
 
-/// Tool calls and the owner's messages of the window, oldest first: what procedure
-/// instances are made of (SPEC S10). Owner messages only matter as the requests that start
-/// an instance, so those of sessions without a tool call in the window are left out.
-pub fn window_procedure_events(
-    conn: &Connection,
-    from: DateTime<Utc>,
-    to: DateTime<Utc>,
-) -> Result<Vec<Stored>> {
-    let mut stmt = conn
-        .prepare_cached(&format!(
-            "SELECT {EVENT_COLUMNS} FROM events WHERE ts_epoch BETWEEN ?1 AND ?2 AND recalled = 0
-             AND (kind = 'tool_call' OR (kind = 'message' AND trust = 'owner'
-                  AND (session IS NULL OR session IN (SELECT session FROM events
-                       WHERE ts_epoch BETWEEN ?1 AND ?2 AND kind = 'tool_call'))))
-             ORDER BY ts_epoch, seq"
-        ))
-        .context(|| "reading the window's tool calls".into())?;
-    let rows = stmt
-        .query_map([from.timestamp(), to.timestamp()], row_to_stored)
-        .context(|| "reading the window's tool calls".into())?;
-    rows.collect::<rusqlite::Result<Vec<_>>>()
-        .context(|| "reading the window's tool calls".into())
-}
-
 /// True when a tool call of the window waits for a cycle to look at it: only then can a
 /// procedure newly recur.
 pub fn window_has_unreflected_tool_call(
@@ -406,6 +382,18 @@ pub struct Window {
     pub vectors: Vec<f32>,
     /// Rows whose vector is not in the cache.
     pub missing: Vec<usize>,
+    /// The window's tool calls and owner messages, oldest first, as the skills stage needs
+    /// them to find procedure instances without reading the window again (untouched by
+    /// [`Window::retain`]).
+    pub procedure: Vec<ProcedureRow>,
+}
+
+/// A tool call or an owner message of the window, without its text.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProcedureRow {
+    pub seq: i64,
+    pub tool_call: bool,
+    pub session: Option<String>,
 }
 
 impl Window {
@@ -478,7 +466,11 @@ pub fn window(
     let m = model_id(conn, model, false)?.unwrap_or(-1);
     let mut stmt = conn
         .prepare_cached(
-            "SELECT e.seq, e.id, e.ts_epoch, e.reflected_cycle IS NOT NULL, v.vec
+            "SELECT e.seq, e.id, e.ts_epoch, e.reflected_cycle IS NOT NULL, v.vec,
+                    CASE WHEN e.kind = 'tool_call' THEN 1
+                         WHEN e.kind = 'message' AND e.trust = 'owner' THEN 2 ELSE 0 END,
+                    CASE WHEN e.kind = 'tool_call' OR (e.kind = 'message' AND e.trust = 'owner')
+                         THEN e.session END
              FROM events e LEFT JOIN vectors v ON v.key = e.seq * ?4 + ?3
              WHERE e.ts_epoch BETWEEN ?1 AND ?2 AND e.recalled = 0
              ORDER BY e.ts_epoch, e.seq",
@@ -492,8 +484,16 @@ pub fn window(
     let mut before_dim = 0usize;
     while let Some(r) = rows.next().context(|| "reading the window".into())? {
         let row = w.ids.len();
-        w.seq
-            .push(r.get(0).context(|| "reading the window".into())?);
+        let seq: i64 = r.get(0).context(|| "reading the window".into())?;
+        match r.get::<_, i64>(5).context(|| "reading the window".into())? {
+            0 => {}
+            code => w.procedure.push(ProcedureRow {
+                seq,
+                tool_call: code == 1,
+                session: r.get(6).context(|| "reading the window".into())?,
+            }),
+        }
+        w.seq.push(seq);
         w.ids
             .push(r.get(1).context(|| "reading the window".into())?);
         w.ts.push(r.get(2).context(|| "reading the window".into())?);

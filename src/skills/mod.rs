@@ -522,8 +522,10 @@ pub fn run(ctx: &Ctx<'_>, tx: &Connection, work: &mut Work) -> Result<()> {
         return Ok(());
     }
     let t = Thresholds::from(cfg);
-    let from = ctx.opts.now - chrono::Duration::days(i64::from(ctx.config.cluster.window_days));
-    let window = state::window_procedure_events(tx, from, ctx.opts.now)?;
+    // The window's load listed its tool calls and owner messages; read only those that
+    // make up instances.
+    let seqs = procedure::rows_to_read(&work.window.procedure);
+    let window = state::events_by_seq(tx, &seqs)?;
     let events: Vec<&Event> = window.iter().map(|s| &s.event).collect();
     let instances = procedure::instances(&events);
     let procedures = procedure::group(&instances, &t);

@@ -22,6 +22,7 @@ use chrono::{DateTime, NaiveDate, Utc};
 use serde::Serialize;
 
 use crate::event::{Event, Trust};
+use crate::state::ProcedureRow;
 
 /// Tools whose input is a shell command (compared in lower case).
 const SHELL_TOOLS: &[&str] = &[
@@ -499,6 +500,29 @@ fn extension(path: &str) -> Option<String> {
         return Some(name.to_lowercase());
     }
     Some(format!("*.{}", ext.to_lowercase()))
+}
+
+/// Which of a window's tool calls and owner messages (oldest first) [`instances`] needs
+/// read, by row id: every tool call; every row without a session (grouped by source and
+/// day, which only the stored event tells); and each owner message whose next row in its
+/// session is a tool call (the request that starts an instance). Any other owner message
+/// only ends an instance that the next owner message, or the session's end, ends anyway,
+/// so leaving it out changes no instance, and most of a window's messages are read no more.
+pub fn rows_to_read(rows: &[ProcedureRow]) -> Vec<i64> {
+    let mut next_is_tool: HashMap<&str, bool> = HashMap::new();
+    let mut out = Vec::new();
+    for r in rows.iter().rev() {
+        let Some(session) = r.session.as_deref() else {
+            out.push(r.seq);
+            continue;
+        };
+        let before = next_is_tool.insert(session, r.tool_call);
+        if r.tool_call || before == Some(true) {
+            out.push(r.seq);
+        }
+    }
+    out.reverse();
+    out
 }
 
 /// The instances in a window of events (oldest first): per session, the tool calls between
@@ -990,6 +1014,56 @@ mod tests {
         let s1b = got.iter().find(|i| i.seq == vec!["edit *.md"]).unwrap();
         assert_eq!(s1b.request.as_ref().unwrap().0, "m2");
         assert!(got.iter().any(|i| i.session == "s2" && i.request.is_none()));
+    }
+
+    #[test]
+    fn reading_only_the_rows_instances_need_finds_the_same_instances() {
+        // Two interleaved sessions, requests followed by small talk, a session without
+        // tool calls, and owner messages back to back.
+        let spec = [
+            ("s1", "message", "please ship it"),
+            ("s2", "message", "hello there"),
+            ("s1", "tool_call", "Bash: cargo fmt"),
+            ("s2", "message", "just chatting"),
+            ("s1", "tool_call", "Bash: cargo test"),
+            ("s1", "message", "thanks"),
+            ("s1", "message", "also, nice weather"),
+            ("s3", "tool_call", "Bash: make"),
+            ("s1", "message", "now the docs"),
+            ("s1", "tool_call", "Edit: README.md old_string=a"),
+            ("s3", "message", "done?"),
+            ("s1", "message", "bye"),
+            ("s3", "tool_call", "Bash: make install"),
+        ];
+        let events: Vec<Event> = spec
+            .iter()
+            .enumerate()
+            .map(|(i, (session, kind, text))| {
+                ev(
+                    &format!("e{i}"),
+                    &format!("2026-11-02T10:{i:02}:00Z"),
+                    session,
+                    kind,
+                    text,
+                )
+            })
+            .collect();
+        let rows: Vec<ProcedureRow> = events
+            .iter()
+            .enumerate()
+            .map(|(i, e)| ProcedureRow {
+                seq: i as i64,
+                tool_call: e.kind == "tool_call",
+                session: e.session.clone(),
+            })
+            .collect();
+        let read = rows_to_read(&rows);
+        assert!(read.len() < events.len(), "{read:?}");
+        let all: Vec<&Event> = events.iter().collect();
+        let some: Vec<&Event> = read.iter().map(|&i| &events[i as usize]).collect();
+        let (full, partial) = (instances(&all), instances(&some));
+        assert_eq!(full.len(), 4, "{full:#?}");
+        assert_eq!(full, partial);
     }
 
     #[test]
