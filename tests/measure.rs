@@ -266,15 +266,7 @@ fn bench_measures_cycles_in_child_processes_at_toy_sizes() {
         .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
     let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let by_name = |n: &str| {
-        r["scenarios"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|s| s["name"] == n)
-            .unwrap_or_else(|| panic!("scenario {n} in {r}"))
-            .clone()
-    };
+    let by_name = |n: &str| scenario(&r, n);
     let heavy = by_name("heavy");
     assert_eq!(heavy["median"]["new_events"], 50.0, "{heavy}");
     assert!(
@@ -341,13 +333,7 @@ fn bench_counts_tokens_against_the_fake_server_and_a_per_event_extractor() {
         .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
     let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let tokens = r["scenarios"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["name"] == "tokens")
-        .cloned()
-        .unwrap_or_else(|| panic!("a tokens scenario in {r}"));
+    let tokens = scenario(&r, "tokens");
     let x = |k: &str| {
         tokens["extra"][k]
             .as_f64()
@@ -364,4 +350,15 @@ fn bench_counts_tokens_against_the_fake_server_and_a_per_event_extractor() {
         x("dream_tokens_per_fact") < x("baseline_tokens_per_fact") / 2.0,
         "{tokens}"
     );
+}
+
+/// One scenario of `dream bench --json`'s output, by name.
+fn scenario(report: &serde_json::Value, name: &str) -> serde_json::Value {
+    report["scenarios"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == name)
+        .unwrap_or_else(|| panic!("scenario {name} in {report}"))
+        .clone()
 }
