@@ -1072,6 +1072,7 @@ fn tokens(opts: &Options, init: InitFn, dir: &Path) -> Result<ScenarioResult> {
         // many at once. (mem0 also makes an update call per extracted fact and uses a longer
         // prompt, so this baseline is the cheaper one.)
         let (mut spent, mut calls, mut failed) = (0u64, 0u64, 0u64);
+        let started = Instant::now();
         for event in &w.events {
             let req = ReflectRequest {
                 cluster: 0,
@@ -1102,6 +1103,12 @@ fn tokens(opts: &Options, init: InitFn, dir: &Path) -> Result<ScenarioResult> {
         extra.insert("baseline_tokens".into(), spent as f64);
         extra.insert("baseline_calls".into(), calls as f64);
         extra.insert("baseline_failed_calls".into(), failed as f64);
+        // One call after another, as an extractor called per incoming event makes them.
+        extra.insert(
+            "baseline_wall_ms".into(),
+            round2(started.elapsed().as_secs_f64() * 1000.0),
+        );
+        extra.insert("dream_wall_ms".into(), round2(f.wall_ms));
         if promoted > 0.0 {
             let dream_per_fact = f.tokens / promoted;
             let base_per_fact = spent as f64 / promoted;
