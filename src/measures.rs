@@ -575,9 +575,9 @@ pub struct Citation<'a> {
 /// day would otherwise carry hundreds of ids, and its metadata must not get in the way of
 /// reading the file (SPEC S3). Kept, in this order:
 ///
-/// 1. the fewest events that still trace the fact: every content word and entity the
-///    whole set contains is in them (the first event that does alone, else greedily the
-///    event that adds the most);
+/// 1. events that still trace the fact: every content word and entity the whole set
+///    contains is in them (greedily the event that traces the most of what is left, the
+///    earliest on a tie); when that takes more than `keep`, every event is kept;
 /// 2. the most recent event of each day not cited yet, newest first;
 /// 3. the most recent of the rest.
 ///
@@ -588,41 +588,67 @@ pub fn cited(claim: &str, events: &[Citation<'_>], keep: usize) -> Vec<usize> {
         return (0..events.len()).collect();
     }
     let keep = keep.max(1);
-    let untraced = |chosen: &[usize]| {
-        let texts: Vec<&str> = chosen.iter().map(|&i| events[i].text).collect();
-        coverage(claim, texts.iter().copied()).missing.len()
-            + invented_entities(claim, &texts).len()
-    };
-    // Usually one event traces the fact alone (the one it was taken from), and early on.
-    let alone = (0..events.len()).find(|&i| untraced(&[i]) == 0);
-    let all: Vec<usize> = (0..events.len()).collect();
-    let mut chosen: Vec<usize> = match alone {
-        Some(i) => vec![i],
-        None => {
-            let floor = untraced(&all);
-            let mut chosen = Vec::new();
-            let mut left = untraced(&chosen);
-            while left > floor && chosen.len() < keep {
-                let best = all
-                    .iter()
-                    .filter(|i| !chosen.contains(*i))
-                    .map(|&i| {
-                        let mut with = chosen.clone();
-                        with.push(i);
-                        (untraced(&with), i)
-                    })
-                    .min();
-                match best {
-                    Some((n, i)) if n < left => {
-                        chosen.push(i);
-                        left = n;
+    // What tracing asks for, split so that a set of events traces an item exactly when one
+    // of them does: each content word, each word of a proper noun, each other entity.
+    let mut words: Vec<String> = Vec::new();
+    for t in content_token_seq(claim) {
+        if !words.contains(&t) {
+            words.push(t);
+        }
+    }
+    let mut others: Vec<Entity> = Vec::new();
+    for e in entities(claim) {
+        match e.kind {
+            EntityKind::ProperNoun => {
+                for t in tokens(&e.text) {
+                    let t = stem_token(&t);
+                    if !words.contains(&t) {
+                        words.push(t);
                     }
-                    _ => break,
                 }
             }
-            chosen
+            _ => others.push(e),
         }
-    };
+    }
+    let traces: Vec<Vec<bool>> = events
+        .iter()
+        .map(|c| {
+            let vocab = vocabulary([c.text]);
+            words
+                .iter()
+                .map(|w| vocab.contains(w))
+                .chain(others.iter().map(|e| entity_present(e, &[c.text], &vocab)))
+                .collect()
+        })
+        .collect();
+    let items = words.len() + others.len();
+    let reachable: Vec<bool> = (0..items).map(|k| traces.iter().any(|t| t[k])).collect();
+    // Greedily the event that traces the most of what is still untraced; the earliest wins
+    // a tie, so the event a fact was taken from (usually among the first) is kept.
+    let mut open = reachable;
+    let mut chosen: Vec<usize> = Vec::new();
+    while open.iter().any(|&o| o) && chosen.len() < keep {
+        let gain = |i: usize| (0..items).filter(|&k| open[k] && traces[i][k]).count();
+        let best = (0..events.len())
+            .filter(|i| !chosen.contains(i))
+            .map(|i| (gain(i), std::cmp::Reverse(i)))
+            .max();
+        match best {
+            Some((g, std::cmp::Reverse(i))) if g > 0 => {
+                for k in 0..items {
+                    if traces[i][k] {
+                        open[k] = false;
+                    }
+                }
+                chosen.push(i);
+            }
+            _ => break,
+        }
+    }
+    if open.iter().any(|&o| o) {
+        // More than `keep` events are needed to trace it: cite them all rather than less.
+        return (0..events.len()).collect();
+    }
     let mut days: HashSet<i64> = chosen.iter().map(|&i| events[i].day).collect();
     for i in (0..events.len()).rev() {
         if chosen.len() >= keep {
@@ -801,6 +827,23 @@ mod tests {
         assert_eq!(&kept[1..], &[36, 37, 38, 39]);
         // Under the limit, nothing changes.
         assert_eq!(cited("x", &events[..3], 5), vec![0, 1, 2]);
+    }
+
+    #[test]
+    fn a_fact_that_needs_more_events_than_the_limit_to_trace_keeps_them_all() {
+        let c = |text, day| Citation { text, day };
+        let events = [
+            c("alpha", 1),
+            c("bravo", 2),
+            c("charlie", 3),
+            c("delta", 4),
+            c("nothing", 5),
+        ];
+        assert_eq!(
+            cited("alpha bravo charlie delta", &events, 3),
+            vec![0, 1, 2, 3, 4]
+        );
+        assert_eq!(cited("alpha bravo", &events, 3), vec![0, 1, 4]);
     }
 
     #[test]
