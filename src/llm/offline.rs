@@ -511,8 +511,16 @@ impl Offline {
         let mut candidates = Vec::new();
         loop {
             // Most supporting events, then most sessions, then an owner among them, then
-            // the shortest sentence (the most atomic statement of the fact).
-            type Score = (usize, usize, bool, std::cmp::Reverse<usize>);
+            // the shortest sentence (the most atomic statement of the fact: fewest content
+            // words, then fewest characters, so "I live in Lisbon." is taken over "Again,
+            // as I said, I live in Lisbon.").
+            type Score = (
+                usize,
+                usize,
+                bool,
+                std::cmp::Reverse<usize>,
+                std::cmp::Reverse<usize>,
+            );
             let mut best: Option<(usize, usize, Vec<usize>, Score)> = None;
             for u in &units {
                 if used[u.event] {
@@ -537,6 +545,7 @@ impl Offline {
                     sessions.len(),
                     owner,
                     std::cmp::Reverse(unit.tokens.len()),
+                    std::cmp::Reverse(unit.text.chars().count()),
                 );
                 if best.as_ref().is_none_or(|b| score > b.3) {
                     best = Some((u.event, u.sentence, support, score));
@@ -767,6 +776,31 @@ mod tests {
         assert_eq!(c.supporting_event_ids, vec!["e1", "e2", "e3"]);
         assert_eq!(c.category, "preferences");
         assert_eq!(c.confidence, 0.936);
+    }
+
+    #[test]
+    fn the_plainest_wording_of_a_restated_fact_is_taken() {
+        let req = ReflectRequest {
+            cluster: 0,
+            events: vec![
+                ev("e1", 1, "s1", "Again, my sister Ana lives in Porto.", false),
+                ev(
+                    "e2",
+                    2,
+                    "s2",
+                    "As I said, my sister Ana lives in Porto.",
+                    true,
+                ),
+                ev("e3", 3, "s3", "My sister Ana lives in Porto.", true),
+            ],
+        };
+        let reply = offline().reflect(&req).unwrap().value;
+        assert_eq!(reply.candidates.len(), 1, "{reply:?}");
+        assert_eq!(reply.candidates[0].text, "My sister Ana lives in Porto.");
+        assert_eq!(
+            reply.candidates[0].supporting_event_ids,
+            vec!["e1", "e2", "e3"]
+        );
     }
 
     #[test]
