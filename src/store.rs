@@ -7,6 +7,7 @@
 //! cycle never leaves a half-applied change that the next run would mistake for a hand
 //! edit. Commits use the repository's git identity, else `dream <dream@localhost>`.
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, NaiveDate, Utc};
@@ -390,6 +391,43 @@ impl Store {
             .find_blob(id)
             .context(|| format!("reading {rel} at {commit}"))?;
         Ok(Some(String::from_utf8_lossy(blob.content()).into_owned()))
+    }
+
+    /// The facts that pending review cards at a commit propose to supersede (a pass never
+    /// touches those: the person decides them). Cards that do not parse are left out.
+    pub fn pinned_at(&self, commit: Oid) -> Result<BTreeSet<String>> {
+        let tree = self
+            .repo
+            .find_commit(commit)
+            .and_then(|c| c.tree())
+            .context(|| format!("reading the tree of {commit}"))?;
+        let mut pinned = BTreeSet::new();
+        let Ok(entry) = tree.get_path(Path::new(memory::REVIEW_DIR)) else {
+            return Ok(pinned);
+        };
+        let Ok(review) = self.repo.find_tree(entry.id()) else {
+            return Ok(pinned);
+        };
+        for e in review.iter() {
+            if e.kind() != Some(git2::ObjectType::Blob)
+                || !e.name().is_some_and(|n| n.ends_with(".md"))
+            {
+                continue;
+            }
+            let blob = self
+                .repo
+                .find_blob(e.id())
+                .context(|| format!("reading a card at {commit}"))?;
+            let text = String::from_utf8_lossy(blob.content());
+            // Most cards supersede nothing: only those are parsed.
+            if !text.contains("supersedes") {
+                continue;
+            }
+            if let Some(id) = Card::parse(&text).ok().and_then(|c| c.supersedes) {
+                pinned.insert(id);
+            }
+        }
+        Ok(pinned)
     }
 
     /// Durable memory as it was at a commit; a missing block reads as empty.

@@ -21,7 +21,7 @@
 //! The thresholds are restated here from the spec rather than imported from the pass code,
 //! so a change to one side that breaks the contract shows up as a problem.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::Path;
 use std::sync::LazyLock;
 
@@ -131,6 +131,8 @@ struct Snap {
     facts: BTreeMap<String, (Block, Fact)>,
     archive: Vec<String>,
     config: Config,
+    /// The commit it was read from (`None`: the working tree).
+    at: Option<Oid>,
 }
 
 impl Snap {
@@ -165,6 +167,7 @@ impl Snap {
             facts,
             archive,
             config,
+            at: None,
         }
     }
 
@@ -178,6 +181,8 @@ struct Auditor {
     v: Verification,
     /// Archive entries the transition being audited added.
     added: Vec<Archived>,
+    /// Facts pinned by pending review cards, per commit (read when a forget needs them).
+    pins: HashMap<Oid, BTreeSet<String>>,
 }
 
 /// Audit the repository at `root`.
@@ -187,6 +192,7 @@ pub fn verify(root: &Path) -> Result<Verification> {
         store,
         v: Verification::default(),
         added: Vec::new(),
+        pins: HashMap::new(),
     };
     a.history()?;
     a.active(root)?;
@@ -223,7 +229,9 @@ impl Auditor {
         let archive = self.store.read_at(id, memory::ARCHIVE)?;
         let config = self.store.read_at(id, config::FILE)?;
         let at = id.to_string()[..10].to_string();
-        Ok(Snap::new(memory, archive, config, &mut self.v.notes, &at))
+        let mut snap = Snap::new(memory, archive, config, &mut self.v.notes, &at);
+        snap.at = Some(id);
+        Ok(snap)
     }
 
     fn snap_worktree(&mut self) -> Result<Snap> {
@@ -680,9 +688,29 @@ impl Auditor {
         }
         let r = &after.config.retention;
         let policy = l.get("policy").unwrap_or_default();
+        let pinned = self.pinned(before);
         found.extend(forget_problems(
-            item, *block, fact, policy, r, day, active, after,
+            item, *block, fact, policy, r, day, active, after, &pinned,
         ));
+    }
+
+    /// The facts pending cards pinned in a snapshot: a capacity forget passes over them, so
+    /// they do not count against its lowest-salience-first order.
+    fn pinned(&mut self, snap: &Snap) -> BTreeSet<String> {
+        let Some(at) = snap.at else {
+            return BTreeSet::new();
+        };
+        if let Some(p) = self.pins.get(&at) {
+            return p.clone();
+        }
+        let p = self.store.pinned_at(at).unwrap_or_else(|e| {
+            self.v
+                .notes
+                .push(format!("could not read the review cards at {at}: {e}"));
+            BTreeSet::new()
+        });
+        self.pins.insert(at, p.clone());
+        p
     }
 
     /// Whether the transition added an archive entry for `id` with this `why`.
@@ -735,6 +763,7 @@ impl Auditor {
                     ));
                 }
                 "forgotten" => {
+                    let pinned = self.pinned(before);
                     found.extend(forget_problems(
                         &id,
                         e.block,
@@ -744,6 +773,7 @@ impl Auditor {
                         day,
                         before.facts.len() - removed,
                         after,
+                        &pinned,
                     ));
                     removed += 1;
                 }
@@ -950,6 +980,7 @@ fn forget_problems(
     day: NaiveDate,
     active: usize,
     after: &Snap,
+    pinned: &BTreeSet<String>,
 ) -> Vec<String> {
     let mut found = Vec::new();
     if r.protected.contains(&fact.category) {
@@ -979,7 +1010,7 @@ fn forget_problems(
         if let Some((other, s)) = after
             .facts
             .iter()
-            .filter(|(_, (_, f))| !protected(f, r))
+            .filter(|(oid, (_, f))| !protected(f, r) && !pinned.contains(*oid))
             .map(|(oid, (b, f))| (oid, salience(*b, f, r, day)))
             .find(|(_, s)| *s + TOLERANCE < mine)
         {

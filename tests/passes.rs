@@ -138,6 +138,32 @@ pub fn placement(env: &Env) -> BTreeMap<String, String> {
     out
 }
 
+/// Queue a pending card proposing to supersede `fact`, as a contradiction would.
+fn pin(env: &Env, card_id: &str, fact: &str) {
+    let at: chrono::DateTime<chrono::Utc> = "2026-11-01T21:00:00Z".parse().unwrap();
+    let card = dream::memory::Card {
+        id: card_id.into(),
+        created: at,
+        updated: at,
+        cycle: "20261101T210000Z-evening".into(),
+        text: "The new VPN needs no restarts.".into(),
+        block: dream::memory::Block::Scratch,
+        category: "knowledge".into(),
+        confidence: 0.9,
+        reason: format!("the judge found a possible contradiction with {fact}"),
+        proposer_reason: String::new(),
+        judge: "possible contradiction".into(),
+        supersedes: Some(fact.into()),
+        supersedes_text: None,
+        supporting_event_ids: vec![format!("e_{fact}")],
+        measures: dream::memory::Measures::default(),
+        gates: Vec::new(),
+        excerpts: Vec::new(),
+        decision: None,
+    };
+    std::fs::write(env.repo.join(card.path()), card.render()).unwrap();
+}
+
 /// The message of the commit of a pass, if the cycle made one.
 pub fn pass_commit(env: &Env, stage: &str) -> Option<String> {
     env.commits()
@@ -537,4 +563,32 @@ fn a_failed_pass_call_degrades_to_the_backstops_and_is_reported() {
     assert_eq!(placed["f_tea"], "human", "the backstops still ran");
     let m = pass_commit(&env, "dedupe").unwrap();
     assert!(m.contains("Dream-Degraded: dedupe"), "{m}");
+}
+
+#[test]
+fn a_fact_a_pending_card_would_supersede_is_not_forgotten_for_capacity_and_verify_agrees() {
+    let env = Env::new();
+    seed(&env, 7);
+    // The two lowest-salience facts (stale scratch) are ones a person is asked about: the
+    // capacity forget passes over them to a fact seen more recently, and the audit must
+    // know why rather than report "not lowest salience first".
+    pin(&env, "c_pin1", "f_vpn");
+    pin(&env, "c_pin2", "f_printer");
+    env.run_cycle(NOW);
+    let placed = placement(&env);
+    assert!(
+        placed.contains_key("f_vpn") && placed.contains_key("f_printer"),
+        "pinned by cards: {placed:?}"
+    );
+    assert_eq!(placed.len(), SEED.len() - 2, "{placed:?}");
+    let forget = pass_commit(&env, "forget").expect("a forget commit");
+    assert!(forget.contains("policy=max_active_facts=7"), "{forget}");
+    let out = env.dream(&["verify"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{}",
+        stdout(&out),
+        crate::util::stderr(&out)
+    );
 }
