@@ -208,6 +208,11 @@ fn now() -> DateTime<Utc> {
     NOW.parse().expect("a valid timestamp")
 }
 
+/// 00:00 on the day of `t`.
+fn midnight_of(t: DateTime<Utc>) -> DateTime<Utc> {
+    t.date_naive().and_time(NaiveTime::MIN).and_utc()
+}
+
 /// 23:00 on the day of `t` (the evening cycle of that day).
 fn evening_of(t: DateTime<Utc>) -> DateTime<Utc> {
     t.date_naive()
@@ -537,11 +542,7 @@ fn median_figures(runs: &[Figures]) -> Figures {
 /// `new` events over a `window`-event window, then the same repository with nothing new.
 fn heavy(opts: &Options, init: InitFn, dir: &Path) -> Result<Vec<ScenarioResult>> {
     let now = now();
-    let today = now
-        .date_naive()
-        .and_hms_opt(0, 0, 0)
-        .expect("midnight")
-        .and_utc();
+    let today = midnight_of(now);
     let old = opts.window.saturating_sub(opts.new);
     let prepared = dir.join("prepared");
     // The older part of the window: 13 days before today, consolidated day by day.
@@ -624,11 +625,7 @@ fn heavy(opts: &Options, init: InitFn, dir: &Path) -> Result<Vec<ScenarioResult>
 /// the same events over an empty history.
 fn incremental(opts: &Options, init: InitFn, dir: &Path) -> Result<ScenarioResult> {
     let now = now();
-    let today = now
-        .date_naive()
-        .and_hms_opt(0, 0, 0)
-        .expect("midnight")
-        .and_utc();
+    let today = midnight_of(now);
     // The history: 200 days that ended before the 14-day window starts.
     let hist_days = 200u32;
     let hist_start = today - Duration::days(15 + i64::from(hist_days));
@@ -1003,16 +1000,11 @@ pub fn same_clusters(exact: &cluster::Clustering, other: &cluster::Clustering) -
     same as f64 / exact.clusters.len() as f64
 }
 
-/// A per-event extraction prompt, as mem0-style tools send one per message.
 /// Tokens per promoted fact through an OpenAI-compatible server, beside a per-event
 /// extractor on the same workload.
 fn tokens(opts: &Options, init: InitFn, dir: &Path) -> Result<ScenarioResult> {
     let now = now();
-    let today = now
-        .date_naive()
-        .and_hms_opt(0, 0, 0)
-        .expect("midnight")
-        .and_utc();
+    let today = midnight_of(now);
     let w = synth::generate(&Spec {
         ..spec(
             opts,

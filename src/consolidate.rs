@@ -11,7 +11,7 @@ use rusqlite::Connection;
 
 use crate::cluster;
 use crate::config::Config;
-use crate::cycle::{commit_message, parallel_map, Ctx, Stage, Work};
+use crate::cycle::{parallel_map, Ctx, Work};
 use crate::error::{Error, Result};
 use crate::gates::{self, Evidence, Gated};
 use crate::llm::budget::{Budget, CallError};
@@ -95,25 +95,17 @@ pub fn run(ctx: &Ctx<'_>, tx: &Connection, work: &mut Work) -> Result<()> {
     }
     if !change.is_empty() {
         let c = &work.report.candidates;
-        change.message = commit_message(
-            &format!(
-                "dream: {} cycle {}: {} promoted, {} queued, {} reinforced, {} refused",
-                ctx.opts.kind.as_str(),
-                ctx.today,
-                c.promoted,
-                c.queued,
-                c.reinforced,
-                c.refused
-            ),
-            &lines,
-            &ctx.cycle_id,
-            "consolidate",
-            ctx.budget.spend().spent,
+        let subject = format!(
+            "dream: {} cycle {}: {} promoted, {} queued, {} reinforced, {} refused",
+            ctx.opts.kind.as_str(),
+            ctx.today,
+            c.promoted,
+            c.queued,
+            c.reinforced,
+            c.refused
         );
-        work.stages.push(Stage {
-            name: "consolidate",
-            change,
-        });
+        let tokens = ctx.budget.spend().spent;
+        work.push_stage(ctx, "consolidate", change, &subject, &lines, tokens);
     }
     Ok(())
 }

@@ -71,6 +71,21 @@ pub struct Work {
 }
 
 impl Work {
+    /// Queue `change` as the commit of stage `name`: `subject`, one body line per item,
+    /// then the cycle's trailers (`Dream-Stage: name`).
+    pub fn push_stage(
+        &mut self,
+        ctx: &Ctx<'_>,
+        name: &'static str,
+        mut change: Change,
+        subject: &str,
+        lines: &[String],
+        tokens: u64,
+    ) {
+        change.message = commit_message(subject, lines, &ctx.cycle_id, name, tokens);
+        self.stages.push(Stage { name, change });
+    }
+
     /// Charge the time since the last lap to `stage` in the report.
     pub fn lap(&mut self, stage: &str) {
         let ms = self.timer.elapsed().as_millis() as u64;
@@ -343,7 +358,7 @@ fn adopt_hand_written(ctx: &Ctx<'_>, work: &mut Work, committed: Option<&Memory>
     if lines.is_empty() {
         return;
     }
-    let mut change = consolidate::block_changes(&before, &work.memory);
+    let change = consolidate::block_changes(&before, &work.memory);
     let subject = match (adopted.len(), lines.len() - adopted.len()) {
         (a, 0) => format!("dream: give ids to {a} hand-written facts"),
         (0, o) => format!("dream: {o} facts reworded by hand are now owner facts"),
@@ -351,11 +366,7 @@ fn adopt_hand_written(ctx: &Ctx<'_>, work: &mut Work, committed: Option<&Memory>
             "dream: give ids to {a} hand-written facts; {o} reworded by hand are now owner facts"
         ),
     };
-    change.message = commit_message(&subject, &lines, &ctx.cycle_id, "adopt", 0);
-    work.stages.push(Stage {
-        name: "adopt",
-        change,
-    });
+    work.push_stage(ctx, "adopt", change, &subject, &lines, 0);
 }
 
 /// Stop the process at a named point, for crash tests (debug builds only).

@@ -25,7 +25,7 @@ use regex::Regex;
 use rusqlite::Connection;
 use serde_json::Value;
 
-use crate::cycle::{commit_message, Ctx, Stage, Work};
+use crate::cycle::{Ctx, Work};
 use crate::error::Result;
 use crate::memory::{excerpt, Block, Card, Memory};
 use crate::state;
@@ -55,13 +55,6 @@ pub fn run(ctx: &Ctx<'_>, tx: &Connection, work: &mut Work) -> Result<()> {
     let rel = path(d.date, &d.kind);
     let mut change = Change::default();
     change.write(rel.clone(), d.render());
-    change.message = commit_message(
-        &d.subject(),
-        &d.commit_lines(&rel),
-        &ctx.cycle_id,
-        "digest",
-        0,
-    );
     tracing::info!(
         path = %rel,
         contradictions = d.contradictions.len(),
@@ -72,11 +65,9 @@ pub fn run(ctx: &Ctx<'_>, tx: &Connection, work: &mut Work) -> Result<()> {
         "digest: {}",
         d.summary()
     );
+    let lines = d.commit_lines(&rel);
     work.report.digest = Some(rel);
-    work.stages.push(Stage {
-        name: "digest",
-        change,
-    });
+    work.push_stage(ctx, "digest", change, &d.subject(), &lines, 0);
     work.lap("digest");
     Ok(())
 }

@@ -703,8 +703,8 @@ pub fn card_kind(text: &str) -> CardKind {
         #[serde(default)]
         kind: CardKind,
     }
-    text.strip_prefix("+++\n")
-        .and_then(|rest| rest.find("\n+++").map(|end| &rest[..end + 1]))
+    card_front(text)
+        .ok()
         .and_then(|front| toml::from_str::<Peek>(front).ok())
         .map_or(CardKind::Fact, |p| p.kind)
 }
@@ -713,12 +713,65 @@ pub fn card_kind(text: &str) -> CardKind {
 pub const REVIEW_DIR: &str = "review";
 pub const DECIDED_DIR: &str = "review/decided";
 
+/// Where a card of either kind lives: pending under `review/`, decided under
+/// `review/decided/`.
+pub fn card_path(id: &str, decided: bool) -> String {
+    if decided {
+        format!("{DECIDED_DIR}/{id}.md")
+    } else {
+        format!("{REVIEW_DIR}/{id}.md")
+    }
+}
+
+/// The TOML front matter of a card file: the lines between its two `+++` lines.
+pub fn card_front(text: &str) -> Result<&str, String> {
+    let rest = text
+        .strip_prefix("+++\n")
+        .ok_or("a card starts with a +++ front matter line")?;
+    let end = rest
+        .find("\n+++")
+        .ok_or("the card's front matter is not closed by +++")?;
+    Ok(&rest[..end + 1])
+}
+
+/// The readable parts both kinds of card share: the decision, when there is one.
+pub fn write_decision(out: &mut String, decision: Option<&Decision>) {
+    if let Some(d) = decision {
+        let reason = if d.reason.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", d.reason)
+        };
+        let _ = writeln!(
+            out,
+            "**Decided: {}** on {}{reason}\n",
+            d.verdict,
+            d.at.format("%Y-%m-%d %H:%M UTC")
+        );
+    }
+}
+
+/// Every gate's measured value against its threshold, as a Markdown table.
+pub fn write_gates(out: &mut String, gates: &[GateResult]) {
+    let _ = writeln!(
+        out,
+        "\n| gate | measured | threshold | result |\n|---|---|---|---|"
+    );
+    for g in gates {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} |",
+            g.gate,
+            g.value,
+            g.threshold,
+            if g.passed { "pass" } else { "not met" }
+        );
+    }
+}
+
 impl Card {
     pub fn path(&self) -> String {
-        match self.decision {
-            None => format!("{REVIEW_DIR}/{}.md", self.id),
-            Some(_) => format!("{DECIDED_DIR}/{}.md", self.id),
-        }
+        card_path(&self.id, self.decision.is_some())
     }
 
     /// TOML front matter for machines, then a page a person can read in any viewer.
@@ -726,19 +779,7 @@ impl Card {
         let front = toml::to_string(self).expect("cards serialize");
         let mut out = format!("+++\n{front}+++\n\n");
         let _ = writeln!(out, "# Review: {}\n", one_line(&self.text));
-        if let Some(d) = &self.decision {
-            let _ = writeln!(
-                out,
-                "**Decided: {}** on {}{}\n",
-                d.verdict,
-                d.at.format("%Y-%m-%d %H:%M UTC"),
-                if d.reason.is_empty() {
-                    String::new()
-                } else {
-                    format!(" ({})", d.reason)
-                }
-            );
-        }
+        write_decision(&mut out, self.decision.as_ref());
         let _ = writeln!(
             out,
             "- Block: `{}`, category: `{}`",
@@ -757,20 +798,7 @@ impl Card {
                 self.measures.untraceable.join(", ")
             );
         }
-        let _ = writeln!(
-            out,
-            "\n| gate | measured | threshold | result |\n|---|---|---|---|"
-        );
-        for g in &self.gates {
-            let _ = writeln!(
-                out,
-                "| {} | {} | {} | {} |",
-                g.gate,
-                g.value,
-                g.threshold,
-                if g.passed { "pass" } else { "not met" }
-            );
-        }
+        write_gates(&mut out, &self.gates);
         let _ = writeln!(out, "\n## Supporting events\n");
         for e in &self.excerpts {
             let session = if e.session.is_empty() {
@@ -802,13 +830,7 @@ impl Card {
         if card_kind(text) == CardKind::Skill {
             return Err("this is a skill proposal, not a fact card: decide it with `dream skills promote|discard`".into());
         }
-        let rest = text
-            .strip_prefix("+++\n")
-            .ok_or("a card starts with a +++ front matter line")?;
-        let end = rest
-            .find("\n+++")
-            .ok_or("the card's front matter is not closed by +++")?;
-        toml::from_str(&rest[..end + 1]).map_err(|e| format!("bad card front matter: {e}"))
+        toml::from_str(card_front(text)?).map_err(|e| format!("bad card front matter: {e}"))
     }
 }
 

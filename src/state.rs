@@ -346,17 +346,33 @@ pub fn window_has_unreflected_tool_call(
     .context(|| "probing the window for new tool calls".into())
 }
 
-/// Events by id (unknown ids are left out).
+/// Events by id, in the order asked (unknown ids are left out).
 pub fn events_by_ids(conn: &Connection, ids: &[String]) -> Result<Vec<Stored>> {
+    events_by(conn, "id", ids)
+}
+
+/// Events by row id (`seq`), in the order asked; unknown rows are left out.
+pub fn events_by_seq(conn: &Connection, seqs: &[i64]) -> Result<Vec<Stored>> {
+    events_by(conn, "seq", seqs)
+}
+
+/// Events by a unique key column (`id` or `seq`), one indexed lookup each.
+fn events_by<K: rusqlite::ToSql + std::fmt::Display>(
+    conn: &Connection,
+    column: &str,
+    keys: &[K],
+) -> Result<Vec<Stored>> {
     let mut stmt = conn
-        .prepare_cached(&format!("SELECT {EVENT_COLUMNS} FROM events WHERE id = ?1"))
+        .prepare_cached(&format!(
+            "SELECT {EVENT_COLUMNS} FROM events WHERE {column} = ?1"
+        ))
         .context(|| "reading events".into())?;
-    let mut out = Vec::with_capacity(ids.len());
-    for id in ids {
+    let mut out = Vec::with_capacity(keys.len());
+    for key in keys {
         if let Some(s) = stmt
-            .query_row([id], row_to_stored)
+            .query_row([key], row_to_stored)
             .optional()
-            .context(|| format!("reading event {id}"))?
+            .context(|| format!("reading event {column} {key}"))?
         {
             out.push(s);
         }
@@ -540,26 +556,6 @@ pub fn window_has_unreflected(
     )
     .and_then(|mut s| s.query_row([from.timestamp(), to.timestamp()], |r| r.get(0)))
     .context(|| "probing the window for unreflected events".into())
-}
-
-/// Events by row id (`seq`), in the order asked; unknown rows are left out.
-pub fn events_by_seq(conn: &Connection, seqs: &[i64]) -> Result<Vec<Stored>> {
-    let mut stmt = conn
-        .prepare_cached(&format!(
-            "SELECT {EVENT_COLUMNS} FROM events WHERE seq = ?1"
-        ))
-        .context(|| "reading events".into())?;
-    let mut out = Vec::with_capacity(seqs.len());
-    for seq in seqs {
-        if let Some(s) = stmt
-            .query_row([seq], row_to_stored)
-            .optional()
-            .context(|| format!("reading event row {seq}"))?
-        {
-            out.push(s);
-        }
-    }
-    Ok(out)
 }
 
 /// The text of events by row id, in the order asked (for embedding).

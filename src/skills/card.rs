@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use crate::memory::{self, CardKind, Decision, Excerpt, GateResult, DECIDED_DIR, REVIEW_DIR};
+use crate::memory::{self, CardKind, Decision, Excerpt, GateResult};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SkillCard {
@@ -45,10 +45,7 @@ pub struct SkillCard {
 
 impl SkillCard {
     pub fn path(&self) -> String {
-        match self.decision {
-            None => format!("{REVIEW_DIR}/{}.md", self.id),
-            Some(_) => format!("{DECIDED_DIR}/{}.md", self.id),
-        }
+        memory::card_path(&self.id, self.decision.is_some())
     }
 
     /// TOML front matter for machines, then a page a person can read.
@@ -56,19 +53,7 @@ impl SkillCard {
         let front = toml::to_string(self).expect("cards serialize");
         let mut out = format!("+++\n{front}+++\n\n");
         let _ = writeln!(out, "# Skill proposal: {}\n", self.name);
-        if let Some(d) = &self.decision {
-            let reason = if d.reason.is_empty() {
-                String::new()
-            } else {
-                format!(" ({})", d.reason)
-            };
-            let _ = writeln!(
-                out,
-                "**Decided: {}** on {}{reason}\n",
-                d.verdict,
-                d.at.format("%Y-%m-%d %H:%M UTC")
-            );
-        }
+        memory::write_decision(&mut out, self.decision.as_ref());
         let _ = writeln!(out, "{}\n", self.description);
         let _ = writeln!(
             out,
@@ -79,20 +64,7 @@ impl SkillCard {
         if !self.proposer_reason.is_empty() {
             let _ = writeln!(out, "- Proposer: {}", self.proposer_reason);
         }
-        let _ = writeln!(
-            out,
-            "\n| gate | measured | threshold | result |\n|---|---|---|---|"
-        );
-        for g in &self.gates {
-            let _ = writeln!(
-                out,
-                "| {} | {} | {} | {} |",
-                g.gate,
-                g.value,
-                g.threshold,
-                if g.passed { "pass" } else { "not met" }
-            );
-        }
+        memory::write_gates(&mut out, &self.gates);
         let _ = writeln!(
             out,
             "\n## The proposed SKILL.md\n\n~~~~markdown\n{}~~~~\n",
@@ -126,13 +98,7 @@ impl SkillCard {
     }
 
     pub fn parse(text: &str) -> Result<SkillCard, String> {
-        let rest = text
-            .strip_prefix("+++\n")
-            .ok_or("a card starts with a +++ front matter line")?;
-        let end = rest
-            .find("\n+++")
-            .ok_or("the card's front matter is not closed by +++")?;
-        let card: SkillCard = toml::from_str(&rest[..end + 1])
+        let card: SkillCard = toml::from_str(memory::card_front(text)?)
             .map_err(|e| format!("bad skill card front matter: {e}"))?;
         if card.kind != CardKind::Skill {
             return Err("not a skill card".into());

@@ -29,7 +29,7 @@ use std::path::{Path, PathBuf};
 use rusqlite::Connection;
 use serde::Serialize;
 
-use crate::cycle::{commit_message, parallel_map, Ctx, Stage, Work};
+use crate::cycle::{parallel_map, Ctx, Work};
 use crate::error::{Context, Result};
 use crate::event::Event;
 use crate::llm::budget::CallError;
@@ -725,24 +725,16 @@ pub fn run(ctx: &Ctx<'_>, tx: &Connection, work: &mut Work) -> Result<()> {
         "skills"
     );
     if !change.is_empty() {
-        change.message = commit_message(
-            &format!(
-                "dream: {} cycle {}: skills: {} drafted, {} queued, {} refused",
-                ctx.opts.kind.as_str(),
-                ctx.today,
-                report.drafted,
-                report.queued,
-                report.refused
-            ),
-            &lines,
-            &ctx.cycle_id,
-            "skills",
-            ctx.budget.spend().spent,
+        let subject = format!(
+            "dream: {} cycle {}: skills: {} drafted, {} queued, {} refused",
+            ctx.opts.kind.as_str(),
+            ctx.today,
+            report.drafted,
+            report.queued,
+            report.refused
         );
-        work.stages.push(Stage {
-            name: "skills",
-            change,
-        });
+        let tokens = ctx.budget.spend().spent;
+        work.push_stage(ctx, "skills", change, &subject, &lines, tokens);
     }
     work.report.skills = report;
     Ok(())
