@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Context, Error, Result};
 use crate::event::{Event, Trust};
+use crate::skills::procedure::ProcedureRow;
 
 /// Forward migrations; `MIGRATIONS[n]` takes the schema from version n to n + 1.
 const MIGRATIONS: &[&str] = &[
@@ -402,14 +403,6 @@ pub struct Window {
     /// them to find procedure instances without reading the window again (untouched by
     /// [`Window::retain`]).
     pub procedure: Vec<ProcedureRow>,
-}
-
-/// A tool call or an owner message of the window, without its text.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ProcedureRow {
-    pub seq: i64,
-    pub tool_call: bool,
-    pub session: Option<String>,
 }
 
 impl Window {

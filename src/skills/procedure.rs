@@ -22,7 +22,6 @@ use chrono::{DateTime, NaiveDate, Utc};
 use serde::Serialize;
 
 use crate::event::{Event, Trust};
-use crate::state::ProcedureRow;
 
 /// Tools whose input is a shell command (compared in lower case).
 const SHELL_TOOLS: &[&str] = &[
@@ -500,6 +499,15 @@ fn extension(path: &str) -> Option<String> {
         return Some(name.to_lowercase());
     }
     Some(format!("*.{}", ext.to_lowercase()))
+}
+
+/// A tool call or an owner message of the window, without its text (listed by
+/// `state::window`, which reads the window anyway).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProcedureRow {
+    pub seq: i64,
+    pub tool_call: bool,
+    pub session: Option<String>,
 }
 
 /// Which of a window's tool calls and owner messages (oldest first) [`instances`] needs
