@@ -243,7 +243,7 @@ pub fn run(
         }
     }
     if reflect {
-        let new_tool_calls = state::window_has_unreflected_tool_call(&tx, from, now)?;
+        let new_tool_calls = crate::skills::procedure::new_tool_call(&work.window.procedure);
         consolidate::run(&ctx, &tx, &mut work)?;
         if new_tool_calls {
             crate::skills::run(&ctx, &tx, &mut work)?;

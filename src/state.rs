@@ -333,20 +333,6 @@ pub fn window_events(
         .context(|| "reading the window".into())
 }
 
-/// True when a tool call of the window waits for a cycle to look at it: only then can a
-/// procedure newly recur.
-pub fn window_has_unreflected_tool_call(
-    conn: &Connection,
-    from: DateTime<Utc>,
-    to: DateTime<Utc>,
-) -> Result<bool> {
-    conn.prepare_cached(
-        "SELECT EXISTS (SELECT 1 FROM events WHERE reflected_cycle IS NULL AND ts_epoch BETWEEN ?1 AND ?2 AND kind = 'tool_call')",
-    )
-    .and_then(|mut s| s.query_row([from.timestamp(), to.timestamp()], |r| r.get(0)))
-    .context(|| "probing the window for new tool calls".into())
-}
-
 /// Events by id, in the order asked (unknown ids are left out).
 pub fn events_by_ids(conn: &Connection, ids: &[String]) -> Result<Vec<Stored>> {
     events_by(conn, "id", ids)
@@ -494,11 +480,13 @@ pub fn window(
     while let Some(r) = rows.next().context(|| "reading the window".into())? {
         let row = w.ids.len();
         let seq: i64 = r.get(0).context(|| "reading the window".into())?;
+        let reflected: bool = r.get(3).context(|| "reading the window".into())?;
         match r.get::<_, i64>(5).context(|| "reading the window".into())? {
             0 => {}
             code => w.procedure.push(ProcedureRow {
                 seq,
                 tool_call: code == 1,
+                reflected,
                 session: r.get(6).context(|| "reading the window".into())?,
             }),
         }
@@ -506,8 +494,7 @@ pub fn window(
         w.ids
             .push(r.get(1).context(|| "reading the window".into())?);
         w.ts.push(r.get(2).context(|| "reading the window".into())?);
-        w.reflected
-            .push(r.get(3).context(|| "reading the window".into())?);
+        w.reflected.push(reflected);
         let blob = r.get_ref(4).context(|| "reading the window".into())?;
         match blob.as_blob_or_null().ok().flatten() {
             Some(b)

@@ -507,7 +507,15 @@ fn extension(path: &str) -> Option<String> {
 pub struct ProcedureRow {
     pub seq: i64,
     pub tool_call: bool,
+    /// A cycle has already looked at it.
+    pub reflected: bool,
     pub session: Option<String>,
+}
+
+/// True when a tool call of the window waits for a cycle to look at it: only then can a
+/// procedure newly recur.
+pub fn new_tool_call(rows: &[ProcedureRow]) -> bool {
+    rows.iter().any(|r| r.tool_call && !r.reflected)
 }
 
 /// Which of a window's tool calls and owner messages (oldest first) [`instances`] needs
@@ -1062,6 +1070,7 @@ mod tests {
             .map(|(i, e)| ProcedureRow {
                 seq: i as i64,
                 tool_call: e.kind == "tool_call",
+                reflected: false,
                 session: e.session.clone(),
             })
             .collect();
