@@ -1068,16 +1068,7 @@ fn tokens(opts: &Options, init: InitFn, dir: &Path) -> Result<ScenarioResult> {
         for event in &w.events {
             let req = ReflectRequest {
                 cluster: 0,
-                events: vec![EventView {
-                    id: event.id.clone(),
-                    ts: event.ts,
-                    session: event.session_key(),
-                    kind: event.kind.clone(),
-                    trust: event.trust,
-                    recalled: event.recalled,
-                    new: true,
-                    text: event.text.clone(),
-                }],
+                events: vec![EventView::of(event, true)],
             };
             let call = prompts::reflect_call(&req, config.llm.max_tokens);
             match provider.chat_json(&call) {

@@ -273,16 +273,7 @@ fn workers(llm: &dyn Llm, config: &Config) -> usize {
 }
 
 fn view(s: &Stored) -> EventView {
-    EventView {
-        id: s.event.id.clone(),
-        ts: s.event.ts,
-        session: s.event.session_key(),
-        kind: s.event.kind.clone(),
-        trust: s.event.trust,
-        recalled: s.event.recalled,
-        new: !s.reflected,
-        text: s.event.text.clone(),
-    }
+    EventView::of(&s.event, !s.reflected)
 }
 
 /// The request for one cluster: new events first (up to the prompt cap), then the most
@@ -690,16 +681,7 @@ fn same_card(a: &Card, b: &Card) -> bool {
 }
 
 fn excerpts(stored: &[Stored]) -> Vec<Excerpt> {
-    stored
-        .iter()
-        .map(|s| Excerpt {
-            id: s.event.id.clone(),
-            ts: s.event.ts,
-            session: s.event.session.clone().unwrap_or_default(),
-            trust: s.event.trust.as_str().into(),
-            text: memory::excerpt(&s.event.text, 300),
-        })
-        .collect()
+    stored.iter().map(|s| Excerpt::of(&s.event)).collect()
 }
 
 /// The ids a fact with this text cites out of `ids` (at most [`memory::MAX_CITED`]: those

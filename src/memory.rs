@@ -654,6 +654,19 @@ pub struct Excerpt {
     pub text: String,
 }
 
+impl Excerpt {
+    /// The first 300 characters of an event, as a card shows its evidence.
+    pub fn of(e: &crate::event::Event) -> Excerpt {
+        Excerpt {
+            id: e.id.clone(),
+            ts: e.ts,
+            session: e.session.clone().unwrap_or_default(),
+            trust: e.trust.as_str().into(),
+            text: excerpt(&e.text, 300),
+        }
+    }
+}
+
 /// A review card: a candidate the engine would not promote on its own.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Card {

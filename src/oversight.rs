@@ -269,16 +269,7 @@ pub fn events_for(root: &Path, card: &Card) -> Result<Vec<EventView>> {
     let mut events = Vec::new();
     if let Some(st) = State::open_read_only(root)? {
         for s in state::events_by_ids(&st.conn, &card.supporting_event_ids)? {
-            events.push(EventView {
-                id: s.event.id.clone(),
-                ts: s.event.ts,
-                session: s.event.session_key(),
-                kind: s.event.kind.clone(),
-                trust: s.event.trust,
-                recalled: s.event.recalled,
-                new: true,
-                text: s.event.text.clone(),
-            });
+            events.push(EventView::of(&s.event, true));
         }
     }
     if events.len() < card.supporting_event_ids.len() {

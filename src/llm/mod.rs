@@ -37,6 +37,22 @@ pub struct EventView {
     pub text: String,
 }
 
+impl EventView {
+    /// A stored event as a model sees it; `new` says whether a cycle has looked at it yet.
+    pub fn of(e: &crate::event::Event, new: bool) -> EventView {
+        EventView {
+            id: e.id.clone(),
+            ts: e.ts,
+            session: e.session_key(),
+            kind: e.kind.clone(),
+            trust: e.trust,
+            recalled: e.recalled,
+            new,
+            text: e.text.clone(),
+        }
+    }
+}
+
 /// A durable fact as a model sees it.
 #[derive(Debug, Clone, Serialize)]
 pub struct FactView {

@@ -758,16 +758,7 @@ fn skill_card(
         .map(|c| c.event_id.clone())
         .collect::<Vec<_>>();
     let stored = state::events_by_ids(tx, &ids)?;
-    let excerpts = stored
-        .iter()
-        .map(|s| Excerpt {
-            id: s.event.id.clone(),
-            ts: s.event.ts,
-            session: s.event.session.clone().unwrap_or_default(),
-            trust: s.event.trust.as_str().into(),
-            text: memory::excerpt(&s.event.text, 300),
-        })
-        .collect();
+    let excerpts = stored.iter().map(|s| Excerpt::of(&s.event)).collect();
     let name = &g.draft.front.name;
     Ok(SkillCard {
         kind: CardKind::Skill,
