@@ -1,6 +1,6 @@
 //! Benchmark: reflect calls run `llm.concurrency` at a time (SPEC S5).
 //!
-//! A fake OpenAI-compatible server on loopback (`dream::fake_llm`) adds 200 ms of latency
+//! A fake OpenAI-compatible server on loopback (`dream_testkit::fake_llm`) adds 200 ms of latency
 //! to every chat call; an inbox holds 40 distinct topics, each stated twice, so a cycle
 //! reflects on 40 clusters. The real `dream` binary runs `dream run --dry-run` (every step,
 //! nothing written, so the same repo serves every run) at concurrency 1 and 8, several
@@ -14,7 +14,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use dream::fake_llm::FakeLlm;
+use dream_testkit::fake_llm::FakeLlm;
 
 const NOW: &str = "2026-11-06T21:00:00Z";
 const CLUSTERS: usize = 40;
@@ -85,7 +85,7 @@ fn main() {
     let start = "2026-11-04T09:00:00Z".parse().unwrap();
     std::fs::write(
         repo.join("events/bench.jsonl"),
-        dream::fake_llm::topic_events(CLUSTERS, 2, start),
+        dream_testkit::fake_llm::topic_events(CLUSTERS, 2, start),
     )
     .unwrap();
 

@@ -6,7 +6,9 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use crate::config::CycleKind;
+use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
+use dream_core::adapters::Format;
+use dream_core::config::CycleKind;
 
 const EXIT_CODES: &str = "\
 Exit codes:
@@ -138,13 +140,6 @@ pub enum Command {
     /// help. With --out-dir, writes dream.1 and one page per command (dream-run.1, ...) there,
     /// for example: `dream man --out-dir ~/.local/share/man/man1`.
     Man(ManArgs),
-    /// Measure speed, memory and token cost on a synthetic workload (for maintainers).
-    #[command(hide = true)]
-    Bench(BenchArgs),
-    /// One `dream run --json` cycle that also reports its own peak memory (what `dream
-    /// bench` measures in a child process).
-    #[command(hide = true)]
-    BenchCycle(RunArgs),
 }
 
 /// Create a memory repository: layout, commented dream.toml, .gitignore, first commit.
@@ -174,7 +169,7 @@ pub struct InitArgs {
 pub struct RunArgs {
     /// Which cycle: evening consolidates; morning ingests, embeds and writes a digest
     /// (profiles are set under [cycles] in dream.toml).
-    #[arg(long, value_enum, default_value_t = CycleKind::Evening)]
+    #[arg(long, value_parser = cycle_kind(), default_value = "evening")]
     pub cycle: CycleKind,
 
     /// Run every step and print the report and the plan, but write nothing at all: no
@@ -211,8 +206,8 @@ pub struct IngestArgs {
     pub files: Vec<PathBuf>,
 
     /// What the input is: dream's own events, Claude Code sessions, or Codex rollouts.
-    #[arg(long, value_enum, default_value_t = crate::adapters::Format::Jsonl)]
-    pub format: crate::adapters::Format,
+    #[arg(long, value_parser = format(), default_value = "jsonl")]
+    pub format: Format,
 
     /// Read and check everything and print what would be appended, but write nothing.
     #[arg(long)]
@@ -464,103 +459,6 @@ pub struct EvalLocomoArgs {
     pub keep: Option<PathBuf>,
 }
 
-/// Build repositories from a deterministic synthetic workload and measure the cycles that
-/// matter in child processes: per-stage time, engine and process wall time, peak memory,
-/// LLM calls and tokens, as medians over --runs. Use a release build. See
-/// docs/BENCHMARKS.md.
-#[derive(Debug, Args)]
-pub struct BenchArgs {
-    /// Scenarios: all, heavy (also measures idle), incremental, cluster, tokens.
-    #[arg(
-        long,
-        value_name = "NAMES",
-        value_delimiter = ',',
-        default_value = "all"
-    )]
-    pub scenario: Vec<String>,
-
-    /// Measured runs per scenario (the figures are medians).
-    #[arg(long, default_value_t = 5)]
-    pub runs: usize,
-
-    /// Print one JSON object on stdout (the table goes to stderr).
-    #[arg(long)]
-    pub json: bool,
-
-    /// Work in this folder and keep it (default: a temporary folder).
-    #[arg(long, value_name = "DIR")]
-    pub dir: Option<PathBuf>,
-
-    /// Events in the window of the heavy scenario.
-    #[arg(long, default_value_t = 100_000)]
-    pub window: usize,
-
-    /// New events of the heavy scenario.
-    #[arg(long, default_value_t = 10_000)]
-    pub new: usize,
-
-    /// Events of the incremental scenario's history (older than the window).
-    #[arg(long, default_value_t = 100_000)]
-    pub history: usize,
-
-    /// New events of the incremental scenario.
-    #[arg(long, default_value_t = 1_000)]
-    pub increment: usize,
-
-    /// Window sizes of the clustering scenario.
-    #[arg(long, value_delimiter = ',', default_value = "10000,50000,100000")]
-    pub cluster_sizes: Vec<usize>,
-
-    /// Compare with exact (quadratic) clustering up to this many events (100,000 takes
-    /// a few minutes).
-    #[arg(long, default_value_t = 20_000)]
-    pub exact_up_to: usize,
-
-    /// Also time linfa's own indexes (k-d tree, ball tree, linear search) up to this many
-    /// events (0: never; they are quadratic in 256 dimensions).
-    #[arg(long, default_value_t = 0)]
-    pub linfa_up_to: usize,
-
-    /// Sign-LSH hash tables for the clustering scenario (default: the engine's).
-    #[arg(long)]
-    pub lsh_tables: Option<usize>,
-
-    /// Sign-LSH bits per table key for the clustering scenario (0: log2 of the distinct
-    /// rows minus 3, the engine's rule).
-    #[arg(long)]
-    pub lsh_bits: Option<usize>,
-
-    /// Sign-LSH least certain bits probed per table for the clustering scenario.
-    #[arg(long)]
-    pub lsh_probes: Option<usize>,
-
-    /// Events of the token scenario.
-    #[arg(long, default_value_t = 2_000)]
-    pub token_events: usize,
-
-    /// Base URL of an OpenAI-compatible server for the token scenario (for example the
-    /// fake server's http://127.0.0.1:PORT/v1); without it the scenario reports offline.
-    #[arg(long, value_name = "URL")]
-    pub llm_url: Option<String>,
-
-    /// Start the scripted fake OpenAI-compatible server (the tests' own) on loopback for the
-    /// token scenario, instead of --llm-url.
-    #[arg(long, conflicts_with = "llm_url")]
-    pub fake_llm: bool,
-
-    /// Latency the fake server adds to every reply, in milliseconds.
-    #[arg(long, default_value_t = 0, requires = "fake_llm")]
-    pub fake_latency_ms: u64,
-
-    /// Model name sent to --llm-url.
-    #[arg(long, default_value = "gpt-4o-mini")]
-    pub llm_model: String,
-
-    /// Seed of the synthetic workload.
-    #[arg(long, default_value_t = 7)]
-    pub seed: u64,
-}
-
 /// Set up `tracing` on stderr from the global flags: warnings by default, `-v` for more,
 /// `--log-format json` for machines; no colour unless stderr is a terminal and NO_COLOR is
 /// unset.
@@ -749,4 +647,26 @@ pub struct SkillsDiscardArgs {
     /// Why, for the commit message (and the card, for a proposal).
     #[arg(long, value_name = "TEXT", default_value = "")]
     pub reason: String,
+}
+
+/// `--cycle`: the cycle kinds of `dream_core::config`, by name.
+fn cycle_kind() -> impl TypedValueParser<Value = CycleKind> {
+    PossibleValuesParser::new(CycleKind::ALL.map(|k| PossibleValue::new(k.as_str())))
+        // Only listed names reach `map`, and every listed name parses.
+        .map(|s| CycleKind::parse(&s).unwrap_or(CycleKind::Evening))
+}
+
+/// `--format`: the input formats of `dream_core::adapters`, by name, with what each is.
+fn format() -> impl TypedValueParser<Value = Format> {
+    PossibleValuesParser::new(Format::ALL.map(|f| {
+        PossibleValue::new(f.as_str()).help(match f {
+            Format::Jsonl => "dream's own events, one JSON object per line (README \"Events\")",
+            Format::ClaudeCode => {
+                "Claude Code session files (~/.claude/projects/<project>/*.jsonl)"
+            }
+            Format::Codex => "Codex rollout files (~/.codex/sessions/YYYY/MM/DD/*.jsonl)",
+        })
+    }))
+    // Only listed names reach `map`, and every listed name parses.
+    .map(|s| Format::parse(&s).unwrap_or_default())
 }

@@ -1,103 +1,65 @@
 //! The cycle (SPEC S4): lock, record hand edits, ingest, embed, run the stages of the
 //! cycle's profile, commit each stage, then commit the state, report.
 //!
-//! This is the only place that sequences the pipeline. A stage (see `consolidate`) is a
-//! function `(ctx, tx, work)` that reads through the edges, calls the pure core, and
-//! leaves its result in [`Work`]: the in-memory facts and cards, report figures, and a
-//! [`Stage`] (files plus commit message) to commit. Stages may write rows into the state
-//! transaction `tx`, which commits only after every git commit succeeded: a crash anywhere
-//! before that leaves the state as the previous cycle left it, and the next run redoes the
-//! work with the same result (ids are derived from content, so nothing is doubled).
-//! `--dry-run` runs the same code against a scratch copy of the state and skips the
-//! commits, so it writes nothing at all.
+//! This is the only place that orders the pipeline. A stage (see `stages`) reads through
+//! the edges, calls the pure core, and leaves its result in [`Work`]; this file commits
+//! what the stages queued, one commit each, and then the state transaction: a crash
+//! anywhere before that leaves the state as the previous cycle left it, and the next run
+//! redoes the work with the same result (ids are derived from content, so nothing is
+//! doubled). `--dry-run` runs the same code against a scratch copy of the state and skips
+//! the commits, so it writes nothing at all.
+//!
+//! Which stages run is decided by the pure [`plan`]; `run` only carries it out.
 
 use std::path::Path;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
-use std::time::Instant;
+use std::time::{Duration as Elapsed, Instant};
 
-use chrono::{DateTime, Duration, NaiveDate, Utc};
+use chrono::{DateTime, Duration, Utc};
 use rusqlite::Connection;
 
-use crate::config::{Config, CycleKind};
-use crate::embed::Embedder;
-use crate::error::{Context, Result};
-use crate::llm::budget::Budget;
-use crate::llm::Llm;
-use crate::memory::{Card, Memory};
-use crate::report::{CommitRow, Degraded, Report, Tokens};
-use crate::state::{self, State};
-use crate::store::{Change, Store};
-use crate::{consolidate, digest, ingest, lock};
+use dream_core::commit::Stage;
+use dream_core::config::{Config, Profile};
+use dream_core::llm::budget::Budget;
+use dream_core::llm::Llm;
+use dream_core::memory::Memory;
+use dream_core::report::{CommitRow, Report, Tokens};
 
-/// How a cycle runs.
-#[derive(Debug, Clone)]
-pub struct Options {
-    pub kind: CycleKind,
-    pub dry_run: bool,
-    /// The cycle's clock (the wall clock unless `--now` was given).
-    pub now: DateTime<Utc>,
+use crate::edges::state::{self, State};
+use crate::edges::store::{Change, Store};
+use crate::edges::{ingest, lock};
+use crate::error::{Context, Error, Result};
+use crate::providers::embed::Embedder;
+use crate::stages::{consolidate, digest, oplog, passes, skills, Ctx, Work};
+
+/// How a cycle runs (defined beside [`Ctx`], which every stage reads).
+pub use crate::stages::Options;
+
+/// Which stages a cycle runs, decided from the profile and what the cycle found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Plan {
+    /// Cluster, reflect, gate, judge, route (and skills, when a tool call is new).
+    pub reflect: bool,
+    /// The maintenance passes.
+    pub passes: bool,
+    pub digest: bool,
 }
 
-/// What every stage may read.
-pub struct Ctx<'a> {
-    pub root: &'a Path,
-    pub config: &'a Config,
-    pub llm: &'a dyn Llm,
-    pub embedder: &'a dyn Embedder,
-    pub opts: &'a Options,
-    pub cycle_id: String,
-    pub today: NaiveDate,
-    pub budget: Budget,
-}
-
-/// What stages build up: durable memory and cards as they will be committed, the window
-/// with its vectors, the report, and the changes to commit in order.
-pub struct Work {
-    pub memory: Memory,
-    /// Pending review cards; loaded only when reflect, the passes or the digest will run
-    /// (empty on an idle cycle that runs none of them).
-    pub cards: Vec<Card>,
-    /// The rolling window (recalled events left out), oldest first: ids, times and one
-    /// vector per event, without text (stages fetch the text of the few events they show
-    /// a model). Empty when the cycle found nothing new (see [`Work::idle`]).
-    pub window: state::Window,
-    /// Nothing was ingested and no window event waits to be looked at: the window was not
-    /// loaded and there is nothing to cluster.
-    pub idle: bool,
-    pub report: Report,
-    pub stages: Vec<Stage>,
-    timer: Instant,
-}
-
-impl Work {
-    /// Queue `change` as the commit of stage `name`: `subject`, one body line per item,
-    /// then the cycle's trailers (`Dream-Stage: name`).
-    pub fn push_stage(
-        &mut self,
-        ctx: &Ctx<'_>,
-        name: &'static str,
-        mut change: Change,
-        subject: &str,
-        lines: &[String],
-        tokens: u64,
-    ) {
-        change.message = commit_message(subject, lines, &ctx.cycle_id, name, tokens);
-        self.stages.push(Stage { name, change });
-    }
-
-    /// Charge the time since the last lap to `stage` in the report.
-    pub fn lap(&mut self, stage: &str) {
-        let ms = self.timer.elapsed().as_millis() as u64;
-        *self.report.timings_ms.entry(stage.into()).or_default() += ms;
-        self.timer = Instant::now();
+impl Plan {
+    /// Whether any stage will read the pending review cards.
+    pub fn reads_cards(&self) -> bool {
+        self.reflect || self.passes || self.digest
     }
 }
 
-/// One commit's worth of changes.
-pub struct Stage {
-    pub name: &'static str,
-    pub change: Change,
+/// The stages to run: reflect only when something is new; the passes when something is new
+/// or a person edited memory by hand (durable memory changes only through those); the
+/// digest whenever the profile asks for it.
+pub fn plan(profile: &Profile, idle: bool, hand_edited: bool) -> Plan {
+    Plan {
+        reflect: profile.reflect && !idle,
+        passes: profile.passes && (!idle || hand_edited),
+        digest: profile.digest,
+    }
 }
 
 /// Run one cycle on the repo at `root`.
@@ -149,31 +111,7 @@ pub fn run(
     );
 
     // Hand edits first, so they are never clobbered and the audit trail shows them apart.
-    let dirty = if opts.dry_run {
-        store.is_dirty()?
-    } else {
-        store.is_dirty_refreshing_index()?
-    };
-    // Memory as the last commit left it, to see which facts a person reworded by hand.
-    let committed = match (dirty, store.head()) {
-        (true, Some(head)) => Some(store.memory_at(head, ctx.today)?),
-        _ => None,
-    };
-    if dirty {
-        let paths = store.dirty_paths()?;
-        if opts.dry_run {
-            report.notes.push(format!(
-                "would first commit hand edits to {}",
-                paths.join(", ")
-            ));
-        } else if let Some(oid) = store.commit_all(&manual_edit_message(&paths, &ctx.cycle_id))? {
-            report.commits.push(CommitRow {
-                stage: "manual".into(),
-                commit: oid.to_string(),
-                subject: "dream: record hand edits".into(),
-            });
-        }
-    }
+    let committed = record_hand_edits(&ctx, &store, &mut report)?;
     let mut work = Work {
         memory: store.load_memory(ctx.today)?,
         cards: Vec::new(),
@@ -189,30 +127,118 @@ pub fn run(
         .conn
         .transaction()
         .context(|| "starting the state transaction".into())?;
-    work.report.ingest = ingest::run(&tx, root, config, &ctx.cycle_id, now)?;
+    ingest_and_embed(&ctx, &tx, &mut work)?;
+
+    let hand_edited = work.report.commits.iter().any(|c| c.stage == "manual");
+    let plan = plan(config.profile(opts.kind), work.idle, hand_edited);
+    // Pending cards are read only when a stage will look at them: an idle evening cycle
+    // skips parsing every card's front matter (a busy review queue is megabytes of it).
+    if plan.reads_cards() {
+        let (cards, problems) = store.pending_cards()?;
+        work.cards = cards;
+        for p in problems {
+            work.report
+                .notes
+                .push(format!("skipped a card that does not parse: {p}"));
+        }
+    }
+    if plan.reflect {
+        let new_tool_calls = dream_core::skills::procedure::new_tool_call(&work.window.procedure);
+        consolidate::run(&ctx, &tx, &mut work)?;
+        if new_tool_calls {
+            skills::run(&ctx, &tx, &mut work)?;
+        }
+    }
+    if plan.passes {
+        passes::run(&ctx, &tx, &mut work)?;
+    }
+    // The digest comes last, so it shows what this cycle left for a person.
+    if plan.digest {
+        digest::run(&ctx, &tx, &mut work)?;
+    }
+
+    let spend = ctx.budget.spend();
+    if spend.overrun {
+        tracing::warn!(
+            spent = spend.spent,
+            cap = config.budget.tokens_per_cycle,
+            "token budget overrun: the server counted more tokens than estimated; later estimates are scaled up"
+        );
+    }
+    work.report.tokens = Tokens::from_spend(config.budget.tokens_per_cycle, spend);
+    commit_stages(&ctx, &store, &mut work)?;
+    work.lap("commit");
+    finish(&ctx, &tx, &mut work, started, wall.elapsed())?;
+    if opts.dry_run {
+        tx.rollback()
+            .context(|| "discarding the dry run's scratch state".into())?;
+    } else {
+        tx.commit()
+            .context(|| "committing the state transaction".into())?;
+    }
+    Ok(work.report)
+}
+
+/// Commit a dirty tree as the person's hand edits (a dry run only notes it). Returns
+/// memory as the last commit left it, to see which facts a person reworded by hand.
+fn record_hand_edits(ctx: &Ctx<'_>, store: &Store, report: &mut Report) -> Result<Option<Memory>> {
+    let dirty = if ctx.opts.dry_run {
+        store.is_dirty()?
+    } else {
+        store.is_dirty_refreshing_index()?
+    };
+    let committed = match (dirty, store.head()) {
+        (true, Some(head)) => Some(store.memory_at(head, ctx.today)?),
+        _ => None,
+    };
+    if dirty {
+        let paths = store.dirty_paths()?;
+        if ctx.opts.dry_run {
+            report.notes.push(format!(
+                "would first commit hand edits to {}",
+                paths.join(", ")
+            ));
+        } else if let Some(oid) =
+            store.commit_all(&dream_core::commit::hand_edits(&paths, &ctx.cycle_id).render())?
+        {
+            report.commits.push(CommitRow {
+                stage: Stage::Manual.as_str().into(),
+                commit: oid.to_string(),
+                subject: "dream: record hand edits".into(),
+            });
+        }
+    }
+    Ok(committed)
+}
+
+/// Ingest new inbox and source lines into the transaction, then load the window and embed
+/// what has no vector yet, unless nothing is new (the idle fast path).
+fn ingest_and_embed(ctx: &Ctx<'_>, tx: &Connection, work: &mut Work) -> Result<()> {
+    let (config, now) = (ctx.config, ctx.opts.now);
+    work.report.ingest = ingest::run(tx, ctx.root, config, &ctx.cycle_id, now)?;
     for w in &work.report.ingest.watermarks {
-        state::put_watermark(&tx, w, now)?;
+        state::put_watermark(tx, w, now)?;
     }
     work.lap("ingest");
-    crate::oplog::ingested(&work.report.ingest);
+    oplog::ingested(&work.report.ingest);
 
     let from = now - Duration::days(i64::from(config.cluster.window_days));
     // Fast path: with nothing ingested and nothing in the window waiting to be looked at,
     // clustering would find exactly what the last cycle found, so the window is not even
     // loaded (a timer's idle run stays a few milliseconds, whatever the history's size).
     work.idle =
-        work.report.ingest.new_events == 0 && !state::window_has_unreflected(&tx, from, now)?;
+        work.report.ingest.new_events == 0 && !state::window_has_unreflected(tx, from, now)?;
     if work.idle {
         work.report
             .notes
             .push("nothing new since the last cycle: the window was not clustered".into());
     } else {
-        work.window = state::window(&tx, from, now, &embedder.id())?;
+        work.window = state::window(tx, from, now, &ctx.embedder.id())?;
         work.report.window.events = work.window.len();
         work.lap("window");
         embed_missing(
-            &tx,
-            embedder,
+            tx,
+            ctx.embedder,
             &mut work.window,
             config.embed.batch_size,
             &mut work.report.embedded,
@@ -224,52 +250,23 @@ pub fn run(
         embedded = work.report.embedded,
         "embedded"
     );
+    Ok(())
+}
 
-    let profile = config.profile(opts.kind);
-    // Durable memory changes only through new events or hand edits, so an idle cycle with
-    // no hand edit has nothing for the passes to do.
-    let hand_edited = work.report.commits.iter().any(|c| c.stage == "manual");
-    let reflect = profile.reflect && !work.idle;
-    let passes = profile.passes && (!work.idle || hand_edited);
-    // Pending cards are read only when a stage will look at them: an idle evening cycle
-    // skips parsing every card's front matter (a busy review queue is megabytes of it).
-    if reflect || passes || profile.digest {
-        let (cards, problems) = store.pending_cards()?;
-        work.cards = cards;
-        for p in problems {
-            work.report
-                .notes
-                .push(format!("skipped a card that does not parse: {p}"));
-        }
-    }
-    if reflect {
-        let new_tool_calls = crate::skills::procedure::new_tool_call(&work.window.procedure);
-        consolidate::run(&ctx, &tx, &mut work)?;
-        if new_tool_calls {
-            crate::skills::run(&ctx, &tx, &mut work)?;
-        }
-    }
-    if passes {
-        crate::passes::run(&ctx, &tx, &mut work)?;
-    }
-    // The digest comes last, so it shows what this cycle left for a person.
-    if profile.digest {
-        digest::run(&ctx, &tx, &mut work)?;
-    }
-
-    work.report.tokens = Tokens::from_spend(config.budget.tokens_per_cycle, ctx.budget.spend());
+/// Commit each queued stage (a dry run lists what it would commit), each message rendered
+/// once with the cycle's degraded stages.
+fn commit_stages(ctx: &Ctx<'_>, store: &Store, work: &mut Work) -> Result<()> {
     let degraded = work.report.degraded.clone();
     for s in &mut work.stages {
-        s.change.message = with_degraded(&s.change.message, &degraded);
+        s.message.degraded = degraded.clone();
+        s.change.message = s.message.render();
     }
-
-    // Commit each stage, then (and only then) the state.
-    if opts.dry_run {
+    if ctx.opts.dry_run {
         for s in &work.stages {
             work.report.notes.push(format!(
                 "would commit ({}): {}",
-                s.name,
-                s.change.message.lines().next().unwrap_or_default()
+                s.stage(),
+                s.message.subject()
             ));
             for (path, contents) in &s.change.writes {
                 let verb = if contents.is_some() {
@@ -280,55 +277,51 @@ pub fn run(
                 work.report.notes.push(format!("  would {verb} {path}"));
             }
         }
-    } else {
-        for s in &work.stages {
-            if let Some(oid) = store.apply(&s.change)? {
-                work.report.commits.push(CommitRow {
-                    stage: s.name.into(),
-                    commit: oid.to_string(),
-                    subject: s
-                        .change
-                        .message
-                        .lines()
-                        .next()
-                        .unwrap_or_default()
-                        .to_string(),
-                });
-            }
-        }
-        failpoint("after-commit");
-        if !work.report.commits.is_empty() {
-            store.settle_index()?;
+        return Ok(());
+    }
+    for s in &work.stages {
+        if let Some(oid) = store.apply(&s.change)? {
+            work.report.commits.push(CommitRow {
+                stage: s.stage().as_str().into(),
+                commit: oid.to_string(),
+                subject: s.message.subject().to_string(),
+            });
         }
     }
-    work.lap("commit");
-    crate::oplog::finished(&work.report, wall.elapsed());
-    work.report
-        .timings_ms
-        .insert("total".into(), wall.elapsed().as_millis() as u64);
-    state::put_cycle(
-        &tx,
-        &state::CycleRecord {
-            id: ctx.cycle_id.clone(),
-            kind: opts.kind.as_str().into(),
-            started,
-            finished: Utc::now(),
-            now,
-            report: serde_json::to_value(&work.report).unwrap_or_default(),
-        },
-    )?;
-    if opts.dry_run {
-        tx.rollback()
-            .context(|| "discarding the dry run's scratch state".into())?;
-    } else {
-        tx.commit()
-            .context(|| "committing the state transaction".into())?;
+    failpoint("after-commit");
+    if !work.report.commits.is_empty() {
+        store.settle_index()?;
     }
-    Ok(work.report)
+    Ok(())
 }
 
-/// Give hand-written facts ids, as a stage of its own.
+/// Log the outcome and record the cycle in the state transaction.
+fn finish(
+    ctx: &Ctx<'_>,
+    tx: &Connection,
+    work: &mut Work,
+    started: DateTime<Utc>,
+    elapsed: Elapsed,
+) -> Result<()> {
+    oplog::finished(&work.report, elapsed);
+    work.report
+        .timings_ms
+        .insert("total".into(), elapsed.as_millis() as u64);
+    state::put_cycle(
+        tx,
+        &state::CycleRecord {
+            id: ctx.cycle_id.clone(),
+            kind: ctx.opts.kind.as_str().into(),
+            started,
+            finished: Utc::now(),
+            now: ctx.opts.now,
+            report: serde_json::to_value(&work.report).unwrap_or_default(),
+        },
+    )
+}
+
 /// Give hand-written facts ids, and make facts a person reworded by hand their own (`by=owner`:
+/// their new words come from the person, not from the events), as a stage of its own.
 /// their new words come from the person, not from the events), as a stage of its own.
 fn adopt_hand_written(ctx: &Ctx<'_>, work: &mut Work, committed: Option<&Memory>) {
     let before = work.memory.clone();
@@ -339,8 +332,8 @@ fn adopt_hand_written(ctx: &Ctx<'_>, work: &mut Work, committed: Option<&Memory>
                 let reworded = committed
                     .get(&f.id)
                     .is_some_and(|(_, old)| old.text != f.text);
-                if reworded && f.origin != crate::memory::Origin::Owner {
-                    f.origin = crate::memory::Origin::Owner;
+                if reworded && f.origin != dream_core::memory::Origin::Owner {
+                    f.origin = dream_core::memory::Origin::Owner;
                     lines.push(format!(
                         "owned      {}  (reworded by hand: now trusted as an owner fact)",
                         f.id
@@ -358,7 +351,7 @@ fn adopt_hand_written(ctx: &Ctx<'_>, work: &mut Work, committed: Option<&Memory>
     if lines.is_empty() {
         return;
     }
-    let change = consolidate::block_changes(&before, &work.memory);
+    let change = Change::blocks(&before, &work.memory);
     let subject = match (adopted.len(), lines.len() - adopted.len()) {
         (a, 0) => format!("dream: give ids to {a} hand-written facts"),
         (0, o) => format!("dream: {o} facts reworded by hand are now owner facts"),
@@ -366,7 +359,7 @@ fn adopt_hand_written(ctx: &Ctx<'_>, work: &mut Work, committed: Option<&Memory>
             "dream: give ids to {a} hand-written facts; {o} reworded by hand are now owner facts"
         ),
     };
-    work.push_stage(ctx, "adopt", change, &subject, &lines, 0);
+    work.push_stage(ctx, Stage::Adopt, change, &subject, &lines, 0);
 }
 
 /// Stop the process at a named point, for crash tests (debug builds only).
@@ -397,7 +390,7 @@ fn embed_missing(
         let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
         let vectors = embedder.embed(&refs)?;
         if vectors.len() != chunk.len() {
-            return Err(crate::error::Error::Other(format!(
+            return Err(Error::Other(format!(
                 "the embedder returned {} vectors for {} texts",
                 vectors.len(),
                 chunk.len()
@@ -410,84 +403,4 @@ fn embed_missing(
         }
     }
     Ok(())
-}
-
-/// Run `f` over `items` with up to `workers` threads; results keep the input order.
-pub fn parallel_map<T: Sync, R: Send>(
-    items: &[T],
-    workers: usize,
-    f: impl Fn(&T) -> R + Sync,
-) -> Vec<R> {
-    if workers <= 1 || items.len() <= 1 {
-        return items.iter().map(f).collect();
-    }
-    let next = AtomicUsize::new(0);
-    let slots: Vec<Mutex<Option<R>>> = items.iter().map(|_| Mutex::new(None)).collect();
-    std::thread::scope(|s| {
-        for _ in 0..workers.min(items.len()) {
-            s.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::SeqCst);
-                if i >= items.len() {
-                    break;
-                }
-                let r = f(&items[i]);
-                *slots[i].lock().expect("result slot") = Some(r);
-            });
-        }
-    });
-    slots
-        .into_iter()
-        .map(|m| {
-            m.into_inner()
-                .expect("result slot")
-                .expect("every item ran")
-        })
-        .collect()
-}
-
-/// A commit message: a subject a person can scan, one line per mutation, and trailers.
-pub fn commit_message(
-    subject: &str,
-    lines: &[String],
-    cycle: &str,
-    stage: &str,
-    tokens: u64,
-) -> String {
-    let mut m = format!("{subject}\n\n");
-    for l in lines {
-        m.push_str(l);
-        m.push('\n');
-    }
-    if !lines.is_empty() {
-        m.push('\n');
-    }
-    m.push_str(&format!(
-        "Dream-Cycle: {cycle}\nDream-Stage: {stage}\nDream-Tokens: {tokens}\n"
-    ));
-    m
-}
-
-/// Add the degraded stages to a commit message, in its body and as trailers.
-fn with_degraded(message: &str, degraded: &[Degraded]) -> String {
-    if degraded.is_empty() {
-        return message.to_string();
-    }
-    let Some(at) = message.find("\nDream-Cycle:") else {
-        return message.to_string();
-    };
-    let mut m = message[..at].to_string();
-    for d in degraded {
-        m.push_str(&format!("\ndegraded   {}: {}", d.stage, d.reason));
-    }
-    m.push('\n');
-    m.push_str(&message[at..]);
-    for d in degraded {
-        m.push_str(&format!("Dream-Degraded: {}\n", d.stage));
-    }
-    m
-}
-
-fn manual_edit_message(paths: &[String], cycle: &str) -> String {
-    let lines: Vec<String> = paths.iter().map(|p| format!("edited     {p}")).collect();
-    commit_message("dream: record hand edits", &lines, cycle, "manual", 0)
 }

@@ -17,7 +17,7 @@ use chrono::{DateTime, Duration, NaiveTime, TimeZone};
 use regex::Regex;
 use serde::Serialize;
 
-use crate::config::CycleKind;
+use dream_core::config::CycleKind;
 
 /// The two daily cycles, in the order they are listed.
 pub const CYCLES: [CycleKind; 2] = [CycleKind::Morning, CycleKind::Evening];

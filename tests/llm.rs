@@ -1,5 +1,5 @@
 //! Real model providers, safely: `dream run` with `llm.provider = "openai"` against the
-//! scripted fake OpenAI-compatible server of `dream::fake_llm`, started inside this test
+//! scripted fake OpenAI-compatible server of `dream_testkit::fake_llm`, started inside this test
 //! process on loopback (the tests never touch the network).
 //!
 //! These tests exist because a model is the one part of a cycle that dream does not
@@ -13,7 +13,7 @@
 use std::process::Output;
 use std::time::Duration;
 
-use dream::fake_llm::{Answer, Call, FakeLlm};
+use dream_testkit::fake_llm::{Answer, Call, FakeLlm};
 use proptest::prelude::*;
 use serde_json::{json, Value};
 
@@ -160,7 +160,7 @@ fn assert_pending_then_recovered(env: &Env, fake: &FakeLlm, report: &Value, why:
     assert!(d.contains(why), "want {why:?} in {d}");
     assert!(env.facts().is_empty());
 
-    fake.on("reflect", dream::fake_llm::echo_reflect);
+    fake.on("reflect", dream_testkit::fake_llm::echo_reflect);
     let again = run(env, fake, &[]);
     assert_eq!(routes(&again), (1, 0, 0, 0), "{again}");
     assert_eq!(again["window"]["pending"], 0);
@@ -396,7 +396,7 @@ fn a_500_is_retried_and_the_cycle_completes() {
         if call.stage_n == 0 {
             Answer::server_error()
         } else {
-            dream::fake_llm::echo_reflect(call)
+            dream_testkit::fake_llm::echo_reflect(call)
         }
     });
     let report = run(&env, &fake, &[]);
@@ -426,7 +426,7 @@ fn a_429_is_retried_after_the_wait_the_server_asked_for() {
         if call.stage_n == 0 {
             Answer::rate_limited(1)
         } else {
-            dream::fake_llm::echo_reflect(call)
+            dream_testkit::fake_llm::echo_reflect(call)
         }
     });
     let report = run(&env, &fake, &[]);
@@ -459,7 +459,7 @@ fn a_429_is_retried_after_the_wait_the_server_asked_for() {
 fn a_slow_reply_is_waited_for_and_a_hung_one_times_out() {
     let (env, fake) = setup(&lisbon());
     fake.on("reflect", |call| {
-        dream::fake_llm::echo_reflect(call).delayed(Duration::from_millis(1600))
+        dream_testkit::fake_llm::echo_reflect(call).delayed(Duration::from_millis(1600))
     });
     let report = run(&env, &fake, &[("DREAM_LLM_TIMEOUT_SECS", "1")]);
     assert_eq!(fake.calls("reflect").len(), 1, "a timeout is not retried");
@@ -475,7 +475,7 @@ fn a_slow_reply_is_waited_for_and_a_hung_one_times_out() {
 
     let (env, fake) = setup(&lisbon());
     fake.on("reflect", |call| {
-        dream::fake_llm::echo_reflect(call).delayed(Duration::from_millis(300))
+        dream_testkit::fake_llm::echo_reflect(call).delayed(Duration::from_millis(300))
     });
     let report = run(&env, &fake, &[("DREAM_LLM_TIMEOUT_SECS", "1")]);
     assert_eq!(routes(&report), (1, 0, 0, 0), "{report}");
@@ -597,14 +597,14 @@ fn invented_names_and_numbers_are_refused_with_what_was_invented() {
 fn a_reply_without_usage_is_charged_its_estimate() {
     let (env, fake) = setup(&lisbon());
     fake.on("reflect", |call| {
-        dream::fake_llm::echo_reflect(call).without_usage()
+        dream_testkit::fake_llm::echo_reflect(call).without_usage()
     });
     let report = run(&env, &fake, &[]);
     assert_eq!(routes(&report), (1, 0, 0, 0), "{report}");
     let call = &fake.calls("reflect")[0];
     assert!(!call.usage_reported);
     let m = call.body["messages"].as_array().unwrap();
-    let estimate = dream::llm::openai::prompt_estimate(
+    let estimate = dream::providers::openai::prompt_estimate(
         m[0]["content"].as_str().unwrap(),
         m[1]["content"].as_str().unwrap(),
     ) + 1024;
@@ -667,7 +667,7 @@ fn a_model_that_refuses_max_tokens_or_temperature_is_asked_the_way_it_wants() {
         } else if call.body.get("temperature").is_some() {
             Answer::status(400, "Unsupported value: 'temperature' does not support 0 with this model. Only the default (1) value is supported.")
         } else {
-            dream::fake_llm::echo_reflect(call)
+            dream_testkit::fake_llm::echo_reflect(call)
         }
     });
     let report = run(&env, &fake, &[]);
@@ -772,7 +772,7 @@ fn connection_refused_names_the_url_and_leaves_the_cluster_pending() {
 #[test]
 fn the_budget_leaves_clusters_pending_and_holds_under_concurrency() {
     let start = "2026-11-03T09:00:00Z".parse().unwrap();
-    let (env, fake) = setup(&dream::fake_llm::topic_events(6, 2, start));
+    let (env, fake) = setup(&dream_testkit::fake_llm::topic_events(6, 2, start));
     fake.set_latency(Duration::from_millis(50));
     let vars = [
         ("DREAM_LLM_CONCURRENCY", "4"),
@@ -839,7 +839,7 @@ fn the_budget_leaves_clusters_pending_and_holds_under_concurrency() {
 fn a_server_that_counts_more_than_estimated_is_logged_and_estimates_learn_from_it() {
     let start = "2026-11-03T09:00:00Z".parse().unwrap();
     // The fake counts four times its plain count: about three times dream's estimate.
-    let (env, fake) = setup(&dream::fake_llm::topic_events(1, 2, start));
+    let (env, fake) = setup(&dream_testkit::fake_llm::topic_events(1, 2, start));
     fake.set_token_scale(4.0);
     let vars = [("DREAM_LLM_MAX_TOKENS", "50")];
     let out = dream(
@@ -862,7 +862,7 @@ fn a_server_that_counts_more_than_estimated_is_logged_and_estimates_learn_from_i
 
     // After the first reply, estimates are scaled by what the server counted, so the
     // second call (which the plain estimate would admit) is not started.
-    let (env, fake) = setup(&dream::fake_llm::topic_events(2, 2, start));
+    let (env, fake) = setup(&dream_testkit::fake_llm::topic_events(2, 2, start));
     fake.set_token_scale(4.0);
     let vars = [
         ("DREAM_LLM_MAX_TOKENS", "50"),
@@ -877,7 +877,7 @@ fn a_server_that_counts_more_than_estimated_is_logged_and_estimates_learn_from_i
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
     let first = &fake.calls("reflect")[0];
     let m = first.body["messages"].as_array().unwrap();
-    let plain = dream::llm::openai::prompt_estimate(
+    let plain = dream::providers::openai::prompt_estimate(
         m[0]["content"].as_str().unwrap(),
         m[1]["content"].as_str().unwrap(),
     ) + 50;
@@ -899,7 +899,7 @@ fn a_server_that_counts_more_than_estimated_is_logged_and_estimates_learn_from_i
 #[test]
 fn independent_calls_run_llm_concurrency_at_a_time() {
     let start = "2026-11-03T09:00:00Z".parse().unwrap();
-    let (env, fake) = setup(&dream::fake_llm::topic_events(8, 2, start));
+    let (env, fake) = setup(&dream_testkit::fake_llm::topic_events(8, 2, start));
     fake.set_latency(Duration::from_millis(150));
     let report = run(&env, &fake, &[("DREAM_LLM_CONCURRENCY", "3")]);
     assert_eq!(report["window"]["reflected"], 8, "{report}");
@@ -913,7 +913,7 @@ fn independent_calls_run_llm_concurrency_at_a_time() {
 #[test]
 fn the_openai_embedder_batches_and_embeds_each_event_once() {
     let start = "2026-11-03T09:00:00Z".parse().unwrap();
-    let (env, fake) = setup(&dream::fake_llm::topic_events(3, 2, start));
+    let (env, fake) = setup(&dream_testkit::fake_llm::topic_events(3, 2, start));
     let vars = [
         ("DREAM_EMBED_PROVIDER", "openai"),
         ("DREAM_EMBED_MODEL", "fake-embed"),
@@ -967,7 +967,7 @@ fn fault(seed: u64, n: usize, pad: usize) -> impl Fn(&Call) -> Answer {
             ^ (n as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15)
             ^ (call.n as u64).wrapping_mul(0xbf58_476d_1ce4_e5b9))
             % 100;
-        let mut base = dream::fake_llm::echo_reflect(call);
+        let mut base = dream_testkit::fake_llm::echo_reflect(call);
         if pad > 0 {
             let ids: Vec<String> = call.events().iter().map(|e| e.id.clone()).collect();
             let first = call
@@ -1008,7 +1008,7 @@ proptest! {
         scale in prop_oneof![3 => Just(1.0f64), 1 => 1.0f64..1.8],
     ) {
         let start = "2026-11-03T09:00:00Z".parse().unwrap();
-        let (env, fake) = setup(&dream::fake_llm::topic_events(clusters, 2, start));
+        let (env, fake) = setup(&dream_testkit::fake_llm::topic_events(clusters, 2, start));
         fake.set_token_scale(scale);
         fake.on("reflect", fault(seed, clusters, pad));
         let (mt, cc) = (max_tokens.to_string(), concurrency.to_string());
@@ -1022,9 +1022,9 @@ proptest! {
         prop_assert_eq!(w["reflected"].as_u64().unwrap() + w["pending"].as_u64().unwrap(), clusters as u64);
 
         let calls: Vec<_> = fake.requests().into_iter().filter(|r| r.path.ends_with("/chat/completions")).collect();
-        let estimate = |r: &dream::fake_llm::Recorded| {
+        let estimate = |r: &dream_testkit::fake_llm::Recorded| {
             let m = r.body["messages"].as_array().unwrap();
-            dream::llm::openai::prompt_estimate(m[0]["content"].as_str().unwrap(), m[1]["content"].as_str().unwrap()) + r.max_tokens
+            dream::providers::openai::prompt_estimate(m[0]["content"].as_str().unwrap(), m[1]["content"].as_str().unwrap()) + r.max_tokens
         };
         let max_error = calls.iter().map(|r| r.tokens().saturating_sub(estimate(r))).max().unwrap_or(0);
         let slack = concurrency as u64 * max_error;

@@ -9,9 +9,9 @@
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
-use dream::config::{Config, CycleKind};
 use dream::cycle::{self, Options};
-use dream::llm::{
+use dream_core::config::CycleKind;
+use dream_core::llm::{
     ChatCall, JudgeReply, JudgeRequest, Llm, LlmError, ReflectReply, ReflectRequest, Reply, Usage,
 };
 
@@ -141,13 +141,13 @@ pub fn placement(env: &Env) -> BTreeMap<String, String> {
 /// Queue a pending card proposing to supersede `fact`, as a contradiction would.
 fn pin(env: &Env, card_id: &str, fact: &str) {
     let at: chrono::DateTime<chrono::Utc> = "2026-11-01T21:00:00Z".parse().unwrap();
-    let card = dream::memory::Card {
+    let card = dream_core::memory::Card {
         id: card_id.into(),
         created: at,
         updated: at,
         cycle: "20261101T210000Z-evening".into(),
         text: "The new VPN needs no restarts.".into(),
-        block: dream::memory::Block::Scratch,
+        block: dream_core::memory::Block::Scratch,
         category: "knowledge".into(),
         confidence: 0.9,
         reason: format!("the judge found a possible contradiction with {fact}"),
@@ -156,7 +156,7 @@ fn pin(env: &Env, card_id: &str, fact: &str) {
         supersedes: Some(fact.into()),
         supersedes_text: None,
         supporting_event_ids: vec![format!("e_{fact}")],
-        measures: dream::memory::Measures::default(),
+        measures: dream_core::memory::Measures::default(),
         gates: Vec::new(),
         excerpts: Vec::new(),
         decision: None,
@@ -329,9 +329,9 @@ impl Llm for Scripted {
     }
 }
 
-fn run_scripted(env: &Env, llm: &Scripted, now: &str) -> dream::report::Report {
-    let config = Config::load(&env.repo).unwrap();
-    let embedder = dream::embed::from_config(&config).unwrap();
+fn run_scripted(env: &Env, llm: &Scripted, now: &str) -> dream_core::report::Report {
+    let config = dream::config::load(&env.repo).unwrap();
+    let embedder = dream::providers::embed::from_config(&config).unwrap();
     let opts = Options {
         kind: CycleKind::Evening,
         dry_run: false,
@@ -400,7 +400,7 @@ fn model_proposals_are_gated_applied_or_refused_with_reasons_and_verify_passes()
         dedupe_prompt.user
     );
 
-    let passes: BTreeMap<&str, &dream::report::PassSummary> =
+    let passes: BTreeMap<&str, &dream_core::report::PassSummary> =
         report.passes.iter().map(|p| (p.pass.as_str(), p)).collect();
     let counts = |p: &str| {
         (
@@ -543,8 +543,8 @@ fn a_failed_pass_call_degrades_to_the_backstops_and_is_reported() {
     }
     let env = Env::new();
     seed(&env, 100);
-    let config = Config::load(&env.repo).unwrap();
-    let embedder = dream::embed::from_config(&config).unwrap();
+    let config = dream::config::load(&env.repo).unwrap();
+    let embedder = dream::providers::embed::from_config(&config).unwrap();
     let opts = Options {
         kind: CycleKind::Evening,
         dry_run: false,

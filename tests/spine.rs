@@ -93,7 +93,7 @@ fn the_sample_stream_is_consolidated_as_labelled() {
     for l in &labels.promoted {
         let found = facts
             .iter()
-            .find(|f| dream::measures::similarity(fact_text(f), &l.text) >= 0.9)
+            .find(|f| dream_core::measures::similarity(fact_text(f), &l.text) >= 0.9)
             .unwrap_or_else(|| panic!("{:?} was not promoted; facts: {facts:#?}", l.text));
         if let Some(block) = &l.block {
             assert!(
@@ -114,7 +114,7 @@ fn the_sample_stream_is_consolidated_as_labelled() {
         assert!(
             cards
                 .iter()
-                .any(|c| dream::measures::similarity(c, &l.text) >= 0.9),
+                .any(|c| dream_core::measures::similarity(c, &l.text) >= 0.9),
             "{:?} was not queued; cards: {cards:#?}",
             l.text
         );

@@ -161,7 +161,7 @@ impl Env {
             let p = entry.unwrap().path();
             if p.extension().is_some_and(|e| e == "md") {
                 let text = std::fs::read_to_string(&p).unwrap();
-                let card = dream::memory::Card::parse(&text).unwrap();
+                let card = dream_core::memory::Card::parse(&text).unwrap();
                 out.push(card.text);
             }
         }

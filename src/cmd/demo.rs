@@ -1,11 +1,11 @@
 //! `dream demo`: a whole cycle on the shipped sample events, in a scratch repository.
 
 use crate::cli::{DemoArgs, Global};
-use crate::config::{Config, CycleKind};
 use crate::cycle::{self, Options};
+use crate::edges::fsutil::write_atomic;
 use crate::error::{Context, Result, EXIT_OK};
-use crate::fsutil::write_atomic;
-use crate::{embed, llm};
+use crate::providers::{self, embed};
+use dream_core::config::CycleKind;
 
 /// The sample events (fixtures/events/), built into the binary so the demo runs anywhere.
 pub const SAMPLE_EVENTS: &[(&str, &str)] = &[
@@ -46,12 +46,12 @@ pub fn run(g: &Global, a: &DemoArgs) -> Result<i32> {
             .context(|| "creating a temporary folder".into())?
             .keep(),
     };
-    super::init::init(&dir)?;
+    crate::edges::repo::create(&dir)?;
     for (name, text) in SAMPLE_EVENTS {
         write_atomic(&dir.join("events").join(name), text.as_bytes())?;
     }
-    let config = Config::load(&dir)?;
-    let provider = llm::from_config(&config)?;
+    let config = crate::config::load(&dir)?;
+    let provider = providers::llm(&config)?;
     let embedder = embed::from_config(&config)?;
     let now = match &g.now {
         Some(_) => super::now(g)?,

@@ -14,8 +14,7 @@ pub fn run(g: &Global, a: &EvalCommand) -> Result<i32> {
                 config: a.config.as_deref().map(|p| super::absolute(&cwd, p)),
                 keep: a.keep.as_deref().map(|p| super::absolute(&cwd, p)),
             };
-            let report =
-                eval::run_locomo(&super::absolute(&cwd, &a.path), &opts, super::init::init)?;
+            let report = eval::run_locomo(&super::absolute(&cwd, &a.path), &opts)?;
             if a.json {
                 super::print_json(&report)?;
             } else {

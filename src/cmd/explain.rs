@@ -1,10 +1,9 @@
 //! `dream explain ID`: everything known about a fact, a card or a candidate.
 
 use crate::cli::{ExplainArgs, Global};
-use crate::config::Config;
 use crate::error::{Result, EXIT_OK};
-use crate::memory::{excerpt, GateResult};
-use crate::trail;
+use crate::human::trail;
+use dream_core::memory::{excerpt, GateResult};
 
 fn gate_rows(gates: &[GateResult]) {
     for g in gates {
@@ -25,7 +24,7 @@ fn gate_rows(gates: &[GateResult]) {
 
 pub fn run(g: &Global, a: &ExplainArgs) -> Result<i32> {
     let root = super::repo_root(g)?;
-    let config = Config::load(&root)?;
+    let config = crate::config::load(&root)?;
     let ex = trail::explain(&root, &config, super::now(g)?.date_naive(), &a.id)?;
     if a.json {
         super::print_json(&ex)?;

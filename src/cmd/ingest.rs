@@ -10,13 +10,12 @@ use std::hash::{Hash, Hasher};
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 
-use crate::adapters::{Counts, Format};
 use crate::cli::{Global, IngestArgs};
-use crate::config::Config;
+use crate::edges::inbox;
+use crate::edges::sources::{self, FileRead};
 use crate::error::{Context, Error, Result, EXIT_FAILURE, EXIT_OK};
-use crate::event::{self, Event, Parsed};
-use crate::inbox;
-use crate::sources::{self, FileRead};
+use dream_core::adapters::{Counts, Format};
+use dream_core::event::{self, Event, Parsed};
 
 /// Events are appended in batches of this many.
 const BATCH: usize = 2000;
@@ -65,7 +64,7 @@ impl Out {
 
 pub fn run(g: &Global, a: &IngestArgs) -> Result<i32> {
     let root = super::repo_root(g)?;
-    let config = Config::load(&root)?;
+    let config = crate::config::load(&root)?;
     let now = super::now(g)?;
     let max = config.inbox.max_event_bytes;
     let mut out = Out {

@@ -1,9 +1,9 @@
 //! `dream log`: the audit trail, one block per cycle.
 
-use crate::audit::CycleLog;
 use crate::cli::{Global, LogArgs};
 use crate::error::{Error, Result, EXIT_OK};
-use crate::trail;
+use crate::human::trail;
+use dream_core::audit::CycleLog;
 
 pub fn run(g: &Global, a: &LogArgs) -> Result<i32> {
     let root = super::repo_root(g)?;

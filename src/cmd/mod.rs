@@ -1,7 +1,6 @@
 //! One file per subcommand, each with a small `run()` that resolves the repository, calls
 //! the library, and prints. This is the only layer that writes to stdout.
 
-mod bench;
 mod demo;
 mod eval;
 mod ingest;
@@ -45,8 +44,6 @@ pub fn run(cli: Cli) -> Result<i32> {
         Command::Undo(a) => undo::run(g, a),
         Command::Log(a) => log::run(g, a),
         Command::Eval(a) => eval::run(g, a),
-        Command::Bench(a) => bench::run(g, a),
-        Command::BenchCycle(a) => bench::cycle(g, a),
     }
 }
 
@@ -54,7 +51,7 @@ pub fn run(cli: Cli) -> Result<i32> {
 pub fn repo_root(g: &Global) -> Result<PathBuf> {
     let cwd = std::env::current_dir().context(|| "reading the current folder".into())?;
     let explicit = g.repo.as_deref().map(|p| absolute(&cwd, p));
-    crate::store::discover(explicit.as_deref(), &cwd)
+    crate::edges::store::discover(explicit.as_deref(), &cwd)
 }
 
 pub fn absolute(cwd: &Path, p: &Path) -> PathBuf {

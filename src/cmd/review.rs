@@ -7,10 +7,9 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use crate::cli::{Global, ReviewAction, ReviewArgs};
-use crate::config::Config;
 use crate::error::{Error, Result, EXIT_OK};
-use crate::memory::{excerpt, Card, Decision, Excerpt, GateResult, Measures};
-use crate::oversight::{Decided, Desk, Request};
+use crate::human::oversight::{Decided, Desk, Request};
+use dream_core::memory::{excerpt, Card, Decision, Excerpt, GateResult, Measures};
 
 use super::tui;
 
@@ -72,7 +71,7 @@ impl<'a> CardJson<'a> {
 
 pub fn run(g: &Global, a: &ReviewArgs) -> Result<i32> {
     let root = super::repo_root(g)?;
-    let config = Config::load(&root)?;
+    let config = crate::config::load(&root)?;
     let desk = Desk::open(&root, config, super::now(g)?)?;
     match &a.action {
         None => interactive(&desk),

@@ -1,18 +1,17 @@
 //! `dream run`: one cycle.
 
 use crate::cli::{Global, RunArgs};
-use crate::config::Config;
 use crate::cycle::{self, Options};
 use crate::error::{Result, EXIT_OK};
-use crate::{embed, llm};
+use crate::providers::{self, embed};
 
 pub fn run(g: &Global, a: &RunArgs) -> Result<i32> {
     let root = super::repo_root(g)?;
-    let mut config = Config::load(&root)?;
+    let mut config = crate::config::load(&root)?;
     if let Some(b) = a.budget {
         config.budget.tokens_per_cycle = b;
     }
-    let provider = llm::from_config(&config)?;
+    let provider = providers::llm(&config)?;
     let embedder = embed::from_config(&config)?;
     let opts = Options {
         kind: a.cycle,

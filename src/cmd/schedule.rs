@@ -104,7 +104,7 @@ fn run_all(cmds: &[Vec<String>]) -> std::result::Result<(), String> {
 
 /// Write a file atomically and make it readable by the service manager (mode 644).
 fn write_unit(path: &Path, contents: &str) -> Result<()> {
-    crate::fsutil::write_atomic(path, contents.as_bytes())?;
+    crate::edges::fsutil::write_atomic(path, contents.as_bytes())?;
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
@@ -243,7 +243,7 @@ fn describe_next(scheduler: Scheduler, t: TimeOfDay, now: &DateTime<Local>) -> S
 fn read_installed(
     scheduler: Scheduler,
     dir: &Path,
-    cycle: crate::config::CycleKind,
+    cycle: dream_core::config::CycleKind,
 ) -> (Vec<PathBuf>, schedule::UnitInfo) {
     let mut files = Vec::new();
     let mut texts = Vec::new();
@@ -406,7 +406,7 @@ fn status(g: &Global, a: &ScheduleStatusArgs) -> Result<i32> {
                 }
             }
             if let Some(r) = &info.repo {
-                if !Path::new(r).join(crate::config::FILE).is_file() {
+                if !Path::new(r).join(dream_core::config::FILE).is_file() {
                     s.problems.push(format!(
                         "the {} unit works on {r}, which is not a dream repository any more",
                         cycle.as_str()

@@ -1,14 +1,15 @@
 //! `dream skills list|show|promote|discard`: the skills drafted from recurring procedures.
 
 use crate::cli::{Global, SkillsAction, SkillsArgs};
-use crate::config::Config;
 use crate::error::{Error, Result, EXIT_OK};
-use crate::memory::excerpt;
-use crate::skills::{self, manage::Decided, Skill, Status};
+use crate::human::skills::{self as manage, Decided};
+use crate::stages::skills::{self, Skill, Status};
+use dream_core::config::Config;
+use dream_core::memory::excerpt;
 
 pub fn run(g: &Global, a: &SkillsArgs) -> Result<i32> {
     let root = super::repo_root(g)?;
-    let config = Config::load(&root)?;
+    let config = crate::config::load(&root)?;
     match &a.action {
         SkillsAction::List(l) => {
             let mut all = skills::list(&root, &config, true)?;
@@ -33,7 +34,7 @@ pub fn run(g: &Global, a: &SkillsArgs) -> Result<i32> {
             }
         }
         SkillsAction::Promote(s) => {
-            let d = skills::manage::promote(&root, &config, &s.name, super::now(g)?)?;
+            let d = manage::promote(&root, &config, &s.name, super::now(g)?)?;
             print_decided("promoted", &d);
             match &d.installed {
                 Some(dir) => println!("installed: {}", dir.display()),
@@ -43,7 +44,7 @@ pub fn run(g: &Global, a: &SkillsArgs) -> Result<i32> {
             }
         }
         SkillsAction::Discard(s) => {
-            let d = skills::manage::discard(&root, &config, &s.name, &s.reason, super::now(g)?)?;
+            let d = manage::discard(&root, &config, &s.name, &s.reason, super::now(g)?)?;
             print_decided("discarded", &d);
         }
     }

@@ -3,12 +3,12 @@
 use serde::Serialize;
 
 use crate::cli::{Global, StatusArgs};
-use crate::config::Config;
+use crate::edges::inbox;
+use crate::edges::ingest::file_key;
+use crate::edges::state::{self, State};
+use crate::edges::store::Store;
 use crate::error::{Result, EXIT_OK};
-use crate::inbox;
-use crate::ingest::file_key;
-use crate::state::{self, Quarantined, State};
-use crate::store::Store;
+use dream_core::ingested::Quarantined;
 
 #[derive(Debug, Serialize)]
 struct Status {
@@ -47,7 +47,7 @@ struct CycleLine {
 
 pub fn run(g: &Global, a: &StatusArgs) -> Result<i32> {
     let root = super::repo_root(g)?;
-    let config = Config::load(&root)?;
+    let config = crate::config::load(&root)?;
     let store = Store::open(&root)?;
     let state = State::open_read_only(&root)?;
     let watermarks = match &state {
@@ -56,11 +56,11 @@ pub fn run(g: &Global, a: &StatusArgs) -> Result<i32> {
     };
     let mut inbox_lag = Vec::new();
     let mut files = inbox::list_files(&root.join(&config.inbox.path))?;
-    files.retain(|p| !crate::sources::claims(&config, &root, p));
+    files.retain(|p| !crate::edges::sources::claims(&config, &root, p));
     for source in &config.inbox.sources {
-        let dir = crate::sources::source_path(source, &root);
+        let dir = crate::edges::sources::source_path(source, &root);
         if dir.exists() {
-            files.extend(crate::sources::list(
+            files.extend(crate::edges::sources::list(
                 &dir,
                 &source.include,
                 &source.exclude,
@@ -84,7 +84,7 @@ pub fn run(g: &Global, a: &StatusArgs) -> Result<i32> {
         inbox_lag_bytes: inbox_lag.iter().map(|l| l.bytes).sum(),
         inbox_lag,
         review_queue: cards.len(),
-        skills_awaiting: crate::skills::awaiting(&root)?.len(),
+        skills_awaiting: crate::stages::skills::awaiting(&root)?.len(),
         quarantined: 0,
         recent_quarantine: Vec::new(),
         active_facts: memory.len(),

@@ -51,7 +51,7 @@ fn write_pages(cmd: clap::Command, dir: &Path) -> Result<Vec<PathBuf>> {
     man.render(&mut out)
         .context(|| format!("rendering {}", man.get_filename()))?;
     let path = dir.join(man.get_filename());
-    crate::fsutil::write_atomic(&path, &out)?;
+    crate::edges::fsutil::write_atomic(&path, &out)?;
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;

@@ -17,9 +17,9 @@ use crossterm::{execute, queue};
 use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
 
 use crate::error::{Error, Result};
-use crate::llm::EventView;
-use crate::memory::{excerpt, Card};
-use crate::oversight::{Desk, Request};
+use crate::human::oversight::{Desk, Request};
+use dream_core::llm::EventView;
+use dream_core::memory::{excerpt, Card};
 
 /// How a piece of text is shown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -2,11 +2,11 @@
 
 use crate::cli::{Global, UndoArgs};
 use crate::error::{Result, EXIT_OK};
-use crate::oversight;
+use crate::human::oversight;
 
 pub fn run(g: &Global, a: &UndoArgs) -> Result<i32> {
     let root = super::repo_root(g)?;
-    crate::config::Config::load(&root)?;
+    crate::config::load(&root)?;
     let now = super::now(g)?;
     let report = match (&a.cycle, &a.id) {
         (Some(cycle), _) => oversight::undo_cycle(&root, now, cycle, a.dry_run)?,

@@ -2,7 +2,7 @@
 
 use crate::cli::{Global, VerifyArgs};
 use crate::error::{Result, EXIT_FAILURE, EXIT_OK};
-use crate::verify;
+use crate::human::verify;
 
 pub fn run(g: &Global, a: &VerifyArgs) -> Result<i32> {
     let root = super::repo_root(g)?;

@@ -26,8 +26,8 @@ use regex::Regex;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::event::{Event, Trust};
-use crate::measures;
+use dream_core::event::{Event, Trust};
+use dream_core::measures;
 
 /// Seconds between two turns of a session.
 const TURN_SECONDS: i64 = 30;
@@ -204,7 +204,7 @@ pub fn convert(item: &Value) -> Result<Conversation, String> {
                 continue;
             }
             let speaker = turn["speaker"].as_str().unwrap_or("unknown");
-            let (text, _) = crate::secrets::redact(&text);
+            let (text, _) = dream_core::secrets::redact(&text);
             events.push(Event {
                 id: format!("{sample_id}:{dia}"),
                 ts: start + Duration::seconds(TURN_SECONDS * k as i64),
@@ -523,7 +523,7 @@ mod tests {
         assert_eq!(evenings[1].0.to_rfc3339(), "2023-05-09T21:00:00+00:00");
         // Every event is one dream accepts as it is written to the inbox.
         for e in events {
-            crate::event::parse_line(e.to_line().as_bytes(), 1 << 20).unwrap();
+            dream_core::event::parse_line(e.to_line().as_bytes(), 1 << 20).unwrap();
         }
     }
 

@@ -14,17 +14,14 @@ use std::time::Instant;
 
 use serde::Serialize;
 
-use crate::config::{Config, CycleKind};
 use crate::cycle::{self, Options as CycleOptions};
+use crate::edges::fsutil::write_atomic;
+use crate::edges::store::Store;
 use crate::error::{Context, Error, Result};
-use crate::fsutil::write_atomic;
-use crate::store::Store;
-use crate::{embed, llm};
+use crate::providers::{self, embed};
+use dream_core::config::{Config, CycleKind};
 
 use locomo::{Counts, Figures, Item};
-
-/// Creates a memory repository in an empty folder (`dream init`).
-pub type InitFn = fn(&Path) -> Result<bool>;
 
 #[derive(Debug, Clone, Default)]
 pub struct Options {
@@ -74,7 +71,7 @@ impl From<Counts> for Result1 {
 }
 
 /// Replay a LoCoMo file and measure it.
-pub fn run_locomo(path: &Path, opts: &Options, init: InitFn) -> Result<EvalReport> {
+pub fn run_locomo(path: &Path, opts: &Options) -> Result<EvalReport> {
     let started = Instant::now();
     let text = std::fs::read_to_string(path).context(|| format!("reading {}", path.display()))?;
     let mut convs = locomo::parse(&text)
@@ -129,12 +126,12 @@ pub fn run_locomo(path: &Path, opts: &Options, init: InitFn) -> Result<EvalRepor
         if dir.exists() {
             std::fs::remove_dir_all(&dir).context(|| format!("removing {}", dir.display()))?;
         }
-        init(&dir)?;
+        crate::edges::repo::create(&dir)?;
         if let Some(t) = &config_text {
-            write_atomic(&dir.join(crate::config::FILE), t.as_bytes())?;
+            write_atomic(&dir.join(dream_core::config::FILE), t.as_bytes())?;
         }
-        let config = Config::load(&dir)?;
-        let provider = llm::from_config(&config)?;
+        let config = crate::config::load(&dir)?;
+        let provider = providers::llm(&config)?;
         let embedder = embed::from_config(&config)?;
         provider_name = provider.name();
         let mut cycles = 0;

@@ -1,0 +1,169 @@
+//! `dream-bench` at toy sizes: it measures cycles in child processes and counts tokens
+//! against the fake server. These tests check that the figures are produced and hang
+//! together; the figures themselves are measured on a release build
+//! (docs/BENCHMARKS.md), never by a timed test.
+
+use std::process::Output;
+
+use assert_cmd::Command;
+
+/// A temporary folder with its own HOME and no global git config or DREAM_* variables.
+struct Env {
+    dir: tempfile::TempDir,
+}
+
+impl Env {
+    fn new() -> Env {
+        Env {
+            dir: tempfile::tempdir().expect("temp dir"),
+        }
+    }
+
+    fn cmd(&self) -> Command {
+        let mut c = Command::cargo_bin("dream-bench").expect("the dream-bench binary");
+        for (k, _) in std::env::vars_os() {
+            let k = k.to_string_lossy().into_owned();
+            if k.starts_with("DREAM_") || k.starts_with("GIT_") {
+                c.env_remove(k);
+            }
+        }
+        let home = self.dir.path().join("home");
+        std::fs::create_dir_all(&home).unwrap();
+        c.env("HOME", &home)
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("NO_COLOR", "1")
+            .current_dir(self.dir.path());
+        c
+    }
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[test]
+fn bench_measures_cycles_in_child_processes_at_toy_sizes() {
+    let env = Env::new();
+    let out = env
+        .cmd()
+        .args([
+            "--scenario",
+            "heavy,incremental,cluster,tokens",
+            "--runs",
+            "1",
+            "--window",
+            "200",
+            "--new",
+            "50",
+            "--history",
+            "300",
+            "--increment",
+            "40",
+            "--cluster-sizes",
+            "400",
+            "--exact-up-to",
+            "400",
+            "--token-events",
+            "60",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let by_name = |n: &str| scenario(&r, n);
+    let heavy = by_name("heavy");
+    assert_eq!(heavy["median"]["new_events"], 50.0, "{heavy}");
+    assert!(
+        heavy["median"]["window_events"].as_f64().unwrap() >= 200.0,
+        "{heavy}"
+    );
+    assert!(
+        heavy["median"]["peak_rss_mb"].as_f64().unwrap() > 1.0,
+        "{heavy}"
+    );
+    assert!(
+        heavy["median"]["stages_ms"].get("cluster").is_some(),
+        "{heavy}"
+    );
+    let idle = by_name("idle");
+    assert_eq!(idle["median"]["new_events"], 0.0, "{idle}");
+    assert!(
+        idle["median"]["stages_ms"].get("cluster").is_none(),
+        "{idle}"
+    );
+    let inc = by_name("incremental");
+    assert!(
+        inc["extra"]["engine_ratio"].as_f64().unwrap() > 0.0,
+        "{inc}"
+    );
+    let cluster = by_name("cluster");
+    assert_eq!(
+        cluster["extra"]["false_neighbours_at_400"], 0.0,
+        "{cluster}"
+    );
+    assert!(
+        cluster["extra"]["neighbour_recall_at_400"]
+            .as_f64()
+            .unwrap()
+            > 0.9,
+        "{cluster}"
+    );
+    let tokens = by_name("tokens");
+    assert!(
+        tokens["notes"].to_string().contains("--llm-url"),
+        "{tokens}"
+    );
+    // The table goes to stderr with --json.
+    assert!(stderr(&out).contains("target"), "{}", stderr(&out));
+}
+
+#[test]
+fn bench_counts_tokens_against_the_fake_server_and_a_per_event_extractor() {
+    let env = Env::new();
+    let out = env
+        .cmd()
+        .args([
+            "--scenario",
+            "tokens",
+            "--runs",
+            "1",
+            "--token-events",
+            "400",
+            "--fake-llm",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let tokens = scenario(&r, "tokens");
+    let x = |k: &str| {
+        tokens["extra"][k]
+            .as_f64()
+            .unwrap_or_else(|| panic!("{k} in {tokens}"))
+    };
+    // The baseline asks once per event; dream once per cluster (and judge batch).
+    assert_eq!(x("baseline_calls"), 400.0, "{tokens}");
+    assert!(
+        x("dream_calls") > 0.0 && x("dream_calls") < 100.0,
+        "{tokens}"
+    );
+    assert!(x("dream_promoted") > 0.0, "{tokens}");
+    assert!(
+        x("dream_tokens_per_fact") < x("baseline_tokens_per_fact") / 2.0,
+        "{tokens}"
+    );
+}
+
+/// One scenario of `dream-bench --json`'s output, by name.
+fn scenario(report: &serde_json::Value, name: &str) -> serde_json::Value {
+    report["scenarios"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == name)
+        .unwrap_or_else(|| panic!("scenario {name} in {report}"))
+        .clone()
+}

@@ -1,0 +1,1200 @@
+//! Density clustering of the rolling window (SPEC S4 step 4) with linfa's DBSCAN over unit
+//! vectors. A cluster is a set of events that restate something; noise points are events
+//! nothing else in the window echoes yet (they may join a cluster in a later cycle, when a
+//! new event restates them). Pure computation: vectors in, index groups out.
+//!
+//! # Why a sign-LSH index
+//!
+//! DBSCAN asks one range query per point. linfa's own indexes answer them exactly, but in
+//! 256 or 1536 dimensions a k-d tree or ball tree cannot prune (distances between unrelated
+//! texts all concentrate near sqrt(2)), so each query scans nearly every point and the
+//! clustering is quadratic: minutes for a 100,000-event window. Exact pruning does not
+//! work either: a projection onto fewer dimensions shrinks every distance, and hashed
+//! bag-of-words vectors spread their mass over all dimensions. So [`SignLsh`] blocks
+//! candidates by random-hyperplane signs (SimHash) and verifies each one with the exact
+//! distance, and linfa's DBSCAN itself runs unchanged on top of it:
+//!
+//! - identical rows (verbatim restatements, repeated tool calls, repeated small talk) form
+//!   one group, hashed and verified once;
+//! - each group gets `tables * bits` sign bits from Gaussian projections (one matrix
+//!   product for the window); its candidates are the groups that share its key in some
+//!   table, or a key that differs only in its `probes` least certain bits (the projections
+//!   nearest zero: multi-probe LSH);
+//! - a cheap filter drops candidates whose sign sketch disagrees in far more bits than the
+//!   radius allows (expected disagreement plus four standard deviations), and the rest are
+//!   verified from their sparse form (a few dozen non-zero values) or the full row, with
+//!   pairs within rounding distance of the radius decided by the distance function itself:
+//!   no false neighbour is ever returned.
+//!
+//! A true neighbour is missed only when it collides in no table; the recall is measured
+//! against exact search (`dream bench --scenario cluster`, docs/BENCHMARKS.md, and the
+//! tests below), and a missed pair rarely changes a cluster, since a restated theme is
+//! held together by many pairs.
+//!
+//! # Only the clusters that hold a new event
+//!
+//! A cycle reflects only on clusters that hold a new event, and most of a window is
+//! already consolidated. With a focus (the new rows), the index first collects the rows
+//! DBSCAN can reach from them: the new rows, every neighbour of a new row, and every
+//! neighbour of a core point collected (a point with at least `min_points` neighbours).
+//! Every core point collected keeps all its neighbours, and a non-core point's count can
+//! only shrink, so core points, and therefore the clusters that hold a new row, are
+//! exactly those of DBSCAN over the whole window; rows outside the set are answered as
+//! alone and come out as noise. Old noise, the costliest rows to prove isolated, is then
+//! never searched.
+//!
+//! Windows of at most [`EXHAUSTIVE_GROUPS`] distinct rows are searched exhaustively (every
+//! pair verified: exact, and as fast as hashing at that size); data that are not unit
+//! vectors and distances other than the Euclidean one use linfa's exact linear search.
+
+use std::sync::{Arc, Mutex};
+
+use linfa::prelude::*;
+use linfa::Float;
+use linfa_clustering::Dbscan;
+use linfa_nn::distance::Distance;
+use linfa_nn::{BuildError, NearestNeighbour, NearestNeighbourIndex, NnError};
+use ndarray::{Array2, ArrayBase, ArrayView1, ArrayView2, Data, Ix2};
+use rand::{Rng, SeedableRng};
+use rand_xoshiro::Xoshiro256PlusPlus;
+
+/// Up to this many distinct rows, every pair is verified (exact) instead of hashed.
+pub const EXHAUSTIVE_GROUPS: usize = 128;
+
+/// Groups of row indices, and the rows that belong to no group.
+#[derive(Debug, Clone, PartialEq, Default, serde::Serialize, serde::Deserialize)]
+pub struct Clustering {
+    pub clusters: Vec<Vec<usize>>,
+    pub noise: Vec<usize>,
+}
+
+/// DBSCAN with `min_points` (the point itself included) and radius `eps` (Euclidean
+/// distance between unit vectors), over the rows of `data`, with the [`SignLsh`] index.
+/// With a `focus` (one flag per row), only the clusters holding a focused row are
+/// guaranteed, exactly as DBSCAN over all rows finds them; other rows may come out as
+/// noise.
+pub fn dbscan(
+    data: ArrayView2<'_, f32>,
+    min_points: usize,
+    eps: f64,
+    focus: Option<&[bool]>,
+) -> Clustering {
+    let mut lsh = SignLsh::default();
+    if let Some(f) = focus {
+        lsh.focus = Some(Focus {
+            rows: f.into(),
+            min_points: min_points.max(2),
+        });
+    }
+    dbscan_with(data, min_points, eps, lsh)
+}
+
+/// DBSCAN with any linfa nearest-neighbour index (for comparing indexes).
+pub fn dbscan_with<N: NearestNeighbour>(
+    data: ArrayView2<'_, f32>,
+    min_points: usize,
+    eps: f64,
+    nn: N,
+) -> Clustering {
+    if data.nrows() == 0 || data.ncols() == 0 {
+        return Clustering {
+            clusters: Vec::new(),
+            noise: (0..data.nrows()).collect(),
+        };
+    }
+    let params = Dbscan::params_with(min_points.max(2), linfa_nn::distance::L2Dist, nn)
+        .tolerance(eps as f32)
+        .check()
+        .expect("min_points >= 2 and eps > 0 are checked when the config loads");
+    let labels = params.transform(&data);
+    let mut clusters: Vec<Vec<usize>> = Vec::new();
+    let mut noise = Vec::new();
+    for (i, label) in labels.iter().enumerate() {
+        match label {
+            Some(c) => {
+                if clusters.len() <= *c {
+                    clusters.resize(c + 1, Vec::new());
+                }
+                clusters[*c].push(i);
+            }
+            None => noise.push(i),
+        }
+    }
+    clusters.retain(|c| !c.is_empty());
+    Clustering { clusters, noise }
+}
+
+/// Threads for the index's parallel work: the machine's cores, at most four (asked once:
+/// the answer comes from cgroup files on Linux).
+fn threads() -> usize {
+    static THREADS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *THREADS.get_or_init(|| {
+        std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(4)
+    })
+}
+
+/// Exact DBSCAN with `min_points = 2`, the reference the index is measured against (in
+/// tests and `dream bench`): with a floor of two, every point that has a neighbour is a core
+/// point, so the clusters are the connected components of the graph of pairs closer than
+/// `eps`, found here from blocks of dot products (`|x - y|^2 = |x|^2 + |y|^2 - 2 x.y`, one
+/// matrix product per block of rows). Quadratic: for measuring, not for cycles.
+pub fn exact_components(data: ArrayView2<'_, f32>, eps: f64) -> Clustering {
+    let n = data.nrows();
+    let norms: Vec<f32> = data.rows().into_iter().map(|r| r.dot(&r)).collect();
+    let limit = (eps * eps) as f32;
+    let mut parent: Vec<usize> = (0..n).collect();
+    fn root(parent: &mut [usize], mut x: usize) -> usize {
+        while parent[x] != x {
+            parent[x] = parent[parent[x]];
+            x = parent[x];
+        }
+        x
+    }
+    let mut linked = vec![false; n];
+    const BLOCK: usize = 1024;
+    for start in (0..n).step_by(BLOCK) {
+        let end = (start + BLOCK).min(n);
+        let dots = data.slice(ndarray::s![start..end, ..]).dot(&data.t());
+        for i in start..end {
+            let row = dots.row(i - start);
+            for j in (i + 1)..n {
+                if norms[i] + norms[j] - 2.0 * row[j] < limit {
+                    linked[i] = true;
+                    linked[j] = true;
+                    let (a, b) = (root(&mut parent, i), root(&mut parent, j));
+                    if a != b {
+                        parent[a] = b;
+                    }
+                }
+            }
+        }
+    }
+    let mut by_root: std::collections::BTreeMap<usize, Vec<usize>> =
+        std::collections::BTreeMap::new();
+    let mut noise = Vec::new();
+    for (i, linked) in linked.iter().enumerate() {
+        if *linked {
+            let r = root(&mut parent, i);
+            by_root.entry(r).or_default().push(i);
+        } else {
+            noise.push(i);
+        }
+    }
+    let mut clusters: Vec<Vec<usize>> = by_root.into_values().collect();
+    clusters.sort_by_key(|c| c[0]);
+    Clustering { clusters, noise }
+}
+
+/// Random-hyperplane (sign) LSH with multi-probe and exact verification: a
+/// [`NearestNeighbour`] for linfa. See the module documentation for why and how.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SignLsh {
+    /// Hash tables.
+    pub tables: usize,
+    /// Bits per table key; 0 picks one from the number of distinct rows (log2(n) - 3).
+    pub bits: usize,
+    /// Least certain bits flipped per table (2^probes buckets probed per table).
+    pub probes: usize,
+    /// Seeds the projections: the same data always give the same clusters.
+    pub seed: u64,
+    /// Answer only what DBSCAN needs for the clusters holding these rows.
+    pub focus: Option<Focus>,
+}
+
+/// The rows whose clusters matter (a cycle's new events), and DBSCAN's `min_points`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Focus {
+    pub rows: Arc<[bool]>,
+    pub min_points: usize,
+}
+
+impl Default for SignLsh {
+    fn default() -> SignLsh {
+        SignLsh {
+            tables: 24,
+            bits: 0,
+            probes: 3,
+            seed: 0x5eed_d8ea,
+            focus: None,
+        }
+    }
+}
+
+impl SignLsh {
+    fn bits_for(&self, groups: usize) -> usize {
+        if self.bits > 0 {
+            return self.bits.min(20);
+        }
+        let log2 = (usize::BITS - groups.max(1).leading_zeros()) as usize;
+        log2.saturating_sub(3).clamp(8, 18)
+    }
+}
+
+impl NearestNeighbour for SignLsh {
+    fn from_batch_with_leaf_size<'a, F: Float, DT: Data<Elem = F>, D: 'a + Distance<F>>(
+        &self,
+        batch: &'a ArrayBase<DT, Ix2>,
+        _leaf_size: usize,
+        dist_fn: D,
+    ) -> Result<Box<dyn 'a + Send + Sync + NearestNeighbourIndex<F>>, BuildError> {
+        if batch.ncols() == 0 {
+            return Err(BuildError::ZeroDimension);
+        }
+        Ok(Box::new(SignLshIndex::build(self, batch.view(), dist_fn)))
+    }
+}
+
+/// Rows hashed per matrix product while building (bounds the scratch memory).
+const BLOCK_ROWS: usize = 4096;
+
+struct SignLshIndex<'a, F: Float, D: Distance<F>> {
+    points: ArrayView2<'a, F>,
+    dist_fn: D,
+    tables: usize,
+    bits: usize,
+    probes: usize,
+    /// `dim x (tables * bits)` Gaussian projections.
+    proj: Array2<f32>,
+    /// Per row, its group of identical rows; per group, its rows
+    /// (`group_rows[group_start[g]..group_start[g + 1]]`).
+    group_of: Vec<u32>,
+    group_start: Vec<u32>,
+    group_rows: Vec<u32>,
+    /// Per table, per group: the key.
+    keys: Vec<u32>,
+    /// Per table: bucket start offsets (2^bits + 1) into `members`, the groups sorted by
+    /// key, and their sketches in the same order (`words` u64 each), so that scanning a
+    /// bucket reads memory in sequence.
+    offsets: Vec<Vec<u32>>,
+    members: Vec<Vec<u32>>,
+    member_sketch: Vec<Vec<u64>>,
+    /// All sign bits of each group, `words` u64 per group.
+    sketch: Vec<u64>,
+    words: usize,
+    /// Per group, its vector as sorted (dimension, value) pairs when at most a quarter of
+    /// its values are non-zero (hashed bag-of-words vectors), and its squared norm.
+    sparse: Vec<Option<(u32, u32)>>,
+    sparse_dims: Vec<u16>,
+    sparse_vals: Vec<f32>,
+    norm2: Vec<f32>,
+    /// False when some row is neither a unit vector nor zero, or the distance is not
+    /// Euclidean: then every query is answered by exact search.
+    hashed: bool,
+    /// Few enough groups to verify every pair (no tables are built).
+    exhaustive: bool,
+    /// Focused rows and min_points (see [`Focus`]).
+    focus: Option<Focus>,
+    scratch: Mutex<Scratch>,
+}
+
+/// What queries keep. DBSCAN asks about every row; the rows of a group share their
+/// neighbours, so each group's neighbour groups are searched once and remembered (for the
+/// radius they were searched with).
+struct Scratch {
+    seen: Seen,
+    range: f64,
+    neighbours: Vec<Option<Vec<u32>>>,
+    /// With a focus: the groups DBSCAN can reach from the focused rows.
+    reach: Option<Vec<bool>>,
+    /// Whether the up-front searches for this radius were made.
+    searched: bool,
+}
+
+/// "Seen" stamps per group, so a group found in several tables is checked once per search.
+struct Seen {
+    stamps: Vec<u32>,
+    stamp: u32,
+}
+
+impl Seen {
+    fn new(groups: usize) -> Seen {
+        Seen {
+            stamps: vec![0; groups],
+            stamp: 0,
+        }
+    }
+
+    /// Start a search: every group unseen.
+    fn next(&mut self) -> u32 {
+        self.stamp = self.stamp.wrapping_add(1);
+        if self.stamp == 0 {
+            self.stamps.iter_mut().for_each(|s| *s = 0);
+            self.stamp = 1;
+        }
+        self.stamp
+    }
+}
+
+/// Codes of one point: per table key and weak bits, and the sketch.
+struct Codes {
+    keys: Vec<u32>,
+    weak: Vec<u8>,
+    sketch: Vec<u64>,
+}
+
+/// A sparse query: sorted dimensions, values, squared norm.
+type SparseQuery = (Vec<u16>, Vec<f32>, f32);
+
+/// FNV-1a over a row's bits: rows with equal hashes are then compared.
+fn row_hash<F: Float>(row: &ArrayView1<'_, F>) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for x in row.iter() {
+        h ^= u64::from(x.to_f32().unwrap_or(f32::NAN).to_bits());
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}
+
+/// The non-zero values of a row as (dimension, value), when at most a quarter are non-zero.
+fn sparse_values<F: Float>(row: &ArrayView1<'_, F>) -> Option<Vec<(u16, f32)>> {
+    let dim = row.len();
+    if dim > usize::from(u16::MAX) {
+        return None;
+    }
+    let mut values = Vec::new();
+    for (j, x) in row.iter().enumerate() {
+        let x = x.to_f32().unwrap_or(0.0);
+        if x != 0.0 {
+            values.push((j as u16, x));
+            if values.len() * 4 > dim {
+                return None;
+            }
+        }
+    }
+    Some(values)
+}
+
+impl<'a, F: Float, D: Distance<F>> SignLshIndex<'a, F, D> {
+    fn build(p: &SignLsh, points: ArrayView2<'a, F>, dist_fn: D) -> Self {
+        let n = points.nrows();
+        let dim = points.ncols();
+        let tables = p.tables.max(1);
+
+        // One pass: unit norms (or the exact fallback) and row hashes.
+        let mut hashed = is_euclidean(&dist_fn, dim);
+        let mut by_hash: Vec<(u64, u32)> = Vec::with_capacity(n);
+        for (i, row) in points.rows().into_iter().enumerate() {
+            if hashed {
+                let sq: f64 = row
+                    .iter()
+                    .map(|x| x.to_f64().unwrap_or(f64::NAN).powi(2))
+                    .sum();
+                hashed = sq == 0.0 || (sq - 1.0).abs() < 1e-3;
+            }
+            by_hash.push((row_hash(&row), i as u32));
+        }
+        // Groups of identical rows: equal hashes, then equal values.
+        by_hash.sort_unstable();
+        let mut group_of = vec![0u32; n];
+        let mut reps: Vec<u32> = Vec::new();
+        let mut run_start = 0;
+        for k in 0..by_hash.len() {
+            if k > 0 && by_hash[k].0 != by_hash[k - 1].0 {
+                run_start = reps.len();
+            }
+            let i = by_hash[k].1;
+            let row = points.row(i as usize);
+            let found = (run_start..reps.len()).find(|&g| points.row(reps[g] as usize) == row);
+            group_of[i as usize] = match found {
+                Some(g) => g as u32,
+                None => {
+                    reps.push(i);
+                    reps.len() as u32 - 1
+                }
+            };
+        }
+        drop(by_hash);
+        let groups = reps.len();
+        let mut group_start = vec![0u32; groups + 1];
+        for &g in &group_of {
+            group_start[g as usize + 1] += 1;
+        }
+        for g in 0..groups {
+            group_start[g + 1] += group_start[g];
+        }
+        let mut fill = group_start.clone();
+        let mut group_rows = vec![0u32; n];
+        for (i, &g) in group_of.iter().enumerate() {
+            group_rows[fill[g as usize] as usize] = i as u32;
+            fill[g as usize] += 1;
+        }
+
+        let bits = p.bits_for(groups);
+        let probes = p.probes.min(bits).min(8);
+        let m = tables * bits;
+        let words = m.div_ceil(64);
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(p.seed);
+        let proj = if hashed && groups > EXHAUSTIVE_GROUPS {
+            Array2::from_shape_fn((dim, m), |_| gaussian(&mut rng))
+        } else {
+            Array2::zeros((dim, 0))
+        };
+        let mut index = SignLshIndex {
+            points,
+            dist_fn,
+            tables,
+            bits,
+            probes,
+            proj,
+            group_of,
+            group_start,
+            group_rows,
+            keys: Vec::new(),
+            offsets: Vec::new(),
+            members: Vec::new(),
+            member_sketch: Vec::new(),
+            sketch: Vec::new(),
+            words,
+            sparse: Vec::new(),
+            sparse_dims: Vec::new(),
+            sparse_vals: Vec::new(),
+            norm2: Vec::new(),
+            hashed,
+            exhaustive: groups <= EXHAUSTIVE_GROUPS,
+            focus: p.focus.clone().filter(|f| f.rows.len() == n),
+            scratch: Mutex::new(Scratch {
+                seen: Seen::new(groups),
+                range: f64::NAN,
+                neighbours: vec![None; groups],
+                reach: None,
+                searched: false,
+            }),
+        };
+        if !hashed {
+            return index;
+        }
+        // Sparse forms and norms are needed either way; keys and tables only for hashing.
+        index.keys = vec![0; tables * groups];
+        index.sketch = vec![0; groups * words];
+        index.sparse.reserve(groups);
+        index.norm2.reserve(groups);
+        for &rep in &reps {
+            let row = points.row(rep as usize);
+            match sparse_values(&row) {
+                Some(values) => {
+                    index.norm2.push(values.iter().map(|v| v.1 * v.1).sum());
+                    let at = index.sparse_dims.len() as u32;
+                    index.sparse_dims.extend(values.iter().map(|v| v.0));
+                    index.sparse_vals.extend(values.iter().map(|v| v.1));
+                    index.sparse.push(Some((at, values.len() as u32)));
+                }
+                None => {
+                    index
+                        .norm2
+                        .push(row.iter().map(|x| x.to_f32().unwrap_or(0.0).powi(2)).sum());
+                    index.sparse.push(None);
+                }
+            }
+        }
+        if index.exhaustive {
+            return index;
+        }
+        // Keys and sketches, the groups split over the machine's cores.
+        let threads = threads();
+        let chunk = groups.div_ceil(threads).max(BLOCK_ROWS);
+        let parts: Vec<(usize, Vec<u32>, Vec<u64>)> = std::thread::scope(|s| {
+            let index = &index;
+            let reps = &reps;
+            let handles: Vec<_> = (0..groups)
+                .step_by(chunk)
+                .map(|start| {
+                    s.spawn(move || index.codes_range(start..(start + chunk).min(groups), reps))
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("a hashing thread"))
+                .collect()
+        });
+        for (start, keys, sketch) in parts {
+            let len = keys.len() / tables;
+            for k in 0..len {
+                for t in 0..tables {
+                    index.keys[t * groups + start + k] = keys[k * tables + t];
+                }
+            }
+            index.sketch[start * words..(start + len) * words].copy_from_slice(&sketch);
+        }
+        // Buckets: a counting sort of the groups by key, per table.
+        let buckets = 1usize << bits;
+        for t in 0..tables {
+            let keys = &index.keys[t * groups..(t + 1) * groups];
+            let mut offsets = vec![0u32; buckets + 1];
+            for &k in keys {
+                offsets[k as usize + 1] += 1;
+            }
+            for b in 0..buckets {
+                offsets[b + 1] += offsets[b];
+            }
+            let mut fill = offsets.clone();
+            let mut members = vec![0u32; groups];
+            for (g, &k) in keys.iter().enumerate() {
+                members[fill[k as usize] as usize] = g as u32;
+                fill[k as usize] += 1;
+            }
+            let mut member_sketch = Vec::with_capacity(groups * words);
+            for &g in &members {
+                member_sketch
+                    .extend_from_slice(&index.sketch[g as usize * words..(g as usize + 1) * words]);
+            }
+            index.offsets.push(offsets);
+            index.members.push(members);
+            index.member_sketch.push(member_sketch);
+        }
+        index
+    }
+
+    /// Keys (group-major, `tables` per group) and sketches of the groups in `range`:
+    /// sparse groups projected from their non-zero values (as queries are), dense ones by
+    /// block matrix products.
+    fn codes_range(
+        &self,
+        range: std::ops::Range<usize>,
+        reps: &[u32],
+    ) -> (usize, Vec<u32>, Vec<u64>) {
+        let (tables, words) = (self.tables, self.words);
+        let m = self.proj.ncols();
+        let mut keys = vec![0u32; range.len() * tables];
+        let mut sketch = vec![0u64; range.len() * words];
+        let mut projected = vec![0f32; m];
+        let mut dense: Vec<usize> = Vec::new();
+        for (k, g) in range.clone().enumerate() {
+            match self.sparse[g] {
+                Some((at, len)) => {
+                    self.project_sparse(at, len, &mut projected);
+                    self.write_codes(
+                        &projected,
+                        &mut keys[k * tables..(k + 1) * tables],
+                        &mut [],
+                        &mut sketch[k * words..(k + 1) * words],
+                    );
+                }
+                None => dense.push(k),
+            }
+        }
+        for block in dense.chunks(BLOCK_ROWS) {
+            let dim = self.points.ncols();
+            let mut rows = Array2::<f32>::zeros((block.len(), dim));
+            for (b, &k) in block.iter().enumerate() {
+                let row = self.points.row(reps[range.start + k] as usize);
+                for (j, x) in row.iter().enumerate() {
+                    rows[[b, j]] = x.to_f32().unwrap_or(0.0);
+                }
+            }
+            let product = rows.dot(&self.proj);
+            for (b, &k) in block.iter().enumerate() {
+                let p = product.row(b);
+                let p = p.as_slice().expect("a fresh product is contiguous");
+                self.write_codes(
+                    p,
+                    &mut keys[k * tables..(k + 1) * tables],
+                    &mut [],
+                    &mut sketch[k * words..(k + 1) * words],
+                );
+            }
+        }
+        (range.start, keys, sketch)
+    }
+
+    /// The projections of a sparse vector: the sum of its values times the projection rows.
+    fn project_sparse(&self, at: u32, len: u32, out: &mut [f32]) {
+        out.iter_mut().for_each(|x| *x = 0.0);
+        let m = out.len();
+        let proj = self
+            .proj
+            .as_slice()
+            .expect("the projection matrix is contiguous");
+        for e in at as usize..(at + len) as usize {
+            let w = self.sparse_vals[e];
+            let d = usize::from(self.sparse_dims[e]);
+            for (o, p) in out.iter_mut().zip(&proj[d * m..(d + 1) * m]) {
+                *o += w * p;
+            }
+        }
+    }
+
+    fn groups(&self) -> usize {
+        self.group_start.len() - 1
+    }
+
+    fn rows_of(&self, g: usize) -> &[u32] {
+        &self.group_rows[self.group_start[g] as usize..self.group_start[g + 1] as usize]
+    }
+
+    /// Keys, weak bits and sketch from a point's projections.
+    fn codes_of(&self, projected: &[f32]) -> Codes {
+        let mut c = Codes {
+            keys: vec![0; self.tables],
+            weak: vec![0; self.tables * self.probes],
+            sketch: vec![0; self.words],
+        };
+        self.write_codes(projected, &mut c.keys, &mut c.weak, &mut c.sketch);
+        c
+    }
+
+    /// [`Self::codes_of`] into given slices: per table the key (bit b set when projection b
+    /// is positive) and, when `weak` is not empty, the `probes` bits whose projections are
+    /// nearest zero (only queries need those).
+    fn write_codes(
+        &self,
+        projected: &[f32],
+        keys: &mut [u32],
+        weak: &mut [u8],
+        sketch: &mut [u64],
+    ) {
+        let (bits, probes) = (self.bits, self.probes);
+        sketch.iter_mut().for_each(|w| *w = 0);
+        for (t, key) in keys.iter_mut().enumerate() {
+            let vals = &projected[t * bits..(t + 1) * bits];
+            *key = 0;
+            for (b, v) in vals.iter().enumerate() {
+                if *v > 0.0 {
+                    *key |= 1 << b;
+                    let bit = t * bits + b;
+                    sketch[bit / 64] |= 1 << (bit % 64);
+                }
+            }
+            if weak.is_empty() {
+                continue;
+            }
+            // The `probes` smallest |projection|s, by repeated selection (probes <= 8).
+            let mut taken = 0u32;
+            for slot in weak[t * probes..(t + 1) * probes].iter_mut() {
+                let mut best = (f32::INFINITY, 0usize);
+                for (b, v) in vals.iter().enumerate() {
+                    if taken >> b & 1 == 0 && v.abs() < best.0 {
+                        best = (v.abs(), b);
+                    }
+                }
+                taken |= 1 << best.1;
+                *slot = best.1 as u8;
+            }
+        }
+    }
+
+    /// The row a query point is, when it is a row of the indexed batch (linfa's DBSCAN
+    /// queries its own rows): its codes are then already known.
+    fn row_of(&self, point: &ArrayView1<'_, F>) -> Option<usize> {
+        let n = self.points.nrows();
+        if n == 0
+            || point.len() != self.points.ncols()
+            || point.strides() != [self.points.strides()[1]]
+        {
+            return None;
+        }
+        let base = self.points.as_ptr() as usize;
+        let at = point.as_ptr() as usize;
+        let stride = self.points.strides()[0] * std::mem::size_of::<F>() as isize;
+        if stride <= 0 || at < base {
+            return None;
+        }
+        let off = at - base;
+        let row = off / stride as usize;
+        (off % stride as usize == 0 && row < n).then_some(row)
+    }
+
+    /// A query point's sparse form: its group's when it is a row.
+    fn query_sparse(&self, point: &ArrayView1<'_, F>) -> Option<SparseQuery> {
+        match self.row_of(point) {
+            Some(i) => {
+                let g = self.group_of[i] as usize;
+                self.sparse[g].map(|(at, len)| {
+                    let r = at as usize..(at + len) as usize;
+                    (
+                        self.sparse_dims[r.clone()].to_vec(),
+                        self.sparse_vals[r].to_vec(),
+                        self.norm2[g],
+                    )
+                })
+            }
+            None => sparse_values(point).map(|values| {
+                let norm2 = values.iter().map(|v| v.1 * v.1).sum();
+                (
+                    values.iter().map(|v| v.0).collect(),
+                    values.iter().map(|v| v.1).collect(),
+                    norm2,
+                )
+            }),
+        }
+    }
+
+    /// Codes and sparse form of a query point. A row's sparse form is its group's, and
+    /// its projections are recomputed from it (a few dozen values times the projection
+    /// rows), which is cheaper than keeping every group's least certain bits.
+    fn query_of(&self, point: &ArrayView1<'_, F>) -> (Codes, Option<SparseQuery>) {
+        let sparse = self.query_sparse(point);
+        let projected = match &sparse {
+            Some((dims, vals, _)) => {
+                let m = self.proj.ncols();
+                let proj = self
+                    .proj
+                    .as_slice()
+                    .expect("the projection matrix is contiguous");
+                let mut out = ndarray::Array1::<f32>::zeros(m);
+                for (d, v) in dims.iter().zip(vals) {
+                    let d = usize::from(*d);
+                    for (o, p) in out.iter_mut().zip(&proj[d * m..(d + 1) * m]) {
+                        *o += v * p;
+                    }
+                }
+                out
+            }
+            None => {
+                let q: Vec<f32> = point.iter().map(|x| x.to_f32().unwrap_or(0.0)).collect();
+                ndarray::ArrayView1::from(&q).dot(&self.proj)
+            }
+        };
+        let codes = self.codes_of(projected.as_slice().expect("a fresh vector is contiguous"));
+        (codes, sparse)
+    }
+
+    /// Sign disagreements beyond which a candidate cannot be within `range`: the expected
+    /// count at the radius's angle plus four standard deviations.
+    fn max_disagreements(&self, range: f64) -> u32 {
+        let m = (self.tables * self.bits) as f64;
+        let half = (range / 2.0).min(1.0);
+        let p = 2.0 * half.asin() / std::f64::consts::PI;
+        (m * p + 4.0 * (m * p * (1.0 - p)).sqrt()).ceil() as u32
+    }
+
+    /// The groups within `range` of a point: candidates from the tables (probing the
+    /// least certain bits too), filtered by their sign sketches, verified exactly.
+    fn search(&self, point: &ArrayView1<'_, F>, range: F, seen: &mut Seen) -> Vec<u32> {
+        if self.exhaustive {
+            let query_sparse = self.query_sparse(point);
+            let r = self.dist_fn.dist_to_rdist(range);
+            return (0..self.groups())
+                .filter(|&g| self.group_within(point, query_sparse.as_ref(), g, r))
+                .map(|g| g as u32)
+                .collect();
+        }
+        let (c, query_sparse) = self.query_of(point);
+        let limit = self.max_disagreements(range.to_f64().unwrap_or(f64::INFINITY));
+        let r = self.dist_fn.dist_to_rdist(range);
+        let stamp = seen.next();
+        let words = self.words;
+        let mut found = Vec::new();
+        for t in 0..self.tables {
+            let weak = &c.weak[t * self.probes..(t + 1) * self.probes];
+            for mask in 0u32..(1 << self.probes) {
+                let mut key = c.keys[t];
+                for (j, bit) in weak.iter().enumerate() {
+                    if mask >> j & 1 == 1 {
+                        key ^= 1 << bit;
+                    }
+                }
+                let (lo, hi) = (
+                    self.offsets[t][key as usize] as usize,
+                    self.offsets[t][key as usize + 1] as usize,
+                );
+                let sketches = &self.member_sketch[t][lo * words..hi * words];
+                for (k, sk) in sketches.chunks_exact(words).enumerate() {
+                    let differ: u32 = sk
+                        .iter()
+                        .zip(&c.sketch)
+                        .map(|(a, b)| (a ^ b).count_ones())
+                        .sum();
+                    if differ > limit {
+                        continue;
+                    }
+                    let g = self.members[t][lo + k];
+                    let gi = g as usize;
+                    if seen.stamps[gi] == stamp {
+                        continue;
+                    }
+                    seen.stamps[gi] = stamp;
+                    if self.group_within(point, query_sparse.as_ref(), gi, r) {
+                        found.push(g);
+                    }
+                }
+            }
+        }
+        found
+    }
+
+    /// Whether group `g` lies within reduced distance `r` of `point`. A fast distance
+    /// decides (from sparse dot products when both are sparse, else a vectorised squared
+    /// distance); a pair within rounding distance of the radius is decided by the
+    /// distance function itself, so the answer is always the distance function's.
+    fn group_within(
+        &self,
+        point: &ArrayView1<'_, F>,
+        query: Option<&SparseQuery>,
+        g: usize,
+        r: F,
+    ) -> bool {
+        let row = self.points.row(self.rows_of(g)[0] as usize);
+        let r64 = r.to_f64().unwrap_or(f64::INFINITY);
+        let margin = 1e-4 * r64.max(1.0);
+        let fast = match (query, self.sparse[g]) {
+            (Some((qd, qv, qn)), Some((at, len))) => {
+                let range = at as usize..(at + len) as usize;
+                let dot = sparse_dot(
+                    qd,
+                    qv,
+                    &self.sparse_dims[range.clone()],
+                    &self.sparse_vals[range],
+                );
+                Some(f64::from(qn + self.norm2[g] - 2.0 * dot))
+            }
+            _ => match (point.as_slice(), row.as_slice()) {
+                (Some(a), Some(b)) => squared_distance(a, b).to_f64(),
+                _ => None,
+            },
+        };
+        match fast {
+            Some(d) if (d - r64).abs() > margin => d < r64,
+            _ => self.dist_fn.rdistance(point.reborrow(), row.reborrow()) < r,
+        }
+    }
+
+    /// The neighbour groups of group `g` (searched once per radius).
+    fn neighbours_of(&self, g: usize, range: F, scratch: &mut Scratch) -> Vec<u32> {
+        if let Some(list) = &scratch.neighbours[g] {
+            return list.clone();
+        }
+        let list = self.search_group(g, range, &mut scratch.seen);
+        scratch.neighbours[g] = Some(list.clone());
+        list
+    }
+
+    /// The neighbour groups of group `g`, itself included.
+    fn search_group(&self, g: usize, range: F, seen: &mut Seen) -> Vec<u32> {
+        let row = self.points.row(self.rows_of(g)[0] as usize);
+        let mut list = self.search(&row, range, seen);
+        // A row is always its own neighbour (distance 0), whatever its hash bits say.
+        if !list.contains(&(g as u32)) && range > F::zero() {
+            list.push(g as u32);
+        }
+        list
+    }
+
+    /// Search the neighbours of these groups (those not searched yet), spread over the
+    /// machine's cores when there are enough of them to be worth threads.
+    fn fill_neighbours(&self, groups: &[usize], range: F, scratch: &mut Scratch) {
+        let todo: Vec<usize> = groups
+            .iter()
+            .copied()
+            .filter(|&g| scratch.neighbours[g].is_none())
+            .collect();
+        let threads = threads();
+        if threads < 2 || todo.len() < 256 {
+            return;
+        }
+        let total = self.groups();
+        let chunk = todo.len().div_ceil(threads);
+        let found: Vec<Vec<(usize, Vec<u32>)>> = std::thread::scope(|s| {
+            let handles: Vec<_> = todo
+                .chunks(chunk)
+                .map(|part| {
+                    s.spawn(move || {
+                        let mut seen = Seen::new(total);
+                        part.iter()
+                            .map(|&g| (g, self.search_group(g, range, &mut seen)))
+                            .collect()
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("a search thread"))
+                .collect()
+        });
+        for (g, list) in found.into_iter().flatten() {
+            scratch.neighbours[g] = Some(list);
+        }
+    }
+
+    /// The groups DBSCAN can reach from the focused rows (see the module documentation),
+    /// breadth first, each wave's searches spread over the machine's cores.
+    fn reach(&self, focus: &Focus, range: F, scratch: &mut Scratch) -> Vec<bool> {
+        let groups = self.groups();
+        let mut focused = vec![false; groups];
+        for (i, f) in focus.rows.iter().enumerate() {
+            if *f {
+                focused[self.group_of[i] as usize] = true;
+            }
+        }
+        let mut reach = focused.clone();
+        let mut wave: Vec<usize> = (0..groups).filter(|&g| focused[g]).collect();
+        while !wave.is_empty() {
+            self.fill_neighbours(&wave, range, scratch);
+            let mut next = Vec::new();
+            for g in wave {
+                let list = self.neighbours_of(g, range, scratch);
+                let count: usize = list.iter().map(|&h| self.rows_of(h as usize).len()).sum();
+                if focused[g] || count >= focus.min_points {
+                    for h in list {
+                        if !reach[h as usize] {
+                            reach[h as usize] = true;
+                            next.push(h as usize);
+                        }
+                    }
+                }
+            }
+            wave = next;
+        }
+        reach
+    }
+
+    fn exact(&self, point: ArrayView1<'_, F>, range: F) -> Vec<(ArrayView1<'_, F>, usize)> {
+        let r = self.dist_fn.dist_to_rdist(range);
+        self.points
+            .rows()
+            .into_iter()
+            .enumerate()
+            .filter(|(_, row)| self.dist_fn.rdistance(point.reborrow(), row.reborrow()) < r)
+            .map(|(i, row)| (row, i))
+            .collect()
+    }
+}
+
+/// Whether a distance function is the Euclidean one with squared reduced distances (what
+/// the sign bits and the fast check assume), probed on the 3-4-5 triangle.
+fn is_euclidean<F: Float, D: Distance<F>>(dist_fn: &D, dim: usize) -> bool {
+    if dim < 2 {
+        return false;
+    }
+    let zero = ndarray::Array1::<F>::zeros(dim);
+    let mut p = ndarray::Array1::<F>::zeros(dim);
+    p[0] = F::from_f64(3.0).expect("a float");
+    p[1] = F::from_f64(4.0).expect("a float");
+    let d = dist_fn
+        .distance(zero.view(), p.view())
+        .to_f64()
+        .unwrap_or(f64::NAN);
+    let rd = dist_fn
+        .rdistance(zero.view(), p.view())
+        .to_f64()
+        .unwrap_or(f64::NAN);
+    (d - 5.0).abs() < 1e-4 && (rd - 25.0).abs() < 1e-3
+}
+
+/// Dot product of two sparse vectors given as sorted (dimension, value) lists.
+fn sparse_dot(ad: &[u16], av: &[f32], bd: &[u16], bv: &[f32]) -> f32 {
+    let (mut i, mut j, mut dot) = (0, 0, 0f32);
+    while i < ad.len() && j < bd.len() {
+        match ad[i].cmp(&bd[j]) {
+            std::cmp::Ordering::Less => i += 1,
+            std::cmp::Ordering::Greater => j += 1,
+            std::cmp::Ordering::Equal => {
+                dot += av[i] * bv[j];
+                i += 1;
+                j += 1;
+            }
+        }
+    }
+    dot
+}
+
+/// Squared Euclidean distance with eight independent sums, so the compiler can use
+/// vector instructions (a single running sum cannot be reordered).
+fn squared_distance<F: Float>(a: &[F], b: &[F]) -> F {
+    let mut acc = [F::zero(); 8];
+    let mut ca = a.chunks_exact(8);
+    let mut cb = b.chunks_exact(8);
+    for (x, y) in (&mut ca).zip(&mut cb) {
+        for l in 0..8 {
+            let d = x[l] - y[l];
+            acc[l] += d * d;
+        }
+    }
+    let mut tail = F::zero();
+    for (x, y) in ca.remainder().iter().zip(cb.remainder()) {
+        let d = *x - *y;
+        tail += d * d;
+    }
+    acc.iter().fold(tail, |s, v| s + *v)
+}
+
+fn gaussian(rng: &mut Xoshiro256PlusPlus) -> f32 {
+    // Box-Muller: enough for projections whose only use is their sign.
+    let u1: f64 = rng.gen_range(f64::MIN_POSITIVE..1.0);
+    let u2: f64 = rng.gen();
+    ((-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()) as f32
+}
+
+impl<F: Float, D: Distance<F>> NearestNeighbourIndex<F> for SignLshIndex<'_, F, D> {
+    fn k_nearest(
+        &self,
+        point: ArrayView1<'_, F>,
+        k: usize,
+    ) -> Result<Vec<(ArrayView1<'_, F>, usize)>, NnError> {
+        // DBSCAN never asks; answer exactly for completeness.
+        if point.len() != self.points.ncols() {
+            return Err(NnError::WrongDimension);
+        }
+        let mut all: Vec<(F, usize)> = self
+            .points
+            .rows()
+            .into_iter()
+            .enumerate()
+            .map(|(i, row)| (self.dist_fn.rdistance(point.reborrow(), row), i))
+            .collect();
+        all.sort_by(|a, b| a.0.partial_cmp(&b.0).unwrap_or(std::cmp::Ordering::Equal));
+        Ok(all
+            .into_iter()
+            .take(k)
+            .map(|(_, i)| (self.points.row(i), i))
+            .collect())
+    }
+
+    fn within_range(
+        &self,
+        point: ArrayView1<'_, F>,
+        range: F,
+    ) -> Result<Vec<(ArrayView1<'_, F>, usize)>, NnError> {
+        if point.len() != self.points.ncols() {
+            return Err(NnError::WrongDimension);
+        }
+        if !self.hashed {
+            return Ok(self.exact(point, range));
+        }
+        let mut guard = self.scratch.lock().unwrap_or_else(|e| e.into_inner());
+        let scratch = &mut *guard;
+        let range64 = range.to_f64().unwrap_or(f64::INFINITY);
+        if scratch.range != range64 {
+            scratch.neighbours.iter_mut().for_each(|n| *n = None);
+            scratch.reach = None;
+            scratch.searched = false;
+            scratch.range = range64;
+        }
+        let Some(i) = self.row_of(&point) else {
+            // A point that is not one of the rows: search it, no focus.
+            let found = self.search(&point, range, &mut scratch.seen);
+            return Ok(found
+                .iter()
+                .flat_map(|&g| self.rows_of(g as usize))
+                .map(|&r| (self.points.row(r as usize), r as usize))
+                .collect());
+        };
+        let g = self.group_of[i] as usize;
+        if !scratch.searched {
+            // The first question: search what DBSCAN will ask about, in parallel.
+            scratch.searched = true;
+            if self.focus.is_none() {
+                let all: Vec<usize> = (0..self.groups()).collect();
+                self.fill_neighbours(&all, range, scratch);
+            }
+        }
+        if let Some(focus) = &self.focus {
+            if scratch.reach.is_none() {
+                scratch.reach = Some(self.reach(focus, range, scratch));
+            }
+            if !scratch.reach.as_ref().is_some_and(|r| r[g]) {
+                // Unreachable from any focused row: its cluster, if any, holds none.
+                return Ok(vec![(self.points.row(i), i)]);
+            }
+        }
+        let list = self.neighbours_of(g, range, scratch);
+        let reach = scratch.reach.as_ref();
+        let mut out = Vec::new();
+        for h in list {
+            if reach.is_some_and(|r| !r[h as usize]) {
+                continue;
+            }
+            out.extend(
+                self.rows_of(h as usize)
+                    .iter()
+                    .map(|&r| (self.points.row(r as usize), r as usize)),
+            );
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use linfa_nn::distance::L2Dist;
+    use ndarray::Array2;
+
+    pub(super) fn rows(points: &[Vec<f32>]) -> Array2<f32> {
+        let mut a = Array2::zeros((points.len(), points[0].len()));
+        for (i, p) in points.iter().enumerate() {
+            for (j, x) in p.iter().enumerate() {
+                a[[i, j]] = *x;
+            }
+        }
+        a
+    }
+
+    #[test]
+    fn dense_groups_cluster_and_loners_are_noise() {
+        let v = |x: f32, y: f32| {
+            let n = (x * x + y * y).sqrt();
+            vec![x / n, y / n]
+        };
+        let points = rows(&[
+            v(1.0, 0.0),
+            v(1.0, 0.05),
+            v(1.0, -0.05),
+            v(0.0, 1.0),
+            v(0.05, 1.0),
+            v(-1.0, -1.0),
+        ]);
+        for c in [
+            dbscan(points.view(), 2, 0.2, None),
+            dbscan_with(points.view(), 2, 0.2, SignLsh::default()),
+        ] {
+            assert_eq!(c.clusters, vec![vec![0, 1, 2], vec![3, 4]]);
+            assert_eq!(c.noise, vec![5]);
+        }
+    }
+
+    #[test]
+    fn an_empty_window_has_no_clusters() {
+        let c = dbscan(Array2::<f32>::zeros((0, 8)).view(), 2, 0.8, None);
+        assert_eq!(c, Clustering::default());
+    }
+
+    #[test]
+    fn data_that_are_not_unit_vectors_are_searched_exactly() {
+        let points = rows(&[vec![3.0, 0.0], vec![3.1, 0.0], vec![0.0, 5.0]]);
+        let index = SignLsh::default().from_batch(&points, L2Dist).unwrap();
+        let found: Vec<usize> = index
+            .within_range(points.row(0), 0.2)
+            .unwrap()
+            .into_iter()
+            .map(|(_, i)| i)
+            .collect();
+        assert_eq!(found, vec![0, 1]);
+    }
+
+    #[test]
+    fn other_distances_are_searched_exactly() {
+        let points = rows(&[vec![1.0, 0.0], vec![0.0, 1.0], vec![0.6, 0.8]]);
+        let index = SignLsh::default()
+            .from_batch(&points, linfa_nn::distance::L1Dist)
+            .unwrap();
+        let mut found: Vec<usize> = index
+            .within_range(points.row(2), 0.9)
+            .unwrap()
+            .into_iter()
+            .map(|(_, i)| i)
+            .collect();
+        found.sort();
+        // L1: 0.6 + 0.2 = 0.8 to row 1, but 0.4 + 0.8 = 1.2 to row 0 (which is within 0.9
+        // by Euclidean distance: the index must not answer as if it were).
+        assert_eq!(found, vec![1, 2]);
+    }
+
+    #[test]
+    fn a_point_outside_the_batch_is_hashed_and_verified() {
+        let v = |a: f32| vec![a.cos(), a.sin(), 0.0, 0.0];
+        let points = rows(&(0..200).map(|i| v(i as f32 * 0.031)).collect::<Vec<_>>());
+        let index = SignLsh::default().from_batch(&points, L2Dist).unwrap();
+        let q = ndarray::arr1(&[1.0f32, 0.0, 0.0, 0.0]);
+        let mut got: Vec<usize> = index
+            .within_range(q.view(), 0.1)
+            .unwrap()
+            .into_iter()
+            .map(|(_, i)| i)
+            .collect();
+        got.sort();
+        // Exact: angles below 2 asin(0.05) ~ 0.1 rad, i.e. rows 0..=3.
+        assert_eq!(got, vec![0, 1, 2, 3]);
+    }
+}

@@ -1,0 +1,797 @@
+//! `dream.toml` (SPEC S13): every key optional with a documented default, unknown keys
+//! refused, `DREAM_<SECTION>_<KEY>` environment overrides, and cross-key checks at load.
+//!
+//! [`TEMPLATE`] is the commented file `dream init` writes; a test keeps it equal to
+//! [`Config::default`], so the documentation of every default lives in one place.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// `dream.toml`, or an environment override of it, is invalid: the file (or variable)
+/// and a message that names the key.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{file}: {message}")]
+pub struct ConfigError {
+    pub file: String,
+    pub message: String,
+}
+
+type Result<T, E = ConfigError> = std::result::Result<T, E>;
+
+/// The config file name at the repository root.
+pub const FILE: &str = "dream.toml";
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    pub inbox: Inbox,
+    pub llm: Llm,
+    pub embed: Embed,
+    pub budget: Budget,
+    pub cluster: Cluster,
+    pub promote: Promote,
+    pub retention: Retention,
+    pub cycles: Cycles,
+    pub digest: Digest,
+    pub skills: Skills,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Inbox {
+    /// Folder of `*.jsonl` event files, relative to the repo.
+    pub path: String,
+    /// A line longer than this is quarantined.
+    pub max_event_bytes: usize,
+    /// Other agents' transcripts (Claude Code, Codex), read incrementally every cycle.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub sources: Vec<Source>,
+}
+
+impl Default for Inbox {
+    fn default() -> Self {
+        Inbox {
+            path: "events".into(),
+            max_event_bytes: 1 << 20,
+            sources: Vec::new(),
+        }
+    }
+}
+
+/// One `[[inbox.sources]]` entry: a folder (read recursively) or a file of transcripts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Source {
+    /// `claude-code`, `codex`, or `jsonl` (dream's own events kept outside the inbox).
+    pub format: crate::adapters::Format,
+    /// A folder or file; `~` is the home folder, a relative path is relative to the repo.
+    pub path: String,
+    /// Globs over paths relative to `path`: only matching files are read (default: all
+    /// `*.jsonl` files).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub include: Vec<String>,
+    /// Globs over paths relative to `path`: matching files are never read.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub exclude: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Llm {
+    /// `none` (offline, extractive) or `openai` (any OpenAI-compatible server).
+    pub provider: String,
+    pub base_url: String,
+    pub model: String,
+    /// The environment variable that holds the API key (never the key itself).
+    pub api_key_env: String,
+    /// How many independent calls run at once.
+    pub concurrency: usize,
+    pub timeout_secs: u64,
+    /// The most tokens a reply may use; reserved in full against the budget before a call.
+    pub max_tokens: u64,
+    /// Retries of one call on 429 and 5xx, with backoff.
+    pub max_retries: u32,
+    /// First wait before a retry when the server sends no Retry-After; doubles each time.
+    pub retry_backoff_ms: u64,
+}
+
+impl Default for Llm {
+    fn default() -> Self {
+        Llm {
+            provider: "none".into(),
+            base_url: "https://api.openai.com/v1".into(),
+            model: "gpt-4o-mini".into(),
+            api_key_env: "OPENAI_API_KEY".into(),
+            concurrency: 4,
+            timeout_secs: 120,
+            max_tokens: 1024,
+            max_retries: 3,
+            retry_backoff_ms: 500,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Embed {
+    /// `builtin` (hashed bag of words, offline) or `openai` (`/embeddings`).
+    pub provider: String,
+    pub model: String,
+    /// Vector size of the builtin embedder.
+    pub dim: usize,
+    /// Texts per `/embeddings` request.
+    pub batch_size: usize,
+    /// Server of the `openai` embedder; empty: the same as `llm.base_url`.
+    pub base_url: String,
+    /// Variable holding its API key; empty: the same as `llm.api_key_env`.
+    pub api_key_env: String,
+}
+
+impl Default for Embed {
+    fn default() -> Self {
+        Embed {
+            provider: "builtin".into(),
+            model: "text-embedding-3-small".into(),
+            dim: 256,
+            batch_size: 64,
+            base_url: String::new(),
+            api_key_env: String::new(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Budget {
+    /// Hard cap on LLM tokens (prompt + completion) per cycle.
+    pub tokens_per_cycle: u64,
+}
+
+impl Default for Budget {
+    fn default() -> Self {
+        Budget {
+            tokens_per_cycle: 200_000,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Cluster {
+    /// The rolling window: events of the last N days are clustered.
+    pub window_days: u32,
+    /// The cluster floor: DBSCAN's minimum points (the event itself included).
+    pub min_points: usize,
+    /// DBSCAN radius as a Euclidean distance between unit vectors
+    /// (sqrt(2 - 2 cos)): 0.8 joins texts with cosine >= 0.68.
+    pub eps: f64,
+    /// Events of one cluster shown to the reflector at most (new events first).
+    pub max_events_per_prompt: usize,
+}
+
+impl Default for Cluster {
+    fn default() -> Self {
+        Cluster {
+            window_days: 14,
+            min_points: 2,
+            eps: 0.8,
+            max_events_per_prompt: 40,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Promote {
+    pub min_confidence: f64,
+    /// Distinct supporting events needed to auto-promote.
+    pub min_support: usize,
+    /// Distinct days of support needed to auto-promote.
+    pub min_days: usize,
+    /// Below this coverage a candidate is refused; between it and 1.0 it is queued.
+    pub min_coverage: f64,
+    /// A candidate at least this similar to an active fact reinforces it.
+    pub reinforce_similarity: f64,
+}
+
+impl Default for Promote {
+    fn default() -> Self {
+        Promote {
+            min_confidence: 0.8,
+            min_support: 3,
+            min_days: 2,
+            min_coverage: 0.8,
+            reinforce_similarity: 0.9,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Retention {
+    /// Days since a fact was last seen (reinforcement refreshes it) before it may be
+    /// forgotten.
+    pub stale_after_days: u32,
+    /// Above this many active facts, the lowest-salience ones are forgotten.
+    pub max_active_facts: usize,
+    /// Categories never forgotten.
+    pub protected: Vec<String>,
+    /// Salience added to a protected fact (or one the owner wrote).
+    pub protected_bonus: f64,
+    /// Salience of a fact by the block it sits in.
+    pub block_weights: BlockWeights,
+}
+
+impl Default for Retention {
+    fn default() -> Self {
+        Retention {
+            stale_after_days: 60,
+            max_active_facts: 200,
+            protected: vec![
+                "identity".into(),
+                "preferences".into(),
+                "commitments".into(),
+            ],
+            protected_bonus: 1.0,
+            block_weights: BlockWeights::default(),
+        }
+    }
+}
+
+/// Salience weights per block: `salience = block weight + protected bonus + recency`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct BlockWeights {
+    pub persona: f64,
+    pub human: f64,
+    pub episodes: f64,
+    pub scratch: f64,
+}
+
+impl Default for BlockWeights {
+    fn default() -> Self {
+        BlockWeights {
+            persona: 1.0,
+            human: 1.0,
+            episodes: 0.5,
+            scratch: 0.25,
+        }
+    }
+}
+
+/// What a cycle of each kind does. Profiles are config, not code paths.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Cycles {
+    pub evening: Profile,
+    pub morning: Profile,
+}
+
+impl Default for Cycles {
+    fn default() -> Self {
+        Cycles {
+            evening: Profile {
+                reflect: true,
+                passes: true,
+                digest: false,
+            },
+            morning: Profile {
+                reflect: false,
+                passes: false,
+                digest: true,
+            },
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Profile {
+    /// Cluster, reflect, score, judge and route new events.
+    pub reflect: bool,
+    /// Run the maintenance passes over durable memory.
+    pub passes: bool,
+    /// Write a digest of what needs attention.
+    pub digest: bool,
+}
+
+impl Default for Profile {
+    fn default() -> Self {
+        Profile {
+            reflect: true,
+            passes: true,
+            digest: false,
+        }
+    }
+}
+
+/// The digest a cycle writes when its profile says `digest = true` (see `digest.rs`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Digest {
+    /// Commitments whose date falls within this many days after today are listed as
+    /// coming up; within this many days before today, as passed (done, or still open?).
+    pub horizon_days: u32,
+    /// Quarantined input lines recorded in the last N days are listed.
+    pub quarantine_days: u32,
+}
+
+impl Default for Digest {
+    fn default() -> Self {
+        Digest {
+            horizon_days: 14,
+            quarantine_days: 7,
+        }
+    }
+}
+
+/// Skill drafting (SPEC S10, see `skills/`): when a recurring procedure becomes a draft.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Skills {
+    /// Look for recurring procedures in cycles whose profile reflects (the evening).
+    pub enabled: bool,
+    /// A procedure needs this many instances (runs of tool use serving one request),
+    pub min_instances: usize,
+    /// on this many distinct days,
+    pub min_days: usize,
+    /// in this many distinct sessions.
+    pub min_sessions: usize,
+    /// An instance needs this many distinct steps, one of them a shell command (runs of two
+    /// steps recur by chance too often to be worth a skill).
+    pub min_steps: usize,
+    /// Two instances are the same procedure when the longest common subsequence of their
+    /// steps covers at least this fraction of the longer one.
+    pub same_procedure: f64,
+    /// An existing skill covers a procedure when it names at least this fraction of the
+    /// procedure's distinct steps.
+    pub covered: f64,
+    /// At or above this confidence a draft is written; below it a review card proposes it.
+    pub min_confidence: f64,
+    /// Most drafts asked of the model per cycle (the largest procedures first).
+    pub max_per_cycle: usize,
+    /// Skill folders already installed for agents (`~` is the home folder); a procedure one
+    /// of their skills covers is not drafted again.
+    pub installed: Vec<String>,
+    /// Where `dream skills promote` also copies an activated skill (none when unset).
+    pub install_to: Option<String>,
+}
+
+impl Default for Skills {
+    fn default() -> Self {
+        Skills {
+            enabled: true,
+            min_instances: 3,
+            min_days: 2,
+            min_sessions: 2,
+            min_steps: 3,
+            same_procedure: 0.7,
+            covered: 0.8,
+            min_confidence: 0.8,
+            max_per_cycle: 5,
+            installed: vec!["~/.claude/skills".into(), "~/.codex/skills".into()],
+            install_to: None,
+        }
+    }
+}
+
+/// The file `dream init` writes: every key with its default and what it means.
+pub const TEMPLATE: &str = r#"# dream.toml: configuration of this memory repository.
+# Every key is optional; the values below are the defaults. Unknown keys are refused.
+# Any key can be overridden by an environment variable DREAM_<SECTION>_<KEY>
+# (for example DREAM_BUDGET_TOKENS_PER_CYCLE=50000), and some by command-line flags.
+# Secrets never live here: API keys are read from the variable that api_key_env names.
+
+[inbox]
+path = "events"                 # folder of *.jsonl event files, relative to the repo
+max_event_bytes = 1048576       # a longer line is quarantined (transcript lines are streamed)
+# Other agents' transcripts, read incrementally every cycle (see docs/sources.md):
+# [[inbox.sources]]
+# format = "claude-code"        # claude-code | codex | jsonl
+# path = "~/.claude/projects"   # a folder (read recursively) or a file; ~ is your home
+# exclude = ["*/subagents/*"]   # optional globs over paths relative to `path` (also: include)
+# [[inbox.sources]]
+# format = "codex"
+# path = "~/.codex/sessions"
+
+[llm]
+provider = "none"               # none (offline, extractive) | openai (any OpenAI-compatible server)
+base_url = "https://api.openai.com/v1"
+model = "gpt-4o-mini"
+api_key_env = "OPENAI_API_KEY"  # name of the environment variable holding the key
+concurrency = 4                 # independent calls in flight at once
+timeout_secs = 120              # per call
+max_tokens = 1024               # longest reply; reserved in full against the budget
+max_retries = 3                 # on 429 and 5xx, with backoff (Retry-After honoured)
+retry_backoff_ms = 500          # first wait before a retry when the server names none; doubles
+
+[embed]
+provider = "builtin"            # builtin (hashed bag of words, offline) | openai (/embeddings)
+model = "text-embedding-3-small"
+dim = 256                       # vector size of the builtin embedder
+batch_size = 64                 # texts per /embeddings request
+base_url = ""                   # openai embedder's server; "" = the same as llm.base_url
+api_key_env = ""                # variable holding its key; "" = the same as llm.api_key_env
+
+[budget]
+tokens_per_cycle = 200000       # hard cap on LLM tokens per cycle
+
+[cluster]
+window_days = 14                # cluster the events of the last N days
+min_points = 2                  # the cluster floor; must not exceed promote.min_support
+eps = 0.8                       # DBSCAN radius between unit vectors (0.8 ~ cosine 0.68)
+max_events_per_prompt = 40      # events of one cluster shown to the reflector
+
+[promote]
+min_confidence = 0.8            # auto-promote needs at least this confidence,
+min_support = 3                 # this many distinct supporting events,
+min_days = 2                    # on this many distinct days, and full traceability
+min_coverage = 0.8              # below this coverage a candidate is refused
+reinforce_similarity = 0.9      # this similar to an active fact: reinforce it instead
+
+[retention]
+stale_after_days = 60           # days since last seen before a fact may be forgotten
+max_active_facts = 200          # above this, lowest-salience facts are forgotten
+protected = ["identity", "preferences", "commitments"]   # never forgotten
+# salience = block weight + protected bonus (protected or owner-written facts)
+#          + recency, which falls from 1 (seen today) to 0 at stale_after_days
+protected_bonus = 1.0
+block_weights = { persona = 1.0, human = 1.0, episodes = 0.5, scratch = 0.25 }
+
+[cycles.evening]                # dream run --cycle evening (the default)
+reflect = true                  # cluster, reflect, judge and route new events
+passes = true                   # dedupe, merge, promote, forget over durable memory
+digest = false                  # write digests/<date>-evening.md
+
+[cycles.morning]                # dream run --cycle morning
+reflect = false
+passes = false
+digest = true
+
+[digest]                        # digests/<date>-<cycle>.md: what needs attention
+horizon_days = 14               # commitments dated within this many days ahead (or passed)
+quarantine_days = 7             # list input quarantined in the last N days
+
+[skills]                        # recurring procedures become inert skill drafts (skills/drafts/)
+enabled = true                  # look for them in cycles that reflect (the evening)
+min_instances = 3               # a procedure seen at least this many times,
+min_days = 2                    # on this many distinct days,
+min_sessions = 2                # in this many distinct sessions
+min_steps = 3                   # an instance needs this many distinct steps, one a shell command
+same_procedure = 0.7            # same procedure: shared steps in order / steps of the longer one
+covered = 0.8                   # an existing skill naming this share of the steps covers it
+min_confidence = 0.8            # below this a review card proposes the skill instead of a draft
+max_per_cycle = 5               # drafts asked of the model per cycle, largest procedures first
+installed = ["~/.claude/skills", "~/.codex/skills"]   # skills agents already have
+# install_to = "~/.claude/skills"   # where `dream skills promote` also copies a skill
+"#;
+
+impl Config {
+    /// Parse config text with the given environment (pure, for tests).
+    pub fn parse(text: &str, file: &str, env: &BTreeMap<String, String>) -> Result<Config> {
+        let err = |message: String| ConfigError {
+            file: file.to_string(),
+            message,
+        };
+        let mut table: toml::Table = text.parse().map_err(|e: toml::de::Error| {
+            err(format!("not valid TOML: {}", e.to_string().trim_end()))
+        })?;
+        let from_env = apply_env(&mut table, env).map_err(err)?;
+        let config: Config =
+            serde_path_to_error::deserialize(toml::Value::Table(table)).map_err(|e| {
+                let key = e.path().to_string();
+                let inner = e.into_inner().message().to_string();
+                let origin = from_env
+                    .get(&key)
+                    .map(|var| format!(" (set by environment variable {var})"))
+                    .unwrap_or_default();
+                if inner.starts_with("unknown field") {
+                    err(format!("unknown key `{key}`{origin}: {inner}"))
+                } else {
+                    err(format!("key `{key}`{origin}: {inner}"))
+                }
+            })?;
+        config.validate().map_err(err)?;
+        Ok(config)
+    }
+
+    /// Cross-key rules that types cannot express.
+    pub fn validate(&self) -> std::result::Result<(), String> {
+        let c = self;
+        if !matches!(c.llm.provider.as_str(), "none" | "openai") {
+            return Err(format!(
+                "key `llm.provider`: must be \"none\" or \"openai\", not {:?}",
+                c.llm.provider
+            ));
+        }
+        if !matches!(c.embed.provider.as_str(), "builtin" | "openai") {
+            return Err(format!(
+                "key `embed.provider`: must be \"builtin\" or \"openai\", not {:?}",
+                c.embed.provider
+            ));
+        }
+        if c.cluster.min_points < 2 {
+            return Err(format!(
+                "key `cluster.min_points`: must be at least 2 (a cluster is an event and a neighbour), not {}",
+                c.cluster.min_points
+            ));
+        }
+        if c.cluster.min_points > c.promote.min_support {
+            return Err(format!(
+                "key `cluster.min_points`: the cluster floor ({}) is above the score floor promote.min_support ({}); \
+                 facts with {} supporting events could never form. Set cluster.min_points <= promote.min_support",
+                c.cluster.min_points, c.promote.min_support, c.promote.min_support
+            ));
+        }
+        for (key, v) in [
+            ("promote.min_confidence", c.promote.min_confidence),
+            ("promote.min_coverage", c.promote.min_coverage),
+            ("skills.same_procedure", c.skills.same_procedure),
+            ("skills.covered", c.skills.covered),
+            ("skills.min_confidence", c.skills.min_confidence),
+            (
+                "promote.reinforce_similarity",
+                c.promote.reinforce_similarity,
+            ),
+        ] {
+            if !(0.0..=1.0).contains(&v) {
+                return Err(format!("key `{key}`: must be between 0 and 1, not {v}"));
+            }
+        }
+        if !(c.cluster.eps > 0.0 && c.cluster.eps <= 2.0) {
+            return Err(format!(
+                "key `cluster.eps`: must be in (0, 2] (a distance between unit vectors), not {}",
+                c.cluster.eps
+            ));
+        }
+        for (key, v) in [
+            ("cluster.window_days", c.cluster.window_days as u64),
+            ("llm.concurrency", c.llm.concurrency as u64),
+            ("llm.timeout_secs", c.llm.timeout_secs),
+            ("llm.max_tokens", c.llm.max_tokens),
+            ("embed.dim", c.embed.dim as u64),
+            ("embed.batch_size", c.embed.batch_size as u64),
+            ("inbox.max_event_bytes", c.inbox.max_event_bytes as u64),
+            ("promote.min_support", c.promote.min_support as u64),
+            ("skills.min_instances", c.skills.min_instances as u64),
+            ("skills.min_days", c.skills.min_days as u64),
+            ("skills.min_sessions", c.skills.min_sessions as u64),
+            ("skills.min_steps", c.skills.min_steps as u64),
+            (
+                "cluster.max_events_per_prompt",
+                c.cluster.max_events_per_prompt as u64,
+            ),
+        ] {
+            if v == 0 {
+                return Err(format!("key `{key}`: must be at least 1"));
+            }
+        }
+        for (key, v) in [
+            (
+                "retention.stale_after_days",
+                c.retention.stale_after_days as u64,
+            ),
+            (
+                "retention.max_active_facts",
+                c.retention.max_active_facts as u64,
+            ),
+        ] {
+            if v == 0 {
+                return Err(format!("key `{key}`: must be at least 1"));
+            }
+        }
+        let w = &c.retention.block_weights;
+        for (key, v) in [
+            ("retention.protected_bonus", c.retention.protected_bonus),
+            ("retention.block_weights.persona", w.persona),
+            ("retention.block_weights.human", w.human),
+            ("retention.block_weights.episodes", w.episodes),
+            ("retention.block_weights.scratch", w.scratch),
+        ] {
+            if !(v.is_finite() && v >= 0.0) {
+                return Err(format!("key `{key}`: must be a number >= 0, not {v}"));
+            }
+        }
+        if c.inbox.path.trim().is_empty() {
+            return Err("key `inbox.path`: must name a folder".into());
+        }
+        for (i, s) in c.inbox.sources.iter().enumerate() {
+            if s.path.trim().is_empty() {
+                return Err(format!(
+                    "key `inbox.sources[{i}].path`: must name a folder or file, for example \"~/.claude/projects\""
+                ));
+            }
+            for (key, globs) in [("include", &s.include), ("exclude", &s.exclude)] {
+                for g in globs.iter() {
+                    if let Err(e) = glob::Pattern::new(g) {
+                        return Err(format!(
+                            "key `inbox.sources[{i}].{key}`: {g:?} is not a valid glob ({e})"
+                        ));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The profile of a cycle kind.
+    pub fn profile(&self, cycle: CycleKind) -> &Profile {
+        match cycle {
+            CycleKind::Evening => &self.cycles.evening,
+            CycleKind::Morning => &self.cycles.morning,
+        }
+    }
+}
+
+/// Which scheduled cycle is running.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CycleKind {
+    Morning,
+    Evening,
+}
+
+impl CycleKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CycleKind::Morning => "morning",
+            CycleKind::Evening => "evening",
+        }
+    }
+
+    pub const ALL: [CycleKind; 2] = [CycleKind::Morning, CycleKind::Evening];
+
+    /// The kind a name (`morning`, `evening`) says.
+    pub fn parse(s: &str) -> Option<CycleKind> {
+        CycleKind::ALL.into_iter().find(|k| k.as_str() == s)
+    }
+}
+
+const SECTIONS: &[&str] = &[
+    "inbox",
+    "llm",
+    "embed",
+    "budget",
+    "cluster",
+    "promote",
+    "retention",
+    "digest",
+    "skills",
+];
+
+/// Apply `DREAM_<SECTION>_<KEY>` variables to the table; returns which keys they set.
+fn apply_env(
+    table: &mut toml::Table,
+    env: &BTreeMap<String, String>,
+) -> std::result::Result<BTreeMap<String, String>, String> {
+    let mut set = BTreeMap::new();
+    for (var, raw) in env {
+        let Some(rest) = var.strip_prefix("DREAM_") else {
+            continue;
+        };
+        let lower = rest.to_ascii_lowercase();
+        let Some(section) = SECTIONS
+            .iter()
+            .find(|s| lower.starts_with(&format!("{s}_")))
+        else {
+            continue;
+        };
+        let key = lower[section.len() + 1..].to_string();
+        let value = parse_env_value(raw);
+        let entry = table
+            .entry(section.to_string())
+            .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+        let Some(section_table) = entry.as_table_mut() else {
+            return Err(format!("`{section}` must be a table"));
+        };
+        section_table.insert(key.clone(), value);
+        set.insert(format!("{section}.{key}"), var.clone());
+    }
+    Ok(set)
+}
+
+/// An environment value as TOML when it parses as a TOML value (numbers, booleans,
+/// arrays), otherwise as a plain string.
+fn parse_env_value(raw: &str) -> toml::Value {
+    let doc = format!("v = {raw}");
+    match doc.parse::<toml::Table>() {
+        Ok(mut t) => t
+            .remove("v")
+            .unwrap_or_else(|| toml::Value::String(raw.into())),
+        Err(_) => toml::Value::String(raw.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Config> {
+        Config::parse(text, "dream.toml", &BTreeMap::new())
+    }
+
+    #[test]
+    fn the_template_is_the_default() {
+        assert_eq!(parse(TEMPLATE).unwrap(), Config::default());
+        assert_eq!(parse("").unwrap(), Config::default());
+    }
+
+    #[test]
+    fn unknown_keys_are_refused_by_name() {
+        let err = parse("[cluster]\nwindow_dayz = 3\n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("unknown key `cluster.window_dayz`"), "{err}");
+        let err = parse("[nonsense]\nx = 1\n").unwrap_err().to_string();
+        assert!(err.contains("unknown key `nonsense`"), "{err}");
+    }
+
+    #[test]
+    fn wrong_types_name_the_key() {
+        let err = parse("[budget]\ntokens_per_cycle = \"lots\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("dream.toml: key `budget.tokens_per_cycle`"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_cluster_floor_above_the_score_floor_is_refused() {
+        let err = parse("[cluster]\nmin_points = 4\n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("cluster.min_points"), "{err}");
+        assert!(err.contains("promote.min_support (3)"), "{err}");
+    }
+
+    #[test]
+    fn sources_are_read_and_checked() {
+        let c = parse("[[inbox.sources]]\nformat = \"claude-code\"\npath = \"~/.claude/projects\"\nexclude = [\"*/subagents/*\"]\n").unwrap();
+        assert_eq!(c.inbox.sources.len(), 1);
+        assert_eq!(
+            c.inbox.sources[0].format,
+            crate::adapters::Format::ClaudeCode
+        );
+        let err = parse("[[inbox.sources]]\nformat = \"claude\"\npath = \"x\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("inbox.sources[0].format") && err.contains("claude-code"),
+            "{err}"
+        );
+        let err =
+            parse("[[inbox.sources]]\nformat = \"codex\"\npath = \"x\"\ninclude = [\"a[\"]\n")
+                .unwrap_err()
+                .to_string();
+        assert!(err.contains("inbox.sources[0].include"), "{err}");
+        let err = parse("[[inbox.sources]]\nformat = \"codex\"\npath = \"x\"\nfolder = 1\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("unknown key") && err.contains("folder"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn environment_overrides_the_file_and_is_named_in_errors() {
+        let mut env = BTreeMap::new();
+        env.insert(
+            "DREAM_BUDGET_TOKENS_PER_CYCLE".to_string(),
+            "500".to_string(),
+        );
+        env.insert("DREAM_LLM_MODEL".to_string(), "llama3.1:8b".to_string());
+        env.insert("DREAM_REPO".to_string(), "/somewhere".to_string());
+        let c = Config::parse("[budget]\ntokens_per_cycle = 9\n", "dream.toml", &env).unwrap();
+        assert_eq!(c.budget.tokens_per_cycle, 500);
+        assert_eq!(c.llm.model, "llama3.1:8b");
+        env.insert("DREAM_LLM_FOO".to_string(), "1".to_string());
+        let err = Config::parse("", "dream.toml", &env)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("DREAM_LLM_FOO"), "{err}");
+    }
+}

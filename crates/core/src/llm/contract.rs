@@ -1,0 +1,191 @@
+//! The JSON contracts between dream and a model (SPEC S4): what each stage sends and what
+//! it may answer, what a call cost, and why a call failed. Plain data; the `Llm` trait
+//! in `mod.rs` carries it, `prompts` and `pass_prompts` turn it into text and back.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use crate::event::Trust;
+
+/// An event as a model sees it.
+#[derive(Debug, Clone, Serialize)]
+pub struct EventView {
+    pub id: String,
+    pub ts: DateTime<Utc>,
+    pub session: String,
+    pub kind: String,
+    pub trust: Trust,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub recalled: bool,
+    /// Not yet reflected on by an earlier cycle.
+    #[serde(skip)]
+    pub new: bool,
+    pub text: String,
+}
+
+impl EventView {
+    /// A stored event as a model sees it; `new` says whether a cycle has looked at it yet.
+    pub fn of(e: &crate::event::Event, new: bool) -> EventView {
+        EventView {
+            id: e.id.clone(),
+            ts: e.ts,
+            session: e.session_key(),
+            kind: e.kind.clone(),
+            trust: e.trust,
+            recalled: e.recalled,
+            new,
+            text: e.text.clone(),
+        }
+    }
+}
+
+/// A durable fact as a model sees it.
+#[derive(Debug, Clone, Serialize)]
+pub struct FactView {
+    pub id: String,
+    pub block: String,
+    pub category: String,
+    pub text: String,
+}
+
+/// Reflect (S4 step 5): one cluster of events.
+#[derive(Debug, Clone, Serialize)]
+pub struct ReflectRequest {
+    pub cluster: usize,
+    pub events: Vec<EventView>,
+}
+
+/// One proposed candidate fact, exactly as the contract names its fields.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Proposal {
+    #[serde(default)]
+    pub text: String,
+    #[serde(default)]
+    pub category: String,
+    #[serde(default)]
+    pub block: String,
+    #[serde(default)]
+    pub supporting_event_ids: Vec<String>,
+    #[serde(default)]
+    pub confidence: f64,
+    #[serde(default)]
+    pub reason: String,
+}
+
+/// `{"candidates":[...]}`
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ReflectReply {
+    #[serde(default)]
+    pub candidates: Vec<Proposal>,
+}
+
+/// Judge (S4 step 7): candidates with the most similar existing facts.
+#[derive(Debug, Clone, Serialize)]
+pub struct JudgeRequest {
+    pub items: Vec<JudgeItem>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct JudgeItem {
+    pub candidate_id: String,
+    pub text: String,
+    pub neighbours: Vec<FactView>,
+}
+
+/// `{"verdicts":[{"candidateId","contradicts","duplicateOf","reason"}]}`
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct JudgeReply {
+    #[serde(default)]
+    pub verdicts: Vec<Verdict>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Verdict {
+    #[serde(default)]
+    pub candidate_id: String,
+    /// The id of an existing fact this candidate contradicts.
+    #[serde(default)]
+    pub contradicts: Option<String>,
+    /// The id of an existing fact this candidate merely restates.
+    #[serde(default)]
+    pub duplicate_of: Option<String>,
+    #[serde(default)]
+    pub reason: String,
+}
+
+/// Tokens a call used, as the server reported them (or as estimated when it did not).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    /// False when the server reported no usage and the estimate was charged.
+    pub reported: bool,
+}
+
+impl Usage {
+    pub fn total(&self) -> u64 {
+        self.prompt_tokens + self.completion_tokens
+    }
+}
+
+/// A provider's answer: the parsed proposal, what it cost, and anything worth reporting
+/// about how it was obtained (for example "json mode unsupported").
+#[derive(Debug, Clone)]
+pub struct Reply<T> {
+    pub value: T,
+    pub usage: Usage,
+    pub notes: Vec<String>,
+}
+
+impl<T> Reply<T> {
+    pub fn free(value: T) -> Reply<T> {
+        Reply {
+            value,
+            usage: Usage::default(),
+            notes: Vec::new(),
+        }
+    }
+}
+
+/// Why a call failed. The cycle degrades around these (S4 step 7) and reports the message.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{message}")]
+pub struct LlmError {
+    pub kind: LlmErrorKind,
+    pub message: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LlmErrorKind {
+    /// Could not connect, or the connection broke.
+    Network,
+    /// The call took longer than the per-call timeout.
+    Timeout,
+    /// 429 after every retry.
+    RateLimited,
+    /// 5xx after every retry, or another unexpected status.
+    Server,
+    /// 401/403: the key was refused.
+    Auth,
+    /// The reply was not the JSON the contract asks for.
+    Garbled,
+    /// This provider does not take prompts (the offline provider).
+    Unsupported,
+}
+
+/// One chat completion whose reply must be a JSON object: the transport that model
+/// providers implement. Each stage owns its prompt (system and user text) and parses the
+/// reply into its own contract; the provider only carries it.
+#[derive(Debug, Clone, Serialize)]
+pub struct ChatCall {
+    /// The stage asking (`reflect`, `judge`, `dedupe`, ...), for logs, reports and fakes.
+    pub stage: String,
+    pub system: String,
+    pub user: String,
+    /// The most tokens the reply may use.
+    pub max_tokens: u64,
+}

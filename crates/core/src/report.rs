@@ -1,0 +1,361 @@
+//! The cycle report (SPEC S4 step 12): one value that says what a cycle did, printed as a
+//! table for people or as one JSON object (`--json`), stored with the cycle record, and
+//! summarised in commit messages. Every count balances:
+//! `proposed = promoted + queued + reinforced + refused`.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+
+use crate::ingested::Ingested;
+use crate::llm::budget::Spend;
+use crate::memory::excerpt;
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Report {
+    pub cycle: String,
+    pub kind: String,
+    pub now: DateTime<Utc>,
+    pub dry_run: bool,
+    pub provider: String,
+    pub embedder: String,
+    pub ingest: Ingested,
+    pub embedded: usize,
+    pub window: Window,
+    pub candidates: Counts,
+    pub decisions: Vec<DecisionRow>,
+    /// The maintenance passes (dedupe, merge, promote, forget), in the order they ran.
+    pub passes: Vec<PassSummary>,
+    pub tokens: Tokens,
+    /// Stages that fell back to a conservative default, and why.
+    pub degraded: Vec<Degraded>,
+    pub commits: Vec<CommitRow>,
+    pub notes: Vec<String>,
+    pub timings_ms: BTreeMap<String, u64>,
+    /// Recurring procedures and the skill drafts made of them (SPEC S10).
+    pub skills: crate::skills::SkillsReport,
+    /// The digest this cycle wrote (or found unchanged), relative to the repo.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub digest: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Window {
+    pub days: u32,
+    pub events: usize,
+    pub clusters: usize,
+    /// Clusters holding at least one event no cycle has reflected on.
+    pub with_new: usize,
+    pub reflected: usize,
+    /// Clusters left for the next cycle (budget reached, or the call failed).
+    pub pending: usize,
+}
+
+#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+pub struct Counts {
+    pub proposed: usize,
+    pub promoted: usize,
+    pub queued: usize,
+    pub reinforced: usize,
+    pub refused: usize,
+}
+
+impl Counts {
+    pub fn balances(&self) -> bool {
+        self.proposed == self.promoted + self.queued + self.reinforced + self.refused
+    }
+
+    pub fn add(&mut self, route: &str) {
+        self.proposed += 1;
+        match route {
+            "promoted" => self.promoted += 1,
+            "queued" => self.queued += 1,
+            "reinforced" => self.reinforced += 1,
+            _ => self.refused += 1,
+        }
+    }
+}
+
+/// What happened to one candidate.
+#[derive(Debug, Clone, Serialize)]
+pub struct DecisionRow {
+    /// The candidate id (`k_...`).
+    pub candidate: String,
+    pub route: String,
+    /// The fact or card it became or reinforced.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
+    pub text: String,
+    pub block: String,
+    pub category: String,
+    pub reason: String,
+}
+
+/// What one maintenance pass did. Model proposals balance
+/// (`proposed = accepted + refused`); engine-enforced mutations are counted apart.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct PassSummary {
+    pub pass: String,
+    /// Mutations the model proposed.
+    pub proposed: usize,
+    /// Model proposals that passed the gates and were applied.
+    pub accepted: usize,
+    /// Model proposals the gates refused, each with its reason.
+    pub refused: usize,
+    /// Mutations the engine applied on its own (backstops).
+    pub engine: usize,
+    pub mutations: Vec<MutationRow>,
+}
+
+impl PassSummary {
+    pub fn balances(&self) -> bool {
+        self.proposed == self.accepted + self.refused
+    }
+}
+
+/// One mutation of a pass, as the report lists it.
+#[derive(Debug, Clone, Serialize)]
+pub struct MutationRow {
+    /// `accepted`, `engine` or `refused`.
+    pub verdict: String,
+    /// `drop`, `merge`, `promote` or `forget`.
+    pub op: String,
+    pub item: String,
+    /// What the mutation does, with its measured values.
+    pub detail: String,
+    /// The proposer's reason, and for a refusal why it was refused.
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Tokens {
+    pub cap: u64,
+    pub spent: u64,
+    pub calls: u64,
+    /// Calls not started because they could have crossed the cap.
+    pub refused_calls: u64,
+}
+
+impl Tokens {
+    pub fn from_spend(cap: u64, s: Spend) -> Tokens {
+        Tokens {
+            cap,
+            spent: s.spent,
+            calls: s.calls,
+            refused_calls: s.refused,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Degraded {
+    pub stage: String,
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct CommitRow {
+    pub stage: String,
+    pub commit: String,
+    pub subject: String,
+}
+
+impl Report {
+    /// The report as a table a person can scan.
+    pub fn render(&self) -> String {
+        let mut o = String::new();
+        let c = &self.candidates;
+        let _ = writeln!(
+            o,
+            "dream {} cycle {}{}",
+            self.kind,
+            self.cycle,
+            if self.dry_run {
+                " (dry run: nothing was written)"
+            } else {
+                ""
+            }
+        );
+        let _ = writeln!(
+            o,
+            "  provider {}, embedder {}",
+            self.provider, self.embedder
+        );
+        let i = &self.ingest;
+        let _ = writeln!(
+            o,
+            "  ingest      {} new events from {} files ({} duplicates, {} quarantined, {} with secrets redacted)",
+            i.new_events, i.files, i.duplicates, i.quarantined, i.redacted
+        );
+        if i.partial_bytes > 0 {
+            let _ = writeln!(
+                o,
+                "              {} bytes of a half-written line left for the next run",
+                i.partial_bytes
+            );
+        }
+        for r in &i.restarted {
+            let _ = writeln!(o, "              {r}");
+        }
+        for s in &i.sources {
+            let _ = writeln!(o, "              {}", s.summary());
+        }
+        let w = &self.window;
+        let _ = writeln!(o, "  embed       {} new vectors", self.embedded);
+        let _ = writeln!(
+            o,
+            "  cluster     {} events in the {}-day window, {} clusters, {} with new events",
+            w.events, w.days, w.clusters, w.with_new
+        );
+        let _ = writeln!(
+            o,
+            "  reflect     {} clusters reflected, {} left pending",
+            w.reflected, w.pending
+        );
+        let _ = writeln!(
+            o,
+            "  candidates  {} proposed = {} promoted + {} queued + {} reinforced + {} refused",
+            c.proposed, c.promoted, c.queued, c.reinforced, c.refused
+        );
+        let idle = self.passes.iter().all(|p| p.proposed == 0 && p.engine == 0);
+        if idle && !self.passes.is_empty() {
+            let names: Vec<&str> = self.passes.iter().map(|p| p.pass.as_str()).collect();
+            let _ = writeln!(o, "  passes      nothing to do ({})", names.join(", "));
+        }
+        for (n, p) in self.passes.iter().enumerate().filter(|_| !idle) {
+            let _ = writeln!(
+                o,
+                "  {:<10}  {:<8} {} proposed = {} accepted + {} refused; {} engine-enforced",
+                if n == 0 { "passes" } else { "" },
+                p.pass,
+                p.proposed,
+                p.accepted,
+                p.refused,
+                p.engine
+            );
+        }
+        let sk = &self.skills;
+        if sk.recurring > 0 {
+            let _ = writeln!(
+                o,
+                "  skills      {} recurring procedures: {} covered, {} drafted, {} queued, {} refused, {} pending",
+                sk.recurring,
+                sk.covered.len(),
+                sk.drafted,
+                sk.queued,
+                sk.refused,
+                sk.pending
+            );
+            for d in &sk.decisions {
+                let target = d.target.as_deref().unwrap_or(&d.procedure);
+                let why = if d.reason.is_empty() {
+                    String::new()
+                } else {
+                    format!(" -> {}", d.reason)
+                };
+                let _ = writeln!(o, "              {} {target}{why}", d.route);
+            }
+        }
+        let t = &self.tokens;
+        let _ = writeln!(
+            o,
+            "  tokens      {} of {} ({} calls{})",
+            t.spent,
+            t.cap,
+            t.calls,
+            if t.refused_calls > 0 {
+                format!(", {} not started: budget reached", t.refused_calls)
+            } else {
+                String::new()
+            }
+        );
+        if t.spent > t.cap {
+            let _ = writeln!(
+                o,
+                "              over the cap by {}: the server counted more tokens than estimated",
+                t.spent - t.cap
+            );
+        }
+        if !self.decisions.is_empty() {
+            let _ = writeln!(
+                o,
+                "\n  {:<10}  {:<11}  {:<22}  text / reason",
+                "route", "id", "block/category"
+            );
+            for d in &self.decisions {
+                let id = d.target.as_deref().unwrap_or(&d.candidate);
+                let _ = writeln!(
+                    o,
+                    "  {:<10}  {:<11}  {:<22}  {}",
+                    d.route,
+                    id,
+                    format!("{}/{}", d.block, d.category),
+                    excerpt(&d.text, 70)
+                );
+                if !d.reason.is_empty() {
+                    let _ = writeln!(o, "  {:<10}  {:<11}  {:<22}  -> {}", "", "", "", d.reason);
+                }
+            }
+        }
+        let rows: Vec<(&str, &MutationRow)> = self
+            .passes
+            .iter()
+            .flat_map(|p| p.mutations.iter().map(move |m| (p.pass.as_str(), m)))
+            .collect();
+        if !rows.is_empty() {
+            let _ = writeln!(
+                o,
+                "\n  {:<8}  {:<8}  {:<11}  what / reason",
+                "pass", "verdict", "id"
+            );
+            for (pass, m) in rows {
+                let _ = writeln!(
+                    o,
+                    "  {:<8}  {:<8}  {:<11}  {}",
+                    pass,
+                    m.verdict,
+                    m.item,
+                    excerpt(&m.detail, 90)
+                );
+                if !m.reason.is_empty() {
+                    let _ = writeln!(
+                        o,
+                        "  {:<8}  {:<8}  {:<11}  -> {}",
+                        "",
+                        "",
+                        "",
+                        excerpt(&m.reason, 140)
+                    );
+                }
+            }
+        }
+        if !self.degraded.is_empty() {
+            let _ = writeln!(o, "\n  degraded stages:");
+            for d in &self.degraded {
+                let _ = writeln!(o, "    {}: {}", d.stage, d.reason);
+            }
+        }
+        if let Some(d) = &self.digest {
+            let _ = writeln!(o, "  digest      {d}");
+        }
+        for n in &self.notes {
+            let _ = writeln!(o, "  note: {n}");
+        }
+        if !self.commits.is_empty() {
+            let _ = writeln!(o, "\n  commits:");
+            for cm in &self.commits {
+                let _ = writeln!(
+                    o,
+                    "    {} {}",
+                    &cm.commit[..cm.commit.len().min(10)],
+                    cm.subject
+                );
+            }
+        } else if !self.dry_run {
+            let _ = writeln!(o, "\n  no commit: nothing in memory changed");
+        }
+        o
+    }
+}

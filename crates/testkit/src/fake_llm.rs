@@ -1,0 +1,754 @@
+//! A scripted fake OpenAI-compatible server on loopback: **test and benchmark support**,
+//! not used by `dream` itself.
+//!
+//! dream's tests never touch the network (SPEC S7): they start a [`FakeLlm`] inside the
+//! test process on an ephemeral port of 127.0.0.1 and point `dream run` at it with
+//! `DREAM_LLM_PROVIDER=openai` and `DREAM_LLM_BASE_URL=<fake.base_url()>`. The fake
+//! answers `POST /v1/chat/completions` and `POST /v1/embeddings` the way OpenAI does, and
+//!
+//! - is scripted per stage: it tells reflect, judge and later stages apart by the
+//!   `X-Dream-Stage` header the provider sends, and calls the [`Handler`] set with
+//!   [`FakeLlm::on`] for that stage, which sees the request (the stage's input is the user
+//!   message, parsed as JSON) and returns an [`Answer`];
+//! - injects every fault a real server shows: 5xx, 429 with `Retry-After`, slow replies and
+//!   timeouts, garbled, truncated and wrong-schema JSON, missing `usage`, a refused
+//!   `response_format`, a refused key; invented ids, names or numbers are just content a
+//!   handler writes;
+//! - counts tokens with its own tokenizer (a quarter of the characters, per message
+//!   overhead, optionally scaled by [`FakeLlm::set_token_scale`] to play a tokenizer that
+//!   counts more than dream estimates), honours `max_tokens` by cutting the reply off with
+//!   `finish_reason: "length"`, and reports `usage`;
+//! - records every request ([`Recorded`]) so tests can assert on usage sums, calls after
+//!   the cap, retries and the concurrency it observed.
+//!
+//! With [`FakeLlm::set_latency`] it adds latency to every chat call, for the concurrency
+//! benchmark (`benches/concurrency.rs`). [`topic_events`] writes synthetic inbox lines
+//! that cluster into a chosen number of distinct topics.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use chrono::{DateTime, Utc};
+use serde_json::{json, Value};
+
+use dream_core::embed::Builtin;
+use dream_core::phrases::classify;
+
+/// Decides the answer to one call of a stage.
+pub type Handler = Arc<dyn Fn(&Call) -> Answer + Send + Sync>;
+
+/// One chat request as a handler sees it.
+#[derive(Debug, Clone)]
+pub struct Call {
+    /// Position among all chat requests (0-based; retries count).
+    pub n: usize,
+    pub stage: String,
+    /// Position among this stage's requests (0-based; retries count).
+    pub stage_n: usize,
+    /// The request body.
+    pub body: Value,
+    /// The user message parsed as JSON (the stage's input), or `Null`.
+    pub input: Value,
+}
+
+/// An event as sent to the reflect stage.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SentEvent {
+    pub id: String,
+    pub text: String,
+    pub trust: String,
+    pub new: bool,
+}
+
+/// A candidate as sent to the judge: its id, text and the ids of its neighbour facts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JudgeCandidate {
+    pub id: String,
+    pub text: String,
+    pub neighbours: Vec<String>,
+}
+
+impl Call {
+    /// The events of a reflect call.
+    pub fn events(&self) -> Vec<SentEvent> {
+        self.input["events"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .map(|e| SentEvent {
+                        id: e["id"].as_str().unwrap_or_default().into(),
+                        text: e["text"].as_str().unwrap_or_default().into(),
+                        trust: e["trust"].as_str().unwrap_or_default().into(),
+                        new: e["new"].as_bool().unwrap_or(false),
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// The candidates of a judge call.
+    pub fn candidates(&self) -> Vec<JudgeCandidate> {
+        self.input["candidates"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .map(|c| JudgeCandidate {
+                        id: c["candidateId"].as_str().unwrap_or_default().into(),
+                        text: c["text"].as_str().unwrap_or_default().into(),
+                        neighbours: c["neighbours"]
+                            .as_array()
+                            .map(|n| {
+                                n.iter()
+                                    .filter_map(|f| f["id"].as_str().map(String::from))
+                                    .collect()
+                            })
+                            .unwrap_or_default(),
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+}
+
+#[derive(Debug, Clone)]
+enum Kind {
+    Content {
+        text: String,
+        finish: &'static str,
+    },
+    Status {
+        code: u16,
+        body: String,
+        headers: Vec<(String, String)>,
+    },
+}
+
+/// What the fake answers to one request.
+#[derive(Debug, Clone)]
+pub struct Answer {
+    kind: Kind,
+    delay: Duration,
+    usage: bool,
+}
+
+impl Answer {
+    fn content(text: String, finish: &'static str) -> Answer {
+        Answer {
+            kind: Kind::Content { text, finish },
+            delay: Duration::ZERO,
+            usage: true,
+        }
+    }
+
+    /// A completion whose content is this JSON value.
+    pub fn json(v: Value) -> Answer {
+        Answer::content(v.to_string(), "stop")
+    }
+
+    /// A completion whose content is this text, verbatim.
+    pub fn text(s: impl Into<String>) -> Answer {
+        Answer::content(s.into(), "stop")
+    }
+
+    /// A completion whose content is prose, not JSON.
+    pub fn garbled() -> Answer {
+        Answer::text("Sure! Here are the durable facts I found: the user lives somewhere sunny.")
+    }
+
+    /// A completion cut off half way through this JSON value (`finish_reason: "length"`).
+    pub fn truncated(v: Value) -> Answer {
+        let s = v.to_string();
+        let half: String = s.chars().take(s.chars().count() / 2).collect();
+        Answer::content(half, "length")
+    }
+
+    /// Valid JSON in the wrong schema.
+    pub fn wrong_schema() -> Answer {
+        Answer::json(json!({"facts": [{"fact": "The user lives in Lisbon.", "sources": [1, 2]}]}))
+    }
+
+    /// An error status with an OpenAI-style error body.
+    pub fn status(code: u16, message: &str) -> Answer {
+        Answer {
+            kind: Kind::Status {
+                code,
+                body: json!({"error": {"message": message, "type": "fake_error"}}).to_string(),
+                headers: Vec::new(),
+            },
+            delay: Duration::ZERO,
+            usage: false,
+        }
+    }
+
+    /// 500 Internal Server Error.
+    pub fn server_error() -> Answer {
+        Answer::status(
+            500,
+            "The server had an error while processing your request.",
+        )
+    }
+
+    /// 429 Too Many Requests with `Retry-After: secs`.
+    pub fn rate_limited(retry_after_secs: u64) -> Answer {
+        let mut a = Answer::status(429, "Rate limit reached. Please try again later.");
+        if let Kind::Status { headers, .. } = &mut a.kind {
+            headers.push(("Retry-After".into(), retry_after_secs.to_string()));
+        }
+        a
+    }
+
+    /// Answer only after this long (longer than the client's timeout: a timeout).
+    pub fn delayed(mut self, d: Duration) -> Answer {
+        self.delay = d;
+        self
+    }
+
+    /// Leave `usage` out of the reply.
+    pub fn without_usage(mut self) -> Answer {
+        self.usage = false;
+        self
+    }
+}
+
+/// One request as the fake saw and answered it.
+#[derive(Debug, Clone)]
+pub struct Recorded {
+    pub n: usize,
+    pub path: String,
+    pub stage: String,
+    /// When it arrived and when the answer was written, since the fake started
+    /// (`Duration::MAX` while it is still being answered).
+    pub arrived: Duration,
+    pub finished: Duration,
+    /// The status answered; 0 while it is still being answered.
+    pub status: u16,
+    /// `response_format` was in the request.
+    pub json_mode: bool,
+    pub max_tokens: u64,
+    /// Tokens the fake counted (and reported, when `usage_reported`).
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    pub usage_reported: bool,
+    pub authorization: Option<String>,
+    pub body: Value,
+}
+
+impl Recorded {
+    /// Tokens this request used, as the fake counts them (0 for an error status).
+    pub fn tokens(&self) -> u64 {
+        if self.status == 200 {
+            self.prompt_tokens + self.completion_tokens
+        } else {
+            0
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+struct Settings {
+    latency: Duration,
+    refuse_json_mode: bool,
+    api_key: Option<String>,
+    token_scale: f64,
+}
+
+struct Shared {
+    handlers: Mutex<HashMap<String, Handler>>,
+    settings: Mutex<Settings>,
+    log: Mutex<Vec<Recorded>>,
+    seq: Mutex<(usize, HashMap<String, usize>)>,
+    in_flight: AtomicUsize,
+    max_in_flight: AtomicUsize,
+    epoch: Instant,
+    embedder: Builtin,
+}
+
+/// The running fake server. Dropping it stops it.
+pub struct FakeLlm {
+    addr: SocketAddr,
+    server: Arc<tiny_http::Server>,
+    shared: Arc<Shared>,
+    stopping: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl FakeLlm {
+    /// Start on an ephemeral port of 127.0.0.1, with the default handlers:
+    /// [`echo_reflect`] for reflect, [`agreeable_judge`] for judge, `{}` for other stages.
+    pub fn start() -> FakeLlm {
+        let server = Arc::new(
+            tiny_http::Server::http("127.0.0.1:0").expect("the fake LLM server binds to loopback"),
+        );
+        let addr = server.server_addr().to_ip().expect("an IP address");
+        let mut handlers: HashMap<String, Handler> = HashMap::new();
+        handlers.insert("reflect".into(), Arc::new(echo_reflect));
+        handlers.insert("judge".into(), Arc::new(agreeable_judge));
+        let shared = Arc::new(Shared {
+            handlers: Mutex::new(handlers),
+            settings: Mutex::new(Settings {
+                latency: Duration::ZERO,
+                refuse_json_mode: false,
+                api_key: None,
+                token_scale: 1.0,
+            }),
+            log: Mutex::new(Vec::new()),
+            seq: Mutex::new((0, HashMap::new())),
+            in_flight: AtomicUsize::new(0),
+            max_in_flight: AtomicUsize::new(0),
+            epoch: Instant::now(),
+            embedder: Builtin::new(64),
+        });
+        let stopping = Arc::new(AtomicBool::new(false));
+        let thread = {
+            let (server, shared, stopping) = (server.clone(), shared.clone(), stopping.clone());
+            std::thread::spawn(move || loop {
+                match server.recv() {
+                    Ok(request) => {
+                        let shared = shared.clone();
+                        std::thread::spawn(move || handle(&shared, request));
+                    }
+                    Err(_) if stopping.load(Ordering::SeqCst) => break,
+                    Err(_) => continue,
+                }
+            })
+        };
+        FakeLlm {
+            addr,
+            server,
+            shared,
+            stopping,
+            thread: Some(thread),
+        }
+    }
+
+    /// `http://127.0.0.1:PORT/v1`, for `llm.base_url`.
+    pub fn base_url(&self) -> String {
+        format!("http://{}/v1", self.addr)
+    }
+
+    /// Answer calls of `stage` with `handler` from now on.
+    pub fn on(&self, stage: &str, handler: impl Fn(&Call) -> Answer + Send + Sync + 'static) {
+        self.shared
+            .handlers
+            .lock()
+            .unwrap()
+            .insert(stage.into(), Arc::new(handler));
+    }
+
+    /// Add this latency to every chat reply.
+    pub fn set_latency(&self, d: Duration) {
+        self.shared.settings.lock().unwrap().latency = d;
+    }
+
+    /// Answer 400 to any request that asks for `response_format`, as LM Studio does.
+    pub fn refuse_json_mode(&self) {
+        self.shared.settings.lock().unwrap().refuse_json_mode = true;
+    }
+
+    /// Answer 401 unless the request carries `Authorization: Bearer <key>`.
+    pub fn require_key(&self, key: &str) {
+        self.shared.settings.lock().unwrap().api_key = Some(key.into());
+    }
+
+    /// Count this many times more prompt tokens than the plain count (a tokenizer that
+    /// counts more than dream estimates).
+    pub fn set_token_scale(&self, scale: f64) {
+        self.shared.settings.lock().unwrap().token_scale = scale;
+    }
+
+    /// Every request so far (answered or not yet), in arrival order.
+    pub fn requests(&self) -> Vec<Recorded> {
+        let mut log = self.shared.log.lock().unwrap().clone();
+        log.sort_by_key(|r| r.n);
+        log
+    }
+
+    /// The chat requests of one stage, in arrival order.
+    pub fn calls(&self, stage: &str) -> Vec<Recorded> {
+        self.requests()
+            .into_iter()
+            .filter(|r| r.path.ends_with("/chat/completions") && r.stage == stage)
+            .collect()
+    }
+
+    /// Tokens of every chat request, as the fake counted them.
+    pub fn tokens_used(&self) -> u64 {
+        self.requests()
+            .iter()
+            .filter(|r| r.path.ends_with("/chat/completions"))
+            .map(Recorded::tokens)
+            .sum()
+    }
+
+    /// The most chat requests the fake was handling at once.
+    pub fn max_in_flight(&self) -> usize {
+        self.shared.max_in_flight.load(Ordering::SeqCst)
+    }
+}
+
+impl Drop for FakeLlm {
+    fn drop(&mut self) {
+        self.stopping.store(true, Ordering::SeqCst);
+        self.server.unblock();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// The fake's tokenizer: a quarter of the characters, rounded up.
+pub fn count_tokens(s: &str) -> u64 {
+    (s.chars().count() as u64).div_ceil(4)
+}
+
+fn header(request: &tiny_http::Request, name: &'static str) -> Option<String> {
+    request
+        .headers()
+        .iter()
+        .find(|h| h.field.equiv(name))
+        .map(|h| h.value.as_str().to_string())
+}
+
+fn respond(request: tiny_http::Request, code: u16, body: String, headers: &[(String, String)]) {
+    let mut response = tiny_http::Response::from_string(body)
+        .with_status_code(code)
+        .with_header(
+            tiny_http::Header::from_bytes("Content-Type", "application/json").expect("a header"),
+        );
+    for (k, v) in headers {
+        response.add_header(
+            tiny_http::Header::from_bytes(k.as_bytes(), v.as_bytes()).expect("a header"),
+        );
+    }
+    // The client may have given up (a timeout): nothing to do then.
+    let _ = request.respond(response);
+}
+
+fn handle(shared: &Shared, mut request: tiny_http::Request) {
+    let arrived = shared.epoch.elapsed();
+    let path = request.url().to_string();
+    let stage = header(&request, "X-Dream-Stage").unwrap_or_default();
+    let authorization = header(&request, "Authorization");
+    let mut raw = String::new();
+    let _ = request.as_reader().read_to_string(&mut raw);
+    let body: Value = serde_json::from_str(&raw).unwrap_or(Value::Null);
+    let settings = shared.settings.lock().unwrap().clone();
+    let mut rec = Recorded {
+        n: 0,
+        path: path.clone(),
+        stage: stage.clone(),
+        arrived,
+        finished: arrived,
+        status: 200,
+        json_mode: body.get("response_format").is_some(),
+        max_tokens: body
+            .get("max_tokens")
+            .or_else(|| body.get("max_completion_tokens"))
+            .and_then(Value::as_u64)
+            .unwrap_or(u64::MAX),
+        prompt_tokens: 0,
+        completion_tokens: 0,
+        usage_reported: false,
+        authorization: authorization.clone(),
+        body: body.clone(),
+    };
+    let (n, stage_n) = {
+        let mut seq = shared.seq.lock().unwrap();
+        let n = seq.0;
+        seq.0 += 1;
+        let s = seq.1.entry(stage.clone()).or_insert(0);
+        let stage_n = *s;
+        *s += 1;
+        (n, stage_n)
+    };
+    rec.n = n;
+    rec.status = 0;
+    rec.finished = Duration::MAX;
+    shared.log.lock().unwrap().push(rec.clone());
+    let now = shared.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+    shared.max_in_flight.fetch_max(now, Ordering::SeqCst);
+
+    let (code, out, headers) = answer(
+        shared,
+        &settings,
+        &path,
+        &stage,
+        stage_n,
+        &body,
+        authorization,
+        &mut rec,
+    );
+    rec.status = code;
+    rec.finished = shared.epoch.elapsed();
+    shared.in_flight.fetch_sub(1, Ordering::SeqCst);
+    if let Some(slot) = shared.log.lock().unwrap().iter_mut().find(|r| r.n == rec.n) {
+        *slot = rec;
+    }
+    respond(request, code, out, &headers);
+}
+
+#[allow(clippy::too_many_arguments)]
+fn answer(
+    shared: &Shared,
+    settings: &Settings,
+    path: &str,
+    stage: &str,
+    stage_n: usize,
+    body: &Value,
+    authorization: Option<String>,
+    rec: &mut Recorded,
+) -> (u16, String, Vec<(String, String)>) {
+    let error = |code: u16, message: &str| {
+        (
+            code,
+            json!({"error": {"message": message}}).to_string(),
+            Vec::new(),
+        )
+    };
+    if let Some(key) = &settings.api_key {
+        if authorization.as_deref() != Some(format!("Bearer {key}").as_str()) {
+            return error(401, "Incorrect API key provided.");
+        }
+    }
+    if path.ends_with("/embeddings") {
+        let inputs: Vec<String> = match &body["input"] {
+            Value::String(s) => vec![s.clone()],
+            Value::Array(a) => a
+                .iter()
+                .map(|v| v.as_str().unwrap_or_default().to_string())
+                .collect(),
+            _ => return error(400, "'input' is required"),
+        };
+        let data: Vec<Value> = inputs
+            .iter()
+            .enumerate()
+            .map(|(i, t)| {
+                // Unnormalized on purpose: the client must scale vectors itself.
+                let v: Vec<f32> = shared.embedder.vector(t).iter().map(|x| x * 3.0).collect();
+                json!({"object": "embedding", "index": i, "embedding": v})
+            })
+            .collect();
+        let tokens: u64 = inputs.iter().map(|t| count_tokens(t)).sum();
+        return (
+            200,
+            json!({"object": "list", "data": data, "model": body["model"], "usage": {"prompt_tokens": tokens, "total_tokens": tokens}}).to_string(),
+            Vec::new(),
+        );
+    }
+    if !path.ends_with("/chat/completions") {
+        return error(404, &format!("no route for {path}"));
+    }
+    if settings.refuse_json_mode && rec.json_mode {
+        return error(
+            400,
+            "'response_format.type' must be 'json_schema' or 'text'",
+        );
+    }
+    let messages = body["messages"].as_array().cloned().unwrap_or_default();
+    let user = messages
+        .iter()
+        .rev()
+        .find(|m| m["role"] == "user")
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or_default();
+    let call = Call {
+        n: rec.n,
+        stage: stage.into(),
+        stage_n,
+        body: body.clone(),
+        input: serde_json::from_str(user).unwrap_or(Value::Null),
+    };
+    let handler = shared.handlers.lock().unwrap().get(stage).cloned();
+    let a = match handler {
+        Some(h) => h(&call),
+        None => Answer::json(json!({})),
+    };
+    std::thread::sleep(settings.latency + a.delay);
+    match a.kind {
+        Kind::Status {
+            code,
+            body,
+            headers,
+        } => (code, body, headers),
+        Kind::Content { text, finish } => {
+            let plain: u64 = messages
+                .iter()
+                .map(|m| count_tokens(m["content"].as_str().unwrap_or_default()) + 4)
+                .sum::<u64>()
+                + 3;
+            let prompt = (plain as f64 * settings.token_scale).ceil() as u64;
+            let (text, finish) = if count_tokens(&text) > rec.max_tokens {
+                let keep = (rec.max_tokens as usize).saturating_mul(4);
+                (text.chars().take(keep).collect::<String>(), "length")
+            } else {
+                (text, finish)
+            };
+            let completion = count_tokens(&text);
+            rec.prompt_tokens = prompt;
+            rec.completion_tokens = completion;
+            rec.usage_reported = a.usage;
+            let mut reply = json!({
+                "id": format!("chatcmpl-fake-{}", rec.n),
+                "object": "chat.completion",
+                "created": 0,
+                "model": body["model"],
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": finish}],
+            });
+            if a.usage {
+                reply["usage"] = json!({"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion});
+            }
+            (200, reply.to_string(), Vec::new())
+        }
+    }
+}
+
+/// The default reflect handler: for a cluster with a new owner event, propose that
+/// event's text verbatim, citing every event of the cluster, with confidence 0.9 and
+/// block and category from the offline phrase rules. Nothing otherwise.
+pub fn echo_reflect(call: &Call) -> Answer {
+    let events = call.events();
+    let Some(first) = events.iter().find(|e| e.new && e.trust == "owner") else {
+        return Answer::json(json!({"candidates": []}));
+    };
+    let (category, block) = classify(&first.text);
+    let ids: Vec<&str> = events.iter().map(|e| e.id.as_str()).collect();
+    Answer::json(json!({"candidates": [{
+        "text": first.text,
+        "category": category,
+        "block": block.as_str(),
+        "supportingEventIds": ids,
+        "confidence": 0.9,
+        "reason": "stated by the user and restated",
+    }]}))
+}
+
+/// The default judge handler: no contradiction, no duplicate, for every candidate.
+pub fn agreeable_judge(call: &Call) -> Answer {
+    let verdicts: Vec<Value> = call
+        .candidates()
+        .iter()
+        .map(|c| json!({"candidateId": c.id, "contradicts": null, "duplicateOf": null, "reason": "no conflict"}))
+        .collect();
+    Answer::json(json!({ "verdicts": verdicts }))
+}
+
+/// A made-up word, distinct for every `n` below 8000.
+fn word(n: usize) -> String {
+    const SYL: [&str; 20] = [
+        "ba", "ko", "ri", "mu", "te", "lo", "zen", "pa", "qui", "dor", "fel", "gi", "ha", "jun",
+        "ny", "vo", "wex", "sy", "tar", "um",
+    ];
+    format!(
+        "{}{}{}",
+        SYL[n % 20],
+        SYL[(n / 20) % 20],
+        SYL[(n / 400) % 20]
+    )
+}
+
+/// Inbox lines for `clusters` distinct topics, each stated by the user `per_cluster`
+/// times on consecutive days from `start` (one session per day), so that the builtin
+/// embedder puts each topic in its own cluster and a restated topic has support on
+/// several days.
+pub fn topic_events(clusters: usize, per_cluster: usize, start: DateTime<Utc>) -> String {
+    let mut out = String::new();
+    for k in 0..clusters {
+        let w: Vec<String> = (0..5).map(|j| word(k * 5 + j)).collect();
+        let base = format!(
+            "I keep {} {} with {} {} and {}.",
+            w[0], w[1], w[2], w[3], w[4]
+        );
+        for j in 0..per_cluster {
+            let ts = start + chrono::Duration::days(j as i64) + chrono::Duration::minutes(k as i64);
+            let text = match j {
+                0 => base.clone(),
+                1 => format!("As I said, {}", base.replacen("I keep", "i keep", 1)),
+                _ => format!("Reminder {j}: {}", base.replacen("I keep", "i keep", 1)),
+            };
+            let line = json!({
+                "ts": ts.to_rfc3339(),
+                "kind": "message",
+                "actor": "user",
+                "session": format!("s-day{j}"),
+                "text": text,
+            });
+            out.push_str(&line.to_string());
+            out.push('\n');
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn post(url: &str, stage: &str, body: &Value) -> (u16, Value) {
+        let client = reqwest::blocking::Client::builder()
+            .no_proxy()
+            .build()
+            .unwrap();
+        let r = client
+            .post(url)
+            .header("X-Dream-Stage", stage)
+            .json(body)
+            .send()
+            .unwrap();
+        let code = r.status().as_u16();
+        (
+            code,
+            serde_json::from_str(&r.text().unwrap()).unwrap_or(Value::Null),
+        )
+    }
+
+    #[test]
+    fn it_answers_scripts_counts_tokens_and_records() {
+        let fake = FakeLlm::start();
+        let url = format!("{}/chat/completions", fake.base_url());
+        let body = json!({"model": "m", "max_tokens": 5, "messages": [
+            {"role": "system", "content": "x".repeat(40)},
+            {"role": "user", "content": "{\"events\": []}"}
+        ]});
+        fake.on("reflect", |call| {
+            if call.stage_n == 0 {
+                Answer::server_error()
+            } else {
+                Answer::json(json!({"candidates": [], "pad": "y".repeat(100)}))
+            }
+        });
+        assert_eq!(post(&url, "reflect", &body).0, 500);
+        let (code, reply) = post(&url, "reflect", &body);
+        assert_eq!(code, 200);
+        assert_eq!(
+            reply["choices"][0]["finish_reason"], "length",
+            "cut off at max_tokens"
+        );
+        assert_eq!(reply["usage"]["completion_tokens"], 5);
+        assert_eq!(reply["usage"]["prompt_tokens"], (10 + 4) + (4 + 4) + 3);
+        let log = fake.requests();
+        assert_eq!(log.len(), 2);
+        assert_eq!((log[0].status, log[1].status), (500, 200));
+        assert_eq!(fake.tokens_used(), 25 + 5);
+
+        let (code, reply) = post(
+            &format!("{}/embeddings", fake.base_url()),
+            "embed",
+            &json!({"input": ["a cat", "a dog"]}),
+        );
+        assert_eq!(code, 200);
+        assert_eq!(reply["data"].as_array().unwrap().len(), 2);
+    }
+
+    #[test]
+    fn topics_are_distinct_and_restated() {
+        let start = "2026-11-01T09:00:00Z".parse().unwrap();
+        let text = topic_events(3, 2, start);
+        assert_eq!(text.lines().count(), 6);
+        let words: std::collections::BTreeSet<String> = (0..8000).map(word).collect();
+        assert_eq!(words.len(), 8000);
+    }
+}

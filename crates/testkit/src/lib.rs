@@ -1,0 +1,7 @@
+//! dream's test kit, for its tests and benchmarks only: never a dependency of the shipped
+//! `dream` binary. `fake_llm` is a scripted fake OpenAI-compatible server on loopback (every
+//! fault a real server shows, a record of every request); `synth` is a seeded synthetic
+//! event stream (themes restated across sessions and days, noise, tool-call runs).
+
+pub mod fake_llm;
+pub mod synth;

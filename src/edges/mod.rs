@@ -1,0 +1,13 @@
+//! The edges: every read and write of the world a cycle touches. `inbox` reads event
+//! files, `sources` reads other agents' transcripts, `ingest` stores both in `state` (the
+//! SQLite database), `store` is the memory repository (git), `lock` the single-writer
+//! lock, `fsutil` atomic file writes. Nothing here decides what memory holds.
+
+pub mod fsutil;
+pub mod inbox;
+pub mod ingest;
+pub mod lock;
+pub mod repo;
+pub mod sources;
+pub mod state;
+pub mod store;

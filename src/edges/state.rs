@@ -1,0 +1,1104 @@
+//! The state database `.dream/state.sqlite`: events, the embedding cache, per-file
+//! watermarks, quarantine, cycle records and candidate records.
+//!
+//! The schema has a version (`PRAGMA user_version`) and a list of forward migrations; a
+//! database written by a newer dream is refused rather than guessed at. A cycle does all of
+//! its writes inside one transaction that commits only after the git commit succeeded, so a
+//! crash leaves the database exactly as the last completed cycle left it. Every query a
+//! cycle runs is bounded by the window or by a list of ids, never by the whole history.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use chrono::{DateTime, Utc};
+use dream_core::ingested::{Quarantined, Watermark};
+use rusqlite::{params, Connection, OptionalExtension};
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Context, Error, Result};
+use dream_core::event::{Event, Trust};
+use dream_core::skills::procedure::ProcedureRow;
+
+/// Forward migrations; `MIGRATIONS[n]` takes the schema from version n to n + 1.
+const MIGRATIONS: &[&str] = &[
+    r#"
+CREATE TABLE events (
+    seq             INTEGER PRIMARY KEY,
+    id              TEXT NOT NULL UNIQUE,
+    ts              TEXT NOT NULL,
+    ts_epoch        INTEGER NOT NULL,
+    kind            TEXT NOT NULL,
+    text            TEXT NOT NULL,
+    session         TEXT,
+    actor           TEXT,
+    source          TEXT,
+    trust           TEXT NOT NULL,
+    recalled        INTEGER NOT NULL DEFAULT 0,
+    meta            TEXT,
+    hash            TEXT NOT NULL,
+    origin          TEXT NOT NULL,
+    ingested_cycle  TEXT NOT NULL,
+    reflected_cycle TEXT
+);
+CREATE INDEX events_ts ON events(ts_epoch);
+CREATE INDEX events_unreflected ON events(ts_epoch) WHERE reflected_cycle IS NULL;
+CREATE TABLE embeddings (
+    event_id TEXT NOT NULL,
+    model    TEXT NOT NULL,
+    vec      BLOB NOT NULL,
+    PRIMARY KEY (event_id, model)
+) WITHOUT ROWID;
+CREATE TABLE watermarks (
+    file        TEXT PRIMARY KEY,
+    identity    TEXT NOT NULL,
+    offset      INTEGER NOT NULL,
+    line        INTEGER NOT NULL,
+    prefix_hash TEXT NOT NULL,
+    updated     TEXT NOT NULL
+);
+CREATE TABLE quarantine (
+    seq     INTEGER PRIMARY KEY,
+    file    TEXT NOT NULL,
+    line    INTEGER NOT NULL,
+    offset  INTEGER NOT NULL,
+    reason  TEXT NOT NULL,
+    excerpt TEXT NOT NULL,
+    hash    TEXT NOT NULL,
+    cycle   TEXT NOT NULL,
+    at      TEXT NOT NULL,
+    UNIQUE (file, offset, hash)
+);
+CREATE TABLE cycles (
+    id       TEXT PRIMARY KEY,
+    kind     TEXT NOT NULL,
+    started  TEXT NOT NULL,
+    finished TEXT NOT NULL,
+    now      TEXT NOT NULL,
+    report   TEXT NOT NULL
+);
+CREATE TABLE candidates (
+    id     TEXT NOT NULL,
+    cycle  TEXT NOT NULL,
+    route  TEXT NOT NULL,
+    text   TEXT NOT NULL,
+    record TEXT NOT NULL,
+    PRIMARY KEY (id, cycle)
+);
+"#,
+    r#"
+CREATE TABLE vetoes (
+    id       TEXT PRIMARY KEY,
+    kind     TEXT NOT NULL,
+    text     TEXT NOT NULL,
+    events   TEXT NOT NULL,
+    reason   TEXT NOT NULL,
+    at       TEXT NOT NULL,
+    decision TEXT NOT NULL
+);
+"#,
+    r#"
+CREATE TABLE embedding_models (
+    id   INTEGER PRIMARY KEY,
+    name TEXT NOT NULL UNIQUE
+);
+CREATE TABLE vectors (
+    key INTEGER PRIMARY KEY,
+    vec BLOB NOT NULL
+);
+INSERT INTO embedding_models (name) SELECT DISTINCT model FROM embeddings ORDER BY model;
+INSERT INTO vectors (key, vec)
+    SELECT e.seq * 1024 + m.id, x.vec
+    FROM embeddings x
+    JOIN events e ON e.id = x.event_id
+    JOIN embedding_models m ON m.name = x.model;
+DROP TABLE embeddings;
+"#,
+];
+
+/// Vectors are keyed by `events.seq * MODEL_SLOTS + embedding_models.id` in a rowid table
+/// (schema version 3): one lookup by integer key, and a 1 KiB vector stored inline in its
+/// row. (Version 1 kept them in a WITHOUT ROWID table keyed by text, whose rows cannot hold
+/// more than about 1,000 bytes inline on 4 KiB pages, so every vector spilled into an
+/// overflow page of its own: 4 KiB on disk and an extra page read per event.)
+const MODEL_SLOTS: i64 = 1024;
+
+pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
+
+/// An open state database.
+pub struct State {
+    pub conn: Connection,
+    pub path: PathBuf,
+    /// Keeps a dry run's scratch copy alive.
+    _scratch: Option<tempfile::TempDir>,
+}
+
+/// The path of the state database in a repo.
+pub fn path(root: &Path) -> PathBuf {
+    root.join(".dream").join("state.sqlite")
+}
+
+impl State {
+    /// Open (creating and migrating as needed) the state database of a repo.
+    pub fn open(root: &Path) -> Result<State> {
+        let path = path(root);
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).context(|| format!("creating {}", dir.display()))?;
+        }
+        let conn = Connection::open(&path).context(|| format!("opening {}", path.display()))?;
+        let state = State {
+            conn,
+            path,
+            _scratch: None,
+        };
+        state.prepare()?;
+        Ok(state)
+    }
+
+    /// Open a scratch copy of the state database, for a dry run that must leave every
+    /// byte of the real one unchanged. A repo without state yet gets an empty scratch one.
+    pub fn open_scratch_copy(root: &Path) -> Result<State> {
+        let real = path(root);
+        let dir =
+            tempfile::tempdir().context(|| "creating a scratch folder for the dry run".into())?;
+        let copy = dir.path().join("state.sqlite");
+        for suffix in ["", "-wal"] {
+            let from = PathBuf::from(format!("{}{suffix}", real.display()));
+            if from.exists() {
+                let to = PathBuf::from(format!("{}{suffix}", copy.display()));
+                std::fs::copy(&from, &to).context(|| format!("copying {}", from.display()))?;
+            }
+        }
+        let conn = Connection::open(&copy).context(|| format!("opening {}", copy.display()))?;
+        let state = State {
+            conn,
+            path: copy,
+            _scratch: Some(dir),
+        };
+        state.prepare()?;
+        Ok(state)
+    }
+
+    /// Open an existing state database for reading only (status, explain, log).
+    pub fn open_read_only(root: &Path) -> Result<Option<State>> {
+        let path = path(root);
+        if !path.exists() {
+            return Ok(None);
+        }
+        let conn = Connection::open_with_flags(
+            &path,
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .context(|| format!("opening {}", path.display()))?;
+        conn.busy_timeout(std::time::Duration::from_secs(10))
+            .context(|| "setting the busy timeout".into())?;
+        check_version(&conn, &path)?;
+        Ok(Some(State {
+            conn,
+            path,
+            _scratch: None,
+        }))
+    }
+
+    fn prepare(&self) -> Result<()> {
+        let conn = &self.conn;
+        conn.busy_timeout(std::time::Duration::from_secs(10))
+            .context(|| "setting the busy timeout".into())?;
+        conn.pragma_update(None, "journal_mode", "WAL")
+            .context(|| format!("switching {} to WAL mode", self.path.display()))?;
+        conn.pragma_update(None, "synchronous", "NORMAL")
+            .context(|| "setting synchronous mode".into())?;
+        migrate(conn, &self.path)
+    }
+}
+
+fn check_version(conn: &Connection, path: &Path) -> Result<i64> {
+    let version: i64 = conn
+        .pragma_query_value(None, "user_version", |r| r.get(0))
+        .context(|| format!("reading the schema version of {}", path.display()))?;
+    if version > SCHEMA_VERSION {
+        return Err(Error::Other(format!(
+            "{} has schema version {version}, newer than this dream understands ({SCHEMA_VERSION}); upgrade dream",
+            path.display()
+        )));
+    }
+    Ok(version)
+}
+
+fn migrate(conn: &Connection, path: &Path) -> Result<()> {
+    let version = check_version(conn, path)?;
+    for (n, sql) in MIGRATIONS.iter().enumerate().skip(version as usize) {
+        let next = n as i64 + 1;
+        conn.execute_batch(&format!(
+            "BEGIN;\n{sql}\nPRAGMA user_version = {next};\nCOMMIT;"
+        ))
+        .context(|| format!("migrating {} to schema version {next}", path.display()))?;
+    }
+    Ok(())
+}
+
+/// An event as stored, with whether a cycle has already reflected on it.
+#[derive(Debug, Clone)]
+pub struct Stored {
+    pub event: Event,
+    pub reflected: bool,
+}
+
+const EVENT_COLUMNS: &str =
+    "id, ts, kind, text, session, actor, source, trust, recalled, meta, reflected_cycle";
+
+fn row_to_stored(row: &rusqlite::Row<'_>) -> rusqlite::Result<Stored> {
+    let ts: String = row.get(1)?;
+    let trust: String = row.get(7)?;
+    let meta: Option<String> = row.get(9)?;
+    let reflected: Option<String> = row.get(10)?;
+    Ok(Stored {
+        event: Event {
+            id: row.get(0)?,
+            ts: DateTime::parse_from_rfc3339(&ts)
+                .map(|t| t.with_timezone(&Utc))
+                .unwrap_or_default(),
+            kind: row.get(2)?,
+            text: row.get(3)?,
+            session: row.get(4)?,
+            actor: row.get(5)?,
+            source: row.get(6)?,
+            trust: Trust::parse(&trust).unwrap_or(Trust::External),
+            recalled: row.get::<_, i64>(8)? != 0,
+            meta: meta.and_then(|m| serde_json::from_str(&m).ok()),
+        },
+        reflected: reflected.is_some(),
+    })
+}
+
+/// The content hash stored for an event id, if the id is known.
+pub fn event_hash(conn: &Connection, id: &str) -> Result<Option<String>> {
+    conn.prepare_cached("SELECT hash FROM events WHERE id = ?1")
+        .and_then(|mut s| s.query_row([id], |r| r.get(0)).optional())
+        .context(|| format!("looking up event {id}"))
+}
+
+/// Store a new event.
+pub fn insert_event(conn: &Connection, e: &Event, origin: &str, cycle: &str) -> Result<()> {
+    insert_event_hashed(conn, e, &e.content_hash(), origin, cycle)
+}
+
+/// [`insert_event`] with the content hash already computed (ingest has it from dedupe).
+pub fn insert_event_hashed(
+    conn: &Connection,
+    e: &Event,
+    hash: &str,
+    origin: &str,
+    cycle: &str,
+) -> Result<()> {
+    let mut stmt = conn
+        .prepare_cached(
+            "INSERT INTO events (id, ts, ts_epoch, kind, text, session, actor, source, trust, recalled, meta, hash, origin, ingested_cycle)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+        )
+        .context(|| format!("storing event {}", e.id))?;
+    stmt.execute(params![
+        e.id,
+        e.ts.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true),
+        e.ts.timestamp(),
+        e.kind,
+        e.text,
+        e.session,
+        e.actor,
+        e.source,
+        e.trust.as_str(),
+        e.recalled as i64,
+        e.meta.as_ref().map(|m| m.to_string()),
+        hash,
+        origin,
+        cycle,
+    ])
+    .context(|| format!("storing event {}", e.id))?;
+    Ok(())
+}
+
+/// Events with `from <= ts <= to` (the rolling window), oldest first.
+pub fn window_events(
+    conn: &Connection,
+    from: DateTime<Utc>,
+    to: DateTime<Utc>,
+) -> Result<Vec<Stored>> {
+    let mut stmt = conn
+        .prepare_cached(&format!(
+            "SELECT {EVENT_COLUMNS} FROM events WHERE ts_epoch BETWEEN ?1 AND ?2 ORDER BY ts_epoch, seq"
+        ))
+        .context(|| "reading the window".into())?;
+    let rows = stmt
+        .query_map([from.timestamp(), to.timestamp()], row_to_stored)
+        .context(|| "reading the window".into())?;
+    rows.collect::<rusqlite::Result<Vec<_>>>()
+        .context(|| "reading the window".into())
+}
+
+/// Events by id, in the order asked (unknown ids are left out).
+pub fn events_by_ids(conn: &Connection, ids: &[String]) -> Result<Vec<Stored>> {
+    events_by(conn, "id", ids)
+}
+
+/// Events by row id (`seq`), in the order asked; unknown rows are left out.
+pub fn events_by_seq(conn: &Connection, seqs: &[i64]) -> Result<Vec<Stored>> {
+    events_by(conn, "seq", seqs)
+}
+
+/// Events by a unique key column (`id` or `seq`), one indexed lookup each.
+fn events_by<K: rusqlite::ToSql + std::fmt::Display>(
+    conn: &Connection,
+    column: &str,
+    keys: &[K],
+) -> Result<Vec<Stored>> {
+    let mut stmt = conn
+        .prepare_cached(&format!(
+            "SELECT {EVENT_COLUMNS} FROM events WHERE {column} = ?1"
+        ))
+        .context(|| "reading events".into())?;
+    let mut out = Vec::with_capacity(keys.len());
+    for key in keys {
+        if let Some(s) = stmt
+            .query_row([key], row_to_stored)
+            .optional()
+            .context(|| format!("reading event {column} {key}"))?
+        {
+            out.push(s);
+        }
+    }
+    Ok(out)
+}
+
+/// The rolling window as clustering sees it: no text, one row per event (recalled events
+/// left out), oldest first, each with its cached vector. Built by [`window`]; rows whose
+/// vector is not cached yet are zeros and listed in `missing`.
+#[derive(Debug, Clone, Default)]
+pub struct Window {
+    /// Row ids in the events table (for lookups by primary key).
+    pub seq: Vec<i64>,
+    pub ids: Vec<String>,
+    /// Unix seconds.
+    pub ts: Vec<i64>,
+    /// A cycle has already looked at the event.
+    pub reflected: Vec<bool>,
+    /// Vector length (0 while no vector is known).
+    pub dim: usize,
+    /// Row-major, `dim` values per row: one allocation for the whole window.
+    pub vectors: Vec<f32>,
+    /// Rows whose vector is not in the cache.
+    pub missing: Vec<usize>,
+    /// The window's tool calls and owner messages, oldest first, as the skills stage needs
+    /// them to find procedure instances without reading the window again (untouched by
+    /// [`Window::retain`]).
+    pub procedure: Vec<ProcedureRow>,
+}
+
+impl Window {
+    pub fn len(&self) -> usize {
+        self.ids.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ids.is_empty()
+    }
+
+    pub fn vector(&self, row: usize) -> &[f32] {
+        &self.vectors[row * self.dim..(row + 1) * self.dim]
+    }
+
+    /// Put a vector into a row (the first one sets `dim` for a window with none cached).
+    pub fn set_vector(&mut self, row: usize, v: &[f32]) -> Result<()> {
+        if self.dim == 0 {
+            self.dim = v.len();
+            self.vectors = vec![0.0; self.len() * self.dim];
+        }
+        if v.len() != self.dim {
+            return Err(Error::Other(format!(
+                "the embedder returned a vector of {} values where the window holds {}; clear the embedding cache or fix embed.dim",
+                v.len(),
+                self.dim
+            )));
+        }
+        self.vectors[row * self.dim..(row + 1) * self.dim].copy_from_slice(v);
+        Ok(())
+    }
+
+    /// Drop the rows `keep` says no to, in place (no second copy of the vectors).
+    pub fn retain(&mut self, keep: impl Fn(usize) -> bool) {
+        let mut to = 0;
+        for from in 0..self.len() {
+            if !keep(from) {
+                continue;
+            }
+            if to != from {
+                self.seq[to] = self.seq[from];
+                self.ids.swap(to, from);
+                self.ts[to] = self.ts[from];
+                self.reflected[to] = self.reflected[from];
+                if self.dim > 0 {
+                    self.vectors
+                        .copy_within(from * self.dim..(from + 1) * self.dim, to * self.dim);
+                }
+            }
+            to += 1;
+        }
+        self.seq.truncate(to);
+        self.ids.truncate(to);
+        self.ts.truncate(to);
+        self.reflected.truncate(to);
+        self.vectors.truncate(to * self.dim);
+        self.missing.clear();
+    }
+}
+
+/// The window `from <= ts <= to` with the vectors cached under `model`, in one pass over
+/// the time index (no event text is read).
+pub fn window(
+    conn: &Connection,
+    from: DateTime<Utc>,
+    to: DateTime<Utc>,
+    model: &str,
+) -> Result<Window> {
+    // An embedder with no vector cached yet matches no key.
+    let m = model_id(conn, model, false)?.unwrap_or(-1);
+    let mut stmt = conn
+        .prepare_cached(
+            "SELECT e.seq, e.id, e.ts_epoch, e.reflected_cycle IS NOT NULL, v.vec,
+                    CASE WHEN e.kind = 'tool_call' THEN 1
+                         WHEN e.kind = 'message' AND e.trust = 'owner' THEN 2 ELSE 0 END,
+                    CASE WHEN e.kind = 'tool_call' OR (e.kind = 'message' AND e.trust = 'owner')
+                         THEN e.session END
+             FROM events e LEFT JOIN vectors v ON v.key = e.seq * ?4 + ?3
+             WHERE e.ts_epoch BETWEEN ?1 AND ?2 AND e.recalled = 0
+             ORDER BY e.ts_epoch, e.seq",
+        )
+        .context(|| "reading the window".into())?;
+    let mut rows = stmt
+        .query(params![from.timestamp(), to.timestamp(), m, MODEL_SLOTS])
+        .context(|| "reading the window".into())?;
+    let mut w = Window::default();
+    // Rows met before the first cached vector (while `dim` is unknown).
+    let mut before_dim = 0usize;
+    while let Some(r) = rows.next().context(|| "reading the window".into())? {
+        let row = w.ids.len();
+        let seq: i64 = r.get(0).context(|| "reading the window".into())?;
+        let reflected: bool = r.get(3).context(|| "reading the window".into())?;
+        match r.get::<_, i64>(5).context(|| "reading the window".into())? {
+            0 => {}
+            code => w.procedure.push(ProcedureRow {
+                seq,
+                tool_call: code == 1,
+                reflected,
+                session: r.get(6).context(|| "reading the window".into())?,
+            }),
+        }
+        w.seq.push(seq);
+        w.ids
+            .push(r.get(1).context(|| "reading the window".into())?);
+        w.ts.push(r.get(2).context(|| "reading the window".into())?);
+        w.reflected.push(reflected);
+        let blob = r.get_ref(4).context(|| "reading the window".into())?;
+        match blob.as_blob_or_null().ok().flatten() {
+            Some(b)
+                if !b.is_empty() && b.len() % 4 == 0 && (w.dim == 0 || b.len() / 4 == w.dim) =>
+            {
+                if w.dim == 0 {
+                    w.dim = b.len() / 4;
+                    w.vectors.reserve(w.dim * 1024);
+                    w.vectors.resize(before_dim * w.dim, 0.0);
+                }
+                w.vectors.extend(
+                    b.chunks_exact(4)
+                        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])),
+                );
+            }
+            _ => {
+                w.missing.push(row);
+                if w.dim == 0 {
+                    before_dim += 1;
+                } else {
+                    w.vectors.extend(std::iter::repeat_n(0.0, w.dim));
+                }
+            }
+        }
+    }
+    w.vectors.shrink_to_fit();
+    Ok(w)
+}
+
+/// True when some event of the window `from <= ts <= to` waits for a cycle to look at it
+/// (a cheap probe of the partial index on unreflected events).
+pub fn window_has_unreflected(
+    conn: &Connection,
+    from: DateTime<Utc>,
+    to: DateTime<Utc>,
+) -> Result<bool> {
+    conn.prepare_cached(
+        "SELECT EXISTS (SELECT 1 FROM events WHERE reflected_cycle IS NULL AND ts_epoch BETWEEN ?1 AND ?2 AND recalled = 0)",
+    )
+    .and_then(|mut s| s.query_row([from.timestamp(), to.timestamp()], |r| r.get(0)))
+    .context(|| "probing the window for unreflected events".into())
+}
+
+/// The text of events by row id, in the order asked (for embedding).
+pub fn texts_by_seq(conn: &Connection, seqs: &[i64]) -> Result<Vec<String>> {
+    let mut stmt = conn
+        .prepare_cached("SELECT text FROM events WHERE seq = ?1")
+        .context(|| "reading event texts".into())?;
+    seqs.iter()
+        .map(|seq| {
+            stmt.query_row([seq], |r| r.get(0))
+                .context(|| format!("reading the text of event row {seq}"))
+        })
+        .collect()
+}
+
+/// Mark events, by row id, as looked at by a cycle.
+pub fn mark_reflected_seq(conn: &Connection, seqs: &[i64], cycle: &str) -> Result<()> {
+    let mut stmt = conn
+        .prepare_cached(
+            "UPDATE events SET reflected_cycle = ?2 WHERE seq = ?1 AND reflected_cycle IS NULL",
+        )
+        .context(|| "marking events reflected".into())?;
+    for seq in seqs {
+        stmt.execute(params![seq, cycle])
+            .context(|| format!("marking event row {seq} reflected"))?;
+    }
+    Ok(())
+}
+
+/// Mark events as reflected on by a cycle.
+pub fn mark_reflected(conn: &Connection, ids: &[String], cycle: &str) -> Result<()> {
+    let mut stmt = conn
+        .prepare_cached(
+            "UPDATE events SET reflected_cycle = ?2 WHERE id = ?1 AND reflected_cycle IS NULL",
+        )
+        .context(|| "marking events reflected".into())?;
+    for id in ids {
+        stmt.execute(params![id, cycle])
+            .context(|| format!("marking event {id} reflected"))?;
+    }
+    Ok(())
+}
+
+/// The id of an embedder in the vector cache; `create` adds an unknown one.
+pub fn model_id(conn: &Connection, model: &str, create: bool) -> Result<Option<i64>> {
+    let found: Option<i64> = conn
+        .prepare_cached("SELECT id FROM embedding_models WHERE name = ?1")
+        .and_then(|mut s| s.query_row([model], |r| r.get(0)).optional())
+        .context(|| format!("looking up embedder {model}"))?;
+    if found.is_some() || !create {
+        return Ok(found);
+    }
+    conn.prepare_cached("INSERT INTO embedding_models (name) VALUES (?1)")
+        .and_then(|mut s| s.execute([model]))
+        .context(|| format!("recording embedder {model}"))?;
+    let id = conn.last_insert_rowid();
+    if id >= MODEL_SLOTS {
+        return Err(Error::Other(format!(
+            "the vector cache holds {id} embedders, more than the {MODEL_SLOTS} it can key; this should not happen"
+        )));
+    }
+    Ok(Some(id))
+}
+
+/// Cached vectors for these events under an embedder id.
+pub fn embeddings(
+    conn: &Connection,
+    model: &str,
+    ids: &[&str],
+) -> Result<HashMap<String, Vec<f32>>> {
+    let mut out = HashMap::with_capacity(ids.len());
+    let Some(m) = model_id(conn, model, false)? else {
+        return Ok(out);
+    };
+    let mut stmt = conn
+        .prepare_cached(
+            "SELECT v.vec FROM events e JOIN vectors v ON v.key = e.seq * ?3 + ?2 WHERE e.id = ?1",
+        )
+        .context(|| "reading embeddings".into())?;
+    for id in ids {
+        let blob: Option<Vec<u8>> = stmt
+            .query_row(params![id, m, MODEL_SLOTS], |r| r.get(0))
+            .optional()
+            .context(|| format!("reading the embedding of {id}"))?;
+        if let Some(b) = blob {
+            out.insert(id.to_string(), decode_vec(&b));
+        }
+    }
+    Ok(out)
+}
+
+pub fn put_embedding(conn: &Connection, model: &str, id: &str, v: &[f32]) -> Result<()> {
+    let m = model_id(conn, model, true)?.expect("created");
+    conn.prepare_cached(
+        "INSERT OR REPLACE INTO vectors (key, vec) SELECT seq * ?4 + ?2, ?3 FROM events WHERE id = ?1",
+    )
+    .and_then(|mut s| s.execute(params![id, m, encode_vec(v), MODEL_SLOTS]))
+    .context(|| format!("storing the embedding of {id}"))?;
+    Ok(())
+}
+
+/// Store an event's vector by row id under an embedder id from [`model_id`].
+pub fn put_vector(conn: &Connection, model_id: i64, seq: i64, v: &[f32]) -> Result<()> {
+    conn.prepare_cached("INSERT OR REPLACE INTO vectors (key, vec) VALUES (?1, ?2)")
+        .and_then(|mut s| s.execute(params![seq * MODEL_SLOTS + model_id, encode_vec(v)]))
+        .context(|| format!("storing the vector of event row {seq}"))?;
+    Ok(())
+}
+
+fn encode_vec(v: &[f32]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+fn decode_vec(b: &[u8]) -> Vec<f32> {
+    b.chunks_exact(4)
+        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect()
+}
+
+pub fn watermark(conn: &Connection, file: &str) -> Result<Option<Watermark>> {
+    conn.query_row(
+        "SELECT file, identity, offset, line, prefix_hash FROM watermarks WHERE file = ?1",
+        [file],
+        |r| {
+            Ok(Watermark {
+                file: r.get(0)?,
+                identity: r.get(1)?,
+                offset: r.get::<_, i64>(2)? as u64,
+                line: r.get::<_, i64>(3)? as u64,
+                prefix_hash: r.get(4)?,
+            })
+        },
+    )
+    .optional()
+    .context(|| format!("reading the watermark of {file}"))
+}
+
+pub fn put_watermark(conn: &Connection, w: &Watermark, now: DateTime<Utc>) -> Result<()> {
+    conn.execute(
+        "INSERT OR REPLACE INTO watermarks (file, identity, offset, line, prefix_hash, updated) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        params![w.file, w.identity, w.offset as i64, w.line as i64, w.prefix_hash, now.to_rfc3339()],
+    )
+    .context(|| format!("storing the watermark of {}", w.file))?;
+    Ok(())
+}
+
+pub fn watermarks(conn: &Connection) -> Result<Vec<Watermark>> {
+    let mut stmt = conn
+        .prepare("SELECT file, identity, offset, line, prefix_hash FROM watermarks ORDER BY file")
+        .context(|| "reading watermarks".into())?;
+    let rows = stmt
+        .query_map([], |r| {
+            Ok(Watermark {
+                file: r.get(0)?,
+                identity: r.get(1)?,
+                offset: r.get::<_, i64>(2)? as u64,
+                line: r.get::<_, i64>(3)? as u64,
+                prefix_hash: r.get(4)?,
+            })
+        })
+        .context(|| "reading watermarks".into())?;
+    rows.collect::<rusqlite::Result<Vec<_>>>()
+        .context(|| "reading watermarks".into())
+}
+
+/// Record a quarantined line; returns false when the same line was already recorded.
+pub fn quarantine(
+    conn: &Connection,
+    q: &Quarantined,
+    cycle: &str,
+    now: DateTime<Utc>,
+) -> Result<bool> {
+    let n = conn
+        .execute(
+            "INSERT OR IGNORE INTO quarantine (file, line, offset, reason, excerpt, hash, cycle, at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            params![q.file, q.line as i64, q.offset as i64, q.reason, q.excerpt, q.hash, cycle, now.to_rfc3339()],
+        )
+        .context(|| format!("quarantining {}:{}", q.file, q.line))?;
+    Ok(n > 0)
+}
+
+pub fn quarantined(conn: &Connection, limit: usize) -> Result<Vec<Quarantined>> {
+    let mut stmt = conn
+        .prepare("SELECT file, line, offset, reason, excerpt, hash FROM quarantine ORDER BY seq DESC LIMIT ?1")
+        .context(|| "reading quarantine".into())?;
+    let rows = stmt
+        .query_map([limit as i64], |r| {
+            Ok(Quarantined {
+                file: r.get(0)?,
+                line: r.get::<_, i64>(1)? as u64,
+                offset: r.get::<_, i64>(2)? as u64,
+                reason: r.get(3)?,
+                excerpt: r.get(4)?,
+                hash: r.get(5)?,
+            })
+        })
+        .context(|| "reading quarantine".into())?;
+    rows.collect::<rusqlite::Result<Vec<_>>>()
+        .context(|| "reading quarantine".into())
+}
+
+pub fn count(conn: &Connection, sql: &str) -> Result<u64> {
+    conn.query_row(sql, [], |r| r.get::<_, i64>(0))
+        .map(|n| n as u64)
+        .context(|| "counting rows".into())
+}
+
+/// A finished cycle.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CycleRecord {
+    pub id: String,
+    pub kind: String,
+    pub started: DateTime<Utc>,
+    pub finished: DateTime<Utc>,
+    pub now: DateTime<Utc>,
+    pub report: serde_json::Value,
+}
+
+pub fn put_cycle(conn: &Connection, c: &CycleRecord) -> Result<()> {
+    conn.execute(
+        "INSERT OR REPLACE INTO cycles (id, kind, started, finished, now, report) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        params![
+            c.id,
+            c.kind,
+            c.started.to_rfc3339(),
+            c.finished.to_rfc3339(),
+            c.now.to_rfc3339(),
+            c.report.to_string()
+        ],
+    )
+    .context(|| format!("recording cycle {}", c.id))?;
+    Ok(())
+}
+
+pub fn recent_cycles(conn: &Connection, limit: usize) -> Result<Vec<CycleRecord>> {
+    let mut stmt = conn
+        .prepare("SELECT id, kind, started, finished, now, report FROM cycles ORDER BY finished DESC LIMIT ?1")
+        .context(|| "reading cycles".into())?;
+    let parse = |s: String| {
+        DateTime::parse_from_rfc3339(&s)
+            .map(|t| t.with_timezone(&Utc))
+            .unwrap_or_default()
+    };
+    let rows = stmt
+        .query_map([limit as i64], |r| {
+            Ok(CycleRecord {
+                id: r.get(0)?,
+                kind: r.get(1)?,
+                started: parse(r.get(2)?),
+                finished: parse(r.get(3)?),
+                now: parse(r.get(4)?),
+                report: serde_json::from_str(&r.get::<_, String>(5)?).unwrap_or_default(),
+            })
+        })
+        .context(|| "reading cycles".into())?;
+    rows.collect::<rusqlite::Result<Vec<_>>>()
+        .context(|| "reading cycles".into())
+}
+
+/// Record what happened to a candidate in a cycle (for `dream explain`).
+pub fn put_candidate(
+    conn: &Connection,
+    id: &str,
+    cycle: &str,
+    route: &str,
+    text: &str,
+    record: &serde_json::Value,
+) -> Result<()> {
+    conn.execute(
+        "INSERT OR REPLACE INTO candidates (id, cycle, route, text, record) VALUES (?1, ?2, ?3, ?4, ?5)",
+        params![id, cycle, route, text, record.to_string()],
+    )
+    .context(|| format!("recording candidate {id}"))?;
+    Ok(())
+}
+
+/// Every record of a candidate id, newest cycle first.
+pub fn candidate_records(
+    conn: &Connection,
+    id: &str,
+) -> Result<Vec<(String, String, serde_json::Value)>> {
+    let mut stmt = conn
+        .prepare("SELECT cycle, route, record FROM candidates WHERE id = ?1 ORDER BY cycle DESC")
+        .context(|| "reading candidates".into())?;
+    let rows = stmt
+        .query_map([id], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, String>(1)?,
+                serde_json::from_str(&r.get::<_, String>(2)?).unwrap_or_default(),
+            ))
+        })
+        .context(|| "reading candidates".into())?;
+    rows.collect::<rusqlite::Result<Vec<_>>>()
+        .context(|| "reading candidates".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(id: &str, ts: &str, text: &str) -> Event {
+        dream_core::event::parse_line(
+            serde_json::json!({"id": id, "ts": ts, "kind": "message", "text": text})
+                .to_string()
+                .as_bytes(),
+            1 << 20,
+        )
+        .unwrap()
+        .event
+    }
+
+    #[test]
+    fn version_one_embeddings_move_to_the_vector_table() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state.sqlite");
+        let conn = Connection::open(&path).unwrap();
+        conn.execute_batch(&format!(
+            "BEGIN;\n{}\nPRAGMA user_version = 1;\nCOMMIT;",
+            MIGRATIONS[0]
+        ))
+        .unwrap();
+        let e = event("e1", "2026-11-02T09:00:00Z", "I live in Lisbon.");
+        insert_event(&conn, &e, "test", "c1").unwrap();
+        conn.execute(
+            "INSERT INTO embeddings (event_id, model, vec) VALUES ('e1', 'builtin-v1-4', ?1)",
+            [encode_vec(&[0.5, 0.5, 0.5, 0.5])],
+        )
+        .unwrap();
+        migrate(&conn, &path).unwrap();
+        let got = embeddings(&conn, "builtin-v1-4", &["e1", "nope"]).unwrap();
+        assert_eq!(got.len(), 1);
+        assert_eq!(got["e1"], vec![0.5, 0.5, 0.5, 0.5]);
+        let from = "2026-11-01T00:00:00Z".parse().unwrap();
+        let to = "2026-11-03T00:00:00Z".parse().unwrap();
+        let w = window(&conn, from, to, "builtin-v1-4").unwrap();
+        assert_eq!((w.len(), w.dim, w.missing.len()), (1, 4, 0));
+        assert_eq!(w.vector(0), &[0.5, 0.5, 0.5, 0.5]);
+        let other = window(&conn, from, to, "another-model").unwrap();
+        assert_eq!((other.dim, other.missing), (0, vec![0]));
+    }
+
+    #[test]
+    fn the_window_reads_vectors_in_time_order_and_lists_the_missing() {
+        let dir = tempfile::tempdir().unwrap();
+        let conn = Connection::open(dir.path().join("s.sqlite")).unwrap();
+        migrate(&conn, &dir.path().join("s.sqlite")).unwrap();
+        for (id, ts) in [
+            ("b", "2026-11-02T10:00:00Z"),
+            ("a", "2026-11-02T09:00:00Z"),
+            ("old", "2026-10-01T09:00:00Z"),
+        ] {
+            insert_event(&conn, &event(id, ts, "text"), "test", "c1").unwrap();
+        }
+        put_embedding(&conn, "m", "b", &[1.0, 0.0]).unwrap();
+        let w = window(
+            &conn,
+            "2026-11-01T00:00:00Z".parse().unwrap(),
+            "2026-11-03T00:00:00Z".parse().unwrap(),
+            "m",
+        )
+        .unwrap();
+        assert_eq!(
+            w.ids,
+            vec!["a", "b"],
+            "oldest first, the old event left out"
+        );
+        assert_eq!(w.missing, vec![0]);
+        assert_eq!(w.vector(1), &[1.0, 0.0]);
+        assert_eq!(
+            w.vector(0),
+            &[0.0, 0.0],
+            "a missing vector reads as zeros until embedded"
+        );
+        let mut w = w;
+        w.retain(|i| i == 1);
+        assert_eq!(
+            (w.ids.clone(), w.vectors.clone()),
+            (vec!["b".to_string()], vec![1.0, 0.0])
+        );
+    }
+}
+
+/// The latest cycle of a kind whose clock was at or before `at` (for the digest: "what the
+/// last evening cycle did"). Replays with `--now` keep their own order: a cycle replayed at
+/// an earlier clock is not "last" for a later one. (`now` is stored as UTC RFC 3339 text,
+/// which sorts as time.)
+pub fn last_cycle_of_kind(
+    conn: &Connection,
+    kind: &str,
+    at: DateTime<Utc>,
+) -> Result<Option<CycleRecord>> {
+    let parse = |s: String| {
+        DateTime::parse_from_rfc3339(&s)
+            .map(|t| t.with_timezone(&Utc))
+            .unwrap_or_default()
+    };
+    conn.query_row(
+        "SELECT id, kind, started, finished, now, report FROM cycles WHERE kind = ?1 AND now <= ?2
+         ORDER BY now DESC, finished DESC LIMIT 1",
+        params![kind, at.to_rfc3339()],
+        |r| {
+            Ok(CycleRecord {
+                id: r.get(0)?,
+                kind: r.get(1)?,
+                started: parse(r.get(2)?),
+                finished: parse(r.get(3)?),
+                now: parse(r.get(4)?),
+                report: serde_json::from_str(&r.get::<_, String>(5)?).unwrap_or_default(),
+            })
+        },
+    )
+    .optional()
+    .context(|| format!("reading the last {kind} cycle"))
+}
+
+/// Events with `ts >= from` that no cycle has reflected on and that were ingested by a cycle
+/// other than an evening one (for the digest: what waits for the next evening). Bounded by
+/// `from` through the index of unreflected events.
+pub fn count_waiting(conn: &Connection, from: DateTime<Utc>) -> Result<u64> {
+    conn.query_row(
+        "SELECT COUNT(*) FROM events WHERE reflected_cycle IS NULL AND ts_epoch >= ?1
+         AND ingested_cycle NOT IN (SELECT id FROM cycles WHERE kind = 'evening')",
+        [from.timestamp()],
+        |r| r.get::<_, i64>(0),
+    )
+    .map(|n| n as u64)
+    .context(|| "counting events waiting for the evening cycle".into())
+}
+
+/// Quarantined lines recorded lately (for the digest).
+#[derive(Debug, Clone, Default)]
+pub struct RecentQuarantine {
+    /// The first lines recorded since then, oldest first, with when they were recorded.
+    pub lines: Vec<(Quarantined, DateTime<Utc>)>,
+    /// How many lines were recorded since then.
+    pub since: u64,
+    /// How many lines are in quarantine in all.
+    pub total: u64,
+}
+
+/// Quarantined lines recorded at or after `since` (at most `limit` listed; `at` is stored as
+/// UTC RFC 3339 text, which sorts as time).
+pub fn quarantined_since(
+    conn: &Connection,
+    since: DateTime<Utc>,
+    limit: usize,
+) -> Result<RecentQuarantine> {
+    let mut stmt = conn
+        .prepare(
+            "SELECT file, line, offset, reason, excerpt, hash, at FROM quarantine WHERE at >= ?1 ORDER BY seq LIMIT ?2",
+        )
+        .context(|| "reading quarantine".into())?;
+    let rows = stmt
+        .query_map(params![since.to_rfc3339(), limit as i64], |r| {
+            let at: String = r.get(6)?;
+            Ok((
+                Quarantined {
+                    file: r.get(0)?,
+                    line: r.get::<_, i64>(1)? as u64,
+                    offset: r.get::<_, i64>(2)? as u64,
+                    reason: r.get(3)?,
+                    excerpt: r.get(4)?,
+                    hash: r.get(5)?,
+                },
+                DateTime::parse_from_rfc3339(&at)
+                    .map(|t| t.with_timezone(&Utc))
+                    .unwrap_or_default(),
+            ))
+        })
+        .context(|| "reading quarantine".into())?;
+    let recent = rows
+        .collect::<rusqlite::Result<Vec<_>>>()
+        .context(|| "reading quarantine".into())?;
+    let since_count: i64 = conn
+        .query_row(
+            "SELECT COUNT(*) FROM quarantine WHERE at >= ?1",
+            [since.to_rfc3339()],
+            |r| r.get(0),
+        )
+        .context(|| "counting quarantine".into())?;
+    let total = count(conn, "SELECT COUNT(*) FROM quarantine")?;
+    Ok(RecentQuarantine {
+        lines: recent,
+        since: since_count as u64,
+        total,
+    })
+}
+
+/// Record a person's veto (a rejected card or an undone fact) with the events it had.
+pub fn put_veto(conn: &Connection, v: &dream_core::veto::Veto) -> Result<()> {
+    conn.execute(
+        "INSERT OR REPLACE INTO vetoes (id, kind, text, events, reason, at, decision) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        params![
+            v.id,
+            v.kind,
+            v.text,
+            serde_json::to_string(&v.events).unwrap_or_default(),
+            v.reason,
+            v.at.to_rfc3339(),
+            v.decision
+        ],
+    )
+    .context(|| format!("recording the veto on {}", v.id))?;
+    Ok(())
+}
+
+/// Forget a veto (its decision was undone); returns whether there was one.
+pub fn delete_veto(conn: &Connection, id: &str) -> Result<bool> {
+    let n = conn
+        .execute("DELETE FROM vetoes WHERE id = ?1", [id])
+        .context(|| format!("removing the veto on {id}"))?;
+    Ok(n > 0)
+}
+
+/// Every veto, oldest first. Vetoes are a person's decisions, so there are few of them:
+/// the cycle reads them whole, as it reads durable memory whole.
+pub fn vetoes(conn: &Connection) -> Result<Vec<dream_core::veto::Veto>> {
+    let mut stmt = conn
+        .prepare_cached(
+            "SELECT id, kind, text, events, reason, at, decision FROM vetoes ORDER BY at, id",
+        )
+        .context(|| "reading vetoes".into())?;
+    let rows = stmt
+        .query_map([], |r| {
+            Ok(dream_core::veto::Veto {
+                id: r.get(0)?,
+                kind: r.get(1)?,
+                text: r.get(2)?,
+                events: serde_json::from_str(&r.get::<_, String>(3)?).unwrap_or_default(),
+                reason: r.get(4)?,
+                at: DateTime::parse_from_rfc3339(&r.get::<_, String>(5)?)
+                    .map(|t| t.with_timezone(&Utc))
+                    .unwrap_or_default(),
+                decision: r.get(6)?,
+            })
+        })
+        .context(|| "reading vetoes".into())?;
+    rows.collect::<rusqlite::Result<Vec<_>>>()
+        .context(|| "reading vetoes".into())
+}
+
+/// Candidate records whose route ended at `target` (a fact or card id), newest first.
+pub fn candidates_targeting(
+    conn: &Connection,
+    target: &str,
+) -> Result<Vec<(String, String, serde_json::Value)>> {
+    let mut stmt = conn
+        .prepare(
+            "SELECT cycle, route, record FROM candidates WHERE json_extract(record, '$.target') = ?1 ORDER BY cycle DESC",
+        )
+        .context(|| "reading candidates".into())?;
+    let rows = stmt
+        .query_map([target], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, String>(1)?,
+                serde_json::from_str(&r.get::<_, String>(2)?).unwrap_or_default(),
+            ))
+        })
+        .context(|| "reading candidates".into())?;
+    rows.collect::<rusqlite::Result<Vec<_>>>()
+        .context(|| "reading candidates".into())
+}

@@ -1,0 +1,27 @@
+//! The swappable backends (SPEC S7), chosen by `dream.toml`: the model (`llm`: the offline
+//! provider from `dream_core::llm::offline`, or [`openai`], any OpenAI-compatible server)
+//! and the embedder ([`embed`]: the builtin hashed bag of words, or [`embed_openai`]).
+//! Each is one small trait with a strict fake in the test kit; HTTP lives here and
+//! nowhere else.
+
+pub mod embed;
+pub mod embed_openai;
+pub mod openai;
+
+use dream_core::config::Config;
+use dream_core::llm::offline::Offline;
+use dream_core::llm::Llm;
+
+use crate::error::{Error, Result};
+
+/// The model provider the config asks for.
+pub fn llm(config: &Config) -> Result<Box<dyn Llm>> {
+    match config.llm.provider.as_str() {
+        "none" => Ok(Box::new(Offline::new(config))),
+        "openai" => Ok(Box::new(openai::OpenAi::from_config(config)?)),
+        other => Err(Error::Config {
+            file: dream_core::config::FILE.into(),
+            message: format!("key `llm.provider`: {other:?} is not available in this build"),
+        }),
+    }
+}

@@ -1,0 +1,785 @@
+//! The consolidation stage (SPEC S4 steps 4 to 8): cluster the window, reflect on every
+//! cluster that holds a new event, gate each proposal, judge what passed, route it, and
+//! apply the routes to the in-memory facts and cards. The result is one [`Stage`] (the
+//! files to commit) plus candidate records in the state transaction; nothing is written
+//! to the repository here.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use chrono::{DateTime, NaiveDate, Utc};
+use rusqlite::Connection;
+
+use crate::edges::state::{self, Stored};
+use crate::edges::store::Change;
+use crate::error::{Error, Result};
+use crate::stages::{parallel_map, Ctx, Work};
+use dream_core::cluster;
+use dream_core::commit::Stage;
+use dream_core::config::Config;
+use dream_core::gates::{self, Evidence, Gated};
+use dream_core::llm::budget::{Budget, CallError};
+use dream_core::llm::{
+    EventView, FactView, JudgeItem, JudgeRequest, Llm, LlmErrorKind, Proposal, ReflectRequest,
+    Verdict,
+};
+use dream_core::memory::{
+    self, text_id, unique_id, Card, Decision, Excerpt, Fact, GateResult, Memory, Origin,
+};
+use dream_core::report::{DecisionRow, Degraded};
+use dream_core::route::{self, Outcome};
+use dream_core::veto;
+
+/// Judge items per call.
+const JUDGE_BATCH: usize = 8;
+/// Facts shown to the judge per candidate.
+const JUDGE_NEIGHBOURS: usize = 5;
+
+/// Run the stage: reflect, gate, judge, route, apply.
+pub fn run(ctx: &Ctx<'_>, tx: &Connection, work: &mut Work) -> Result<()> {
+    let proposals = reflect(ctx, tx, work)?;
+    work.lap("reflect");
+
+    let mut gated: Vec<Gated> = Vec::with_capacity(proposals.len());
+    for (p, sent) in &proposals {
+        let sent_ids: HashSet<&str> = sent.iter().map(|e| e.id.as_str()).collect();
+        let mut elsewhere = HashSet::new();
+        for id in &p.supporting_event_ids {
+            if !sent_ids.contains(id.as_str()) && state::event_hash(tx, id)?.is_some() {
+                elsewhere.insert(id.clone());
+            }
+        }
+        gated.push(gates::gate_proposal(
+            p,
+            &Evidence::new(sent, &elsewhere),
+            ctx.config,
+        ));
+    }
+    let mut texts = dream_core::measures::PreparedCache::default();
+    let report = &mut work.report;
+    let verdicts = judge(
+        ctx.llm,
+        &ctx.budget,
+        &gated,
+        &work.memory,
+        ctx.config,
+        &mut report.degraded,
+        &mut report.notes,
+        &mut texts,
+    );
+    work.lap("judge");
+
+    let vetoes = state::vetoes(tx)?;
+    let before = work.memory.clone();
+    let mut card_writes: BTreeMap<String, Option<String>> = BTreeMap::new();
+    let mut lines = Vec::new();
+    for g in &gated {
+        apply_one(
+            ctx,
+            tx,
+            work,
+            g,
+            verdicts.get(&text_id("k", &g.text)),
+            &vetoes,
+            &mut card_writes,
+            &mut lines,
+            &mut texts,
+        )?;
+    }
+    work.lap("route");
+
+    let mut change = Change::blocks(&before, &work.memory);
+    for (path, contents) in card_writes {
+        match contents {
+            Some(text) => change.write(path, text),
+            None => change.delete(path),
+        }
+    }
+    if !change.is_empty() {
+        let c = &work.report.candidates;
+        let subject = format!(
+            "dream: {} cycle {}: {} promoted, {} queued, {} reinforced, {} refused",
+            ctx.opts.kind.as_str(),
+            ctx.today,
+            c.promoted,
+            c.queued,
+            c.reinforced,
+            c.refused
+        );
+        let tokens = ctx.budget.spend().spent;
+        work.push_stage(ctx, Stage::Consolidate, change, &subject, &lines, tokens);
+    }
+    Ok(())
+}
+
+/// Cluster the window and reflect on every cluster with a new event, `llm.concurrency`
+/// calls at a time under the budget. Clusters whose call was not started (budget) or
+/// failed stay unreflected, so the next cycle picks them up; events no cluster holds (and
+/// events with no content word) are marked as looked at, since only a new event can ever
+/// give them a cluster. Returns each proposal with the events that were sent for it.
+fn reflect(
+    ctx: &Ctx<'_>,
+    tx: &Connection,
+    work: &mut Work,
+) -> Result<Vec<(Proposal, Vec<EventView>)>> {
+    let config = ctx.config;
+    let mut looked_at: Vec<i64> = Vec::new();
+    let w = &mut work.window;
+    let dim = w.dim;
+    let usable: Vec<bool> = (0..w.len())
+        .map(|i| dim > 0 && w.vector(i).iter().any(|x| *x != 0.0))
+        .collect();
+    for (i, ok) in usable.iter().enumerate() {
+        if !ok && !w.reflected[i] {
+            looked_at.push(w.seq[i]);
+        }
+    }
+    w.retain(|i| usable[i]);
+    let w = &work.window;
+    let view2 = ndarray::ArrayView2::from_shape((w.len(), w.dim), &w.vectors)
+        .expect("the window holds dim values per row");
+    let fresh: Vec<bool> = w.reflected.iter().map(|r| !r).collect();
+    let clustering = cluster::dbscan(
+        view2,
+        config.cluster.min_points,
+        config.cluster.eps,
+        Some(&fresh),
+    );
+    work.report.window.clusters = clustering.clusters.len();
+    looked_at.extend(
+        clustering
+            .noise
+            .iter()
+            .filter(|&&i| !w.reflected[i])
+            .map(|&i| w.seq[i]),
+    );
+    let mut selected: Vec<Vec<usize>> = clustering
+        .clusters
+        .into_iter()
+        .filter(|c| c.iter().any(|&i| !w.reflected[i]))
+        .collect();
+    selected.sort_by(|a, b| {
+        b.len()
+            .cmp(&a.len())
+            .then_with(|| w.ids[a[0]].cmp(&w.ids[b[0]]))
+    });
+    work.report.window.with_new = selected.len();
+    work.lap("cluster");
+
+    let mut requests: Vec<(ReflectRequest, Vec<(i64, bool)>)> = Vec::with_capacity(selected.len());
+    for (n, c) in selected.iter().enumerate() {
+        requests.push(reflect_request(
+            tx,
+            n,
+            c,
+            &work.window,
+            config.cluster.max_events_per_prompt,
+        )?);
+    }
+    for (req, members) in &requests {
+        if tracing::enabled!(tracing::Level::DEBUG) {
+            let texts: Vec<String> = req
+                .events
+                .iter()
+                .map(|e| memory::excerpt(&e.text, 60))
+                .collect();
+            tracing::debug!(
+                cluster = req.cluster,
+                size = members.len(),
+                "cluster: {}",
+                texts.join(" | ")
+            );
+        }
+    }
+    let llm = ctx.llm;
+    let results = parallel_map(&requests, workers(llm, config), |(req, _)| {
+        ctx.budget
+            .call(llm.estimate_reflect(req), || llm.reflect(req))
+    });
+    let mut proposals = Vec::new();
+    let mut budget_pending = 0;
+    let mut failed: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+    for ((req, members), result) in requests.into_iter().zip(results) {
+        match result {
+            Ok(reply) => {
+                work.report.window.reflected += 1;
+                for note in reply.notes {
+                    if !work.report.notes.contains(&note) {
+                        work.report.notes.push(note);
+                    }
+                }
+                looked_at.extend(
+                    members
+                        .into_iter()
+                        .filter(|(_, reflected)| !reflected)
+                        .map(|(seq, _)| seq),
+                );
+                for p in reply.value.candidates {
+                    proposals.push((p, req.events.clone()));
+                }
+            }
+            Err(CallError::Budget) => budget_pending += 1,
+            // A refused key is configuration: stop before anything is consumed.
+            Err(CallError::Failed(e)) if e.kind == LlmErrorKind::Auth => {
+                return Err(Error::Auth(e.message))
+            }
+            Err(CallError::Failed(e)) => {
+                work.report.window.pending += 1;
+                failed.entry(e.to_string()).or_default().push(req.cluster);
+            }
+        }
+    }
+    for (reason, clusters) in failed {
+        let which = clusters
+            .iter()
+            .map(|c| c.to_string())
+            .collect::<Vec<_>>()
+            .join(", ");
+        let (noun, verb) = if clusters.len() == 1 {
+            ("cluster", "is")
+        } else {
+            ("clusters", "are")
+        };
+        tracing::warn!("reflect failed for {noun} {which}: {reason}");
+        work.report.degraded.push(Degraded {
+            stage: "reflect".into(),
+            reason: format!("{noun} {which} {verb} left pending for the next cycle: {reason}"),
+        });
+    }
+    if budget_pending > 0 {
+        work.report.window.pending += budget_pending;
+        work.report.notes.push(format!(
+            "token budget reached: {budget_pending} clusters left pending for the next cycle (budget.tokens_per_cycle = {})",
+            ctx.budget.cap()
+        ));
+        tracing::warn!(
+            pending = budget_pending,
+            cap = ctx.budget.cap(),
+            "token budget reached"
+        );
+    }
+    state::mark_reflected_seq(tx, &looked_at, &ctx.cycle_id)?;
+    Ok(proposals)
+}
+
+/// Calls in flight at once: `llm.concurrency` for a model; for the offline provider, which
+/// computes rather than waits, one per core (its answers keep their order either way).
+fn workers(llm: &dyn Llm, config: &Config) -> usize {
+    if llm.offline() {
+        std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(4)
+    } else {
+        config.llm.concurrency
+    }
+}
+
+fn view(s: &Stored) -> EventView {
+    EventView::of(&s.event, !s.reflected)
+}
+
+/// The request for one cluster: new events first (up to the prompt cap), then the most
+/// recent earlier ones, shown oldest first; only those events' texts are read. Returns
+/// the row id of every cluster member too, with whether it was already reflected on.
+fn reflect_request(
+    tx: &Connection,
+    n: usize,
+    members: &[usize],
+    window: &state::Window,
+    cap: usize,
+) -> Result<(ReflectRequest, Vec<(i64, bool)>)> {
+    let mut order: Vec<usize> = members.to_vec();
+    order.sort_by_key(|&i| (window.reflected[i], std::cmp::Reverse(window.ts[i])));
+    order.truncate(cap);
+    order.sort_by(|&a, &b| {
+        window.ts[a]
+            .cmp(&window.ts[b])
+            .then_with(|| window.ids[a].cmp(&window.ids[b]))
+    });
+    let seqs: Vec<i64> = order.iter().map(|&i| window.seq[i]).collect();
+    let events = state::events_by_seq(tx, &seqs)?.iter().map(view).collect();
+    let members = members
+        .iter()
+        .map(|&i| (window.seq[i], window.reflected[i]))
+        .collect();
+    Ok((ReflectRequest { cluster: n, events }, members))
+}
+
+/// Ask the judge about every candidate that passed the gates and has neighbours, in
+/// batches. A batch that fails, or does not fit in the budget, degrades to the
+/// conservative default (no contradiction, novel), and the degradation is reported.
+#[allow(clippy::too_many_arguments)]
+fn judge(
+    llm: &dyn Llm,
+    budget: &Budget,
+    gated: &[Gated],
+    memory: &Memory,
+    config: &Config,
+    degraded: &mut Vec<Degraded>,
+    notes: &mut Vec<String>,
+    texts: &mut dream_core::measures::PreparedCache,
+) -> HashMap<String, Verdict> {
+    let mut items = Vec::new();
+    let mut seen = HashSet::new();
+    for g in gated.iter().filter(|g| g.refused.is_none()) {
+        let id = text_id("k", &g.text);
+        if !seen.insert(id.clone()) {
+            continue;
+        }
+        let neighbours: Vec<FactView> =
+            route::nearest_cached(memory, &g.text, JUDGE_NEIGHBOURS, texts)
+                .into_iter()
+                .filter_map(|n| memory.get(&n.fact_id))
+                .map(|(b, f)| FactView {
+                    id: f.id.clone(),
+                    block: b.as_str().into(),
+                    category: f.category.clone(),
+                    text: f.text.clone(),
+                })
+                .collect();
+        if !neighbours.is_empty() {
+            items.push(JudgeItem {
+                candidate_id: id,
+                text: g.text.clone(),
+                neighbours,
+            });
+        }
+    }
+    let batches: Vec<JudgeRequest> = items
+        .chunks(JUDGE_BATCH)
+        .map(|c| JudgeRequest { items: c.to_vec() })
+        .collect();
+    let results = parallel_map(&batches, workers(llm, config), |req| {
+        budget.call(llm.estimate_judge(req), || llm.judge(req))
+    });
+    let mut out = HashMap::new();
+    for (req, result) in batches.iter().zip(results) {
+        match result {
+            Ok(reply) => {
+                for note in reply.notes {
+                    if !notes.contains(&note) {
+                        notes.push(note);
+                    }
+                }
+                let asked: HashSet<&str> =
+                    req.items.iter().map(|i| i.candidate_id.as_str()).collect();
+                for v in reply.value.verdicts {
+                    if asked.contains(v.candidate_id.as_str()) {
+                        out.insert(v.candidate_id.clone(), v);
+                    }
+                }
+            }
+            Err(e) => {
+                let reason = e.to_string();
+                degraded.push(Degraded {
+                    stage: "judge".into(),
+                    reason: format!(
+                        "{reason}; {} candidates judged by the conservative default (no contradiction, novel)",
+                        req.items.len()
+                    ),
+                });
+                for item in &req.items {
+                    out.insert(
+                        item.candidate_id.clone(),
+                        Verdict {
+                            candidate_id: item.candidate_id.clone(),
+                            contradicts: None,
+                            duplicate_of: None,
+                            reason: format!("conservative default (judge failed: {reason})"),
+                        },
+                    );
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Route one gated candidate and apply the route to the in-memory facts and cards.
+#[allow(clippy::too_many_arguments)]
+fn apply_one(
+    ctx: &Ctx<'_>,
+    tx: &Connection,
+    work: &mut Work,
+    g: &Gated,
+    verdict: Option<&Verdict>,
+    vetoes: &[veto::Veto],
+    card_writes: &mut BTreeMap<String, Option<String>>,
+    lines: &mut Vec<String>,
+    texts: &mut dream_core::measures::PreparedCache,
+) -> Result<()> {
+    let config = ctx.config;
+    let now = ctx.opts.now;
+    let cand_id = text_id("k", &g.text);
+    let near = route::nearest_cached(&work.memory, &g.text, JUDGE_NEIGHBOURS, texts);
+    let matched = if g.refused.is_none() {
+        matching_card(&work.cards, &g.text, config, texts)
+    } else {
+        None
+    };
+    let mut g = match matched {
+        Some(ci) => merge_into_card(tx, &work.cards[ci], g, config)?,
+        None => g.clone(),
+    };
+    // Novelty against durable memory (S4 step 6): 1 - similarity to the nearest fact.
+    g.measures.novelty =
+        dream_core::measures::round3(1.0 - near.first().map_or(0.0, |n| n.similarity));
+    g.measures.nearest_fact = near.first().map(|n| n.fact_id.clone());
+    let (g, hit) = check_vetoes(tx, g, vetoes, config)?;
+    let (outcome, judge_text, route_gates) = route::route(&g, &near, verdict, config);
+    let outcome = veto::cap(outcome, hit.as_ref());
+    let mut all_gates = g.gates.clone();
+    all_gates.extend(route_gates);
+    let stored = state::events_by_ids(tx, &g.support)?;
+    let events = excerpts(&stored);
+    let (target, reason) = match &outcome {
+        Outcome::Promote => {
+            let taken: Vec<String> = work.memory.facts().map(|(_, f)| f.id.clone()).collect();
+            let id = unique_id(text_id("f", &g.text), &taken);
+            let (first, last) = span(&events, ctx.today);
+            work.memory.block_mut(g.block).push(Fact {
+                id: id.clone(),
+                text: g.text.clone(),
+                category: g.category.clone(),
+                origin: Origin::Auto,
+                support: cite(&g.text, &g.support, &stored),
+                first_seen: first,
+                last_seen: last,
+                valid_from: None,
+                valid_to: None,
+                extra: BTreeMap::new(),
+            });
+            if let Some(ci) = matched {
+                let mut card = work.cards.remove(ci);
+                card_writes.insert(card.path(), None);
+                card.decision = Some(Decision {
+                    verdict: "auto-promoted".into(),
+                    at: now,
+                    reason: "new evidence made it qualify for auto-promotion".into(),
+                    fact_id: Some(id.clone()),
+                });
+                card.supporting_event_ids = g.support.clone();
+                card_writes.insert(card.path(), Some(card.render()));
+            }
+            lines.push(format!(
+                "promoted   {id}  [{}/{}] {}  (support {}, days {}, confidence {:.3})",
+                g.block.as_str(),
+                g.category,
+                g.text,
+                g.measures.support,
+                g.measures.days,
+                g.confidence
+            ));
+            (Some(id), String::new())
+        }
+        Outcome::Queue { reason, supersedes } => {
+            let existing = matched.map(|ci| &work.cards[ci]);
+            let card = build_card(
+                &g,
+                existing,
+                reason,
+                supersedes,
+                &work.memory,
+                &judge_text,
+                all_gates.clone(),
+                events,
+                &ctx.cycle_id,
+                now,
+            );
+            let unchanged = existing.is_some_and(|old| same_card(old, &card));
+            if !unchanged {
+                card_writes.insert(card.path(), Some(card.render()));
+                lines.push(format!(
+                    "queued     {}  [{}/{}] {}  -- {}",
+                    card.id,
+                    g.block.as_str(),
+                    g.category,
+                    g.text,
+                    reason
+                ));
+            }
+            let id = card.id.clone();
+            match matched {
+                Some(ci) if !unchanged => work.cards[ci] = card,
+                Some(_) => {}
+                None => work.cards.push(card),
+            }
+            (Some(id), reason.clone())
+        }
+        Outcome::Reinforce { fact_id } => {
+            let fact = work
+                .memory
+                .get_mut(fact_id)
+                .expect("nearest facts are active");
+            let before = fact.support.len();
+            for id in &g.support {
+                if !fact.support.contains(id) {
+                    fact.support.push(id.clone());
+                }
+            }
+            let added = fact.support.len() - before;
+            if fact.support.len() > memory::MAX_CITED {
+                let fresh: HashSet<&str> = g.support.iter().map(String::as_str).collect();
+                let older: Vec<String> = fact
+                    .support
+                    .iter()
+                    .filter(|id| !fresh.contains(id.as_str()))
+                    .cloned()
+                    .collect();
+                let older = state::events_by_ids(tx, &older)?;
+                fact.support = cite(&fact.text, &fact.support, stored.iter().chain(&older));
+            }
+            let (_, last) = span(&events, ctx.today);
+            if last > fact.last_seen {
+                fact.last_seen = last;
+            }
+            if added > 0 {
+                lines.push(format!(
+                    "reinforced {fact_id}  +{added} supporting events, last seen {}",
+                    fact.last_seen
+                ));
+            }
+            (
+                Some(fact_id.clone()),
+                format!("restates {fact_id} (+{added} supporting events)"),
+            )
+        }
+        Outcome::Refuse { reason } => {
+            lines.push(format!(
+                "refused    {cand_id}  {:?}  -- {reason}",
+                memory::excerpt(&g.text, 120)
+            ));
+            (None, reason.clone())
+        }
+    };
+    let label = outcome.label();
+    work.report.candidates.add(label);
+    work.report.decisions.push(DecisionRow {
+        candidate: cand_id.clone(),
+        route: label.into(),
+        target: target.clone(),
+        text: g.text.clone(),
+        block: g.block.as_str().into(),
+        category: g.category.clone(),
+        reason: reason.clone(),
+    });
+    let record = serde_json::json!({
+        "text": g.text,
+        "route": label,
+        "target": target,
+        "reason": reason,
+        "block": g.block.as_str(),
+        "category": g.category,
+        "confidence": g.confidence,
+        "proposerReason": g.reason,
+        "supportingEventIds": g.support,
+        "measures": g.measures,
+        "gates": all_gates,
+        "judge": judge_text,
+    });
+    state::put_candidate(tx, &cand_id, &ctx.cycle_id, label, &g.text, &record)?;
+    Ok(())
+}
+
+/// Hold a candidate that passed the gates against a person's earlier rejections and undos
+/// (see `veto`): the veto's gate joins the candidate's, and a refusal refuses it.
+fn check_vetoes(
+    tx: &Connection,
+    mut g: Gated,
+    vetoes: &[veto::Veto],
+    config: &Config,
+) -> Result<(Gated, Option<veto::Hit>)> {
+    if vetoes.is_empty() || g.refused.is_some() {
+        return Ok((g, None));
+    }
+    let events = state::events_by_ids(tx, &g.support)?;
+    let support: Vec<(&str, &str)> = events
+        .iter()
+        .map(|s| (s.event.id.as_str(), s.event.text.as_str()))
+        .collect();
+    let hit = veto::check(&g.text, &support, vetoes, config);
+    if let Some(h) = &hit {
+        g.gates.push(h.gate.clone());
+        if let veto::Effect::Refuse(reason) = &h.effect {
+            g.refused = Some(reason.clone());
+        }
+    }
+    Ok((g, hit))
+}
+
+/// The pending card a candidate restates, if any.
+fn matching_card(
+    cards: &[Card],
+    text: &str,
+    config: &Config,
+    texts: &mut dream_core::measures::PreparedCache,
+) -> Option<usize> {
+    let query = dream_core::measures::Prepared::new(text);
+    cards
+        .iter()
+        .enumerate()
+        .filter_map(|(i, c)| {
+            let card = texts.get(&c.text);
+            let sim = dream_core::measures::set_similarity(&query.content, &card.content);
+            let same = dream_core::measures::polarity_agrees_prepared(&query, card);
+            (same && sim >= config.promote.reinforce_similarity).then_some((i, sim))
+        })
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+        .map(|(i, _)| i)
+}
+
+/// A candidate that restates a pending card: the card's text with the union of both
+/// supports, gated again as one proposal. A restatement that adds no new event leaves
+/// the candidate as it was.
+fn merge_into_card(tx: &Connection, card: &Card, g: &Gated, config: &Config) -> Result<Gated> {
+    let mut ids = card.supporting_event_ids.clone();
+    for id in &g.support {
+        if !ids.contains(id) {
+            ids.push(id.clone());
+        }
+    }
+    let fresh: HashSet<&String> = g
+        .support
+        .iter()
+        .filter(|id| !card.supporting_event_ids.contains(id))
+        .collect();
+    let events: Vec<EventView> = state::events_by_ids(tx, &ids)?
+        .iter()
+        .map(|s| {
+            let mut v = view(s);
+            v.new = fresh.contains(&v.id);
+            v
+        })
+        .collect();
+    let proposal = Proposal {
+        text: card.text.clone(),
+        category: card.category.clone(),
+        block: card.block.as_str().into(),
+        supporting_event_ids: ids,
+        confidence: card.confidence.max(g.confidence),
+        reason: g.reason.clone(),
+    };
+    let none = HashSet::new();
+    let merged = gates::gate_proposal(&proposal, &Evidence::new(&events, &none), config);
+    Ok(if merged.refused.is_some() {
+        g.clone()
+    } else {
+        merged
+    })
+}
+
+/// Two versions of a card say the same thing (ignoring when they were written).
+fn same_card(a: &Card, b: &Card) -> bool {
+    let strip = |c: &Card| Card {
+        updated: c.created,
+        cycle: String::new(),
+        excerpts: Vec::new(),
+        ..c.clone()
+    };
+    let mut a = strip(a);
+    let mut b = strip(b);
+    a.supporting_event_ids.sort();
+    b.supporting_event_ids.sort();
+    a == b
+}
+
+fn excerpts(stored: &[Stored]) -> Vec<Excerpt> {
+    stored.iter().map(|s| Excerpt::of(&s.event)).collect()
+}
+
+/// The ids a fact with this text cites out of `ids` (at most [`memory::MAX_CITED`]: those
+/// that trace it, then recent ones), from the events in `stored`. An id with no stored
+/// event (which verify would report) is kept, so nothing hides it.
+fn cite<'a>(
+    text: &str,
+    ids: &[String],
+    stored: impl IntoIterator<Item = &'a Stored>,
+) -> Vec<String> {
+    if ids.len() <= memory::MAX_CITED {
+        return ids.to_vec();
+    }
+    let by_id: HashMap<&str, &Stored> = stored
+        .into_iter()
+        .map(|s| (s.event.id.as_str(), s))
+        .collect();
+    let (found, lost): (Vec<&String>, Vec<&String>) =
+        ids.iter().partition(|id| by_id.contains_key(id.as_str()));
+    let events: Vec<dream_core::measures::Citation> = found
+        .iter()
+        .map(|id| {
+            let e = &by_id[id.as_str()].event;
+            dream_core::measures::Citation {
+                text: &e.text,
+                day: e.ts.timestamp().div_euclid(86_400),
+            }
+        })
+        .collect();
+    let room = memory::MAX_CITED.saturating_sub(lost.len());
+    let keep: HashSet<usize> = dream_core::measures::cited(text, &events, room)
+        .into_iter()
+        .collect();
+    let kept: HashSet<&str> = found
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| keep.contains(i))
+        .map(|(_, id)| id.as_str())
+        .chain(lost.iter().map(|id| id.as_str()))
+        .collect();
+    ids.iter()
+        .filter(|id| kept.contains(id.as_str()))
+        .cloned()
+        .collect()
+}
+
+fn span(events: &[Excerpt], today: NaiveDate) -> (NaiveDate, NaiveDate) {
+    let first = events
+        .iter()
+        .map(|e| e.ts.date_naive())
+        .min()
+        .unwrap_or(today);
+    let last = events
+        .iter()
+        .map(|e| e.ts.date_naive())
+        .max()
+        .unwrap_or(today);
+    (first, last)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn build_card(
+    g: &Gated,
+    existing: Option<&Card>,
+    reason: &str,
+    supersedes: &Option<String>,
+    memory: &Memory,
+    judge: &str,
+    gates: Vec<GateResult>,
+    excerpts: Vec<Excerpt>,
+    cycle: &str,
+    now: DateTime<Utc>,
+) -> Card {
+    Card {
+        id: existing
+            .map(|c| c.id.clone())
+            .unwrap_or_else(|| text_id("c", &g.text)),
+        created: existing.map_or(now, |c| c.created),
+        updated: now,
+        cycle: cycle.into(),
+        text: g.text.clone(),
+        block: g.block,
+        category: g.category.clone(),
+        confidence: g.confidence,
+        reason: reason.into(),
+        proposer_reason: g.reason.clone(),
+        judge: judge.into(),
+        supersedes: supersedes.clone(),
+        supersedes_text: supersedes
+            .as_ref()
+            .and_then(|id| memory.get(id))
+            .map(|(_, f)| f.text.clone()),
+        supporting_event_ids: g.support.clone(),
+        measures: g.measures.clone(),
+        gates,
+        excerpts,
+        decision: None,
+    }
+}

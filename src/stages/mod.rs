@@ -1,0 +1,148 @@
+//! The stages of a cycle (SPEC S4) and what they share. Each stage is a function
+//! `(ctx, tx, work)` that reads through the edges, calls the pure core, and leaves its
+//! result in [`Work`]: the in-memory facts and cards, report figures, and a
+//! [`StageCommit`] (files plus commit message) for `cycle` to commit. Stages may write rows
+//! into the state transaction `tx`, which `cycle` commits only after every git commit.
+//!
+//! `consolidate` is the evening's main stage (cluster, reflect, gate, judge, route, apply),
+//! `passes` the maintenance passes, `skills` recurring procedures, `digest` the page for a
+//! person, `oplog` the journal lines a cycle leaves. `cycle` orders them.
+
+pub mod consolidate;
+pub mod digest;
+pub mod oplog;
+pub mod passes;
+pub mod skills;
+
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::time::Instant;
+
+use chrono::{DateTime, NaiveDate, Utc};
+
+use dream_core::commit::{Message, Stage};
+use dream_core::config::{Config, CycleKind};
+use dream_core::llm::budget::Budget;
+use dream_core::llm::Llm;
+use dream_core::memory::{Card, Memory};
+use dream_core::report::Report;
+
+use crate::edges::state;
+use crate::edges::store::Change;
+use crate::providers::embed::Embedder;
+
+/// How a cycle runs.
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub kind: CycleKind,
+    pub dry_run: bool,
+    /// The cycle's clock (the wall clock unless `--now` was given).
+    pub now: DateTime<Utc>,
+}
+
+/// What every stage may read.
+pub struct Ctx<'a> {
+    pub root: &'a Path,
+    pub config: &'a Config,
+    pub llm: &'a dyn Llm,
+    pub embedder: &'a dyn Embedder,
+    pub opts: &'a Options,
+    pub cycle_id: String,
+    pub today: NaiveDate,
+    pub budget: Budget,
+}
+
+/// What stages build up: durable memory and cards as they will be committed, the window
+/// with its vectors, the report, and the changes to commit in order.
+pub struct Work {
+    pub memory: Memory,
+    /// Pending review cards; loaded only when reflect, the passes or the digest will run
+    /// (empty on an idle cycle that runs none of them).
+    pub cards: Vec<Card>,
+    /// The rolling window (recalled events left out), oldest first: ids, times and one
+    /// vector per event, without text (stages fetch the text of the few events they show
+    /// a model). Empty when the cycle found nothing new (see [`Work::idle`]).
+    pub window: state::Window,
+    /// Nothing was ingested and no window event waits to be looked at: the window was not
+    /// loaded and there is nothing to cluster.
+    pub idle: bool,
+    pub report: Report,
+    pub stages: Vec<StageCommit>,
+    pub timer: Instant,
+}
+
+impl Work {
+    /// Queue `change` as the commit of `stage`: `subject`, one body line per item, then
+    /// the cycle's trailers; `tokens` is what this stage spent (`Dream-Tokens:`).
+    pub fn push_stage(
+        &mut self,
+        ctx: &Ctx<'_>,
+        stage: Stage,
+        change: Change,
+        subject: &str,
+        lines: &[String],
+        tokens: u64,
+    ) {
+        let message = Message::new(subject, lines.to_vec(), &ctx.cycle_id, stage).tokens(tokens);
+        self.push_commit(change, message);
+    }
+
+    /// Queue `change` with a message the stage built itself (extra trailers).
+    pub fn push_commit(&mut self, change: Change, message: Message) {
+        self.stages.push(StageCommit { change, message });
+    }
+
+    /// Charge the time since the last lap to `stage` in the report.
+    pub fn lap(&mut self, stage: &str) {
+        let ms = self.timer.elapsed().as_millis() as u64;
+        *self.report.timings_ms.entry(stage.into()).or_default() += ms;
+        self.timer = Instant::now();
+    }
+}
+
+/// One commit's worth of changes and its message, rendered when it is committed (with
+/// the cycle's degraded stages, known only then).
+pub struct StageCommit {
+    pub change: Change,
+    pub message: Message,
+}
+
+impl StageCommit {
+    pub fn stage(&self) -> Stage {
+        self.message.stage
+    }
+}
+
+/// Run `f` over `items` with up to `workers` threads; results keep the input order.
+pub fn parallel_map<T: Sync, R: Send>(
+    items: &[T],
+    workers: usize,
+    f: impl Fn(&T) -> R + Sync,
+) -> Vec<R> {
+    if workers <= 1 || items.len() <= 1 {
+        return items.iter().map(f).collect();
+    }
+    let next = AtomicUsize::new(0);
+    let slots: Vec<Mutex<Option<R>>> = items.iter().map(|_| Mutex::new(None)).collect();
+    std::thread::scope(|s| {
+        for _ in 0..workers.min(items.len()) {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::SeqCst);
+                if i >= items.len() {
+                    break;
+                }
+                let r = f(&items[i]);
+                *slots[i].lock().expect("result slot") = Some(r);
+            });
+        }
+    });
+    slots
+        .into_iter()
+        .map(|m| {
+            m.into_inner()
+                .expect("result slot")
+                .expect("every item ran")
+        })
+        .collect()
+}

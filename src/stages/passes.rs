@@ -1,0 +1,764 @@
+//! The maintenance passes (SPEC S4 step 9): Dedupe, Merge, Promote and Forget, in that
+//! order, over durable memory, each its own stage and commit when it changed something.
+//!
+//! Each pass asks the model for mutations in its JSON contract (`llm::passes`), checks
+//! every one with the pure gates of [`gates`] against memory as the pass found it and what
+//! earlier mutations of the pass consumed, applies those that pass, and records the rest
+//! with their reasons. Then the engine applies the rules it can derive from the data alone
+//! (its backstops), through the same gates, labelled and counted apart: duplicate pairs the
+//! model left, facts of a known category still in scratch, and capacity. With the offline
+//! provider the model proposes nothing, so the backstops run alone; a pass call that fails
+//! or does not fit in the budget degrades to the backstops and is reported.
+//!
+//! Nothing leaves memory outright: dropped, merged-away and forgotten facts move to
+//! `archive/facts.md` with their reason and policy; merged and kept facts take the union
+//! of the supporting events.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use rusqlite::Connection;
+
+use crate::edges::store::Change;
+use crate::edges::store::Store;
+use crate::error::Result;
+use crate::stages::{Ctx, Work};
+use dream_core::commit::Message;
+use dream_core::llm::budget::CallError;
+use dream_core::llm::passes::{
+    CandidatePair, DedupeRequest, Drop, Forget, ForgetFact, ForgetRequest, Merge, MergeRequest,
+    PassFact, Promote, PromoteRequest,
+};
+use dream_core::llm::{LlmError, Reply};
+use dream_core::memory::{self, one_line, Archived, Block, Fact, Memory, Origin};
+use dream_core::passes::Pass;
+use dream_core::report::{Degraded, MutationRow, PassSummary};
+
+use dream_core::passes::gates::{
+    self, Before, Checked, Ledger, DUPLICATE_SIMILARITY, TARGET_BLOCKS,
+};
+use dream_core::passes::record::{Counts, Line};
+
+/// The passes, in the order they run.
+pub const PASSES: [Pass; 4] = Pass::ALL;
+
+/// The archive file as it will be committed, and the ids it holds.
+struct Archive {
+    text: String,
+    ids: BTreeSet<String>,
+}
+
+impl Archive {
+    fn load(text: Option<String>) -> Archive {
+        let text = text.unwrap_or_else(memory::archive_header);
+        let ids = text
+            .lines()
+            .filter_map(Archived::parse)
+            .map(|a| a.fact.id)
+            .collect();
+        Archive { text, ids }
+    }
+
+    fn push(&mut self, entry: Archived) {
+        if !self.text.is_empty() && !self.text.ends_with('\n') {
+            self.text.push('\n');
+        }
+        self.text.push_str(&entry.render());
+        self.text.push('\n');
+        self.ids.insert(entry.fact.id);
+    }
+}
+
+/// What one pass did: its commit lines and report rows.
+struct Outcome {
+    pass: Pass,
+    counts: Counts,
+    lines: Vec<Line>,
+    rows: Vec<MutationRow>,
+}
+
+impl Outcome {
+    fn new(pass: Pass) -> Outcome {
+        Outcome {
+            pass,
+            counts: Counts::default(),
+            lines: Vec::new(),
+            rows: Vec::new(),
+        }
+    }
+
+    /// Record a mutation. `by_model` says who proposed it; `line` holds its fields.
+    fn record(
+        &mut self,
+        by_model: bool,
+        checked: &Checked,
+        mut line: Line,
+        detail: String,
+        reason: &str,
+    ) {
+        let verdict = match (by_model, checked.passed()) {
+            (_, false) => {
+                self.counts.proposed += 1;
+                self.counts.refused += 1;
+                "refused"
+            }
+            (true, true) => {
+                self.counts.proposed += 1;
+                self.counts.accepted += 1;
+                "accepted"
+            }
+            (false, true) => {
+                self.counts.engine += 1;
+                "engine"
+            }
+        };
+        line.verdict = verdict.into();
+        let mut why = one_line(reason);
+        if let Some(r) = &checked.refused {
+            line = line.with("refusal", r.clone());
+            why = format!(
+                "refused: {r} (proposed because: {})",
+                if why.is_empty() {
+                    "no reason given"
+                } else {
+                    &why
+                }
+            );
+        }
+        let item = line.get("item").unwrap_or_default().to_string();
+        self.rows.push(MutationRow {
+            verdict: verdict.into(),
+            op: line.op.clone(),
+            item,
+            detail,
+            reason: why,
+        });
+        self.lines.push(line);
+    }
+
+    fn verb(&self) -> &'static str {
+        self.pass.verb()
+    }
+
+    fn message(&self, ctx: &Ctx<'_>, tokens: u64) -> Message {
+        let c = &self.counts;
+        let subject = format!(
+            "dream: {} pass {}: {} {} ({} by the model, {} engine-enforced), {} refused",
+            self.pass,
+            ctx.today,
+            c.accepted + c.engine,
+            self.verb(),
+            c.accepted,
+            c.engine,
+            c.refused
+        );
+        let lines: Vec<String> = self.lines.iter().map(Line::render).collect();
+        Message::new(subject, lines, &ctx.cycle_id, self.pass.stage())
+            .tokens(tokens)
+            .trailer("Counts", c.trailer_value())
+    }
+
+    fn summary(self) -> PassSummary {
+        PassSummary {
+            pass: self.pass.as_str().into(),
+            proposed: self.counts.proposed,
+            accepted: self.counts.accepted,
+            refused: self.counts.refused,
+            engine: self.counts.engine,
+            mutations: self.rows,
+        }
+    }
+}
+
+/// Run the four passes over `work.memory`, each one stage when it changed something.
+pub fn run(ctx: &Ctx<'_>, _tx: &Connection, work: &mut Work) -> Result<()> {
+    let store = Store::open(ctx.root)?;
+    let mut archive = Archive::load(store.read(memory::ARCHIVE)?);
+    let pinned: BTreeMap<String, String> = work
+        .cards
+        .iter()
+        .filter_map(|c| c.supersedes.clone().map(|f| (f, c.id.clone())))
+        .collect();
+    for pass in PASSES {
+        let memory_before = work.memory.clone();
+        let archive_before = archive.text.clone();
+        let before = Before::new(&work.memory, archive.ids.clone(), pinned.clone());
+        let spent = ctx.budget.spend().spent;
+        let mut out = Outcome::new(pass);
+        match pass {
+            Pass::Dedupe => dedupe(ctx, &before, work, &mut archive, &mut out),
+            Pass::Merge => merge(ctx, &before, work, &mut archive, &mut out),
+            Pass::Promote => promote(ctx, &before, work, &mut out),
+            Pass::Forget => forget(ctx, &before, work, &mut archive, &mut out),
+        }
+        let tokens = ctx.budget.spend().spent.saturating_sub(spent);
+        let mut change = Change::blocks(&memory_before, &work.memory);
+        if archive.text != archive_before {
+            change.write(memory::ARCHIVE, archive.text.clone());
+        }
+        let c = out.counts;
+        tracing::info!(
+            pass = pass.as_str(),
+            proposed = c.proposed,
+            accepted = c.accepted,
+            refused = c.refused,
+            engine = c.engine,
+            "maintenance pass"
+        );
+        if !change.is_empty() {
+            let message = out.message(ctx, tokens);
+            work.push_commit(change, message);
+        }
+        work.report.passes.push(out.summary());
+        work.lap(pass.as_str());
+    }
+    Ok(())
+}
+
+/// One budgeted pass call. A call that does not fit in the budget or fails leaves the pass
+/// to its engine backstops, and the degradation is reported.
+fn ask<T>(
+    ctx: &Ctx<'_>,
+    work: &mut Work,
+    pass: Pass,
+    estimate: u64,
+    f: impl FnOnce() -> Result<Reply<T>, LlmError>,
+) -> Option<T> {
+    match ctx.budget.call(estimate, f) {
+        Ok(reply) => {
+            for note in reply.notes {
+                if !work.report.notes.contains(&note) {
+                    work.report.notes.push(note);
+                }
+            }
+            Some(reply.value)
+        }
+        Err(CallError::Budget) => {
+            work.report.degraded.push(Degraded {
+                stage: pass.as_str().into(),
+                reason: format!(
+                    "not started: the token budget could be crossed (budget.tokens_per_cycle = {}); engine backstops only",
+                    ctx.budget.cap()
+                ),
+            });
+            None
+        }
+        Err(CallError::Failed(e)) => {
+            work.report.degraded.push(Degraded {
+                stage: pass.as_str().into(),
+                reason: format!("{e}; engine backstops only"),
+            });
+            None
+        }
+    }
+}
+
+fn views(memory: &Memory) -> Vec<PassFact> {
+    memory
+        .facts()
+        .map(|(b, f)| PassFact {
+            id: f.id.clone(),
+            block: b.as_str().into(),
+            category: f.category.clone(),
+            by: f.origin.as_str().into(),
+            text: f.text.clone(),
+        })
+        .collect()
+}
+
+fn union(into: &mut Vec<String>, more: &[String]) {
+    for id in more {
+        if !into.contains(id) {
+            into.push(id.clone());
+        }
+    }
+}
+
+// ---- dedupe ----
+
+fn dedupe(
+    ctx: &Ctx<'_>,
+    before: &Before,
+    work: &mut Work,
+    archive: &mut Archive,
+    out: &mut Outcome,
+) {
+    let pairs = gates::duplicate_pairs(&work.memory);
+    let mut ledger = Ledger::default();
+    // With no pair at >= 0.9, no drop could pass the gates: the call would be wasted.
+    if !pairs.is_empty() {
+        let req = DedupeRequest {
+            facts: views(&work.memory),
+            candidate_pairs: pairs
+                .iter()
+                .map(|(a, b, s)| CandidatePair {
+                    a: a.clone(),
+                    b: b.clone(),
+                    similarity: *s,
+                })
+                .collect(),
+            min_similarity: DUPLICATE_SIMILARITY,
+            max_tokens: ctx.config.llm.max_tokens,
+        };
+        let llm = ctx.llm;
+        if let Some(reply) = ask(ctx, work, Pass::Dedupe, llm.estimate_dedupe(&req), || {
+            llm.dedupe(&req)
+        }) {
+            for p in reply.drop {
+                let checked = gates::check_drop(&p, before, &ledger);
+                apply_drop(ctx, work, archive, &mut ledger, out, true, &p, &checked);
+            }
+        }
+    }
+    for (a, b, sim) in &pairs {
+        let (Some((_, fa)), Some((_, fb))) = (before.get(a), before.get(b)) else {
+            continue;
+        };
+        if ledger.is_consumed(a) || ledger.is_consumed(b) {
+            continue;
+        }
+        let (d, k) = gates::engine_direction(fa, fb);
+        for (d, k) in [(d, k), (k, d)] {
+            let p = Drop {
+                item_id: d.id.clone(),
+                duplicate_of: k.id.clone(),
+                reason: format!(
+                    "engine: a duplicate pair (similarity {sim:.3}) the model did not resolve"
+                ),
+            };
+            let checked = gates::check_drop(&p, before, &ledger);
+            if checked.passed() {
+                apply_drop(ctx, work, archive, &mut ledger, out, false, &p, &checked);
+                break;
+            }
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn apply_drop(
+    ctx: &Ctx<'_>,
+    work: &mut Work,
+    archive: &mut Archive,
+    ledger: &mut Ledger,
+    out: &mut Outcome,
+    by_model: bool,
+    p: &Drop,
+    checked: &Checked,
+) {
+    let (item, kept) = (p.item_id.trim(), p.duplicate_of.trim());
+    let sim = checked.value("similarity").unwrap_or_default().to_string();
+    let mut line = Line::new("", "drop")
+        .with("item", item)
+        .with("duplicate_of", kept);
+    let mut text = String::new();
+    if checked.passed() {
+        let (block, dropped) = work
+            .memory
+            .remove(item)
+            .expect("the gates checked it is active");
+        if let Some(k) = work.memory.get_mut(kept) {
+            union(&mut k.support, &dropped.support);
+            k.first_seen = k.first_seen.min(dropped.first_seen);
+            k.last_seen = k.last_seen.max(dropped.last_seen);
+        }
+        ledger.consume(
+            item,
+            "removed",
+            format!("dropped as a duplicate of {kept}"),
+            true,
+        );
+        ledger.keep_survivor(kept, item);
+        text = dropped.text.clone();
+        archive.push(Archived {
+            fact: dropped,
+            block,
+            archived: ctx.today,
+            why: "duplicate".into(),
+            reason: format!(
+                "duplicate of {kept}, similarity {sim}: {}",
+                one_line(&p.reason)
+            ),
+            policy: kept.into(),
+        });
+        line = line.with("similarity", sim.clone()).with(
+            "kept_coverage",
+            checked.value("kept_coverage").unwrap_or_default(),
+        );
+    }
+    line = line
+        .with("reason", one_line(&p.reason))
+        .with("text", text.clone());
+    let detail = if checked.passed() {
+        format!(
+            "drop as a duplicate of {kept} (similarity {sim}): {}",
+            memory::excerpt(&text, 60)
+        )
+    } else {
+        format!("drop as a duplicate of {kept}")
+    };
+    out.record(by_model, checked, line, detail, &p.reason);
+}
+
+// ---- merge ----
+
+fn merge(
+    ctx: &Ctx<'_>,
+    before: &Before,
+    work: &mut Work,
+    archive: &mut Archive,
+    out: &mut Outcome,
+) {
+    let mut per_block: BTreeMap<Block, usize> = BTreeMap::new();
+    for (b, f) in work.memory.facts() {
+        if f.origin != Origin::Owner {
+            *per_block.entry(b).or_default() += 1;
+        }
+    }
+    // A merge needs two facts of one block that a pass may rewrite.
+    if per_block.values().all(|n| *n < 2) {
+        return;
+    }
+    let req = MergeRequest {
+        facts: views(&work.memory),
+        max_tokens: ctx.config.llm.max_tokens,
+    };
+    let llm = ctx.llm;
+    let Some(reply) = ask(ctx, work, Pass::Merge, llm.estimate_merge(&req), || {
+        llm.merge(&req)
+    }) else {
+        return;
+    };
+    let mut ledger = Ledger::default();
+    for p in reply.merge {
+        let checked = gates::check_merge(&p, before, &ledger);
+        let into = p.into_id.trim().to_string();
+        let from: Vec<String> = p.from_ids.iter().map(|s| s.trim().to_string()).collect();
+        let text = one_line(p.merged_text.trim());
+        let mut line = Line::new("", "merge")
+            .with("item", into.clone())
+            .with("from", from.join(","));
+        if checked.passed() {
+            apply_merge(ctx, work, archive, &into, &from, &text, &p);
+            ledger.consume(
+                &into,
+                "changed",
+                format!("{} merged into it", from.join(", ")),
+                false,
+            );
+            for id in &from {
+                ledger.consume(id, "removed", format!("merged into {into}"), true);
+            }
+            line = line.with("coverage", checked.value("coverage").unwrap_or_default());
+        }
+        line = line
+            .with("reason", one_line(&p.reason))
+            .with("text", text.clone());
+        let detail = format!(
+            "merge {} into {into}: {}",
+            from.join(", "),
+            memory::excerpt(&text, 60)
+        );
+        out.record(true, &checked, line, detail, &p.reason);
+    }
+}
+
+fn apply_merge(
+    ctx: &Ctx<'_>,
+    work: &mut Work,
+    archive: &mut Archive,
+    into: &str,
+    from: &[String],
+    text: &str,
+    p: &Merge,
+) {
+    let (block, old) = work
+        .memory
+        .get(into)
+        .map(|(b, f)| (b, f.clone()))
+        .expect("the gates checked it is active");
+    let reason = one_line(&p.reason);
+    let mut merged = old.clone();
+    archive.push(Archived {
+        fact: old,
+        block,
+        archived: ctx.today,
+        why: "merged".into(),
+        reason: format!(
+            "rewritten as the merge of {into} and {}: {reason}",
+            from.join(", ")
+        ),
+        policy: into.into(),
+    });
+    for id in from {
+        let (b, f) = work
+            .memory
+            .remove(id)
+            .expect("the gates checked it is active");
+        union(&mut merged.support, &f.support);
+        merged.first_seen = merged.first_seen.min(f.first_seen);
+        merged.last_seen = merged.last_seen.max(f.last_seen);
+        archive.push(Archived {
+            fact: f,
+            block: b,
+            archived: ctx.today,
+            why: "merged".into(),
+            reason: format!("merged into {into}: {reason}"),
+            policy: into.into(),
+        });
+    }
+    merged.text = text.to_string();
+    merged.origin = Origin::Pass;
+    *work.memory.get_mut(into).expect("still active") = merged;
+}
+
+// ---- promote ----
+
+fn promote(ctx: &Ctx<'_>, before: &Before, work: &mut Work, out: &mut Outcome) {
+    let mut ledger = Ledger::default();
+    if !work.memory.is_empty() {
+        let req = PromoteRequest {
+            facts: views(&work.memory),
+            target_blocks: TARGET_BLOCKS
+                .iter()
+                .map(|b| b.as_str().to_string())
+                .collect(),
+            max_tokens: ctx.config.llm.max_tokens,
+        };
+        let llm = ctx.llm;
+        if let Some(reply) = ask(ctx, work, Pass::Promote, llm.estimate_promote(&req), || {
+            llm.promote(&req)
+        }) {
+            for p in reply.promote {
+                let checked = gates::check_promote(&p, before, &ledger);
+                apply_promote(work, &mut ledger, out, true, &p, &checked);
+            }
+        }
+    }
+    let scratch: Vec<(String, String)> = before
+        .facts()
+        .filter(|(b, _)| **b == Block::Scratch)
+        .map(|(_, f)| (f.id.clone(), f.category.clone()))
+        .collect();
+    for (id, category) in scratch {
+        let Some(to) = gates::engine_target(&category) else {
+            continue;
+        };
+        if ledger.is_consumed(&id) {
+            continue;
+        }
+        let p = Promote {
+            item_id: id,
+            to_block: to.as_str().into(),
+            reason: format!(
+                "engine: category {category} belongs in {}, not scratch",
+                to.as_str()
+            ),
+        };
+        let checked = gates::check_promote(&p, before, &ledger);
+        if checked.passed() {
+            apply_promote(work, &mut ledger, out, false, &p, &checked);
+        }
+    }
+}
+
+fn apply_promote(
+    work: &mut Work,
+    ledger: &mut Ledger,
+    out: &mut Outcome,
+    by_model: bool,
+    p: &Promote,
+    checked: &Checked,
+) {
+    let item = p.item_id.trim();
+    let to = p.to_block.trim().to_lowercase();
+    let mut line = Line::new("", "promote").with("item", item);
+    let mut text = String::new();
+    let mut from = String::new();
+    if checked.passed() {
+        let target = Block::parse(&to).expect("the gates checked the target");
+        let (b, fact) = work
+            .memory
+            .remove(item)
+            .expect("the gates checked it is active");
+        from = b.as_str().into();
+        text = fact.text.clone();
+        work.memory.block_mut(target).push(fact);
+        ledger.consume(item, "moved", format!("to {to}"), false);
+    }
+    line = line
+        .with("from", from.clone())
+        .with(
+            "to",
+            if checked.passed() {
+                to.clone()
+            } else {
+                p.to_block.trim().to_string()
+            },
+        )
+        .with("reason", one_line(&p.reason))
+        .with("text", text.clone());
+    let detail = if checked.passed() {
+        format!("move {from} -> {to}: {}", memory::excerpt(&text, 60))
+    } else {
+        format!("move to {:?}", p.to_block)
+    };
+    out.record(by_model, checked, line, detail, &p.reason);
+}
+
+// ---- forget ----
+
+fn forget(
+    ctx: &Ctx<'_>,
+    before: &Before,
+    work: &mut Work,
+    archive: &mut Archive,
+    out: &mut Outcome,
+) {
+    let retention = &ctx.config.retention;
+    let today = ctx.today;
+    let mut ledger = Ledger::default();
+    let forgettable: Vec<ForgetFact> = work
+        .memory
+        .facts()
+        .filter(|(_, f)| gates::protection(f, retention).is_none())
+        .map(|(b, f)| ForgetFact {
+            id: f.id.clone(),
+            block: b.as_str().into(),
+            category: f.category.clone(),
+            text: f.text.clone(),
+            last_seen: f.last_seen.to_string(),
+            days_since_seen: gates::days_since(f, today),
+            salience: gates::salience(b, f, retention, today),
+        })
+        .collect();
+    let any_stale = forgettable
+        .iter()
+        .any(|f| f.days_since_seen > i64::from(retention.stale_after_days));
+    let over = before.len() > retention.max_active_facts;
+    // Only a stale fact or an over-full memory can pass the gates: otherwise do not ask.
+    if !forgettable.is_empty() && (any_stale || over) {
+        let req = ForgetRequest {
+            facts: forgettable,
+            active_facts: before.len(),
+            max_active_facts: retention.max_active_facts,
+            stale_after_days: retention.stale_after_days,
+            protected_categories: retention.protected.clone(),
+            max_tokens: ctx.config.llm.max_tokens,
+        };
+        let llm = ctx.llm;
+        if let Some(reply) = ask(ctx, work, Pass::Forget, llm.estimate_forget(&req), || {
+            llm.forget(&req)
+        }) {
+            for p in reply.forget {
+                let (checked, verified) =
+                    gates::check_forget(&p, before, &ledger, retention, today);
+                apply_forget(
+                    ctx,
+                    work,
+                    archive,
+                    &mut ledger,
+                    out,
+                    true,
+                    &p,
+                    &checked,
+                    verified,
+                );
+            }
+        }
+    }
+    // Capacity, lowest salience first.
+    let order: Vec<(String, f64)> = gates::capacity_order(before, &ledger, retention, today)
+        .into_iter()
+        .map(|(id, s)| (id.to_string(), s))
+        .collect();
+    let mut next = order.into_iter();
+    loop {
+        let active = before.len() - ledger.removed();
+        if active <= retention.max_active_facts {
+            break;
+        }
+        let Some((id, sal)) = next.next() else {
+            work.report.notes.push(format!(
+                "{active} active facts exceed retention.max_active_facts {}, but the rest are protected (or pinned by a review card); nothing more was forgotten for capacity",
+                retention.max_active_facts
+            ));
+            break;
+        };
+        let p = Forget {
+            item_id: id,
+            reason: format!(
+                "engine: {active} active facts > max_active_facts {}; lowest salience {sal:.3}",
+                retention.max_active_facts
+            ),
+            policy: "capacity".into(),
+        };
+        let (checked, verified) = gates::check_forget(&p, before, &ledger, retention, today);
+        if !checked.passed() {
+            tracing::warn!(reason = ?checked.refused, "capacity enforcement stopped");
+            break;
+        }
+        apply_forget(
+            ctx,
+            work,
+            archive,
+            &mut ledger,
+            out,
+            false,
+            &p,
+            &checked,
+            verified,
+        );
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn apply_forget(
+    ctx: &Ctx<'_>,
+    work: &mut Work,
+    archive: &mut Archive,
+    ledger: &mut Ledger,
+    out: &mut Outcome,
+    by_model: bool,
+    p: &Forget,
+    checked: &Checked,
+    verified: Option<gates::Verified>,
+) {
+    let item = p.item_id.trim();
+    let mut line = Line::new("", "forget").with("item", item);
+    let mut text = String::new();
+    let mut detail = "forget".to_string();
+    if let (true, Some(v)) = (checked.passed(), verified) {
+        let (block, fact): (Block, Fact) = work
+            .memory
+            .remove(item)
+            .expect("the gates checked it is active");
+        ledger.consume(item, "removed", "forgotten".into(), true);
+        text = fact.text.clone();
+        detail = format!(
+            "forget under {} ({}): {}",
+            v.policy,
+            v.detail,
+            memory::excerpt(&text, 50)
+        );
+        line = line
+            .with("policy", v.policy.clone())
+            .with(
+                "days_since_seen",
+                checked.value("days_since_seen").unwrap_or_default(),
+            )
+            .with("salience", checked.value("salience").unwrap_or_default());
+        archive.push(Archived {
+            fact,
+            block,
+            archived: ctx.today,
+            why: "forgotten".into(),
+            reason: format!("{}; verified: {}", one_line(&p.reason), v.detail),
+            policy: v.policy,
+        });
+    }
+    if by_model {
+        line = line.with("claimed", one_line(&p.policy));
+    }
+    line = line.with("reason", one_line(&p.reason)).with("text", text);
+    out.record(by_model, checked, line, detail, &p.reason);
+}
