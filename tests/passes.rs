@@ -331,7 +331,7 @@ impl Llm for Scripted {
 
 fn run_scripted(env: &Env, llm: &Scripted, now: &str) -> dream_core::report::Report {
     let config = dream::config::load(&env.repo).unwrap();
-    let embedder = dream::providers::embed::from_config(&config).unwrap();
+    let embedder = dream::providers::embedder(&config).unwrap();
     let opts = Options {
         kind: CycleKind::Evening,
         dry_run: false,
@@ -544,7 +544,7 @@ fn a_failed_pass_call_degrades_to_the_backstops_and_is_reported() {
     let env = Env::new();
     seed(&env, 100);
     let config = dream::config::load(&env.repo).unwrap();
-    let embedder = dream::providers::embed::from_config(&config).unwrap();
+    let embedder = dream::providers::embedder(&config).unwrap();
     let opts = Options {
         kind: CycleKind::Evening,
         dry_run: false,

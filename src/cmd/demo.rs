@@ -4,7 +4,7 @@ use crate::cli::{DemoArgs, Global};
 use crate::cycle::{self, Options};
 use crate::edges::fsutil::write_atomic;
 use crate::error::{Context, Result, EXIT_OK};
-use crate::providers::{self, embed};
+use crate::providers::{self};
 use dream_core::config::CycleKind;
 
 /// The sample events (fixtures/events/), built into the binary so the demo runs anywhere.
@@ -52,7 +52,7 @@ pub fn run(g: &Global, a: &DemoArgs) -> Result<i32> {
     }
     let config = crate::config::load(&dir)?;
     let provider = providers::llm(&config)?;
-    let embedder = embed::from_config(&config)?;
+    let embedder = providers::embedder(&config)?;
     let now = match &g.now {
         Some(_) => super::now(g)?,
         None => SAMPLE_NOW.parse().expect("a valid timestamp"),

@@ -3,7 +3,7 @@
 use crate::cli::{Global, RunArgs};
 use crate::cycle::{self, Options};
 use crate::error::{Result, EXIT_OK};
-use crate::providers::{self, embed};
+use crate::providers::{self};
 
 pub fn run(g: &Global, a: &RunArgs) -> Result<i32> {
     let root = super::repo_root(g)?;
@@ -12,7 +12,7 @@ pub fn run(g: &Global, a: &RunArgs) -> Result<i32> {
         config.budget.tokens_per_cycle = b;
     }
     let provider = providers::llm(&config)?;
-    let embedder = embed::from_config(&config)?;
+    let embedder = providers::embedder(&config)?;
     let opts = Options {
         kind: a.cycle,
         dry_run: a.dry_run,

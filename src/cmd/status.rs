@@ -4,7 +4,7 @@ use serde::Serialize;
 
 use crate::cli::{Global, StatusArgs};
 use crate::edges::inbox;
-use crate::edges::ingest::file_key;
+use crate::edges::inbox::file_key;
 use crate::edges::state::{self, State};
 use crate::edges::store::Store;
 use crate::error::{Result, EXIT_OK};

@@ -19,6 +19,13 @@ use crate::error::{Context, Result};
 use dream_core::event::{hex, Event};
 use dream_core::ingested::Watermark;
 
+/// The key a file's watermark is stored under: its path relative to the repo when inside it.
+pub fn file_key(root: &Path, path: &Path) -> String {
+    path.strip_prefix(root)
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|_| path.display().to_string())
+}
+
 /// How many leading bytes the prefix hash covers.
 const PREFIX_BYTES: u64 = 4096;
 

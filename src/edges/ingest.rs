@@ -12,7 +12,7 @@ use chrono::{DateTime, Utc};
 use rusqlite::Connection;
 use sha2::{Digest, Sha256};
 
-use crate::edges::inbox;
+use crate::edges::inbox::{self, file_key};
 use crate::edges::state;
 use crate::error::Result;
 use dream_core::config::Config;
@@ -21,13 +21,6 @@ pub use dream_core::ingested::Ingested;
 use dream_core::ingested::Quarantined;
 use dream_core::memory::excerpt;
 use dream_core::secrets;
-
-/// The key a file's watermark is stored under: its path relative to the repo when inside it.
-pub fn file_key(root: &Path, path: &Path) -> String {
-    path.strip_prefix(root)
-        .map(|p| p.display().to_string())
-        .unwrap_or_else(|_| path.display().to_string())
-}
 
 /// Read every inbox file since its watermark and store what is new in `conn`.
 pub fn run(

@@ -21,8 +21,8 @@ use chrono::{DateTime, Utc};
 use rusqlite::Connection;
 use sha2::{Digest, Sha256};
 
+use crate::edges::inbox::file_key;
 use crate::edges::inbox::{self, RawLine, Scanned};
-use crate::edges::ingest::file_key;
 use crate::edges::state;
 use crate::error::{Context, Result};
 use dream_core::adapters::{self, capped, codex, Counts, FileCtx, Format};

@@ -18,7 +18,7 @@ use crate::cycle::{self, Options as CycleOptions};
 use crate::edges::fsutil::write_atomic;
 use crate::edges::store::Store;
 use crate::error::{Context, Error, Result};
-use crate::providers::{self, embed};
+use crate::providers::{self};
 use dream_core::config::{Config, CycleKind};
 
 use locomo::{Counts, Figures, Item};
@@ -132,7 +132,7 @@ pub fn run_locomo(path: &Path, opts: &Options) -> Result<EvalReport> {
         }
         let config = crate::config::load(&dir)?;
         let provider = providers::llm(&config)?;
-        let embedder = embed::from_config(&config)?;
+        let embedder = providers::embedder(&config)?;
         provider_name = provider.name();
         let mut cycles = 0;
         let mut last_now = None;

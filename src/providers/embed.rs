@@ -4,10 +4,9 @@
 //! default; `openai` calls an `/embeddings` endpoint. The cycle caches vectors in the state
 //! database under [`Embedder::id`], so an event is embedded once per model.
 
-use dream_core::config::Config;
 use dream_core::embed::Builtin;
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 
 pub use dream_core::embed::normalize;
 
@@ -17,20 +16,6 @@ pub trait Embedder: Send + Sync {
     fn id(&self) -> String;
     /// One vector per text, in order.
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>>;
-}
-
-/// The embedder the config asks for.
-pub fn from_config(config: &Config) -> Result<Box<dyn Embedder>> {
-    match config.embed.provider.as_str() {
-        "builtin" => Ok(Box::new(Builtin::new(config.embed.dim))),
-        "openai" => Ok(Box::new(super::embed_openai::OpenAiEmbedder::from_config(
-            config,
-        )?)),
-        other => Err(Error::Config {
-            file: dream_core::config::FILE.into(),
-            message: format!("key `embed.provider`: {other:?} is not available in this build"),
-        }),
-    }
 }
 
 /// The builtin embedder (`dream_core::embed`): pure, so it never fails.

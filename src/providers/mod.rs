@@ -9,8 +9,11 @@ pub mod embed_openai;
 pub mod openai;
 
 use dream_core::config::Config;
+use dream_core::embed::Builtin;
 use dream_core::llm::offline::Offline;
 use dream_core::llm::Llm;
+
+use embed::Embedder;
 
 use crate::error::{Error, Result};
 
@@ -22,6 +25,18 @@ pub fn llm(config: &Config) -> Result<Box<dyn Llm>> {
         other => Err(Error::Config {
             file: dream_core::config::FILE.into(),
             message: format!("key `llm.provider`: {other:?} is not available in this build"),
+        }),
+    }
+}
+
+/// The embedder the config asks for.
+pub fn embedder(config: &Config) -> Result<Box<dyn Embedder>> {
+    match config.embed.provider.as_str() {
+        "builtin" => Ok(Box::new(Builtin::new(config.embed.dim))),
+        "openai" => Ok(Box::new(embed_openai::OpenAiEmbedder::from_config(config)?)),
+        other => Err(Error::Config {
+            file: dream_core::config::FILE.into(),
+            message: format!("key `embed.provider`: {other:?} is not available in this build"),
         }),
     }
 }

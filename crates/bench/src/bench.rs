@@ -30,7 +30,7 @@ use serde::Serialize;
 use dream::cycle::{self, Options as CycleOptions};
 use dream::edges::fsutil::write_atomic;
 use dream::error::{Context, Error, Result};
-use dream::providers::embed::{self, Embedder};
+use dream::providers::embed::Embedder;
 use dream_core::cluster::{self, SignLsh};
 use dream_core::config::{Config, CycleKind};
 use dream_core::event::Event;
@@ -310,7 +310,7 @@ fn write_events(dir: &Path, name: &str, events: &[Event]) -> Result<()> {
 fn cycle_here(dir: &Path, now: DateTime<Utc>) -> Result<dream_core::report::Report> {
     let config = dream::config::load(dir)?;
     let provider = dream::providers::llm(&config)?;
-    let embedder = embed::from_config(&config)?;
+    let embedder = dream::providers::embedder(&config)?;
     let opts = CycleOptions {
         kind: CycleKind::Evening,
         dry_run: false,

@@ -115,7 +115,7 @@ fn cycle(g: &Global, a: &RunArgs) -> Result<i32> {
         config.budget.tokens_per_cycle = b;
     }
     let provider = dream::providers::llm(&config)?;
-    let embedder = dream::providers::embed::from_config(&config)?;
+    let embedder = dream::providers::embedder(&config)?;
     let opts = CycleOptions {
         kind: a.cycle,
         dry_run: a.dry_run,
