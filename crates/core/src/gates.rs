@@ -54,23 +54,6 @@ pub struct Gated {
     pub refused: Option<String>,
 }
 
-fn gate(
-    gates: &mut Vec<GateResult>,
-    name: &str,
-    value: impl ToString,
-    threshold: &str,
-    passed: bool,
-    detail: String,
-) {
-    gates.push(GateResult {
-        gate: name.into(),
-        value: value.to_string(),
-        threshold: threshold.into(),
-        passed,
-        detail,
-    });
-}
-
 /// Support figures of a set of events (S4 step 6): distinct events, sessions, days, spread,
 /// how many the owner wrote, and the independent (session, day) pairs that may establish.
 pub fn support_measures(events: &[&EventView]) -> (Measures, usize) {
@@ -100,220 +83,288 @@ pub fn support_measures(events: &[&EventView]) -> (Measures, usize) {
     )
 }
 
-/// Run every gate of S4 step 5 and S8 on one proposal.
-pub fn gate_proposal(p: &Proposal, evidence: &Evidence<'_>, config: &Config) -> Gated {
-    let mut gates = Vec::new();
-    let text = one_line(p.text.trim());
-    let mut refused: Option<String> = None;
-    let refuse = |r: String, refused: &mut Option<String>| {
-        if refused.is_none() {
-            *refused = Some(r);
-        }
-    };
+/// A proposal prepared once for the gates: its text on one line, the events its ids
+/// resolve to, and the measures every gate reads. Building it decides nothing.
+pub struct Candidate<'a> {
+    pub proposal: &'a Proposal,
+    /// The proposal's text, trimmed, on one line.
+    pub text: String,
+    /// Distinct ids the proposal cites.
+    pub cited: usize,
+    /// Cited events that were sent and are not recalled, in citation order.
+    pub support: Vec<&'a EventView>,
+    /// Cited events that were read back from memory (never support).
+    pub recalled: usize,
+    /// Cited ids that are unknown, or exist but were not sent, each with why.
+    pub bad_ids: Vec<String>,
+    /// The supporting events' texts and their vocabulary (S6 tokens).
+    pub sources: Vec<&'a str>,
+    pub vocab: HashSet<String>,
+    pub coverage: measures::Coverage,
+}
 
-    let chars = text.chars().count();
-    let text_ok = chars > 0 && chars <= MAX_TEXT_CHARS;
-    gate(
-        &mut gates,
+impl<'a> Candidate<'a> {
+    pub fn new(p: &'a Proposal, evidence: &Evidence<'a>) -> Candidate<'a> {
+        let text = one_line(p.text.trim());
+        let mut seen = HashSet::new();
+        let mut support: Vec<&EventView> = Vec::new();
+        let mut bad_ids = Vec::new();
+        let mut recalled = 0;
+        for id in &p.supporting_event_ids {
+            if !seen.insert(id.as_str()) {
+                continue;
+            }
+            match evidence.sent.get(id.as_str()) {
+                Some(e) if e.recalled => recalled += 1,
+                Some(e) => support.push(*e),
+                None if evidence.elsewhere.contains(id) => bad_ids.push(format!(
+                    "{id} exists but was not among the events sent for this cluster"
+                )),
+                None => bad_ids.push(format!("{id} does not exist")),
+            }
+        }
+        let sources: Vec<&str> = support.iter().map(|e| e.text.as_str()).collect();
+        let vocab = measures::vocabulary(sources.iter().copied());
+        let coverage = measures::coverage_in(&text, &vocab);
+        Candidate {
+            proposal: p,
+            text,
+            cited: seen.len(),
+            support,
+            recalled,
+            bad_ids,
+            sources,
+            vocab,
+            coverage,
+        }
+    }
+}
+
+/// One gate's verdict: the row a card and `dream explain` show (the measured value beside
+/// the threshold), and the refusal when the gate is hard and failed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Check {
+    pub result: Option<GateResult>,
+    pub refusal: Option<String>,
+}
+
+impl Check {
+    /// A row: `passed` says whether the measured `value` meets the `threshold`.
+    pub fn row(
+        name: &str,
+        value: impl ToString,
+        threshold: &str,
+        passed: bool,
+        detail: String,
+    ) -> Check {
+        Check {
+            result: Some(GateResult::new(name, value, threshold, passed).detail(detail)),
+            refusal: None,
+        }
+    }
+
+    /// Refuse with `reason` when `refuse` holds.
+    pub fn refuse_if(mut self, refuse: bool, reason: impl FnOnce() -> String) -> Check {
+        if refuse {
+            self.refusal = Some(reason());
+        }
+        self
+    }
+}
+
+/// A gate: a pure function of the prepared candidate and the configuration.
+pub type Gate = fn(&Candidate<'_>, &Config) -> Check;
+
+/// Every gate of S4 step 5 and S8, in the order a refusal is reported (the first hard gate
+/// that fails names the refusal; every gate's row is recorded either way). Adding a gate is
+/// adding a function here, with its row in the table test below.
+pub const GATES: &[Gate] = &[
+    text_gate,
+    block_gate,
+    category_gate,
+    ids_gate,
+    recalled_gate,
+    floor_gate,
+    trust_gate,
+    new_evidence_gate,
+    secret_gate,
+    entities_gate,
+    coverage_gate,
+];
+
+/// The text is one line of 1..=500 characters.
+pub fn text_gate(c: &Candidate<'_>, _: &Config) -> Check {
+    let chars = c.text.chars().count();
+    let ok = chars > 0 && chars <= MAX_TEXT_CHARS;
+    Check::row(
         "text",
         format!("{chars} chars"),
         &format!("1..={MAX_TEXT_CHARS}"),
-        text_ok,
+        ok,
         String::new(),
-    );
-    if !text_ok {
-        refuse(
-            if chars == 0 {
-                "the proposal has no text".into()
-            } else {
-                format!("text is {chars} characters, over the limit of {MAX_TEXT_CHARS}")
-            },
-            &mut refused,
-        );
-    }
-
-    let block = Block::parse(p.block.trim());
-    gate(
-        &mut gates,
-        "block",
-        if p.block.is_empty() {
-            "(none)"
+    )
+    .refuse_if(!ok, || {
+        if chars == 0 {
+            "the proposal has no text".into()
         } else {
-            p.block.as_str()
-        },
-        "persona|human|episodes|scratch",
-        block.is_some(),
-        String::new(),
-    );
-    if block.is_none() {
-        refuse(
-            format!(
-                "illegal block {:?}: must be one of persona, human, episodes, scratch",
-                p.block
-            ),
-            &mut refused,
-        );
-    }
-    let category = {
-        let c = p.category.trim().to_lowercase();
-        if c.is_empty() {
-            classify(&text).0.to_string()
-        } else if c
-            .chars()
-            .all(|ch| ch.is_ascii_lowercase() || ch == '_' || ch == '-')
-            && c.len() <= 32
-        {
-            c
-        } else {
-            refuse(
-                format!("category {:?} is not a lower-case word", p.category),
-                &mut refused,
-            );
-            c
+            format!("text is {chars} characters, over the limit of {MAX_TEXT_CHARS}")
         }
+    })
+}
+
+/// The block is one of the four memory blocks.
+pub fn block_gate(c: &Candidate<'_>, _: &Config) -> Check {
+    let given = &c.proposal.block;
+    let ok = Block::parse(given.trim()).is_some();
+    let value = if given.is_empty() {
+        "(none)"
+    } else {
+        given.as_str()
     };
-
-    // Supporting ids: each must exist and belong to the events that were sent.
-    let mut seen = HashSet::new();
-    let mut support_events: Vec<&EventView> = Vec::new();
-    let mut bad_ids = Vec::new();
-    let mut recalled = 0;
-    for id in &p.supporting_event_ids {
-        if !seen.insert(id.as_str()) {
-            continue;
-        }
-        match evidence.sent.get(id.as_str()) {
-            Some(e) if e.recalled => recalled += 1,
-            Some(e) => support_events.push(e),
-            None if evidence.elsewhere.contains(id) => bad_ids.push(format!(
-                "{id} exists but was not among the events sent for this cluster"
-            )),
-            None => bad_ids.push(format!("{id} does not exist")),
-        }
-    }
-    gate(
-        &mut gates,
-        "ids",
-        format!("{} unknown", bad_ids.len()),
-        "0 unknown",
-        bad_ids.is_empty() && !seen.is_empty(),
-        bad_ids.join("; "),
-    );
-    if seen.is_empty() {
-        refuse("cites no supporting event".into(), &mut refused);
-    } else if !bad_ids.is_empty() {
-        refuse(
-            format!("invented supporting event id: {}", bad_ids.join("; ")),
-            &mut refused,
-        );
-    }
-    if recalled > 0 && support_events.is_empty() {
-        refuse(
-            format!("only recalled events support it ({recalled}); text read back from memory is never new support"),
-            &mut refused,
-        );
-    }
-
-    let (mut m, _independent) = support_measures(&support_events);
-    let floor = config.cluster.min_points;
-    gate(
-        &mut gates,
-        "floor",
-        m.support,
-        &format!(">= {floor}"),
-        m.support >= floor,
+    Check::row(
+        "block",
+        value,
+        "persona|human|episodes|scratch",
+        ok,
         String::new(),
-    );
-    if m.support < floor && refused.is_none() && !support_events.is_empty() {
-        refuse(
-            format!(
-                "support {} is below the floor of {floor} distinct events (cluster.min_points)",
-                m.support
-            ),
-            &mut refused,
-        );
-    }
+    )
+    .refuse_if(!ok, || {
+        format!("illegal block {given:?}: must be one of persona, human, episodes, scratch")
+    })
+}
 
-    let establishing = support_events
-        .iter()
-        .filter(|e| e.trust.can_establish())
-        .count();
-    gate(
-        &mut gates,
+/// The category, when given, is a lower-case word (no row: an empty one is classified).
+pub fn category_gate(c: &Candidate<'_>, _: &Config) -> Check {
+    let refusal = category_of(c.proposal, &c.text)
+        .err()
+        .map(|bad| format!("category {bad:?} is not a lower-case word"));
+    Check {
+        result: None,
+        refusal,
+    }
+}
+
+/// Every cited id exists and was among the events sent; at least one is cited.
+pub fn ids_gate(c: &Candidate<'_>, _: &Config) -> Check {
+    let ok = c.bad_ids.is_empty() && c.cited > 0;
+    let check = Check::row(
+        "ids",
+        format!("{} unknown", c.bad_ids.len()),
+        "0 unknown",
+        ok,
+        c.bad_ids.join("; "),
+    );
+    if c.cited == 0 {
+        check.refuse_if(true, || "cites no supporting event".into())
+    } else {
+        check.refuse_if(!c.bad_ids.is_empty(), || {
+            format!("invented supporting event id: {}", c.bad_ids.join("; "))
+        })
+    }
+}
+
+/// Text read back from memory is never new support (no row: it shows in `support`).
+pub fn recalled_gate(c: &Candidate<'_>, _: &Config) -> Check {
+    Check {
+        result: None,
+        refusal: None,
+    }
+    .refuse_if(c.recalled > 0 && c.support.is_empty(), || {
+        format!(
+            "only recalled events support it ({}); text read back from memory is never new support",
+            c.recalled
+        )
+    })
+}
+
+/// At least `cluster.min_points` distinct supporting events.
+pub fn floor_gate(c: &Candidate<'_>, config: &Config) -> Check {
+    let floor = config.cluster.min_points;
+    let support = c.support.len();
+    Check::row(
+        "floor",
+        support,
+        &format!(">= {floor}"),
+        support >= floor,
+        String::new(),
+    )
+    .refuse_if(support < floor && !c.support.is_empty(), || {
+        format!(
+            "support {support} is below the floor of {floor} distinct events (cluster.min_points)"
+        )
+    })
+}
+
+/// An owner's or agent's event establishes it: tool output and web pages alone cannot.
+pub fn trust_gate(c: &Candidate<'_>, _: &Config) -> Check {
+    let establishing = c.support.iter().filter(|e| e.trust.can_establish()).count();
+    Check::row(
         "trust",
         format!("{establishing} owner/agent"),
         ">= 1",
         establishing > 0,
         String::new(),
-    );
-    if establishing == 0 && !support_events.is_empty() {
-        refuse(
-            "only tool or external events support it; they may support a fact but cannot alone establish one".into(),
-            &mut refused,
-        );
-    }
+    )
+    .refuse_if(establishing == 0 && !c.support.is_empty(), || {
+        "only tool or external events support it; they may support a fact but cannot alone establish one".into()
+    })
+}
 
-    let fresh = support_events.iter().filter(|e| e.new).count();
-    gate(
-        &mut gates,
-        "new evidence",
-        fresh,
-        ">= 1",
-        fresh > 0,
-        String::new(),
-    );
-    if fresh == 0 && !support_events.is_empty() {
-        refuse(
+/// At least one supporting event is new to this cycle.
+pub fn new_evidence_gate(c: &Candidate<'_>, _: &Config) -> Check {
+    let fresh = c.support.iter().filter(|e| e.new).count();
+    Check::row("new evidence", fresh, ">= 1", fresh > 0, String::new()).refuse_if(
+        fresh == 0 && !c.support.is_empty(),
+        || {
             "no new evidence: every supporting event was already considered by an earlier cycle"
-                .into(),
-            &mut refused,
-        );
-    }
+                .into()
+        },
+    )
+}
 
-    let secret = secrets::gate(&text);
-    gate(
-        &mut gates,
+/// No secret detector fires on the text (S8).
+pub fn secret_gate(c: &Candidate<'_>, _: &Config) -> Check {
+    let secret = secrets::gate(&c.text);
+    Check::row(
         "secret",
         secret.clone().unwrap_or_else(|| "none".into()),
         "none",
         secret.is_none(),
         String::new(),
-    );
-    if let Some(name) = secret {
-        refuse(format!("contains a secret ({name})"), &mut refused);
-    }
+    )
+    .refuse_if(secret.is_some(), || {
+        format!("contains a secret ({})", secret.clone().unwrap_or_default())
+    })
+}
 
-    let sources: Vec<&str> = support_events.iter().map(|e| e.text.as_str()).collect();
-    let vocab = measures::vocabulary(sources.iter().copied());
-    let invented: Vec<String> = measures::entities(&text)
+/// Every name, number, date, path, URL and identifier appears in the supporting events.
+pub fn entities_gate(c: &Candidate<'_>, _: &Config) -> Check {
+    let invented: Vec<String> = measures::entities(&c.text)
         .into_iter()
-        .filter(|e| !measures::entity_present(e, &sources, &vocab))
+        .filter(|e| !measures::entity_present(e, &c.sources, &c.vocab))
         .map(|e| format!("{} {:?}", e.kind.as_str(), e.text))
         .collect();
-    gate(
-        &mut gates,
+    Check::row(
         "entities",
         format!("{} invented", invented.len()),
         "0 invented",
         invented.is_empty(),
         invented.join(", "),
-    );
-    if !invented.is_empty() {
-        refuse(
-            format!(
-                "invented {} absent from the supporting events",
-                invented.join(", ")
-            ),
-            &mut refused,
-        );
-    }
+    )
+    .refuse_if(!invented.is_empty(), || {
+        format!(
+            "invented {} absent from the supporting events",
+            invented.join(", ")
+        )
+    })
+}
 
-    let cov = measures::coverage_in(&text, &vocab);
-    m.coverage = round3(cov.value);
-    m.untraceable = cov.missing.clone();
+/// Content-word coverage against the supporting events is at least `promote.min_coverage`
+/// (below 1.0 the candidate may still go to review, with the untraceable words shown).
+pub fn coverage_gate(c: &Candidate<'_>, config: &Config) -> Check {
+    let cov = &c.coverage;
     let min_cov = config.promote.min_coverage;
-    gate(
-        &mut gates,
+    Check::row(
         "coverage",
         format!("{:.3}", cov.value),
         &format!(">= {min_cov} (1.0 to auto-promote)"),
@@ -323,18 +374,48 @@ pub fn gate_proposal(p: &Proposal, evidence: &Evidence<'_>, config: &Config) -> 
         } else {
             format!("untraceable: {}", cov.missing.join(", "))
         },
-    );
-    if cov.value < min_cov {
-        refuse(
-            format!(
-                "coverage {:.3} is below min_coverage {min_cov} (untraceable: {})",
-                cov.value,
-                cov.missing.join(", ")
-            ),
-            &mut refused,
-        );
-    }
+    )
+    .refuse_if(cov.value < min_cov, || {
+        format!(
+            "coverage {:.3} is below min_coverage {min_cov} (untraceable: {})",
+            cov.value,
+            cov.missing.join(", ")
+        )
+    })
+}
 
+/// The proposal's category: as given (lower-cased), or by the phrase rules when empty;
+/// `Err` with the given text when it is not a lower-case word.
+fn category_of(p: &Proposal, text: &str) -> Result<String, String> {
+    let c = p.category.trim().to_lowercase();
+    if c.is_empty() {
+        Ok(classify(text).0.to_string())
+    } else if c
+        .chars()
+        .all(|ch| ch.is_ascii_lowercase() || ch == '_' || ch == '-')
+        && c.len() <= 32
+    {
+        Ok(c)
+    } else {
+        Err(p.category.clone())
+    }
+}
+
+/// Run every gate of [`GATES`] on one proposal.
+pub fn gate_proposal(p: &Proposal, evidence: &Evidence<'_>, config: &Config) -> Gated {
+    let c = Candidate::new(p, evidence);
+    let mut gates = Vec::new();
+    let mut refused = None;
+    for gate in GATES {
+        let check = gate(&c, config);
+        gates.extend(check.result);
+        if refused.is_none() {
+            refused = check.refusal;
+        }
+    }
+    let (mut m, _independent) = support_measures(&c.support);
+    m.coverage = round3(c.coverage.value);
+    m.untraceable = c.coverage.missing.clone();
     let confidence = if p.confidence.is_finite() {
         p.confidence.clamp(0.0, 1.0)
     } else {
@@ -342,12 +423,12 @@ pub fn gate_proposal(p: &Proposal, evidence: &Evidence<'_>, config: &Config) -> 
     };
     m.confidence = round3(confidence);
     Gated {
-        text,
-        block: block.unwrap_or(Block::Scratch),
-        category,
+        block: Block::parse(p.block.trim()).unwrap_or(Block::Scratch),
+        category: category_of(p, &c.text).unwrap_or_else(|bad| bad.trim().to_lowercase()),
         confidence: m.confidence,
         reason: p.reason.trim().to_string(),
-        support: support_events.iter().map(|e| e.id.clone()).collect(),
+        support: c.support.iter().map(|e| e.id.clone()).collect(),
+        text: c.text,
         measures: m,
         gates,
         refused,
@@ -485,6 +566,121 @@ mod tests {
                 "{:?}: got {reason:?}, want {want:?}",
                 p.text
             );
+        }
+    }
+
+    /// One row per gate function: a proposal it passes, one it refuses, and the refusal.
+    #[test]
+    fn every_gate_function_passes_and_refuses_on_its_own() {
+        let table: Vec<(&str, Gate, Proposal, Proposal, &str)> = vec![
+            (
+                "text",
+                text_gate,
+                proposal("I live in Lisbon.", &["e1"]),
+                proposal("  ", &["e1"]),
+                "has no text",
+            ),
+            (
+                "block",
+                block_gate,
+                proposal("I live in Lisbon.", &["e1"]),
+                Proposal {
+                    block: "attic".into(),
+                    ..proposal("I live in Lisbon.", &["e1"])
+                },
+                "illegal block",
+            ),
+            (
+                "category",
+                category_gate,
+                proposal("I live in Lisbon.", &["e1"]),
+                Proposal {
+                    category: "Where I Live!".into(),
+                    ..proposal("I live in Lisbon.", &["e1"])
+                },
+                "not a lower-case word",
+            ),
+            (
+                "ids",
+                ids_gate,
+                proposal("I live in Lisbon.", &["e1"]),
+                proposal("I live in Lisbon.", &["e1", "nope"]),
+                "nope does not exist",
+            ),
+            (
+                "recalled",
+                recalled_gate,
+                proposal("I live in Lisbon.", &["e1"]),
+                proposal("I live in Lisbon.", &["r1"]),
+                "only recalled events",
+            ),
+            (
+                "floor",
+                floor_gate,
+                proposal("I live in Lisbon.", &["e1", "e2"]),
+                proposal("I live in Lisbon.", &["e1"]),
+                "below the floor of 2",
+            ),
+            (
+                "trust",
+                trust_gate,
+                proposal("I live in Lisbon.", &["e1", "e3"]),
+                proposal("Lisbon weather", &["e3", "e4"]),
+                "cannot alone establish",
+            ),
+            (
+                "new evidence",
+                new_evidence_gate,
+                proposal("I live in Lisbon.", &["e1", "e2"]),
+                proposal("I live in Lisbon.", &["e1"]),
+                "no new evidence",
+            ),
+            (
+                "secret",
+                secret_gate,
+                proposal("I live in Lisbon.", &["e1"]),
+                proposal("key AKIAIOSFODNN7EXAMPLE", &["e1"]),
+                "contains a secret",
+            ),
+            (
+                "entities",
+                entities_gate,
+                proposal("I live in Lisbon.", &["e1"]),
+                proposal("I live in Porto.", &["e1"]),
+                "invented name \"Porto\"",
+            ),
+            (
+                "coverage",
+                coverage_gate,
+                proposal("I live in Lisbon.", &["e1"]),
+                proposal("Lisbon cats adore sardines and fado", &["e1"]),
+                "below min_coverage",
+            ),
+        ];
+        assert_eq!(table.len(), GATES.len(), "a row for every gate in GATES");
+        let mut evs = events();
+        evs.push(EventView {
+            recalled: true,
+            ..ev("r1", 2, "s9", Trust::Owner, true, "I live in Lisbon.")
+        });
+        let none = HashSet::new();
+        let evidence = Evidence::new(&evs, &none);
+        let config = Config::default();
+        for (name, gate, good, bad, want) in table {
+            let pass = gate(&Candidate::new(&good, &evidence), &config);
+            assert_eq!(pass.refusal, None, "{name} refused {:?}", good.text);
+            if let Some(row) = &pass.result {
+                assert!(row.passed, "{name}: {row:?}");
+            }
+            let fail = gate(&Candidate::new(&bad, &evidence), &config);
+            let reason = fail.refusal.unwrap_or_default();
+            assert!(
+                reason.contains(want),
+                "{name}: got {reason:?}, want {want:?}"
+            );
+            if let Some(row) = &fail.result {
+                assert!(!row.passed, "{name}: {row:?}");
+            }
         }
     }
 

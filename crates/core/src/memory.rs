@@ -614,6 +614,30 @@ pub struct GateResult {
     pub detail: String,
 }
 
+impl GateResult {
+    /// A gate's row: `passed` says whether the measured `value` meets the `threshold`.
+    pub fn new(
+        gate: impl Into<String>,
+        value: impl ToString,
+        threshold: impl Into<String>,
+        passed: bool,
+    ) -> GateResult {
+        GateResult {
+            gate: gate.into(),
+            value: value.to_string(),
+            threshold: threshold.into(),
+            passed,
+            detail: String::new(),
+        }
+    }
+
+    /// The same row with a detail (untraceable words, the nearest fact, ...).
+    pub fn detail(mut self, detail: impl Into<String>) -> GateResult {
+        self.detail = detail.into();
+        self
+    }
+}
+
 /// Figures measured for a candidate (SPEC S4 step 6).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Measures {
@@ -948,13 +972,7 @@ mod tests {
             supersedes_text: None,
             supporting_event_ids: vec!["ev_1".into()],
             measures: Measures::default(),
-            gates: vec![GateResult {
-                gate: "support".into(),
-                value: "2".into(),
-                threshold: ">= 3".into(),
-                passed: false,
-                detail: String::new(),
-            }],
+            gates: vec![GateResult::new("support", 2, ">= 3", false)],
             excerpts: vec![],
             decision: None,
         };

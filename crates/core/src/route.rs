@@ -144,15 +144,18 @@ pub fn route(
 
     let top = near.first();
     let top_sim = top.map_or(0.0, |n| n.similarity);
-    gates.push(GateResult {
-        gate: "novelty".into(),
-        value: format!("{:.3}", 1.0 - top_sim),
-        threshold: format!("> {:.3} (else reinforce)", 1.0 - p.reinforce_similarity),
-        passed: top_sim < p.reinforce_similarity,
-        detail: top
-            .map(|n| format!("nearest {} at similarity {:.3}", n.fact_id, n.similarity))
-            .unwrap_or_default(),
-    });
+    gates.push(
+        GateResult::new(
+            "novelty",
+            format!("{:.3}", 1.0 - top_sim),
+            format!("> {:.3} (else reinforce)", 1.0 - p.reinforce_similarity),
+            top_sim < p.reinforce_similarity,
+        )
+        .detail(
+            top.map(|n| format!("nearest {} at similarity {:.3}", n.fact_id, n.similarity))
+                .unwrap_or_default(),
+        ),
+    );
 
     if let Some(n) = top.filter(|n| {
         n.similarity >= p.reinforce_similarity
@@ -175,13 +178,7 @@ pub fn route(
                      threshold: String,
                      ok: bool,
                      why: String| {
-        gates.push(GateResult {
-            gate: name.into(),
-            value,
-            threshold,
-            passed: ok,
-            detail: String::new(),
-        });
+        gates.push(GateResult::new(name, value, threshold, ok));
         if !ok {
             unmet.push(why);
         }

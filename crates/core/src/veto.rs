@@ -125,18 +125,17 @@ pub fn check(
     };
     Some(Hit {
         veto_id: v.id.clone(),
-        gate: GateResult {
-            gate: "veto".into(),
-            value: format!(
+        gate: GateResult::new(
+            "veto",
+            format!(
                 "{} {} (similarity {sim:.3}); {} new events, coverage by them {cov:.3}",
                 v.kind,
                 v.id,
                 fresh.len()
             ),
-            threshold: format!("new events restating it (coverage >= {min}); never auto-promoted"),
-            passed: false,
-            detail: String::new(),
-        },
+            format!("new events restating it (coverage >= {min}); never auto-promoted"),
+            false,
+        ),
         effect,
     })
 }

@@ -140,13 +140,8 @@ impl Checked {
         threshold: impl ToString,
         passed: bool,
     ) {
-        self.gates.push(GateResult {
-            gate: gate.into(),
-            value: value.to_string(),
-            threshold: threshold.to_string(),
-            passed,
-            detail: String::new(),
-        });
+        self.gates
+            .push(GateResult::new(gate, value, threshold.to_string(), passed));
     }
 
     /// A measured value by gate name, for commit lines.

@@ -20,6 +20,7 @@
 
 use std::collections::{BTreeSet, HashSet};
 
+use crate::gates::Check;
 use crate::llm::skill::SkillReply;
 use crate::measures::{self, EntityKind};
 use crate::memory::GateResult;
@@ -131,40 +132,23 @@ pub struct Provenance {
     pub sources: Vec<String>,
 }
 
-fn push(
-    gates: &mut Vec<GateResult>,
-    gate: &str,
-    value: impl ToString,
-    threshold: &str,
-    passed: bool,
-    detail: String,
-) {
-    gates.push(GateResult {
-        gate: gate.into(),
-        value: value.to_string(),
-        threshold: threshold.into(),
-        passed,
-        detail,
-    });
-}
-
 /// A free name: `name` itself, else `name-2`, `name-3`, ... (kept within 64 characters).
 pub fn free_name(name: &str, taken: &BTreeSet<String>) -> String {
     if !taken.contains(name) {
         return name.to_string();
     }
-    for n in 2.. {
-        let suffix = format!("-{n}");
-        let base: String = name
-            .chars()
-            .take(skillmd::MAX_NAME - suffix.len())
-            .collect();
-        let candidate = format!("{}{suffix}", base.trim_end_matches('-'));
-        if !taken.contains(&candidate) {
-            return candidate;
-        }
-    }
-    unreachable!("some suffix is free")
+    // `taken` is finite, so some suffix is free: the search ends.
+    (2..)
+        .map(|n| {
+            let suffix = format!("-{n}");
+            let base: String = name
+                .chars()
+                .take(skillmd::MAX_NAME - suffix.len())
+                .collect();
+            format!("{}{suffix}", base.trim_end_matches('-'))
+        })
+        .find(|candidate| !taken.contains(candidate))
+        .unwrap_or_default()
 }
 
 /// Words of a command that no instance ran (placeholders and shell operators excepted).
@@ -212,104 +196,192 @@ fn prose(text: &str) -> String {
     text.split('`').step_by(2).collect::<Vec<_>>().join(" ")
 }
 
-/// Gate a proposal drafted from `instances` (the most typical first).
-pub fn gate(
-    reply: &SkillReply,
-    ev: &Evidence,
-    cohesion: f64,
-    taken: &BTreeSet<String>,
-    provenance: &Provenance,
-    min_confidence: f64,
-) -> Gated {
-    let mut gates = Vec::new();
-    let mut refusals: Vec<String> = Vec::new();
+/// A reply prepared once for the gates: the name made a free Agent Skills name, the
+/// description and steps on one line each, the commands and the prose they hold, the
+/// confidence, and the rendered document. Building it decides nothing.
+pub struct Prepared<'a> {
+    pub reply: &'a SkillReply,
+    pub ev: &'a Evidence,
+    /// The proposed name as a slug (empty when nothing usable was proposed).
+    pub slugged: String,
+    /// The slug, or a free variant of it when taken.
+    pub name: String,
+    pub description: String,
+    pub steps: Vec<DraftStep>,
+    /// Every command: the steps' commands and every code span of the text.
+    pub commands: Vec<String>,
+    /// The description and the steps' text with code spans taken out.
+    pub prose: String,
+    /// The model's own confidence, when it gave one in 0..=1.
+    pub model_confidence: Option<f64>,
+    /// How alike the instances are (mean similarity to the most typical one).
+    pub cohesion: f64,
+    pub confidence: f64,
+    pub draft: Draft,
+    /// The rendered `SKILL.md`.
+    pub document: String,
+}
 
-    // name
-    let slugged = skillmd::slug(&reply.name);
-    let name = if slugged.is_empty() {
-        slugged.clone()
-    } else {
-        free_name(&slugged, taken)
-    };
-    let name_ok = skillmd::check_name(&name);
-    let mut detail = String::new();
-    if !slugged.is_empty() && slugged != reply.name {
-        detail = format!("proposed {:?}", reply.name);
+impl<'a> Prepared<'a> {
+    pub fn new(
+        reply: &'a SkillReply,
+        ev: &'a Evidence,
+        cohesion: f64,
+        taken: &BTreeSet<String>,
+        provenance: &Provenance,
+    ) -> Prepared<'a> {
+        let slugged = skillmd::slug(&reply.name);
+        let name = if slugged.is_empty() {
+            slugged.clone()
+        } else {
+            free_name(&slugged, taken)
+        };
+        let description = one_spaced(&reply.description);
+        let steps: Vec<DraftStep> = reply
+            .steps
+            .iter()
+            .map(|s| {
+                let command = s.command.trim().to_string();
+                let tool = match (s.tool.trim(), command.is_empty()) {
+                    ("", false) => ev.shell_tool.clone(),
+                    (t, _) => t.to_string(),
+                };
+                DraftStep {
+                    text: one_spaced(&s.text),
+                    tool,
+                    command,
+                }
+            })
+            .collect();
+        let mut commands: Vec<String> = Vec::new();
+        for s in &steps {
+            if !s.command.is_empty() {
+                commands.push(s.command.clone());
+            }
+            commands.extend(skillmd::code(&s.text));
+        }
+        commands.extend(skillmd::code(&description));
+        let mut checked = prose(&description);
+        for s in &steps {
+            checked.push('\n');
+            checked.push_str(&prose(&s.text));
+        }
+        let model_confidence = reply.confidence.filter(|c| (0.0..=1.0).contains(c));
+        let confidence = measures::round3(model_confidence.map_or(cohesion, |m| m.min(cohesion)));
+        let mut metadata = provenance.metadata.clone();
+        metadata.push(("dream-confidence".into(), format!("{confidence:.3}")));
+        let draft = Draft {
+            front: Front {
+                name: name.clone(),
+                description: description.clone(),
+                metadata,
+            },
+            steps: steps.clone(),
+            seen: provenance.seen.clone(),
+            sources: provenance.sources.clone(),
+        };
+        let document = draft.render();
+        Prepared {
+            reply,
+            ev,
+            slugged,
+            name,
+            description,
+            steps,
+            commands,
+            prose: checked,
+            model_confidence,
+            cohesion,
+            confidence,
+            draft,
+            document,
+        }
     }
-    if name != slugged {
+}
+
+fn one_spaced(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// A gate of a skill draft: a pure function of the prepared reply.
+pub type Gate = fn(&Prepared<'_>) -> Check;
+
+/// The gates that re-derive a draft's content from the instances, in the order their
+/// refusals are reported. The format gate runs after them, on a draft none refused.
+pub const GATES: &[Gate] = &[
+    name_gate,
+    description_gate,
+    steps_gate,
+    tools_gate,
+    commands_gate,
+    paths_gate,
+    secrets_gate,
+];
+
+/// A valid Agent Skills name could be made of the proposal.
+pub fn name_gate(p: &Prepared<'_>) -> Check {
+    let ok = skillmd::check_name(&p.name);
+    let mut detail = String::new();
+    if !p.slugged.is_empty() && p.slugged != p.reply.name {
+        detail = format!("proposed {:?}", p.reply.name);
+    }
+    if p.name != p.slugged {
         detail = format!(
-            "{detail}{}{slugged:?} is taken",
-            if detail.is_empty() { "" } else { "; " }
+            "{detail}{}{:?} is taken",
+            if detail.is_empty() { "" } else { "; " },
+            p.slugged
         );
     }
-    push(
-        &mut gates,
+    let refusal = ok
+        .as_ref()
+        .err()
+        .map(|e| format!("no usable name in {:?}: {e}", p.reply.name));
+    Check::row(
         "name",
-        &name,
+        &p.name,
         "1-64 of a-z, 0-9 and single hyphens",
-        name_ok.is_ok(),
+        ok.is_ok(),
         detail,
-    );
-    if let Err(e) = name_ok {
-        refusals.push(format!("no usable name in {:?}: {e}", reply.name));
-    }
+    )
+    .refuse_if(refusal.is_some(), || refusal.clone().unwrap_or_default())
+}
 
-    // description
-    let description = reply
-        .description
-        .split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ");
-    let d = skillmd::check_description(&description);
-    push(
-        &mut gates,
+/// The description is 1-1024 characters and says when to use the skill.
+pub fn description_gate(p: &Prepared<'_>) -> Check {
+    let d = skillmd::check_description(&p.description);
+    Check::row(
         "description",
-        format!("{} characters", description.chars().count()),
+        format!("{} characters", p.description.chars().count()),
         "1-1024 characters, says when to use it",
         d.is_ok(),
         d.clone().err().unwrap_or_default(),
-    );
-    if let Err(e) = d {
-        refusals.push(e);
-    }
+    )
+    .refuse_if(d.is_err(), || d.clone().err().unwrap_or_default())
+}
 
-    // steps
-    let mut steps: Vec<DraftStep> = Vec::new();
-    for s in &reply.steps {
-        let text = s.text.split_whitespace().collect::<Vec<_>>().join(" ");
-        let command = s.command.trim().to_string();
-        let tool = match (s.tool.trim(), command.is_empty()) {
-            ("", false) => ev.shell_tool.clone(),
-            (t, _) => t.to_string(),
-        };
-        steps.push(DraftStep {
-            text,
-            tool,
-            command,
-        });
-    }
-    push(
-        &mut gates,
+/// The draft has at least one step.
+pub fn steps_gate(p: &Prepared<'_>) -> Check {
+    Check::row(
         "steps",
-        steps.len(),
+        p.steps.len(),
         ">= 1",
-        !steps.is_empty(),
+        !p.steps.is_empty(),
         String::new(),
-    );
-    if steps.is_empty() {
-        refusals.push("no steps".into());
-    }
+    )
+    .refuse_if(p.steps.is_empty(), || "no steps".into())
+}
 
-    // tools
-    let foreign: Vec<String> = steps
+/// Every tool a step names is a tool the instances used.
+pub fn tools_gate(p: &Prepared<'_>) -> Check {
+    let foreign: Vec<String> = p
+        .steps
         .iter()
         .map(|s| s.tool.clone())
-        .filter(|t| !t.is_empty() && !ev.tools.contains(&t.to_lowercase()))
+        .filter(|t| !t.is_empty() && !p.ev.tools.contains(&t.to_lowercase()))
         .collect::<BTreeSet<_>>()
         .into_iter()
         .collect();
-    push(
-        &mut gates,
+    Check::row(
         "tools",
         if foreign.is_empty() {
             "all used in the instances".to_string()
@@ -319,138 +391,130 @@ pub fn gate(
         "every tool used in the instances",
         foreign.is_empty(),
         String::new(),
-    );
-    if !foreign.is_empty() {
-        refusals.push(format!(
+    )
+    .refuse_if(!foreign.is_empty(), || {
+        format!(
             "names tools the instances never used: {} (they used {})",
             foreign.join(", "),
-            ev.tools.iter().cloned().collect::<Vec<_>>().join(", ")
-        ));
-    }
+            p.ev.tools.iter().cloned().collect::<Vec<_>>().join(", ")
+        )
+    })
+}
 
-    // commands
-    let mut commands: Vec<String> = Vec::new();
-    for s in &steps {
-        if !s.command.is_empty() {
-            commands.push(s.command.clone());
-        }
-        commands.extend(skillmd::code(&s.text));
-    }
-    commands.extend(skillmd::code(&description));
+/// Every word of every command (placeholders excepted) ran in the instances.
+pub fn commands_gate(p: &Prepared<'_>) -> Check {
     let mut unseen: Vec<String> = Vec::new();
-    for c in &commands {
-        for w in unseen_words(c, ev) {
+    for c in &p.commands {
+        for w in unseen_words(c, p.ev) {
             if !unseen.contains(&w) {
                 unseen.push(w);
             }
         }
     }
-    push(
-        &mut gates,
+    Check::row(
         "commands",
         format!(
             "{} unseen words in {} commands",
             unseen.len(),
-            commands.len()
+            p.commands.len()
         ),
         "0 (every word ran in the instances)",
         unseen.is_empty(),
         unseen.join(" "),
-    );
-    if !unseen.is_empty() {
-        refusals.push(format!(
-            "commands use words no instance ran: {}",
-            unseen.join(", ")
-        ));
-    }
+    )
+    .refuse_if(!unseen.is_empty(), || {
+        format!("commands use words no instance ran: {}", unseen.join(", "))
+    })
+}
 
-    // paths, URLs, identifiers, numbers
-    let mut checked = prose(&description);
-    for s in &steps {
-        checked.push('\n');
-        checked.push_str(&prose(&s.text));
-    }
-    let sources: Vec<&str> = ev.texts.iter().map(String::as_str).collect();
-    let invented: Vec<String> = measures::invented_entities(&checked, &sources)
+/// Every path, URL, identifier and number of the prose appears in the instances.
+pub fn paths_gate(p: &Prepared<'_>) -> Check {
+    let sources: Vec<&str> = p.ev.texts.iter().map(String::as_str).collect();
+    let invented: Vec<String> = measures::invented_entities(&p.prose, &sources)
         .into_iter()
         .filter(|e| e.kind != EntityKind::ProperNoun)
         .map(|e| format!("{} {:?}", e.kind.as_str(), e.text))
         .collect();
-    push(
-        &mut gates,
+    Check::row(
         "paths",
         invented.len(),
         "0 paths, URLs, identifiers or numbers not in the instances",
         invented.is_empty(),
         invented.join(", "),
-    );
-    if !invented.is_empty() {
-        refusals.push(format!(
-            "names what the instances do not: {}",
-            invented.join(", ")
-        ));
-    }
+    )
+    .refuse_if(!invented.is_empty(), || {
+        format!("names what the instances do not: {}", invented.join(", "))
+    })
+}
 
-    // confidence
-    let model = reply.confidence.filter(|c| (0.0..=1.0).contains(c));
-    let confidence = measures::round3(model.map_or(cohesion, |m| m.min(cohesion)));
-    let mut metadata = provenance.metadata.clone();
-    metadata.push(("dream-confidence".into(), format!("{confidence:.3}")));
-    let draft = Draft {
-        front: Front {
-            name: name.clone(),
-            description: description.clone(),
-            metadata,
-        },
-        steps,
-        seen: provenance.seen.clone(),
-        sources: provenance.sources.clone(),
-    };
-    let document = draft.render();
-
-    // secrets
-    let secret = crate::secrets::gate(&document);
-    push(
-        &mut gates,
+/// No secret and no redaction marker in the rendered document.
+pub fn secrets_gate(p: &Prepared<'_>) -> Check {
+    let secret = crate::secrets::gate(&p.document);
+    Check::row(
         "secrets",
         secret.clone().unwrap_or_else(|| "none".into()),
         "none",
         secret.is_none(),
         String::new(),
-    );
-    if let Some(s) = secret {
-        refusals.push(format!("contains a secret ({s})"));
-    }
+    )
+    .refuse_if(secret.is_some(), || {
+        format!("contains a secret ({})", secret.clone().unwrap_or_default())
+    })
+}
 
-    // format
+/// The rendered `SKILL.md` passes the Agent Skills format validator.
+pub fn format_gate(p: &Prepared<'_>) -> Check {
+    let problems = skillmd::validate(&p.document, &p.name, true);
+    Check::row(
+        "format",
+        problems.len(),
+        "0 problems (Agent Skills format)",
+        problems.is_empty(),
+        problems.join("; "),
+    )
+    .refuse_if(!problems.is_empty(), || {
+        format!("not a valid SKILL.md: {}", problems.join("; "))
+    })
+}
+
+/// Gate a proposal drafted from `instances` (the most typical first): refuse it when a
+/// gate of [`GATES`] (or then [`format_gate`]) fails; else draft it when its confidence
+/// reaches `min_confidence`, or queue it as a card.
+pub fn gate(
+    reply: &SkillReply,
+    ev: &Evidence,
+    cohesion: f64,
+    taken: &BTreeSet<String>,
+    provenance: &Provenance,
+    min_confidence: f64,
+) -> Gated {
+    let p = Prepared::new(reply, ev, cohesion, taken, provenance);
+    let mut gates = Vec::new();
+    let mut refusals: Vec<String> = Vec::new();
+    for check in GATES.iter().map(|g| g(&p)) {
+        gates.extend(check.result);
+        refusals.extend(check.refusal);
+    }
     if refusals.is_empty() {
-        let problems = skillmd::validate(&document, &name, true);
-        push(
-            &mut gates,
-            "format",
-            problems.len(),
-            "0 problems (Agent Skills format)",
-            problems.is_empty(),
-            problems.join("; "),
-        );
-        if !problems.is_empty() {
-            refusals.push(format!("not a valid SKILL.md: {}", problems.join("; ")));
-        }
+        let check = format_gate(&p);
+        gates.extend(check.result);
+        refusals.extend(check.refusal);
     }
-
+    let confidence = p.confidence;
     let passed = confidence >= min_confidence;
-    push(
-        &mut gates,
-        "confidence",
-        format!("{confidence:.3}"),
-        &format!(">= {min_confidence} to draft"),
-        passed,
-        match model {
+    gates.push(
+        GateResult::new(
+            "confidence",
+            format!("{confidence:.3}"),
+            format!(">= {min_confidence} to draft"),
+            passed,
+        )
+        .detail(match p.model_confidence {
             Some(m) if m < cohesion => {
                 format!("cohesion {cohesion:.3}, lowered to the model's {m:.3}")
             }
             _ => format!("cohesion {cohesion:.3}"),
-        },
+        }),
     );
     let route = if !refusals.is_empty() {
         Route::Refuse(refusals.join("; "))
@@ -462,8 +526,8 @@ pub fn gate(
         ))
     };
     Gated {
-        draft,
-        document,
+        draft: p.draft,
+        document: p.document,
         gates,
         confidence,
         route,
@@ -579,6 +643,75 @@ mod tests {
             0.8,
         );
         assert_eq!(g.draft.front.name, "format-and-commit-2");
+    }
+
+    /// One row per gate function: how to break a grounded reply so that gate alone
+    /// refuses it, and the refusal.
+    #[test]
+    fn every_gate_function_refuses_on_its_own() {
+        type Break = fn(&mut SkillReply);
+        let table: Vec<(&str, Gate, Break, &str)> = vec![
+            (
+                "name",
+                name_gate,
+                |r| r.name = "!!!".into(),
+                "no usable name",
+            ),
+            (
+                "description",
+                description_gate,
+                |r| r.description.clear(),
+                "description",
+            ),
+            ("steps", steps_gate, |r| r.steps.clear(), "no steps"),
+            (
+                "tools",
+                tools_gate,
+                |r| r.steps[0].tool = "Docker".into(),
+                "never used: docker",
+            ),
+            (
+                "commands",
+                commands_gate,
+                |r| r.steps[0].command = "cargo fmt --check".into(),
+                "--check",
+            ),
+            (
+                "paths",
+                paths_gate,
+                |r| r.steps[0].text = "Format /etc/passwd.".into(),
+                "/etc/passwd",
+            ),
+            (
+                "secrets",
+                secrets_gate,
+                |r| r.steps[0].text = "Use AKIAIOSFODNN7EXAMPLE.".into(),
+                "secret",
+            ),
+        ];
+        assert_eq!(table.len(), GATES.len(), "a row for every gate in GATES");
+        let ev = evidence();
+        let taken = BTreeSet::new();
+        let prov = Provenance::default();
+        let good = reply();
+        for (name, g, _, _) in &table {
+            let check = g(&Prepared::new(&good, &ev, 0.9, &taken, &prov));
+            assert_eq!(check.refusal, None, "{name} refused the grounded reply");
+        }
+        assert_eq!(
+            format_gate(&Prepared::new(&good, &ev, 0.9, &taken, &prov)).refusal,
+            None
+        );
+        for (name, g, break_it, want) in table {
+            let mut bad = reply();
+            break_it(&mut bad);
+            let check = g(&Prepared::new(&bad, &ev, 0.9, &taken, &prov));
+            let reason = check.refusal.unwrap_or_default().to_lowercase();
+            assert!(
+                reason.contains(want),
+                "{name}: got {reason:?}, want {want:?}"
+            );
+        }
     }
 
     #[test]
