@@ -513,6 +513,18 @@ fn model_proposals_are_gated_applied_or_refused_with_reasons_and_verify_passes()
         dedupe.contains("accepted drop    item=f_lis1 duplicate_of=f_lis2 similarity=1.000"),
         "{dedupe}"
     );
+    // `dream log` sums the stages' own spends: the four passes' 480 tokens, as the run
+    // reported them.
+    assert_eq!(report.tokens.spent, 480);
+    let log: serde_json::Value =
+        serde_json::from_slice(&env.dream(&["log", "--json"]).stdout).unwrap();
+    let cycle = log
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["cycle"] == report.cycle.as_str())
+        .unwrap_or_else(|| panic!("{log}"));
+    assert_eq!(cycle["tokens"], 480, "{cycle}");
 
     let out = env.dream(&["verify"]);
     assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));

@@ -174,10 +174,11 @@ pub fn run(g: &Global, a: &ExplainArgs) -> Result<i32> {
     for c in &ex.commits {
         println!(
             "  {}  {}  {}{}",
-            c.short,
-            c.time.format("%Y-%m-%d %H:%M"),
-            c.subject,
-            c.cycle
+            c.head.short,
+            c.head.time.format("%Y-%m-%d %H:%M"),
+            c.head.subject,
+            c.head
+                .cycle
                 .as_ref()
                 .map(|x| format!("  [{x}]"))
                 .unwrap_or_default()

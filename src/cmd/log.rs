@@ -60,9 +60,9 @@ fn print_block(b: &CycleLog) {
     for c in &b.commits {
         println!(
             "  {} {:<12} {}",
-            c.short,
-            c.stage.clone().unwrap_or_default(),
-            c.subject
+            c.head.short,
+            c.head.stage.clone().unwrap_or_default(),
+            c.head.subject
         );
         for m in &c.mutations {
             println!("      {}", m.line());

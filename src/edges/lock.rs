@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use fs2::FileExt;
 
+use crate::edges::fsutil::write_atomic;
 use crate::error::{Context, Error, Result};
 
 /// Held for as long as this value lives.
@@ -50,7 +51,7 @@ pub fn acquire(
             std::process::id(),
             now.format("%Y-%m-%d %H:%M:%S UTC")
         );
-        std::fs::write(&info, text).context(|| format!("writing {}", info.display()))?;
+        write_atomic(&info, text.as_bytes())?;
         Some(info)
     } else {
         None
@@ -61,7 +62,8 @@ pub fn acquire(
 impl Drop for Lock {
     fn drop(&mut self) {
         if let Some(info) = &self.info {
-            let _ = std::fs::write(info, "");
+            // Best effort: a stale note only makes a later refusal name an old holder.
+            let _ = write_atomic(info, b"");
         }
     }
 }

@@ -566,20 +566,6 @@ pub fn mark_reflected_seq(conn: &Connection, seqs: &[i64], cycle: &str) -> Resul
     Ok(())
 }
 
-/// Mark events as reflected on by a cycle.
-pub fn mark_reflected(conn: &Connection, ids: &[String], cycle: &str) -> Result<()> {
-    let mut stmt = conn
-        .prepare_cached(
-            "UPDATE events SET reflected_cycle = ?2 WHERE id = ?1 AND reflected_cycle IS NULL",
-        )
-        .context(|| "marking events reflected".into())?;
-    for id in ids {
-        stmt.execute(params![id, cycle])
-            .context(|| format!("marking event {id} reflected"))?;
-    }
-    Ok(())
-}
-
 /// The id of an embedder in the vector cache; `create` adds an unknown one.
 pub fn model_id(conn: &Connection, model: &str, create: bool) -> Result<Option<i64>> {
     let found: Option<i64> = conn
@@ -626,16 +612,6 @@ pub fn embeddings(
         }
     }
     Ok(out)
-}
-
-pub fn put_embedding(conn: &Connection, model: &str, id: &str, v: &[f32]) -> Result<()> {
-    let m = model_id(conn, model, true)?.expect("created");
-    conn.prepare_cached(
-        "INSERT OR REPLACE INTO vectors (key, vec) SELECT seq * ?4 + ?2, ?3 FROM events WHERE id = ?1",
-    )
-    .and_then(|mut s| s.execute(params![id, m, encode_vec(v), MODEL_SLOTS]))
-    .context(|| format!("storing the embedding of {id}"))?;
-    Ok(())
 }
 
 /// Store an event's vector by row id under an embedder id from [`model_id`].
@@ -814,16 +790,34 @@ pub fn put_candidate(
     Ok(())
 }
 
-/// Every record of a candidate id, newest cycle first.
+/// Candidate records with this id (`k_...`), newest first: (cycle, route, record).
 pub fn candidate_records(
     conn: &Connection,
     id: &str,
 ) -> Result<Vec<(String, String, serde_json::Value)>> {
+    candidates_where(conn, "id = ?1", id)
+}
+
+/// Candidate records whose route ended at `target` (a fact or card id), newest first.
+pub fn candidates_targeting(
+    conn: &Connection,
+    target: &str,
+) -> Result<Vec<(String, String, serde_json::Value)>> {
+    candidates_where(conn, "json_extract(record, '$.target') = ?1", target)
+}
+
+fn candidates_where(
+    conn: &Connection,
+    condition: &str,
+    arg: &str,
+) -> Result<Vec<(String, String, serde_json::Value)>> {
     let mut stmt = conn
-        .prepare("SELECT cycle, route, record FROM candidates WHERE id = ?1 ORDER BY cycle DESC")
+        .prepare(&format!(
+            "SELECT cycle, route, record FROM candidates WHERE {condition} ORDER BY cycle DESC"
+        ))
         .context(|| "reading candidates".into())?;
     let rows = stmt
-        .query_map([id], |r| {
+        .query_map([arg], |r| {
             Ok((
                 r.get::<_, String>(0)?,
                 r.get::<_, String>(1)?,
@@ -892,7 +886,11 @@ mod tests {
         ] {
             insert_event(&conn, &event(id, ts, "text"), "test", "c1").unwrap();
         }
-        put_embedding(&conn, "m", "b", &[1.0, 0.0]).unwrap();
+        let m = model_id(&conn, "m", true).unwrap().unwrap();
+        let seq: i64 = conn
+            .query_row("SELECT seq FROM events WHERE id = 'b'", [], |r| r.get(0))
+            .unwrap();
+        put_vector(&conn, m, seq, &[1.0, 0.0]).unwrap();
         let w = window(
             &conn,
             "2026-11-01T00:00:00Z".parse().unwrap(),
@@ -1078,27 +1076,4 @@ pub fn vetoes(conn: &Connection) -> Result<Vec<dream_core::veto::Veto>> {
         .context(|| "reading vetoes".into())?;
     rows.collect::<rusqlite::Result<Vec<_>>>()
         .context(|| "reading vetoes".into())
-}
-
-/// Candidate records whose route ended at `target` (a fact or card id), newest first.
-pub fn candidates_targeting(
-    conn: &Connection,
-    target: &str,
-) -> Result<Vec<(String, String, serde_json::Value)>> {
-    let mut stmt = conn
-        .prepare(
-            "SELECT cycle, route, record FROM candidates WHERE json_extract(record, '$.target') = ?1 ORDER BY cycle DESC",
-        )
-        .context(|| "reading candidates".into())?;
-    let rows = stmt
-        .query_map([target], |r| {
-            Ok((
-                r.get::<_, String>(0)?,
-                r.get::<_, String>(1)?,
-                serde_json::from_str(&r.get::<_, String>(2)?).unwrap_or_default(),
-            ))
-        })
-        .context(|| "reading candidates".into())?;
-    rows.collect::<rusqlite::Result<Vec<_>>>()
-        .context(|| "reading candidates".into())
 }

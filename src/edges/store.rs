@@ -347,11 +347,6 @@ impl Store {
         self.repo.head().ok().and_then(|h| h.target())
     }
 
-    /// The git repository, for read-only history walks (`log`, `explain`, `verify`).
-    pub fn repo(&self) -> &Repository {
-        &self.repo
-    }
-
     /// The first-parent history from HEAD, oldest first (empty before the first commit).
     pub fn history(&self) -> Result<Vec<HistoryCommit>> {
         if self.head().is_none() {
@@ -371,12 +366,7 @@ impl Store {
                 .repo
                 .find_commit(id)
                 .context(|| format!("reading commit {id}"))?;
-            out.push(HistoryCommit {
-                id,
-                parent: c.parent_ids().next(),
-                message: String::from_utf8_lossy(c.message_bytes()).into_owned(),
-                time: DateTime::from_timestamp(c.time().seconds(), 0).unwrap_or_default(),
-            });
+            out.push(HistoryCommit::of(&c));
         }
         out.reverse();
         Ok(out)
@@ -456,7 +446,7 @@ impl Store {
     }
 }
 
-/// One commit of the history, for read-only audits.
+/// One commit of the history, for read-only audits (`log`, `explain`, `undo`, `verify`).
 #[derive(Debug, Clone)]
 pub struct HistoryCommit {
     pub id: Oid,
@@ -467,6 +457,20 @@ pub struct HistoryCommit {
 }
 
 impl HistoryCommit {
+    fn of(c: &git2::Commit<'_>) -> HistoryCommit {
+        HistoryCommit {
+            id: c.id(),
+            parent: c.parent_ids().next(),
+            message: String::from_utf8_lossy(c.message_bytes()).into_owned(),
+            time: DateTime::from_timestamp(c.time().seconds(), 0).unwrap_or_default(),
+        }
+    }
+
+    /// The message read back: mutation lines and `Dream-*` trailers.
+    pub fn note(&self) -> dream_core::audit::CommitNote {
+        dream_core::audit::parse(&self.id.to_string(), self.time, &self.message)
+    }
+
     /// The value of a trailer such as `Dream-Stage`, if the message has it.
     pub fn trailer(&self, key: &str) -> Option<&str> {
         let prefix = format!("{key}:");
@@ -485,19 +489,11 @@ impl HistoryCommit {
     }
 }
 
-/// A commit as read back from history.
-#[derive(Debug, Clone)]
-pub struct Commit {
-    pub id: String,
-    pub time: chrono::DateTime<chrono::Utc>,
-    pub message: String,
-}
-
 /// Read-only history, for `dream log`, `explain` and `undo` (they never rewrite it: an undo
 /// is a new commit made with [`Store::apply`]).
 impl Store {
     /// Commits reachable from HEAD, newest first, at most `limit`.
-    pub fn recent_commits(&self, limit: usize) -> Result<Vec<Commit>> {
+    pub fn recent_commits(&self, limit: usize) -> Result<Vec<HistoryCommit>> {
         let Some(head) = self.head() else {
             return Ok(Vec::new());
         };
@@ -512,11 +508,7 @@ impl Store {
                 .repo
                 .find_commit(oid)
                 .context(|| format!("reading commit {oid}"))?;
-            out.push(Commit {
-                id: oid.to_string(),
-                time: chrono::DateTime::from_timestamp(c.time().seconds(), 0).unwrap_or_default(),
-                message: String::from_utf8_lossy(c.message_bytes()).into_owned(),
-            });
+            out.push(HistoryCommit::of(&c));
         }
         Ok(out)
     }

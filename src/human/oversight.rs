@@ -435,11 +435,11 @@ fn not_active(store: &Store, id: &str) -> Error {
             let needle = format!("id={} ", a.fact.id);
             let by = store.recent_commits(HISTORY_LIMIT).ok().and_then(|h| {
                 h.into_iter().find_map(|c| {
-                    let n = audit::parse(&c.id, c.time, &c.message);
+                    let n = c.note();
                     let touches = store
-                        .diff_mentions(&c.id, std::slice::from_ref(&needle))
+                        .diff_mentions(&c.id.to_string(), std::slice::from_ref(&needle))
                         .unwrap_or(false);
-                    (touches && n.cycle.is_some()).then(|| n.cycle.unwrap_or_default())
+                    (touches && n.head.cycle.is_some()).then(|| n.head.cycle.unwrap_or_default())
                 })
             });
             Error::Input(format!(
@@ -547,11 +547,11 @@ pub fn undo_cycle(
     let notes: Vec<audit::CommitNote> = store
         .recent_commits(HISTORY_LIMIT)?
         .into_iter()
-        .map(|c| audit::parse(&c.id, c.time, &c.message))
+        .map(|c| c.note())
         .collect();
     let mine: Vec<&audit::CommitNote> = notes
         .iter()
-        .filter(|n| n.cycle.as_deref() == Some(cycle))
+        .filter(|n| n.head.cycle.as_deref() == Some(cycle))
         .collect();
     if mine.is_empty() {
         return Err(Error::Input(format!(
@@ -566,10 +566,10 @@ pub fn undo_cycle(
     let mut lines = Vec::new();
     let mut targets = Vec::new();
     for n in &mine {
-        match n.stage.as_deref() {
+        match n.head.stage.as_deref() {
             Some("manual") | Some("adopt") => lines.push(format!(
                 "kept       {}  {} (a person's own writing is never undone)",
-                n.short, n.subject
+                n.head.short, n.head.subject
             )),
             _ => targets.push(*n),
         }
@@ -585,7 +585,7 @@ pub fn undo_cycle(
     // Newest first, each onto the files as the later ones left them.
     let mut changed_by: Vec<(String, Vec<String>)> = Vec::new();
     for n in &targets {
-        changed_by.push((n.id.clone(), store.changed_paths(&n.id)?));
+        changed_by.push((n.head.id.clone(), store.changed_paths(&n.head.id)?));
     }
     let mut paths: Vec<String> = revert::fact_paths();
     for (_, ps) in &changed_by {
@@ -670,6 +670,6 @@ pub fn active_undo(notes: &[audit::CommitNote], cycle: &str) -> Option<String> {
     notes
         .iter()
         .filter(|n| n.undoes.as_deref() == Some(cycle))
-        .filter_map(|n| n.cycle.clone())
+        .filter_map(|n| n.head.cycle.clone())
         .find(|u| active_undo(notes, u).is_none())
 }

@@ -90,14 +90,8 @@ pub struct EventInfo {
 /// A commit that touched the item.
 #[derive(Debug, Clone, Serialize)]
 pub struct CommitInfo {
-    pub id: String,
-    pub short: String,
-    pub time: DateTime<Utc>,
-    pub subject: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub cycle: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub stage: Option<String>,
+    #[serde(flatten)]
+    pub head: audit::CommitHead,
     /// The commit's mutation lines that name the item.
     pub lines: Vec<String>,
 }
@@ -352,7 +346,7 @@ pub fn explain(root: &Path, config: &Config, today: NaiveDate, query: &str) -> R
     let fact_needles: Vec<String> = ex.facts.iter().map(|f| format!("id={} ", f.id)).collect();
     let card_paths: Vec<String> = ex.cards.iter().map(|c| format!("{}.md", c.id)).collect();
     for c in store.recent_commits(HISTORY_LIMIT)? {
-        let note = audit::parse(&c.id, c.time, &c.message);
+        let note = c.note();
         let named = |s: &str| needles.iter().any(|n| mentions(s, n));
         let lines: Vec<String> = note
             .mutations
@@ -360,24 +354,19 @@ pub fn explain(root: &Path, config: &Config, today: NaiveDate, query: &str) -> R
             .filter(|m| named(&m.text))
             .map(Mutation::line)
             .collect();
-        let mut touched = !lines.is_empty() || named(&note.subject);
+        let mut touched = !lines.is_empty() || named(&note.head.subject);
         if !touched && !card_paths.is_empty() {
             touched = store
-                .changed_paths(&c.id)?
+                .changed_paths(&c.id.to_string())?
                 .iter()
                 .any(|p| card_paths.iter().any(|cp| p.ends_with(&format!("/{cp}"))));
         }
         if !touched && !fact_needles.is_empty() {
-            touched = store.diff_mentions(&c.id, &fact_needles)?;
+            touched = store.diff_mentions(&c.id.to_string(), &fact_needles)?;
         }
         if touched {
             ex.commits.push(CommitInfo {
-                id: c.id.clone(),
-                short: note.short.clone(),
-                time: c.time,
-                subject: note.subject.clone(),
-                cycle: note.cycle.clone(),
-                stage: note.stage.clone(),
+                head: note.head.clone(),
                 lines,
             });
         }
@@ -418,38 +407,49 @@ pub fn log(root: &Path) -> Result<Vec<CycleLog>> {
     let notes: Vec<audit::CommitNote> = store
         .recent_commits(HISTORY_LIMIT)?
         .into_iter()
-        .map(|c| audit::parse(&c.id, c.time, &c.message))
+        .map(|c| c.note())
         .collect();
     let mut groups = audit::group(notes);
     if let Some(st) = State::open_read_only(root)? {
-        let known: HashSet<String> = groups.iter().map(|g| g.cycle.clone()).collect();
         for c in state::recent_cycles(&st.conn, usize::MAX >> 1)? {
-            if known.contains(&c.id) {
+            let r = &c.report;
+            let refusals = || -> Vec<Mutation> {
+                r["decisions"]
+                    .as_array()
+                    .map(|v| v.as_slice())
+                    .unwrap_or_default()
+                    .iter()
+                    .filter(|d| d["route"] == "refused")
+                    .map(|d| Mutation {
+                        kind: "refused",
+                        verb: "refused".into(),
+                        text: format!(
+                            "{}  {:?}  -- {}",
+                            d["candidate"].as_str().unwrap_or_default(),
+                            memory::excerpt(d["text"].as_str().unwrap_or_default(), 120),
+                            d["reason"].as_str().unwrap_or_default()
+                        ),
+                    })
+                    .collect()
+            };
+            let spent = r["tokens"]["spent"].as_u64().unwrap_or(0);
+            if let Some(g) = groups.iter_mut().find(|g| g.cycle == c.id) {
+                // The cycle record counts every token, also those of stages that changed
+                // nothing (and so made no commit), and every refusal, also those of a cycle
+                // whose only commit recorded hand edits.
+                g.tokens = g.tokens.max(spent);
+                if g.refusals.is_empty() {
+                    g.refusals = refusals();
+                    g.refused = g.refusals.len();
+                }
                 continue;
             }
-            let r = &c.report;
-            let refusals: Vec<Mutation> = r["decisions"]
-                .as_array()
-                .map(|v| v.as_slice())
-                .unwrap_or_default()
-                .iter()
-                .filter(|d| d["route"] == "refused")
-                .map(|d| Mutation {
-                    kind: "refused",
-                    verb: "refused".into(),
-                    text: format!(
-                        "{}  {:?}  -- {}",
-                        d["candidate"].as_str().unwrap_or_default(),
-                        memory::excerpt(d["text"].as_str().unwrap_or_default(), 120),
-                        d["reason"].as_str().unwrap_or_default()
-                    ),
-                })
-                .collect();
+            let refusals = refusals();
             groups.push(CycleLog {
                 cycle: c.id.clone(),
                 kind: c.kind.clone(),
                 time: c.finished,
-                tokens: r["tokens"]["spent"].as_u64().unwrap_or(0),
+                tokens: spent,
                 applied: 0,
                 refused: refusals.len(),
                 engine: 0,

@@ -73,17 +73,9 @@ pub fn run(ctx: &Ctx<'_>, tx: &Connection, work: &mut Work) -> Result<()> {
     let mut card_writes: BTreeMap<String, Option<String>> = BTreeMap::new();
     let mut lines = Vec::new();
     for g in &gated {
-        apply_one(
-            ctx,
-            tx,
-            work,
-            g,
-            verdicts.get(&text_id("k", &g.text)),
-            &vetoes,
-            &mut card_writes,
-            &mut lines,
-            &mut texts,
-        )?;
+        let verdict = verdicts.get(&text_id("k", &g.text));
+        let decided = decide(ctx, tx, work, g, verdict, &vetoes, &mut texts)?;
+        apply(ctx, tx, work, decided, &mut card_writes, &mut lines)?;
     }
     work.lap("route");
 
@@ -394,21 +386,37 @@ fn judge(
     out
 }
 
-/// Route one gated candidate and apply the route to the in-memory facts and cards.
+/// What the cycle knows about one gated candidate once everything it needs is read:
+/// the route the pure `route` and `veto` functions chose, and the data applying it takes.
+struct Decided {
+    /// The candidate, merged into the pending card it restates when there is one.
+    g: Gated,
+    cand_id: String,
+    /// The pending card it restates, by position in `work.cards`.
+    matched: Option<usize>,
+    outcome: Outcome,
+    judge_text: String,
+    /// Every gate's row: the proposal's gates, then routing's.
+    gates: Vec<dream_core::memory::GateResult>,
+    /// The supporting events, and for a reinforcement that must choose which ids to cite,
+    /// the events the fact already cites.
+    stored: Vec<Stored>,
+    older: Vec<Stored>,
+}
+
+/// Read what one candidate's route depends on (nearest facts, the card it restates, the
+/// person's vetoes, its events) and decide the route; nothing is changed here.
 #[allow(clippy::too_many_arguments)]
-fn apply_one(
+fn decide(
     ctx: &Ctx<'_>,
     tx: &Connection,
-    work: &mut Work,
+    work: &Work,
     g: &Gated,
     verdict: Option<&Verdict>,
     vetoes: &[veto::Veto],
-    card_writes: &mut BTreeMap<String, Option<String>>,
-    lines: &mut Vec<String>,
     texts: &mut dream_core::measures::PreparedCache,
-) -> Result<()> {
+) -> Result<Decided> {
     let config = ctx.config;
-    let now = ctx.opts.now;
     let cand_id = text_id("k", &g.text);
     let near = route::nearest_cached(&work.memory, &g.text, JUDGE_NEIGHBOURS, texts);
     let matched = if g.refused.is_none() {
@@ -427,9 +435,58 @@ fn apply_one(
     let (g, hit) = check_vetoes(tx, g, vetoes, config)?;
     let (outcome, judge_text, route_gates) = route::route(&g, &near, verdict, config);
     let outcome = veto::cap(outcome, hit.as_ref());
-    let mut all_gates = g.gates.clone();
-    all_gates.extend(route_gates);
+    let mut gates = g.gates.clone();
+    gates.extend(route_gates);
     let stored = state::events_by_ids(tx, &g.support)?;
+    let older = match &outcome {
+        Outcome::Reinforce { fact_id } => match work.memory.get(fact_id) {
+            Some((_, fact)) if fact.support.len() + g.support.len() > memory::MAX_CITED => {
+                let fresh: HashSet<&str> = g.support.iter().map(String::as_str).collect();
+                let older: Vec<String> = fact
+                    .support
+                    .iter()
+                    .filter(|id| !fresh.contains(id.as_str()))
+                    .cloned()
+                    .collect();
+                state::events_by_ids(tx, &older)?
+            }
+            _ => Vec::new(),
+        },
+        _ => Vec::new(),
+    };
+    Ok(Decided {
+        g,
+        cand_id,
+        matched,
+        outcome,
+        judge_text,
+        gates,
+        stored,
+        older,
+    })
+}
+
+/// Apply a decided route to the in-memory facts and cards, and record it: a commit line,
+/// a report row, and the candidate's record in the state transaction.
+fn apply(
+    ctx: &Ctx<'_>,
+    tx: &Connection,
+    work: &mut Work,
+    d: Decided,
+    card_writes: &mut BTreeMap<String, Option<String>>,
+    lines: &mut Vec<String>,
+) -> Result<()> {
+    let now = ctx.opts.now;
+    let Decided {
+        g,
+        cand_id,
+        matched,
+        outcome,
+        judge_text,
+        gates: all_gates,
+        stored,
+        older,
+    } = d;
     let events = excerpts(&stored);
     let (target, reason) = match &outcome {
         Outcome::Promote => {
@@ -506,10 +563,11 @@ fn apply_one(
             (Some(id), reason.clone())
         }
         Outcome::Reinforce { fact_id } => {
-            let fact = work
-                .memory
-                .get_mut(fact_id)
-                .expect("nearest facts are active");
+            let fact = work.memory.get_mut(fact_id).ok_or_else(|| {
+                Error::Other(format!(
+                    "routing chose to reinforce {fact_id}, which is not an active fact"
+                ))
+            })?;
             let before = fact.support.len();
             for id in &g.support {
                 if !fact.support.contains(id) {
@@ -518,14 +576,6 @@ fn apply_one(
             }
             let added = fact.support.len() - before;
             if fact.support.len() > memory::MAX_CITED {
-                let fresh: HashSet<&str> = g.support.iter().map(String::as_str).collect();
-                let older: Vec<String> = fact
-                    .support
-                    .iter()
-                    .filter(|id| !fresh.contains(id.as_str()))
-                    .cloned()
-                    .collect();
-                let older = state::events_by_ids(tx, &older)?;
                 fact.support = cite(&fact.text, &fact.support, stored.iter().chain(&older));
             }
             let (_, last) = span(&events, ctx.today);

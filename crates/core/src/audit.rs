@@ -11,9 +11,10 @@
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
-/// One commit of the memory repository, as read from git.
+/// Which commit, when, and what it says it is: the head that `log` and `explain` both
+/// show of a commit.
 #[derive(Debug, Clone, Serialize)]
-pub struct CommitNote {
+pub struct CommitHead {
     pub id: String,
     pub short: String,
     pub time: DateTime<Utc>,
@@ -22,6 +23,13 @@ pub struct CommitNote {
     pub cycle: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stage: Option<String>,
+}
+
+/// One commit of the memory repository, as read from git.
+#[derive(Debug, Clone, Serialize)]
+pub struct CommitNote {
+    #[serde(flatten)]
+    pub head: CommitHead,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tokens: Option<u64>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -51,12 +59,14 @@ pub fn parse(id: &str, time: DateTime<Utc>, message: &str) -> CommitNote {
     let mut lines = message.lines();
     let subject = lines.next().unwrap_or_default().trim().to_string();
     let mut note = CommitNote {
-        id: id.to_string(),
-        short: id.chars().take(7).collect(),
-        time,
-        subject,
-        cycle: None,
-        stage: None,
+        head: CommitHead {
+            id: id.to_string(),
+            short: id.chars().take(7).collect(),
+            time,
+            subject,
+            cycle: None,
+            stage: None,
+        },
         tokens: None,
         degraded: Vec::new(),
         undoes: None,
@@ -66,8 +76,8 @@ pub fn parse(id: &str, time: DateTime<Utc>, message: &str) -> CommitNote {
         if let Some((key, value)) = trailer(line) {
             let value = value.to_string();
             match key {
-                "Dream-Cycle" => note.cycle = Some(value),
-                "Dream-Stage" => note.stage = Some(value),
+                "Dream-Cycle" => note.head.cycle = Some(value),
+                "Dream-Stage" => note.head.stage = Some(value),
                 "Dream-Tokens" => note.tokens = value.parse().ok(),
                 "Dream-Degraded" if !note.degraded.contains(&value) => note.degraded.push(value),
                 "Dream-Undoes" => note.undoes = Some(value),
@@ -161,17 +171,17 @@ pub fn kind_of(cycle: &str) -> &'static str {
 pub fn group(commits: Vec<CommitNote>) -> Vec<CycleLog> {
     let mut out: Vec<CycleLog> = Vec::new();
     for c in commits {
-        let key = c.cycle.clone();
+        let key = c.head.cycle.clone();
         let existing = key.as_ref().and_then(|k| {
             out.iter_mut()
-                .find(|g| g.commits[0].cycle.as_ref() == Some(k))
+                .find(|g| g.commits[0].head.cycle.as_ref() == Some(k))
         });
         match existing {
             Some(g) => g.commits.push(c),
             None => out.push(CycleLog {
-                cycle: key.clone().unwrap_or_else(|| c.short.clone()),
+                cycle: key.clone().unwrap_or_else(|| c.head.short.clone()),
                 kind: key.as_deref().map_or("other", kind_of).to_string(),
-                time: c.time,
+                time: c.head.time,
                 tokens: 0,
                 applied: 0,
                 refused: 0,
@@ -194,9 +204,10 @@ pub fn group(commits: Vec<CommitNote>) -> Vec<CycleLog> {
         .collect();
     for g in &mut out {
         g.commits.reverse();
-        g.time = g.commits.first().map_or(g.time, |c| c.time);
+        g.time = g.commits.first().map_or(g.time, |c| c.head.time);
         for c in &g.commits {
-            g.tokens = g.tokens.max(c.tokens.unwrap_or(0));
+            // `Dream-Tokens:` is each stage's own spend: a cycle spent their sum.
+            g.tokens += c.tokens.unwrap_or(0);
             for d in &c.degraded {
                 if !g.degraded.contains(d) {
                     g.degraded.push(d.clone());
@@ -241,13 +252,13 @@ Dream-Degraded: judge
     #[test]
     fn a_cycle_commit_parses_into_mutations_and_trailers() {
         let n = parse("abcdef0123", "2026-11-06T21:00:00Z".parse().unwrap(), MSG);
-        assert_eq!(n.cycle.as_deref(), Some("20261106T210000Z-evening"));
-        assert_eq!(n.stage.as_deref(), Some("consolidate"));
+        assert_eq!(n.head.cycle.as_deref(), Some("20261106T210000Z-evening"));
+        assert_eq!(n.head.stage.as_deref(), Some("consolidate"));
         assert_eq!(n.tokens, Some(1200));
         assert_eq!(n.degraded, vec!["judge"]);
         let kinds: Vec<&str> = n.mutations.iter().map(|m| m.kind).collect();
         assert_eq!(kinds, vec!["applied", "refused", "engine", "degraded"]);
-        assert_eq!(n.short, "abcdef0");
+        assert_eq!(n.head.short, "abcdef0");
     }
 
     #[test]
@@ -260,7 +271,8 @@ Dream-Degraded: judge
             parse(
                 "1",
                 t("2026-11-06T21:00:00Z"),
-                &MSG.replace("consolidate", "adopt"),
+                &MSG.replace("consolidate", "adopt")
+                    .replace("Dream-Tokens: 1200", "Dream-Tokens: 300"),
             ),
             parse(
                 "0",
@@ -272,11 +284,12 @@ Dream-Degraded: judge
         assert_eq!(g.len(), 3);
         assert_eq!(g[0].kind, "undo");
         assert_eq!(g[1].commits.len(), 2);
-        assert_eq!(g[1].commits[0].id, "1", "oldest first within a cycle");
+        assert_eq!(g[1].commits[0].head.id, "1", "oldest first within a cycle");
         assert_eq!(g[1].undone_by.as_deref(), Some("undo-1"));
         assert_eq!(
             (g[1].applied, g[1].refused, g[1].engine, g[1].tokens),
-            (2, 2, 2, 1200)
+            (2, 2, 2, 1500),
+            "the stages' own spends add up"
         );
         assert_eq!(g[2].kind, "other");
     }

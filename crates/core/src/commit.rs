@@ -201,7 +201,7 @@ mod tests {
              Dream-Degraded: judge\n"
         );
         let note = crate::audit::parse("abc", chrono::DateTime::UNIX_EPOCH, &text);
-        assert_eq!(note.stage.as_deref(), Some("consolidate"));
+        assert_eq!(note.head.stage.as_deref(), Some("consolidate"));
         assert_eq!(note.tokens, Some(1200));
         assert_eq!(note.degraded, ["judge"]);
         assert_eq!(note.mutations.len(), 2);

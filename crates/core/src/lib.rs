@@ -12,6 +12,7 @@
 // Text and events (SPEC S2, S6, S8).
 pub mod adapters;
 pub mod event;
+pub mod kv;
 pub mod measures;
 pub mod phrases;
 pub mod secrets;

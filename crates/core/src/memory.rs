@@ -19,6 +19,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::event::hex;
+use crate::kv::Value as MetaValue;
 use crate::measures;
 
 /// The agent-facing files under `memory/`.
@@ -214,54 +215,7 @@ fn put_list(out: &mut String, key: &str, values: &[String]) {
 
 /// Parse `key=value key="quoted" key=a,b key=["x y"]` pairs.
 fn parse_meta(s: &str) -> Option<BTreeMap<String, MetaValue>> {
-    let mut out = BTreeMap::new();
-    let mut rest = s.trim();
-    while !rest.is_empty() {
-        let eq = rest.find('=')?;
-        let key = rest[..eq].trim().to_string();
-        if key.is_empty() || key.contains(char::is_whitespace) {
-            return None;
-        }
-        let after = &rest[eq + 1..];
-        let (value, used) = if after.starts_with('"') {
-            let mut it = serde_json::Deserializer::from_str(after).into_iter::<String>();
-            let v = it.next()?.ok()?;
-            (MetaValue::One(v), it.byte_offset())
-        } else if after.starts_with('[') {
-            let mut it = serde_json::Deserializer::from_str(after).into_iter::<Vec<String>>();
-            let v = it.next()?.ok()?;
-            (MetaValue::List(v), it.byte_offset())
-        } else {
-            let end = after.find(char::is_whitespace).unwrap_or(after.len());
-            (MetaValue::One(after[..end].to_string()), end)
-        };
-        out.insert(key, value);
-        rest = after[used..].trim_start();
-    }
-    Some(out)
-}
-
-#[derive(Debug, Clone)]
-enum MetaValue {
-    One(String),
-    List(Vec<String>),
-}
-
-impl MetaValue {
-    fn one(&self) -> String {
-        match self {
-            MetaValue::One(s) => s.clone(),
-            MetaValue::List(v) => v.join(","),
-        }
-    }
-
-    fn list(&self) -> Vec<String> {
-        match self {
-            MetaValue::One(s) if s.is_empty() => Vec::new(),
-            MetaValue::One(s) => s.split(',').map(str::to_string).collect(),
-            MetaValue::List(v) => v.clone(),
-        }
-    }
+    crate::kv::parse(s, true).map(|pairs| pairs.into_iter().collect())
 }
 
 const KNOWN_KEYS: &[&str] = &["id", "cat", "by", "first", "last", "from", "to", "ev"];

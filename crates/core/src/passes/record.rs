@@ -80,26 +80,11 @@ impl Line {
         if !VERDICTS.contains(&verdict) || !OPS.contains(&op) {
             return None;
         }
-        let mut rest = line.trim_start()[verdict.len()..].trim_start()[op.len()..].trim_start();
-        let mut fields = Vec::new();
-        while !rest.is_empty() {
-            let eq = rest.find('=')?;
-            let key = rest[..eq].to_string();
-            if key.is_empty() || key.contains(char::is_whitespace) {
-                return None;
-            }
-            let after = &rest[eq + 1..];
-            let (value, used) = if after.starts_with('"') {
-                let mut it = serde_json::Deserializer::from_str(after).into_iter::<String>();
-                let v = it.next()?.ok()?;
-                (v, it.byte_offset())
-            } else {
-                let end = after.find(char::is_whitespace).unwrap_or(after.len());
-                (after[..end].to_string(), end)
-            };
-            fields.push((key, value));
-            rest = after[used..].trim_start();
-        }
+        let rest = line.trim_start()[verdict.len()..].trim_start()[op.len()..].trim_start();
+        let fields = crate::kv::parse(rest, false)?
+            .into_iter()
+            .map(|(k, v)| (k, v.one()))
+            .collect();
         Some(Line {
             verdict: verdict.into(),
             op: op.into(),
