@@ -21,6 +21,9 @@ pub mod cluster;
 pub mod embed;
 pub mod memory;
 
+// What agents load and search: the budgeted context and recall ranking (no echo).
+pub mod context;
+
 // The model seam: contracts, prompts, parsers, the offline provider, the budget (S5, S7).
 pub mod llm;
 
