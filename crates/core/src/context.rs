@@ -192,20 +192,24 @@ fn left_out_line(left: LeftOut, budget: Option<u64>) -> Option<String> {
 }
 
 fn waiting_line(w: Waiting) -> Option<String> {
-    if w.cards + w.skill_drafts == 0 {
+    let plural = |n: usize, one: &str| match n {
+        0 => None,
+        1 => Some(format!("1 {one}")),
+        n => Some(format!("{n} {one}s")),
+    };
+    let parts: Vec<String> = [
+        plural(w.cards, "review card"),
+        plural(w.skill_drafts, "skill draft"),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    if parts.is_empty() {
         return None;
     }
-    let plural = |n: usize, one: &str, many: &str| {
-        if n == 1 {
-            format!("1 {one}")
-        } else {
-            format!("{n} {many}")
-        }
-    };
     Some(format!(
-        "Waiting for the person: {} and {} (`dream review`, `dream skills list`).",
-        plural(w.cards, "review card", "review cards"),
-        plural(w.skill_drafts, "skill draft", "skill drafts")
+        "Waiting for the person: {} (`dream review`, `dream skills list`).",
+        parts.join(" and ")
     ))
 }
 
