@@ -11,9 +11,9 @@ use chrono::NaiveDate;
 
 use dream_core::config::Config;
 use dream_core::context::{self, Context, Request, Waiting};
-use dream_core::memory::{self, Memory};
+use dream_core::memory::{self, Block, BlockFile, Memory};
 
-use crate::edges::store::Store;
+use crate::edges::store::{Change, Store};
 use crate::error::{Context as _, Error, Result};
 use crate::providers::embed::Embedder;
 
@@ -164,4 +164,94 @@ pub fn of_memory(
         cosines,
         waiting,
     })
+}
+
+/// Pending cards and skill drafts once `writes` (in order) are applied: what is on disk,
+/// plus the files they create, minus those they remove.
+pub fn waiting_after<'a>(
+    root: &Path,
+    writes: impl IntoIterator<Item = &'a (String, Option<String>)>,
+) -> Result<Waiting> {
+    use crate::stages::skills::{DRAFTS_DIR, SKILL_FILE};
+    let on_disk = waiting(root)?;
+    // The last write to each path decides whether it exists afterwards.
+    let mut last: BTreeMap<&str, bool> = BTreeMap::new();
+    for (path, contents) in writes {
+        last.insert(path.as_str(), contents.is_some());
+    }
+    let (mut cards, mut drafts) = (on_disk.cards as i64, on_disk.skill_drafts as i64);
+    for (path, exists_after) in last {
+        let is_card = path
+            .strip_prefix(&format!("{}/", memory::REVIEW_DIR))
+            .is_some_and(|rest| !rest.contains('/') && rest.ends_with(".md"));
+        let is_draft = path
+            .strip_prefix(&format!("{DRAFTS_DIR}/"))
+            .is_some_and(|rest| rest.ends_with(&format!("/{SKILL_FILE}")));
+        let delta = match (root.join(path).is_file(), exists_after) {
+            (false, true) => 1,
+            (true, false) => -1,
+            _ => 0,
+        };
+        if is_card {
+            cards += delta;
+        } else if is_draft {
+            drafts += delta;
+        }
+    }
+    Ok(Waiting {
+        cards: cards.max(0) as usize,
+        skill_drafts: drafts.max(0) as usize,
+    })
+}
+
+/// The view `context.file` holds: the context of `memory`, ranked as of the last day any
+/// of its facts was seen, so the file is a function of memory and the queue alone (a day
+/// passing with nothing new changes nothing, and commits nothing).
+pub fn file_view(memory: &Memory, config: &Config, waiting: Waiting) -> String {
+    let as_of = memory
+        .facts()
+        .map(|(_, f)| f.last_seen)
+        .max()
+        .unwrap_or(NaiveDate::MIN);
+    of_memory(
+        memory,
+        config,
+        waiting,
+        as_of,
+        &Options::default(),
+        &BTreeMap::new(),
+    )
+    .render_markdown()
+}
+
+/// Add `context.file`, as memory and the queue will be once `change` is applied, to
+/// `change` when it differs from the file on disk: review decisions, undos and skill
+/// decisions keep the file true in their own commit.
+pub fn refresh_file(root: &Path, change: &mut Change) -> Result<()> {
+    let Ok(config) = crate::config::load(root) else {
+        return Ok(()); // the command itself reports a broken config
+    };
+    let rel = config.context.file.trim().to_string();
+    if rel.is_empty() {
+        return Ok(());
+    }
+    let mut blocks = Vec::new();
+    for b in Block::ALL {
+        let written = change.writes.iter().rev().find(|(p, _)| *p == b.path());
+        let text = match written {
+            Some((_, t)) => t.clone(),
+            None => std::fs::read_to_string(root.join(b.path())).ok(),
+        };
+        blocks.push(match text {
+            Some(t) => BlockFile::parse(b, &t, NaiveDate::MIN),
+            None => BlockFile::empty(b),
+        });
+    }
+    let memory = Memory::new(blocks);
+    let waiting = waiting_after(root, &change.writes)?;
+    let text = file_view(&memory, &config, waiting);
+    if std::fs::read_to_string(root.join(&rel)).ok().as_deref() != Some(text.as_str()) {
+        change.write(rel, text);
+    }
+    Ok(())
 }

@@ -256,6 +256,7 @@ pub fn serve_stdio(root: &Path, now: Option<String>) -> Result<()> {
     };
     let server = Mcp::new(root, now)?;
     let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
         .build()
         .map_err(|e| Error::Other(format!("starting the MCP server: {e}")))?;
     rt.block_on(async move {
