@@ -459,7 +459,8 @@ fn the_injected_context_never_supports_itself() {
     let context_file = env.read("CONTEXT.md");
 
     // A session as Claude Code records it: the SessionStart hook's output, the agent
-    // reading CONTEXT.md and the recall tool, and the agent citing a fact's id.
+    // reading CONTEXT.md and running `dream context` (two restatements of every fact that
+    // cluster together), and the agent citing a fact's id.
     let base = |uuid: &str, ts: &str| json!({"uuid": uuid, "sessionId": "sess-echo", "timestamp": ts, "cwd": "/work/proj", "gitBranch": "main"});
     let with = |mut b: Value, extra: Value| {
         b.as_object_mut()
@@ -473,6 +474,8 @@ fn the_injected_context_never_supports_itself() {
         with(base("u3", "2026-11-07T09:01:00Z"), json!({"type": "user", "message": {"role": "user", "content": "Please tidy up the build scripts."}})),
         with(base("u4", "2026-11-07T09:02:00Z"), json!({"type": "assistant", "message": {"model": "claude-x", "content": [{"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {"command": "cat ~/memory-repo/CONTEXT.md"}}]}})),
         with(base("u5", "2026-11-07T09:02:01Z"), json!({"type": "user", "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": context_file}]}})),
+        with(base("u5b", "2026-11-07T09:02:30Z"), json!({"type": "assistant", "message": {"model": "claude-x", "content": [{"type": "tool_use", "id": "toolu_2", "name": "Bash", "input": {"command": "dream context"}}]}})),
+        with(base("u5c", "2026-11-07T09:02:31Z"), json!({"type": "user", "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_2", "content": injected}]}})),
         with(base("u6", "2026-11-07T09:03:00Z"), json!({"type": "assistant", "message": {"model": "claude-x", "content": [{"type": "text", "text": format!("Noted, you are in Lisbon ({lisbon}); tidying the scripts now.")}]}})),
     ]
     .concat();
