@@ -619,6 +619,9 @@ pub fn refresh_codex_block(root: &Path, context_text: &str) -> Result<()> {
     let Some(text) = read_opt(&path)? else {
         return Ok(());
     };
+    // Install names the repository by its canonical path.
+    let canonical = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
+    let root = canonical.as_path();
     let note = codex_note(root);
     let ours = text.lines().any(|l| {
         l.starts_with(edit::BLOCK_BEGIN) && l.contains(&format!("repo={} ", root.display()))
