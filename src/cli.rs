@@ -83,6 +83,9 @@ pub enum Command {
     Log(LogArgs),
     Undo(UndoArgs),
     Ingest(IngestArgs),
+    Context(ContextArgs),
+    Hooks(HooksArgs),
+    Mcp(McpArgs),
     /// Re-audit the repository: every pass mutation, archive entry, fact and count.
     ///
     /// Independently of the code that wrote the repository, walks its git history and
@@ -141,6 +144,173 @@ pub enum Command {
     /// for example: `dream man --out-dir ~/.local/share/man/man1`.
     Man(ManArgs),
 }
+
+/// Print what an agent should load at session start, within a token budget.
+///
+/// Durable facts (persona, human, scratch) first, ranked by salience (block weight, the
+/// protected bonus, recency) plus reinforcement (how many supporting events a fact cites);
+/// then recent episodes, last seen first; then one line on what waits for you (review cards,
+/// skill drafts). Lines are admitted in that order while the whole text stays within the
+/// budget, counted as the token budget counts (a third of the bytes, more than any real
+/// tokenizer), and the last lines say how many facts were left out. Each fact ends with its
+/// id, so an agent can cite it or ask `dream explain` about it.
+///
+/// The first line carries the marker `dream:recalled`: when a transcript dream reads holds
+/// this text (a hook's output, a file an agent read), it is stored as recalled and never
+/// counts as support, so memory never reinforces itself. Read-only: no lock, safe while a
+/// cycle runs. Each cycle also writes the same view to context.file (CONTEXT.md).
+#[derive(Debug, Args)]
+#[command(after_long_help = CONTEXT_HELP)]
+pub struct ContextArgs {
+    /// The most tokens to print (default: context.budget_tokens, 2000).
+    #[arg(long, value_name = "TOKENS", conflicts_with = "all")]
+    pub budget: Option<u64>,
+
+    /// Rank facts relevant to this task first (its words, and the embedder's vectors).
+    #[arg(long, value_name = "TEXT")]
+    pub query: Option<String>,
+
+    /// Every active fact, no budget.
+    #[arg(long)]
+    pub all: bool,
+
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = ContextFormat::Markdown)]
+    pub format: ContextFormat,
+
+    /// Run as a harness's session-start hook: on any error print one line saying memory is
+    /// unavailable, and exit 0, so a broken repository never stops a session.
+    #[arg(long, value_name = "HARNESS", value_parser = ["claude-code", "codex"])]
+    pub hook: Option<String>,
+}
+
+const CONTEXT_HELP: &str = "\
+Examples:
+  dream context                              # Markdown, within context.budget_tokens
+  dream context --budget 800 --query \"fix the flaky deploy test\"
+  dream context --format json | jq '.facts[].id'
+  dream context --all                        # every active fact";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ContextFormat {
+    Markdown,
+    Json,
+}
+
+/// Put dream's context into Claude Code or Codex for the current user, or take it out.
+///
+/// claude-code: by default a SessionStart hook in ~/.claude/settings.json (or
+/// $CLAUDE_CONFIG_DIR) whose command is `dream --repo REPO context --hook claude-code`: it
+/// runs at every start, resume, /clear and after every compaction, so the context is always
+/// fresh and comes back after a compaction. `--method import` instead adds an `@` import of
+/// the repository's CONTEXT.md (rewritten by each cycle) to ~/.claude/CLAUDE.md.
+///
+/// codex: a block between dream's markers in ~/.codex/AGENTS.md (or $CODEX_HOME), holding
+/// the context; each cycle refreshes the block's contents. AGENTS.md is read by every Codex
+/// version and surface without a trust prompt.
+///
+/// Both also add the harness's transcripts as an [[inbox.sources]] entry of dream.toml, so
+/// each cycle reads your sessions. Everything else in those files is left exactly as it
+/// was; the first change keeps a backup beside the file (*.dream-backup); installing twice
+/// changes nothing; `uninstall` takes out only what install added, and restores the file
+/// byte for byte when nothing else changed it since. `--dry-run` prints the change.
+#[derive(Debug, Args)]
+#[command(after_long_help = HOOKS_HELP)]
+pub struct HooksArgs {
+    #[command(subcommand)]
+    pub action: HooksAction,
+}
+
+const HOOKS_HELP: &str = "\
+Examples:
+  dream hooks install claude-code --repo ~/memory --dry-run
+  dream hooks install claude-code --repo ~/memory
+  dream hooks install claude-code --method import
+  dream hooks install codex --repo ~/memory
+  dream hooks status
+  dream hooks uninstall claude-code";
+
+#[derive(Debug, Subcommand)]
+pub enum HooksAction {
+    /// Add dream's context to a harness (and its transcripts to the inbox sources).
+    Install(HooksInstallArgs),
+    /// Take out what install added.
+    Uninstall(HooksTarget),
+    /// Show what is installed, for each harness or the one named.
+    Status(HooksStatusArgs),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Harness {
+    ClaudeCode,
+    Codex,
+}
+
+impl Harness {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Harness::ClaudeCode => "claude-code",
+            Harness::Codex => "codex",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum HookMethod {
+    /// Claude Code: a SessionStart hook (the default).
+    Hook,
+    /// Claude Code: an `@` import of CONTEXT.md in CLAUDE.md.
+    Import,
+}
+
+#[derive(Debug, Args)]
+pub struct HooksTarget {
+    /// The harness.
+    #[arg(value_enum)]
+    pub harness: Harness,
+
+    /// Print the change; write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct HooksInstallArgs {
+    #[command(flatten)]
+    pub target: HooksTarget,
+
+    /// How Claude Code gets the context (codex always uses its AGENTS.md block).
+    #[arg(long, value_enum, default_value_t = HookMethod::Hook)]
+    pub method: HookMethod,
+}
+
+#[derive(Debug, Args)]
+pub struct HooksStatusArgs {
+    /// Only this harness.
+    #[arg(value_enum)]
+    pub harness: Option<Harness>,
+
+    /// One JSON object.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Serve recall, explain and remember to agents over MCP (stdio).
+///
+/// A Model Context Protocol server on standard input and output, for Claude Code, Codex or
+/// any MCP client. Tools: `recall` (search facts and episodes by text: the words, plus the
+/// embedder's vectors; ranked, with ids and dates), `explain` (a fact's, card's or
+/// candidate's provenance, as `dream explain` prints it) and `remember` (append an event to
+/// the inbox with trust `agent`: it never writes memory; the next cycle decides, under the
+/// same gates as everything else). Read-only on the repository: it takes no lock and is
+/// safe while a cycle runs. Facts `recall` returns are recorded as used in .dream/uses.jsonl
+/// (see retention.unused_after_days).
+///
+/// Claude Code: `claude mcp add --scope user dream -- dream --repo ~/memory mcp`.
+/// Codex (~/.codex/config.toml): `[mcp_servers.dream]` with `command = "dream"` and
+/// `args = ["--repo", "/home/you/memory", "mcp"]`.
+#[derive(Debug, Args)]
+pub struct McpArgs {}
 
 /// Create a memory repository: layout, commented dream.toml, .gitignore, first commit.
 ///

@@ -29,7 +29,7 @@ use crate::edges::store::{Change, Store};
 use crate::edges::{ingest, lock};
 use crate::error::{Context, Error, Result};
 use crate::providers::embed::Embedder;
-use crate::stages::{consolidate, digest, oplog, passes, skills, Ctx, Work};
+use crate::stages::{consolidate, context, digest, oplog, passes, skills, Ctx, Work};
 
 /// How a cycle runs (defined beside [`Ctx`], which every stage reads).
 pub use crate::stages::Options;
@@ -128,6 +128,10 @@ pub fn run(
         .transaction()
         .context(|| "starting the state transaction".into())?;
     ingest_and_embed(&ctx, &tx, &mut work)?;
+    let uses = crate::agents::uses::take(&tx, root, opts.dry_run)?;
+    if uses > 0 {
+        tracing::info!(uses, "counted uses of facts by agents");
+    }
 
     let hand_edited = work.report.commits.iter().any(|c| c.stage == "manual");
     let plan = plan(config.profile(opts.kind), work.idle, hand_edited);
@@ -156,6 +160,8 @@ pub fn run(
     if plan.digest {
         digest::run(&ctx, &tx, &mut work)?;
     }
+    // The agents' view last, so it shows memory and the queue as this cycle leaves them.
+    let view = context::run(&ctx, &mut work)?;
 
     let spend = ctx.budget.spend();
     if spend.overrun {
@@ -168,6 +174,9 @@ pub fn run(
     work.report.tokens = Tokens::from_spend(config.budget.tokens_per_cycle, spend);
     commit_stages(&ctx, &store, &mut work)?;
     work.lap("commit");
+    if !opts.dry_run {
+        context::refresh_codex(&ctx, &view);
+    }
     finish(&ctx, &tx, &mut work, started, wall.elapsed())?;
     if opts.dry_run {
         tx.rollback()
@@ -175,6 +184,7 @@ pub fn run(
     } else {
         tx.commit()
             .context(|| "committing the state transaction".into())?;
+        crate::agents::uses::finish(root);
     }
     Ok(work.report)
 }

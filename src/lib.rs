@@ -23,6 +23,8 @@ pub mod stages;
 
 pub mod human;
 
+pub mod agents;
+
 pub mod config;
 pub mod eval;
 pub mod schedule;

@@ -4,6 +4,7 @@
 
 mod util;
 
+mod agents;
 mod llm;
 mod measure;
 mod ops;

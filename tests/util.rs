@@ -41,7 +41,9 @@ impl Env {
                 c.env_remove(k);
             }
         }
-        c.env("HOME", &self.home)
+        c.env_remove("CLAUDE_CONFIG_DIR")
+            .env_remove("CODEX_HOME")
+            .env("HOME", &self.home)
             .env("GIT_CONFIG_GLOBAL", "/dev/null")
             .env("GIT_CONFIG_NOSYSTEM", "1")
             .env("NO_COLOR", "1")

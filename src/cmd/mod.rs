@@ -1,10 +1,13 @@
 //! One file per subcommand, each with a small `run()` that resolves the repository, calls
 //! the library, and prints. This is the only layer that writes to stdout.
 
+mod context;
 mod demo;
 mod eval;
+mod hooks;
 mod ingest;
 mod init;
+mod mcp;
 mod run;
 mod schedule;
 mod skills;
@@ -32,6 +35,9 @@ pub fn run(cli: Cli) -> Result<i32> {
         Command::Init(a) => init::run(g, a),
         Command::Run(a) => run::run(g, a),
         Command::Ingest(a) => ingest::run(g, a),
+        Command::Context(a) => context::run(g, a),
+        Command::Hooks(a) => hooks::run(g, a),
+        Command::Mcp(a) => mcp::run(g, a),
         Command::Status(a) => status::run(g, a),
         Command::Demo(a) => demo::run(g, a),
         Command::Schedule(a) => schedule::run(g, a),

@@ -113,6 +113,15 @@ INSERT INTO vectors (key, vec)
     JOIN embedding_models m ON m.name = x.model;
 DROP TABLE embeddings;
 "#,
+    r#"
+CREATE TABLE uses (
+    fact  TEXT NOT NULL,
+    day   TEXT NOT NULL,
+    via   TEXT NOT NULL,
+    count INTEGER NOT NULL,
+    PRIMARY KEY (fact, day, via)
+) WITHOUT ROWID;
+"#,
 ];
 
 /// Vectors are keyed by `events.seq * MODEL_SLOTS + embedding_models.id` in a rowid table
@@ -236,6 +245,58 @@ fn migrate(conn: &Connection, path: &Path) -> Result<()> {
     Ok(())
 }
 
+/// Count one use of a fact on a day (`recall`, `cited`): use counts live here, never in the
+/// agent-facing lines.
+pub fn record_use(conn: &Connection, fact: &str, day: chrono::NaiveDate, via: &str) -> Result<()> {
+    conn.prepare_cached(
+        "INSERT INTO uses (fact, day, via, count) VALUES (?1, ?2, ?3, 1)
+         ON CONFLICT (fact, day, via) DO UPDATE SET count = count + 1",
+    )
+    .and_then(|mut s| s.execute(params![fact, day.to_string(), via]))
+    .context(|| format!("recording a use of {fact}"))?;
+    Ok(())
+}
+
+/// Per fact: how many uses, and the last day one was recorded (on or before `until`).
+/// Empty when the database predates use counts.
+pub fn uses(
+    conn: &Connection,
+    until: Option<chrono::NaiveDate>,
+) -> Result<HashMap<String, (u64, chrono::NaiveDate)>> {
+    let has: bool = conn
+        .query_row(
+            "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'uses'",
+            [],
+            |r| r.get::<_, i64>(0),
+        )
+        .context(|| "reading the schema".into())?
+        > 0;
+    let mut out = HashMap::new();
+    if !has {
+        return Ok(out);
+    }
+    let until = until.map_or_else(|| "9999-12-31".to_string(), |d| d.to_string());
+    let mut stmt = conn
+        .prepare_cached("SELECT fact, SUM(count), MAX(day) FROM uses WHERE day <= ?1 GROUP BY fact")
+        .context(|| "reading use counts".into())?;
+    let rows = stmt
+        .query_map(params![until], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, i64>(1)?,
+                r.get::<_, String>(2)?,
+            ))
+        })
+        .context(|| "reading use counts".into())?;
+    for row in rows {
+        let (fact, n, day) = row.context(|| "reading use counts".into())?;
+        if let Ok(d) = day.parse() {
+            out.insert(fact, (n.max(0) as u64, d));
+        }
+    }
+    Ok(out)
+}
+
 /// An event as stored, with whether a cycle has already reflected on it.
 #[derive(Debug, Clone)]
 pub struct Stored {
@@ -313,6 +374,12 @@ pub fn insert_event_hashed(
         cycle,
     ])
     .context(|| format!("storing event {}", e.id))?;
+    // An agent that cites a fact's id used it (ids in recalled text are what dream showed).
+    if e.trust == Trust::Agent && !e.recalled && e.text.contains("f_") {
+        for id in dream_core::context::cited_ids(&e.text) {
+            record_use(conn, &id, e.ts.date_naive(), "cited")?;
+        }
+    }
     Ok(())
 }
 

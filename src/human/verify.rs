@@ -183,6 +183,8 @@ struct Auditor {
     added: Vec<Archived>,
     /// Facts pinned by pending review cards, per commit (read when a forget needs them).
     pins: HashMap<Oid, BTreeSet<String>>,
+    /// The state database, read only, for the days agents used facts (the unused policy).
+    state: Option<State>,
 }
 
 /// Audit the repository at `root`.
@@ -193,6 +195,7 @@ pub fn verify(root: &Path) -> Result<Verification> {
         v: Verification::default(),
         added: Vec::new(),
         pins: HashMap::new(),
+        state: State::open_read_only(root)?,
     };
     a.history()?;
     a.active(root)?;
@@ -689,9 +692,35 @@ impl Auditor {
         let r = &after.config.retention;
         let policy = l.get("policy").unwrap_or_default();
         let pinned = self.pinned(before);
+        let used = self.last_used(item, day, policy);
         found.extend(forget_problems(
-            item, *block, fact, policy, r, day, active, after, &pinned,
+            item, *block, fact, policy, r, day, active, after, &pinned, used,
         ));
+    }
+
+    /// The last day on or before `day` an agent used `fact`, as the state recorded it (only
+    /// an unused forget needs it; without a state database, none is known and a note says
+    /// so).
+    fn last_used(&mut self, fact: &str, day: NaiveDate, policy: &str) -> Option<NaiveDate> {
+        if !policy.starts_with("unused_after_days") {
+            return None;
+        }
+        let Some(state) = &self.state else {
+            let note = "no state database: facts forgotten as unused were checked against their last sighting only".to_string();
+            if !self.v.notes.contains(&note) {
+                self.v.notes.push(note);
+            }
+            return None;
+        };
+        match state::uses(&state.conn, Some(day)) {
+            Ok(mut u) => u.remove(fact).map(|(_, d)| d),
+            Err(e) => {
+                self.v
+                    .notes
+                    .push(format!("use counts could not be read ({e})"));
+                None
+            }
+        }
     }
 
     /// The facts pending cards pinned in a snapshot: a capacity forget passes over them, so
@@ -764,6 +793,7 @@ impl Auditor {
                 }
                 "forgotten" => {
                     let pinned = self.pinned(before);
+                    let used = self.last_used(&id, day, &e.policy);
                     found.extend(forget_problems(
                         &id,
                         e.block,
@@ -774,6 +804,7 @@ impl Auditor {
                         before.facts.len() - removed,
                         after,
                         &pinned,
+                        used,
                     ));
                     removed += 1;
                 }
@@ -981,6 +1012,7 @@ fn forget_problems(
     active: usize,
     after: &Snap,
     pinned: &BTreeSet<String>,
+    last_used: Option<NaiveDate>,
 ) -> Vec<String> {
     let mut found = Vec::new();
     if r.protected.contains(&fact.category) {
@@ -998,6 +1030,18 @@ fn forget_problems(
                 "{id} was forgotten as stale, but it was last seen {age} days before (stale_after_days {})",
                 r.stale_after_days
             ));
+        }
+    } else if policy.starts_with("unused_after_days") {
+        let last = last_used.map_or(fact.last_seen, |u| u.max(fact.last_seen));
+        let idle = (day - last).num_days();
+        match r.unused_after_days {
+            None => found.push(format!(
+                "{id} was forgotten as unused, but retention.unused_after_days was not set at that commit"
+            )),
+            Some(n) if idle <= i64::from(n) => found.push(format!(
+                "{id} was forgotten as unused, but it was used or seen {idle} days before (on {last}; unused_after_days {n})"
+            )),
+            Some(_) => {}
         }
     } else if policy.starts_with("max_active_facts") {
         if active <= r.max_active_facts {

@@ -43,7 +43,7 @@ const MAX_BACKOFF: Duration = Duration::from_secs(30);
 /// their bytes, plus per-message overhead. Any tokenizer whose tokens average three bytes
 /// or more (English text averages about four) counts no more than this.
 pub fn prompt_estimate(system: &str, user: &str) -> u64 {
-    let message = |s: &str| (s.len() as u64).div_ceil(3) + 4;
+    let message = |s: &str| dream_core::llm::budget::estimate_tokens(s) + 4;
     message(system) + message(user) + 3
 }
 

@@ -6,9 +6,11 @@
 //!
 //! `consolidate` is the evening's main stage (cluster, reflect, gate, judge, route, apply),
 //! `passes` the maintenance passes, `skills` recurring procedures, `digest` the page for a
-//! person, `oplog` the journal lines a cycle leaves. `cycle` orders them.
+//! person, `context` the capped file agents import, `oplog` the journal lines a cycle
+//! leaves. `cycle` orders them.
 
 pub mod consolidate;
+pub mod context;
 pub mod digest;
 pub mod oplog;
 pub mod passes;

@@ -170,7 +170,7 @@ impl Outcome {
 }
 
 /// Run the four passes over `work.memory`, each one stage when it changed something.
-pub fn run(ctx: &Ctx<'_>, _tx: &Connection, work: &mut Work) -> Result<()> {
+pub fn run(ctx: &Ctx<'_>, tx: &Connection, work: &mut Work) -> Result<()> {
     let store = Store::open(ctx.root)?;
     let mut archive = Archive::load(store.read(memory::ARCHIVE)?);
     let pinned: BTreeMap<String, String> = work
@@ -178,10 +178,21 @@ pub fn run(ctx: &Ctx<'_>, _tx: &Connection, work: &mut Work) -> Result<()> {
         .iter()
         .filter_map(|c| c.supersedes.clone().map(|f| (f, c.id.clone())))
         .collect();
+    // The last day agents used each fact (only the forget pass's unused policy reads it).
+    let last_used: BTreeMap<String, chrono::NaiveDate> =
+        if ctx.config.retention.unused_after_days.is_some() {
+            crate::edges::state::uses(tx, Some(ctx.today))?
+                .into_iter()
+                .map(|(f, (_, d))| (f, d))
+                .collect()
+        } else {
+            BTreeMap::new()
+        };
     for pass in PASSES {
         let memory_before = work.memory.clone();
         let archive_before = archive.text.clone();
-        let before = Before::new(&work.memory, archive.ids.clone(), pinned.clone());
+        let before = Before::new(&work.memory, archive.ids.clone(), pinned.clone())
+            .with_uses(last_used.clone());
         let spent = ctx.budget.spend().spent;
         let mut out = Outcome::new(pass);
         match pass {
@@ -666,6 +677,43 @@ fn forget(
             }
         }
     }
+    // Unused for retention.unused_after_days (when set): the person opted into this rule,
+    // so the engine applies it itself, through the same gate.
+    if let Some(n) = retention.unused_after_days {
+        let idle: Vec<String> = before
+            .facts()
+            .filter(|(_, f)| {
+                !ledger.is_consumed(&f.id)
+                    && gates::protection(f, retention).is_none()
+                    && gates::days_unused(f, before.last_used(&f.id), today).0 > i64::from(n)
+            })
+            .map(|(_, f)| f.id.clone())
+            .collect();
+        for id in idle {
+            let p = Forget {
+                item_id: id,
+                reason: format!(
+                    "engine: no agent used it and no event restated it in over {n} days"
+                ),
+                policy: "unused".into(),
+            };
+            let (checked, verified) = gates::check_forget(&p, before, &ledger, retention, today);
+            if !checked.passed() {
+                continue; // pinned by a card, or consumed: the gate says why, nothing to do
+            }
+            apply_forget(
+                ctx,
+                work,
+                archive,
+                &mut ledger,
+                out,
+                false,
+                &p,
+                &checked,
+                verified,
+            );
+        }
+    }
     // Capacity, lowest salience first.
     let order: Vec<(String, f64)> = gates::capacity_order(before, &ledger, retention, today)
         .into_iter()
@@ -747,6 +795,9 @@ fn apply_forget(
                 checked.value("days_since_seen").unwrap_or_default(),
             )
             .with("salience", checked.value("salience").unwrap_or_default());
+        if let Some(idle) = checked.value("days_unused") {
+            line = line.with("days_unused", idle);
+        }
         archive.push(Archived {
             fact,
             block,

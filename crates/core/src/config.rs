@@ -35,6 +35,7 @@ pub struct Config {
     pub cycles: Cycles,
     pub digest: Digest,
     pub skills: Skills,
+    pub context: Context,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -221,6 +222,10 @@ pub struct Retention {
     pub protected_bonus: f64,
     /// Salience of a fact by the block it sits in.
     pub block_weights: BlockWeights,
+    /// Retire a fact no agent used (returned by `recall`, cited by id) and no event
+    /// restated for this many days; unset (the default): never.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unused_after_days: Option<u32>,
 }
 
 impl Default for Retention {
@@ -235,6 +240,7 @@ impl Default for Retention {
             ],
             protected_bonus: 1.0,
             block_weights: BlockWeights::default(),
+            unused_after_days: None,
         }
     }
 }
@@ -376,6 +382,31 @@ impl Default for Skills {
     }
 }
 
+/// What agents load at session start (`dream context`, and the file each cycle writes).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Context {
+    /// The most tokens `dream context` prints (counted as the token budget counts: a
+    /// third of the bytes), unless `--budget` says otherwise.
+    pub budget_tokens: u64,
+    /// The file each cycle writes the same view to, relative to the repo, for harnesses
+    /// that import a file by path; empty: none.
+    pub file: String,
+}
+
+/// The smallest context budget: the header, the left-out line and the line on what
+/// waits for the person need about this much.
+pub const MIN_CONTEXT_BUDGET: u64 = 200;
+
+impl Default for Context {
+    fn default() -> Self {
+        Context {
+            budget_tokens: 2000,
+            file: "CONTEXT.md".into(),
+        }
+    }
+}
+
 /// The file `dream init` writes: every key with its default and what it means.
 pub const TEMPLATE: &str = r#"# dream.toml: configuration of this memory repository.
 # Every key is optional; the values below are the defaults. Unknown keys are refused.
@@ -438,6 +469,8 @@ protected = ["identity", "preferences", "commitments"]   # never forgotten
 #          + recency, which falls from 1 (seen today) to 0 at stale_after_days
 protected_bonus = 1.0
 block_weights = { persona = 1.0, human = 1.0, episodes = 0.5, scratch = 0.25 }
+# unused_after_days = 90        # retire facts no agent used (recall, cited id) nor any event
+#                               # restated in this many days; unset: never (the default)
 
 [cycles.evening]                # dream run --cycle evening (the default)
 reflect = true                  # cluster, reflect, judge and route new events
@@ -465,6 +498,10 @@ min_confidence = 0.8            # below this a review card proposes the skill in
 max_per_cycle = 5               # drafts asked of the model per cycle, largest procedures first
 installed = ["~/.claude/skills", "~/.codex/skills"]   # skills agents already have
 # install_to = "~/.claude/skills"   # where `dream skills promote` also copies a skill
+
+[context]                       # what agents load at session start (`dream context`, hooks)
+budget_tokens = 2000            # most tokens printed (a third of the bytes, as the budget counts)
+file = "CONTEXT.md"             # each cycle writes the same view here; "" = no file
 "#;
 
 impl Config {
@@ -559,6 +596,10 @@ impl Config {
             ("skills.min_sessions", c.skills.min_sessions as u64),
             ("skills.min_steps", c.skills.min_steps as u64),
             (
+                "retention.unused_after_days",
+                c.retention.unused_after_days.map_or(1, u64::from),
+            ),
+            (
                 "cluster.max_events_per_prompt",
                 c.cluster.max_events_per_prompt as u64,
             ),
@@ -593,6 +634,24 @@ impl Config {
                 return Err(format!("key `{key}`: must be a number >= 0, not {v}"));
             }
         }
+        if c.context.budget_tokens < MIN_CONTEXT_BUDGET {
+            return Err(format!(
+                "key `context.budget_tokens`: must be at least {MIN_CONTEXT_BUDGET} (the header and the left-out line need that much), not {}",
+                c.context.budget_tokens
+            ));
+        }
+        if c.context.file.contains("..") || c.context.file.starts_with('/') {
+            return Err(format!(
+                "key `context.file`: must be a path inside the repository such as \"CONTEXT.md\", not {:?}",
+                c.context.file
+            ));
+        }
+        if memory_block_path(&c.context.file) {
+            return Err(format!(
+                "key `context.file`: {:?} is a memory block; pick another name such as \"CONTEXT.md\"",
+                c.context.file
+            ));
+        }
         if c.inbox.path.trim().is_empty() {
             return Err("key `inbox.path`: must name a folder".into());
         }
@@ -622,6 +681,12 @@ impl Config {
             CycleKind::Morning => &self.cycles.morning,
         }
     }
+}
+
+fn memory_block_path(path: &str) -> bool {
+    crate::memory::Block::ALL
+        .iter()
+        .any(|b| b.path() == path.trim_start_matches("./"))
 }
 
 /// Which scheduled cycle is running.
@@ -658,6 +723,7 @@ const SECTIONS: &[&str] = &[
     "retention",
     "digest",
     "skills",
+    "context",
 ];
 
 /// Apply `DREAM_<SECTION>_<KEY>` variables to the table; returns which keys they set.

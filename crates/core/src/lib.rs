@@ -22,6 +22,11 @@ pub mod cluster;
 pub mod embed;
 pub mod memory;
 
+// What agents load and search: the budgeted context and recall ranking (no echo), and
+// the edits `dream hooks` makes to harnesses' files.
+pub mod context;
+pub mod hooks;
+
 // The model seam: contracts, prompts, parsers, the offline provider, the budget (S5, S7).
 pub mod llm;
 

@@ -11,6 +11,15 @@ use std::sync::Mutex;
 
 use serde::Serialize;
 
+/// The token count dream charges for a text: a third of its bytes, rounded up. Any
+/// tokenizer whose tokens average three bytes or more (English averages about four)
+/// counts no more than this, so a text held under a budget by this count is under it for
+/// any real model too. The provider's prompt estimate and `dream context` both count with
+/// it.
+pub fn estimate_tokens(text: &str) -> u64 {
+    (text.len() as u64).div_ceil(3)
+}
+
 #[derive(Debug)]
 pub struct Budget {
     cap: u64,
