@@ -6,6 +6,7 @@ mod util;
 
 mod llm;
 mod measure;
+mod model;
 mod ops;
 mod passes;
 mod review;
