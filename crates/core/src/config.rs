@@ -401,7 +401,7 @@ base_url = "https://api.openai.com/v1"
 model = "gpt-4o-mini"
 api_key_env = "OPENAI_API_KEY"  # name of the environment variable holding the key
 concurrency = 4                 # independent calls in flight at once
-timeout_secs = 120              # per call
+timeout_secs = 120              # per call; a model on a CPU may need 600
 max_tokens = 1024               # longest reply; reserved in full against the budget
 max_retries = 3                 # on 429 and 5xx, with backoff (Retry-After honoured)
 retry_backoff_ms = 500          # first wait before a retry when the server names none; doubles
@@ -421,7 +421,7 @@ tokens_per_cycle = 200000       # hard cap on LLM tokens per cycle
 window_days = 14                # cluster the events of the last N days
 min_points = 2                  # the cluster floor; must not exceed promote.min_support
 eps = 0.8                       # DBSCAN radius between unit vectors (0.8 ~ cosine 0.68)
-max_events_per_prompt = 40      # events of one cluster shown to the reflector
+max_events_per_prompt = 40      # most events in one reflect prompt; a larger cluster takes several
 
 [promote]
 min_confidence = 0.8            # auto-promote needs at least this confidence,
