@@ -175,6 +175,9 @@ fn reflect(
     for (n, c) in selected.iter().enumerate() {
         calls.extend(cluster_calls(tx, n, c, &work.window, config, &model)?);
     }
+    // Oldest new event first, across clusters: when the budget admits only some prompts,
+    // the events that have waited longest go out, so none starves behind busy clusters.
+    calls.sort_by_key(|c| c.oldest);
     work.report.window.prompts = calls.len();
     for call in &calls {
         if tracing::enabled!(tracing::Level::DEBUG) {
@@ -368,6 +371,8 @@ struct Call {
     new: Vec<i64>,
     /// What it sends ([`plan::key`]).
     key: String,
+    /// When its oldest new event happened (Unix seconds).
+    oldest: i64,
 }
 
 /// The calls for one cluster: its new events split into prompts of at most
@@ -417,6 +422,12 @@ fn cluster_calls(
             },
             new: prompt.new.iter().map(|&k| window.seq[members[k]]).collect(),
             key,
+            oldest: prompt
+                .new
+                .iter()
+                .map(|&k| window.ts[members[k]])
+                .min()
+                .unwrap_or(i64::MAX),
         });
     }
     Ok(out)

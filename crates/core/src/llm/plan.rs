@@ -6,8 +6,9 @@
 //!   event that was in a prompt counts as seen: a cluster with more new events than that is
 //!   split into several prompts of balanced size, oldest new events first, each filled up
 //!   with the cluster's most recent earlier events as context. A prompt the budget does not
-//!   admit leaves its events new for the next cycle, which sends the oldest first again, so
-//!   every new event is sent in time (no event starves while newer ones are served).
+//!   admit leaves its events new for the next cycle. The cycle sends prompts oldest new
+//!   event first, across clusters too, so the events that waited longest go out first and
+//!   none starves while newer ones are served.
 //! - **Held calls.** A call that failed the same way in [`MAX_SAME_FAILURES`] cycles running
 //!   (cut off at the token limit, a reply that is not the contract, a timeout) would fail
 //!   again and be paid for again, so it is held: not sent, its events left pending, and the
