@@ -73,16 +73,9 @@ impl Shown {
         }
         let journal = std::env::var_os("JOURNAL_STREAM").is_some();
         if std::io::stderr().is_terminal() && !journal {
-            let bar = ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::stderr());
-            bar.set_style(
-                ProgressStyle::with_template(
-                    "{spinner} {msg:<40} [{bar:24}] {pos}/{len} calls · {elapsed}",
-                )
-                .unwrap_or_else(|_| ProgressStyle::default_bar())
-                .progress_chars("=> "),
-            );
             // Hidden until a model is called (the offline provider never is).
-            bar.set_draw_target(ProgressDrawTarget::hidden());
+            let bar = ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::hidden());
+            bar.set_style(spinner_style());
             Shown::Bar { bar }
         } else {
             Shown::Lines {
@@ -96,6 +89,27 @@ impl Shown {
         if let Shown::Bar { bar } = self {
             bar.finish_and_clear();
         }
+    }
+}
+
+/// A stage without a count of calls: what it is doing, for how long.
+fn spinner_style() -> ProgressStyle {
+    ProgressStyle::with_template("{spinner} {elapsed:>4} {wide_msg}")
+        .unwrap_or_else(|_| ProgressStyle::default_spinner())
+}
+
+/// Model calls: how many returned of how many, then the stage and its tokens.
+fn bar_style() -> ProgressStyle {
+    ProgressStyle::with_template("{spinner} {elapsed:>4} [{bar:20}] {pos}/{len} calls {wide_msg}")
+        .unwrap_or_else(|_| ProgressStyle::default_bar())
+        .progress_chars("=> ")
+}
+
+/// Show the bar from the first stage a model is called in.
+fn reveal(bar: &ProgressBar) {
+    if bar.is_hidden() {
+        bar.set_draw_target(ProgressDrawTarget::stderr());
+        bar.enable_steady_tick(Duration::from_millis(200));
     }
 }
 
@@ -114,10 +128,8 @@ impl Progress for Shown {
         match self {
             Shown::Off => {}
             Shown::Bar { bar } => {
-                if bar.is_hidden() {
-                    bar.set_draw_target(ProgressDrawTarget::stderr());
-                    bar.enable_steady_tick(Duration::from_millis(200));
-                }
+                reveal(bar);
+                bar.set_style(spinner_style());
                 bar.set_message(stage.to_string());
             }
             Shown::Lines { started, .. } => {
@@ -130,13 +142,11 @@ impl Progress for Shown {
         match self {
             Shown::Off => {}
             Shown::Bar { bar } => {
-                if bar.is_hidden() {
-                    bar.set_draw_target(ProgressDrawTarget::stderr());
-                    bar.enable_steady_tick(Duration::from_millis(200));
-                }
+                reveal(bar);
+                bar.set_style(bar_style());
                 bar.set_length(total as u64);
                 bar.set_position(done as u64);
-                bar.set_message(format!("{stage} · {tokens} tokens"));
+                bar.set_message(format!("{stage}, {tokens} tokens"));
             }
             Shown::Lines { started, last } => {
                 let mut last = last.lock().unwrap_or_else(|e| e.into_inner());

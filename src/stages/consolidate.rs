@@ -201,18 +201,18 @@ fn reflect(
     let previous = state::last_reflect_failures(tx)?;
     let mut failures: Vec<Failure> = Vec::new();
     let mut held: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    let (todo, kept): (Vec<Call>, Vec<Call>) = calls
-        .into_iter()
-        .partition(|c| plan::held(&previous, &c.key).is_none());
-    for call in kept {
-        let f = plan::held(&previous, &call.key).expect("partitioned as held");
-        held.entry(f.way.clone())
-            .or_default()
-            .push(call.label.clone());
-        failures.push(Failure {
-            held: true,
-            ..f.clone()
-        });
+    let mut todo: Vec<Call> = Vec::with_capacity(calls.len());
+    for call in calls {
+        match plan::held(&previous, &call.key) {
+            Some(f) => {
+                held.entry(f.way.clone()).or_default().push(call.label);
+                failures.push(Failure {
+                    held: true,
+                    ..f.clone()
+                });
+            }
+            None => todo.push(call),
+        }
     }
 
     let total = todo.len();
