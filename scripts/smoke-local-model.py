@@ -145,6 +145,8 @@ def main():
     ap.add_argument("--dream", help="the dream binary (default: build target/debug/dream)")
     ap.add_argument("--threads", type=int, default=os.cpu_count() or 1, help="llama.cpp threads")
     ap.add_argument("--ctx", type=int, default=4096, help="the server's context size")
+    ap.add_argument("--cycles", type=int, default=1,
+                    help="evening cycles to run one after another (pending clusters carry over)")
     ap.add_argument("--timeout", type=int, default=600, help="llm.timeout_secs")
     ap.add_argument("--max-tokens", type=int, default=512, help="llm.max_tokens")
     ap.add_argument("--events-per-prompt", type=int, default=16,
@@ -190,15 +192,19 @@ def main():
         subprocess.run([dream, "init", repo], env=env, check=True, stdout=subprocess.DEVNULL)
         for f in sorted(glob.glob(os.path.join(ROOT, "fixtures", "events", "*.jsonl"))):
             shutil.copy(f, os.path.join(repo, "events"))
-        cmd = [dream, "--repo", repo, "--now", SAMPLE_NOW, "run", "--json"]
-        if args.budget:
-            cmd += ["--budget", str(args.budget)]
-        started = time.time()
-        out = subprocess.run(cmd, env=env, stdout=subprocess.PIPE)  # progress goes to stderr
-        wall = time.time() - started
-        if out.returncode != 0:
-            sys.exit(f"dream run exited {out.returncode}")
-        report = json.loads(out.stdout)
+        reports = []
+        for i in range(args.cycles):
+            # One hour apart, all inside the sample's window.
+            now = f"2026-11-06T{21 + i:02d}:00:00Z" if i < 3 else f"2026-11-07T{i - 3:02d}:00:00Z"
+            cmd = [dream, "--repo", repo, "--now", now, "run", "--json"]
+            if args.budget:
+                cmd += ["--budget", str(args.budget)]
+            started = time.time()
+            out = subprocess.run(cmd, env=env, stdout=subprocess.PIPE)  # progress: stderr
+            wall = time.time() - started
+            if out.returncode != 0:
+                sys.exit(f"dream run exited {out.returncode}")
+            reports.append((wall, json.loads(out.stdout)))
         # A request dream abandoned may still be running: wait for the server to finish it.
         time.sleep(1)
         deadline = time.time() + args.timeout
@@ -213,48 +219,44 @@ def main():
             server.kill()
 
     rows = ledger.rows
-    t = report["tokens"]
-    w = report["window"]
-    c = report["candidates"]
     served = sum(r["prompt"] + r["completion"] for r in rows)
     answered = [r for r in rows if r["status"] == 200]
     cut = sum(1 for r in answered if r.get("finish") == "length")
     abandoned = sum(1 for r in rows if r.get("abandoned"))
-    by_stage = {}
-    for r in rows:
-        s = by_stage.setdefault(r["stage"] or "?", [0, 0])
-        s[0] += 1
-        s[1] += r["prompt"] + r["completion"]
+    spent = sum(r["tokens"]["spent"] for _, r in reports)
 
     print(f"model      {os.path.basename(gguf)} on llama-cpp-python, {args.threads} threads, "
           f"n_ctx {args.ctx}")
     print(f"settings   timeout {args.timeout} s, max_tokens {args.max_tokens}, "
-          f"{args.events_per_prompt} events per prompt, concurrency 1")
-    print(f"wall       {wall:.0f} s for the cycle")
-    print(f"calls      dream {t['calls']} (+{t['unanswered']} unanswered, "
-          f"{t['refused_calls']} not started); server {len(rows)} requests, "
-          f"{len(answered)} answered 200, {cut} cut off at max_tokens, {abandoned} abandoned by dream")
-    for stage, (n, tok) in sorted(by_stage.items()):
-        print(f"           {stage:<8} {n} requests, {tok} tokens")
-    print(f"tokens     dream {t['spent']} of {t['cap']}; server reported {served}")
-    if t.get("calibration"):
-        print(f"calibrated {t['calibration']['ratio']:.3f} reported / estimated prompt tokens")
-    print(f"window     {w['events']} events, {w['clusters']} clusters, {w['with_new']} with new "
-          f"events in {w.get('prompts', w['with_new'])} prompts: {w['reflected']} reflected, "
-          f"{w['pending']} pending ({w.get('held', 0)} held), {w.get('seen', 0)} new events seen")
-    print(f"candidates {c['proposed']} proposed = {c['promoted']} promoted + {c['queued']} queued "
-          f"+ {c['reinforced']} reinforced + {c['refused']} refused")
-    for d in report["decisions"]:
-        reason = f" -- {d['reason']}" if d["reason"] else ""
-        print(f"  {d['route']:<10} {d['block']}/{d['category']:<12} {d['text'][:70]!r}{reason}")
-    for d in report["degraded"]:
-        print(f"  degraded {d['stage']}: {d['reason'][:300]}")
-    if t["spent"] < served:
-        print(f"FAIL: dream counted {t['spent']} tokens, below the {served} the server reported")
+          f"{args.events_per_prompt} events per prompt, concurrency 1"
+          + (f", budget {args.budget}" if args.budget else ""))
+    for n, (wall, report) in enumerate(reports, 1):
+        t, w, c = report["tokens"], report["window"], report["candidates"]
+        print(f"cycle {n}    {wall:.0f} s; dream {t['calls']} calls (+{t['unanswered']} unanswered, "
+              f"{t['refused_calls']} not started), {t['spent']} tokens of {t['cap']}"
+              + (f", calibrated ratio {t['calibration']['ratio']:.3f}" if t.get("calibration") else ""))
+        print(f"           {w['events']} events, {w['clusters']} clusters, {w['with_new']} with new "
+              f"events in {w.get('prompts', w['with_new'])} prompts: {w['reflected']} reflected, "
+              f"{w['pending']} pending ({w.get('held', 0)} held), {w.get('seen', 0)} new events seen")
+        print(f"           {c['proposed']} proposed = {c['promoted']} promoted + {c['queued']} queued "
+              f"+ {c['reinforced']} reinforced + {c['refused']} refused")
+        for d in report["decisions"]:
+            reason = f" -- {d['reason']}" if d["reason"] else ""
+            print(f"    {d['route']:<10} {d['block']}/{d['category']:<12} {d['text'][:70]!r}{reason}")
+        for d in report["degraded"]:
+            print(f"    degraded {d['stage']}: {d['reason'][:240]}")
+    print(f"server     {len(rows)} requests, {len(answered)} answered 200, {cut} cut off at "
+          f"max_tokens, {abandoned} abandoned by dream (the server finished and counted them)")
+    for i, r in enumerate(rows):
+        print(f"           #{i + 1} {r['stage']:<8} {r['status']} in {r['seconds']:>6.1f} s: "
+              f"{r['prompt']} prompt + {r['completion']} completion tokens, "
+              f"finish {r.get('finish')}{', abandoned by dream' if r.get('abandoned') else ''}")
+    print(f"tokens     dream counted {spent}; the server reported {served}")
+    if spent < served:
+        print(f"FAIL: dream counted {spent} tokens, below the {served} the server reported")
         return 1
-    print(f"ok: dream's count ({t['spent']}) is not below the server's ({served})")
+    print(f"ok: dream's count ({spent}) is not below the server's ({served})")
     return 0
-
 
 if __name__ == "__main__":
     sys.exit(main())
