@@ -113,7 +113,7 @@ pub fn running(root: &Path) -> Option<Running> {
         .next()?
         .parse()
         .ok()?;
-    alive(pid).then_some(Running { pid, note })
+    (pid > 0 && alive(pid)).then_some(Running { pid, note })
 }
 
 #[cfg(unix)]
@@ -129,4 +129,37 @@ fn alive(pid: u32) -> bool {
 #[cfg(not(unix))]
 fn alive(_pid: u32) -> bool {
     true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_note_names_the_holder_and_its_stage_while_it_runs() {
+        let dir = tempfile::tempdir().unwrap();
+        let now = "2026-11-06T21:00:00Z".parse().unwrap();
+        let lock = acquire(dir.path(), true, now).unwrap();
+        lock.note("reflect (3 of 22 calls, 4210 tokens)");
+        let r = running(dir.path()).expect("this process holds it");
+        assert_eq!(r.pid, std::process::id());
+        assert_eq!(
+            r.note,
+            format!(
+                "pid {}, since 2026-11-06 21:00:00 UTC, stage reflect (3 of 22 calls, 4210 tokens)",
+                std::process::id()
+            )
+        );
+        let held = acquire(dir.path(), true, now).unwrap_err().to_string();
+        assert!(held.contains("stage reflect"), "{held}");
+        drop(lock);
+        assert_eq!(running(dir.path()), None, "released: nothing runs");
+        // A note left by a process that died names a pid that no longer exists.
+        std::fs::write(
+            dir.path().join(".dream/lock.info"),
+            "pid 2147483646, since x",
+        )
+        .unwrap();
+        assert_eq!(running(dir.path()), None);
+    }
 }
