@@ -151,7 +151,7 @@ pub enum Command {
 /// protected bonus, recency) plus reinforcement (how many supporting events a fact cites);
 /// then recent episodes, last seen first; then one line on what waits for you (review cards,
 /// skill drafts). Lines are admitted in that order while the whole text stays within the
-/// budget, counted as the token budget counts (a third of the bytes, more than any real
+/// budget, counted as the token budget counts (half the bytes, more than any real
 /// tokenizer), and the last lines say how many facts were left out. Each fact ends with its
 /// id, so an agent can cite it or ask `dream explain` about it.
 ///
@@ -334,6 +334,16 @@ pub struct InitArgs {
 /// report. Auto-promoted facts land in memory/*.md, doubtful ones become review cards under
 /// review/, and every refusal is listed with its reason. A second run with nothing new
 /// makes no commit.
+///
+/// While a model is called, progress goes to stderr: a bar on a terminal, plain lines
+/// otherwise (a log, the journal under systemd); `dream status` shows the running cycle's
+/// pid, start and stage. Clusters that could not be reflected (budget, a server down or
+/// too slow, a reply that was cut off) stay pending for the next cycle; one whose call
+/// failed the same way twice is held until its events, the model, llm.max_tokens or
+/// llm.timeout_secs change, and the report says what to change.
+///
+/// The events only count inside the last cluster.window_days days before --now (the wall
+/// clock by default): to try the shipped sample events, pass --now 2026-11-06T21:00:00Z.
 #[derive(Debug, Args)]
 #[command(after_long_help = EXIT_CODES)]
 pub struct RunArgs {
@@ -398,9 +408,10 @@ Every cycle instead, in dream.toml:
 
 /// Show pending events, inbox lag, review queue, quarantine and recent cycles.
 ///
-/// Reads the repository and its state without changing anything: events not yet looked at
-/// by a cycle, inbox bytes not yet read, pending review cards and skill proposals,
-/// quarantined lines (with file, line and reason) and the last cycles' counts.
+/// Reads the repository and its state without changing anything: a cycle running now (its
+/// pid, since when, and its stage), events not yet looked at by a cycle, inbox bytes not
+/// yet read, pending review cards and skill proposals, quarantined lines (with file, line
+/// and reason) and the last cycles' counts.
 #[derive(Debug, Args)]
 pub struct StatusArgs {
     /// Print one JSON object on stdout.

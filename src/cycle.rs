@@ -12,6 +12,7 @@
 //! Which stages run is decided by the pure [`plan`]; `run` only carries it out.
 
 use std::path::Path;
+use std::sync::OnceLock;
 use std::time::{Duration as Elapsed, Instant};
 
 use chrono::{DateTime, Duration, Utc};
@@ -22,14 +23,16 @@ use dream_core::config::{Config, Profile};
 use dream_core::llm::budget::Budget;
 use dream_core::llm::Llm;
 use dream_core::memory::Memory;
-use dream_core::report::{CommitRow, Report, Tokens};
+use dream_core::report::{Calibration, CommitRow, Degraded, Report, Tokens};
 
 use crate::edges::state::{self, State};
 use crate::edges::store::{Change, Store};
 use crate::edges::{ingest, lock};
 use crate::error::{Context, Error, Result};
 use crate::providers::embed::Embedder;
-use crate::stages::{consolidate, context, digest, oplog, passes, skills, Ctx, Work};
+use crate::stages::{
+    consolidate, context, digest, oplog, passes, skills, Ctx, Progress, Silent, Work,
+};
 
 /// How a cycle runs (defined beside [`Ctx`], which every stage reads).
 pub use crate::stages::Options;
@@ -62,7 +65,7 @@ pub fn plan(profile: &Profile, idle: bool, hand_edited: bool) -> Plan {
     }
 }
 
-/// Run one cycle on the repo at `root`.
+/// Run one cycle on the repo at `root`, showing nothing as it goes.
 pub fn run(
     root: &Path,
     config: &Config,
@@ -70,9 +73,52 @@ pub fn run(
     embedder: &dyn Embedder,
     opts: &Options,
 ) -> Result<Report> {
+    run_with(root, config, llm, embedder, opts, &Silent)
+}
+
+/// The progress a cycle shows: every stage into the lock note (for `dream status`), and,
+/// when a model is called, to `outer` (a terminal or the journal) too.
+struct Tracked<'a> {
+    lock: &'a lock::Lock,
+    outer: &'a dyn Progress,
+    model: bool,
+}
+
+impl Progress for Tracked<'_> {
+    fn stage(&self, stage: &str) {
+        self.lock.note(stage);
+        if self.model {
+            self.outer.stage(stage);
+        }
+    }
+
+    fn calls(&self, stage: &str, done: usize, total: usize, tokens: u64) {
+        self.lock.note(&format!(
+            "{stage} ({done} of {total} calls, {tokens} tokens)"
+        ));
+        if self.model {
+            self.outer.calls(stage, done, total, tokens);
+        }
+    }
+}
+
+/// Run one cycle on the repo at `root`, showing its progress to `progress`.
+pub fn run_with(
+    root: &Path,
+    config: &Config,
+    llm: &dyn Llm,
+    embedder: &dyn Embedder,
+    opts: &Options,
+    progress: &dyn Progress,
+) -> Result<Report> {
     let wall = Instant::now();
     let started = Utc::now();
-    let _lock = lock::acquire(root, !opts.dry_run, started)?;
+    let lock = lock::acquire(root, !opts.dry_run, started)?;
+    let tracked = Tracked {
+        lock: &lock,
+        outer: progress,
+        model: !llm.offline(),
+    };
     let store = Store::open(root)?;
     let mut state = if opts.dry_run {
         State::open_scratch_copy(root)?
@@ -89,6 +135,8 @@ pub fn run(
         cycle_id: format!("{}-{}", now.format("%Y%m%dT%H%M%SZ"), opts.kind.as_str()),
         today: now.date_naive(),
         budget: Budget::new(config.budget.tokens_per_cycle),
+        progress: &tracked,
+        unavailable: OnceLock::new(),
     };
     let mut report = Report {
         cycle: ctx.cycle_id.clone(),
@@ -127,6 +175,12 @@ pub fn run(
         .conn
         .transaction()
         .context(|| "starting the state transaction".into())?;
+    // Estimates start from what this model's server counted in earlier cycles.
+    if let Some(key) = llm.tokenizer_key() {
+        if let Some(ratio) = state::last_calibration(&tx, &key)? {
+            llm.set_calibration(ratio);
+        }
+    }
     ingest_and_embed(&ctx, &tx, &mut work)?;
     let uses = crate::agents::uses::take(&tx, root, opts.dry_run)?;
     if uses > 0 {
@@ -148,16 +202,20 @@ pub fn run(
     }
     if plan.reflect {
         let new_tool_calls = dream_core::skills::procedure::new_tool_call(&work.window.procedure);
+        ctx.progress.stage("consolidate");
         consolidate::run(&ctx, &tx, &mut work)?;
         if new_tool_calls {
+            ctx.progress.stage("skills");
             skills::run(&ctx, &tx, &mut work)?;
         }
     }
     if plan.passes {
+        ctx.progress.stage("passes");
         passes::run(&ctx, &tx, &mut work)?;
     }
     // The digest comes last, so it shows what this cycle left for a person.
     if plan.digest {
+        ctx.progress.stage("digest");
         digest::run(&ctx, &tx, &mut work)?;
     }
     // The agents' view last, so it shows memory and the queue as this cycle leaves them.
@@ -172,6 +230,11 @@ pub fn run(
         );
     }
     work.report.tokens = Tokens::from_spend(config.budget.tokens_per_cycle, spend);
+    work.report.tokens.calibration = llm
+        .tokenizer_key()
+        .zip(llm.calibration())
+        .map(|(model, ratio)| Calibration { model, ratio });
+    ctx.progress.stage("commit");
     commit_stages(&ctx, &store, &mut work)?;
     work.lap("commit");
     if !opts.dry_run {
@@ -225,6 +288,7 @@ fn record_hand_edits(ctx: &Ctx<'_>, store: &Store, report: &mut Report) -> Resul
 /// what has no vector yet, unless nothing is new (the idle fast path).
 fn ingest_and_embed(ctx: &Ctx<'_>, tx: &Connection, work: &mut Work) -> Result<()> {
     let (config, now) = (ctx.config, ctx.opts.now);
+    ctx.progress.stage("ingest");
     work.report.ingest = ingest::run(tx, ctx.root, config, &ctx.cycle_id, now)?;
     for w in &work.report.ingest.watermarks {
         state::put_watermark(tx, w, now)?;
@@ -246,13 +310,48 @@ fn ingest_and_embed(ctx: &Ctx<'_>, tx: &Connection, work: &mut Work) -> Result<(
         work.window = state::window(tx, from, now, &ctx.embedder.id())?;
         work.report.window.events = work.window.len();
         work.lap("window");
-        embed_missing(
+        let remote = ctx.embedder.id() != builtin_id(config);
+        if remote {
+            ctx.progress.stage("embed");
+        }
+        let embedded = embed_missing(
             tx,
             ctx.embedder,
             &mut work.window,
             config.embed.batch_size,
             &mut work.report.embedded,
-        )?;
+            if remote { ctx.progress } else { &Silent },
+        );
+        match embedded {
+            Ok(()) => {}
+            // An embedding server that fails degrades the cycle as a chat model's does: this
+            // cycle clusters with the builtin embedder (vectors cached apart), and the next
+            // tries the server again.
+            Err(Error::Provider(why)) if remote => {
+                let builtin = dream_core::embed::Builtin::new(config.embed.dim);
+                tracing::warn!("embedding failed, clustering with the builtin embedder: {why}");
+                work.report.degraded.push(Degraded {
+                    stage: "embed".into(),
+                    reason: format!(
+                        "{why}; this cycle clusters with the builtin embedder instead, and the next tries {} again",
+                        ctx.embedder.id()
+                    ),
+                });
+                work.report.embedder =
+                    format!("{} (fallback from {})", builtin.id(), ctx.embedder.id());
+                work.window = state::window(tx, from, now, &builtin.id())?;
+                work.report.window.events = work.window.len();
+                embed_missing(
+                    tx,
+                    &builtin,
+                    &mut work.window,
+                    config.embed.batch_size,
+                    &mut work.report.embedded,
+                    &Silent,
+                )?;
+            }
+            Err(e) => return Err(e),
+        }
     }
     work.lap("embed");
     tracing::info!(
@@ -372,6 +471,11 @@ fn adopt_hand_written(ctx: &Ctx<'_>, work: &mut Work, committed: Option<&Memory>
     work.push_stage(ctx, Stage::Adopt, change, &subject, &lines, 0);
 }
 
+/// The id the builtin embedder has under this config.
+fn builtin_id(config: &Config) -> String {
+    dream_core::embed::Builtin::new(config.embed.dim).id()
+}
+
 /// Stop the process at a named point, for crash tests (debug builds only).
 fn failpoint(name: &str) {
     if cfg!(debug_assertions) && std::env::var("DREAM_FAILPOINT").is_ok_and(|v| v == name) {
@@ -388,13 +492,18 @@ fn embed_missing(
     window: &mut state::Window,
     batch: usize,
     embedded: &mut usize,
+    progress: &dyn Progress,
 ) -> Result<()> {
     let missing = std::mem::take(&mut window.missing);
     if missing.is_empty() {
         return Ok(());
     }
     let model = state::model_id(conn, &embedder.id(), true)?.expect("created");
-    for chunk in missing.chunks(batch.max(1)) {
+    let batches = missing.len().div_ceil(batch.max(1));
+    for (n, chunk) in missing.chunks(batch.max(1)).enumerate() {
+        if batches > 1 {
+            progress.calls("embed", n, batches, 0);
+        }
         let seqs: Vec<i64> = chunk.iter().map(|&row| window.seq[row]).collect();
         let texts = state::texts_by_seq(conn, &seqs)?;
         let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
@@ -411,6 +520,9 @@ fn embed_missing(
             window.set_vector(row, v)?;
             *embedded += 1;
         }
+    }
+    if batches > 1 {
+        progress.calls("embed", batches, batches, 0);
     }
     Ok(())
 }

@@ -7,6 +7,7 @@ mod util;
 mod agents;
 mod llm;
 mod measure;
+mod model;
 mod ops;
 mod passes;
 mod review;

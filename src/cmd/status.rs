@@ -13,6 +13,9 @@ use dream_core::ingested::Quarantined;
 #[derive(Debug, Serialize)]
 struct Status {
     repo: String,
+    /// The cycle (or other writer) holding the lock now: its pid, since when, and stage.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    running: Option<crate::edges::lock::Running>,
     events_stored: u64,
     /// Stored events no cycle has reflected on yet.
     events_unreflected: u64,
@@ -79,6 +82,7 @@ pub fn run(g: &Global, a: &StatusArgs) -> Result<i32> {
     let memory = store.load_memory(super::now(g)?.date_naive())?;
     let mut s = Status {
         repo: root.display().to_string(),
+        running: crate::edges::lock::running(&root),
         events_stored: 0,
         events_unreflected: 0,
         inbox_lag_bytes: inbox_lag.iter().map(|l| l.bytes).sum(),
@@ -116,6 +120,10 @@ pub fn run(g: &Global, a: &StatusArgs) -> Result<i32> {
         return Ok(EXIT_OK);
     }
     println!("dream repository {}", s.repo);
+    match &s.running {
+        Some(r) => println!("  running now      {}", r.note),
+        None => println!("  running now      nothing"),
+    }
     println!("  active facts     {}", s.active_facts);
     println!(
         "  review queue     {} cards{}",

@@ -840,6 +840,45 @@ pub fn recent_cycles(conn: &Connection, limit: usize) -> Result<Vec<CycleRecord>
         .context(|| "reading cycles".into())
 }
 
+/// Cycle records looked back through for what a cycle carries to the next (calibration,
+/// failed reflect calls): enough for a model used now and then.
+const LOOKBACK_CYCLES: i64 = 60;
+
+/// The tokenizer calibration (ratio of reported to plain estimated prompt tokens) the
+/// latest of the recent cycles recorded for this provider key, if any.
+pub fn last_calibration(conn: &Connection, key: &str) -> Result<Option<f64>> {
+    conn.query_row(
+        "SELECT json_extract(report, '$.tokens.calibration.ratio') FROM
+           (SELECT report, finished FROM cycles ORDER BY finished DESC LIMIT ?2)
+         WHERE json_extract(report, '$.tokens.calibration.model') = ?1
+         ORDER BY finished DESC LIMIT 1",
+        params![key, LOOKBACK_CYCLES],
+        |r| r.get::<_, Option<f64>>(0),
+    )
+    .optional()
+    .map(Option::flatten)
+    .context(|| "reading the last token calibration".into())
+}
+
+/// The reflect calls the latest cycle that reflected recorded as failing in a way that
+/// would repeat (`window.failures` of its report).
+pub fn last_reflect_failures(conn: &Connection) -> Result<Vec<dream_core::llm::plan::Failure>> {
+    let text: Option<String> = conn
+        .query_row(
+            "SELECT json_extract(report, '$.window.failures') FROM
+               (SELECT report, finished FROM cycles ORDER BY finished DESC LIMIT ?1)
+             WHERE json_type(report, '$.window.failures') = 'array'
+             ORDER BY finished DESC LIMIT 1",
+            params![LOOKBACK_CYCLES],
+            |r| r.get(0),
+        )
+        .optional()
+        .context(|| "reading the last cycle's failed reflect calls".into())?;
+    Ok(text
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or_default())
+}
+
 /// Record what happened to a candidate in a cycle (for `dream explain`).
 pub fn put_candidate(
     conn: &Connection,

@@ -5,6 +5,7 @@
 //! to the repository here.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use chrono::{DateTime, NaiveDate, Utc};
 use rusqlite::Connection;
@@ -17,7 +18,8 @@ use dream_core::cluster;
 use dream_core::commit::Stage;
 use dream_core::config::Config;
 use dream_core::gates::{self, Evidence, Gated};
-use dream_core::llm::budget::{Budget, CallError};
+use dream_core::llm::budget::CallError;
+use dream_core::llm::plan::{self, Failure};
 use dream_core::llm::{
     EventView, FactView, JudgeItem, JudgeRequest, Llm, LlmErrorKind, Proposal, ReflectRequest,
     Verdict,
@@ -54,14 +56,21 @@ pub fn run(ctx: &Ctx<'_>, tx: &Connection, work: &mut Work) -> Result<()> {
             ctx.config,
         ));
     }
+    let defaulted: Vec<&Gated> = gated.iter().filter(|g| !g.notes.is_empty()).collect();
+    if let Some(first) = defaulted.first() {
+        work.report.notes.push(format!(
+            "{} proposals left out an optional field or gave an unknown one, and took its documented default (for example {:?}: {})",
+            defaulted.len(),
+            memory::excerpt(&first.text, 60),
+            first.notes.join("; ")
+        ));
+    }
     let mut texts = dream_core::measures::PreparedCache::default();
     let report = &mut work.report;
     let verdicts = judge(
-        ctx.llm,
-        &ctx.budget,
+        ctx,
         &gated,
         &work.memory,
-        ctx.config,
         &mut report.degraded,
         &mut report.notes,
         &mut texts,
@@ -104,10 +113,13 @@ pub fn run(ctx: &Ctx<'_>, tx: &Connection, work: &mut Work) -> Result<()> {
 }
 
 /// Cluster the window and reflect on every cluster with a new event, `llm.concurrency`
-/// calls at a time under the budget. Clusters whose call was not started (budget) or
-/// failed stay unreflected, so the next cycle picks them up; events no cluster holds (and
-/// events with no content word) are marked as looked at, since only a new event can ever
-/// give them a cluster. Returns each proposal with the events that were sent for it.
+/// calls at a time under the budget, one call per prompt of at most
+/// `cluster.max_events_per_prompt` events (`llm::plan`). A new event is marked as seen only
+/// when a call that showed it succeeded; one whose call was not started (budget, a server
+/// found unavailable, a call held for failing the same way) or failed stays new, so a later
+/// cycle sends it. Events no cluster holds (and events with no content word) are marked as
+/// looked at, since only a new event can ever give them a cluster. Returns each proposal
+/// with the events that were sent for it.
 fn reflect(
     ctx: &Ctx<'_>,
     tx: &Connection,
@@ -157,40 +169,82 @@ fn reflect(
     work.report.window.with_new = selected.len();
     work.lap("cluster");
 
-    let mut requests: Vec<(ReflectRequest, Vec<(i64, bool)>)> = Vec::with_capacity(selected.len());
+    let llm = ctx.llm;
+    let model = llm.tokenizer_key().unwrap_or_else(|| llm.name());
+    let mut calls: Vec<Call> = Vec::with_capacity(selected.len());
     for (n, c) in selected.iter().enumerate() {
-        requests.push(reflect_request(
-            tx,
-            n,
-            c,
-            &work.window,
-            config.cluster.max_events_per_prompt,
-        )?);
+        calls.extend(cluster_calls(tx, n, c, &work.window, config, &model)?);
     }
-    for (req, members) in &requests {
+    // Oldest new event first, across clusters: when the budget admits only some prompts,
+    // the events that have waited longest go out, so none starves behind busy clusters.
+    calls.sort_by_key(|c| c.oldest);
+    work.report.window.prompts = calls.len();
+    for call in &calls {
         if tracing::enabled!(tracing::Level::DEBUG) {
-            let texts: Vec<String> = req
+            let texts: Vec<String> = call
+                .req
                 .events
                 .iter()
                 .map(|e| memory::excerpt(&e.text, 60))
                 .collect();
             tracing::debug!(
-                cluster = req.cluster,
-                size = members.len(),
+                cluster = %call.label,
+                events = call.req.events.len(),
+                new = call.new.len(),
                 "cluster: {}",
                 texts.join(" | ")
             );
         }
     }
-    let llm = ctx.llm;
-    let results = parallel_map(&requests, workers(llm, config), |(req, _)| {
-        ctx.budget
-            .call(llm.estimate_reflect(req), || llm.reflect(req))
+
+    // Calls that failed the same way in the last cycles are held, not paid for again.
+    let previous = state::last_reflect_failures(tx)?;
+    let mut failures: Vec<Failure> = Vec::new();
+    let mut held: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut todo: Vec<Call> = Vec::with_capacity(calls.len());
+    for call in calls {
+        match plan::held(&previous, &call.key) {
+            Some(f) => {
+                held.entry(f.way.clone()).or_default().push(call.label);
+                failures.push(Failure {
+                    held: true,
+                    ..f.clone()
+                });
+            }
+            None => todo.push(call),
+        }
+    }
+
+    let total = todo.len();
+    let done = AtomicUsize::new(0);
+    let show = !llm.offline();
+    if show {
+        ctx.progress.stage("reflect");
+        ctx.progress
+            .calls("reflect", 0, total, ctx.budget.spend().spent);
+    }
+    let results = parallel_map(&todo, workers(llm, config), |call| {
+        let result = ctx.call(llm.estimate_reflect(&call.req), || llm.reflect(&call.req));
+        let n = done.fetch_add(1, Ordering::SeqCst) + 1;
+        if show {
+            let spent = ctx.budget.spend().spent;
+            tracing::info!(
+                cluster = %call.label,
+                done = n,
+                total,
+                tokens = spent,
+                ok = result.is_ok(),
+                "reflect call returned"
+            );
+            ctx.progress.calls("reflect", n, total, spent);
+        }
+        result
     });
     let mut proposals = Vec::new();
     let mut budget_pending = 0;
-    let mut failed: BTreeMap<String, Vec<usize>> = BTreeMap::new();
-    for ((req, members), result) in requests.into_iter().zip(results) {
+    let mut failed: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut skipped: Vec<String> = Vec::new();
+    for (call, result) in todo.into_iter().zip(results) {
         match result {
             Ok(reply) => {
                 work.report.window.reflected += 1;
@@ -199,14 +253,12 @@ fn reflect(
                         work.report.notes.push(note);
                     }
                 }
-                looked_at.extend(
-                    members
-                        .into_iter()
-                        .filter(|(_, reflected)| !reflected)
-                        .map(|(seq, _)| seq),
-                );
+                // Only what a model was shown counts as seen; a cluster's other new events
+                // are in its other prompts.
+                work.report.window.seen += call.new.len();
+                looked_at.extend(call.new);
                 for p in reply.value.candidates {
-                    proposals.push((p, req.events.clone()));
+                    proposals.push((p, call.req.events.clone()));
                 }
             }
             Err(CallError::Budget) => budget_pending += 1,
@@ -216,25 +268,58 @@ fn reflect(
             }
             Err(CallError::Failed(e)) => {
                 work.report.window.pending += 1;
-                failed.entry(e.to_string()).or_default().push(req.cluster);
+                let mut reason = e.to_string();
+                if let Some(way) = plan::way(e.kind) {
+                    let f =
+                        plan::record(&previous, &call.key, way, &e.message, call.req.events.len());
+                    if f.tries >= plan::MAX_SAME_FAILURES {
+                        reason = format!(
+                            "{reason} (failed this way {} cycles running, so it is held from now on: {})",
+                            f.tries,
+                            plan::advice(way)
+                        );
+                    }
+                    failures.push(f);
+                }
+                failed.entry(reason).or_default().push(call.label);
+            }
+            Err(CallError::Skipped(_)) => {
+                work.report.window.pending += 1;
+                skipped.push(call.label);
             }
         }
     }
     for (reason, clusters) in failed {
-        let which = clusters
-            .iter()
-            .map(|c| c.to_string())
-            .collect::<Vec<_>>()
-            .join(", ");
-        let (noun, verb) = if clusters.len() == 1 {
-            ("cluster", "is")
-        } else {
-            ("clusters", "are")
-        };
+        let (noun, verb) = noun_verb(clusters.len());
+        let which = list(&clusters);
         tracing::warn!("reflect failed for {noun} {which}: {reason}");
         work.report.degraded.push(Degraded {
             stage: "reflect".into(),
             reason: format!("{noun} {which} {verb} left pending for the next cycle: {reason}"),
+        });
+    }
+    if !skipped.is_empty() {
+        let (noun, verb) = noun_verb(skipped.len());
+        work.report.degraded.push(Degraded {
+            stage: "reflect".into(),
+            reason: format!(
+                "{noun} {} {verb} left pending for the next cycle, not tried: an earlier call found the server unavailable, so no further call was started",
+                list(&skipped)
+            ),
+        });
+    }
+    for (way, clusters) in held {
+        let (noun, verb) = noun_verb(clusters.len());
+        work.report.window.pending += clusters.len();
+        work.report.window.held += clusters.len();
+        work.report.degraded.push(Degraded {
+            stage: "reflect".into(),
+            reason: format!(
+                "{noun} {} {verb} held, not sent: {} cycles running the reply was {way}; {}. They are tried again when their events, the model, llm.max_tokens or llm.timeout_secs change",
+                list(&clusters),
+                plan::MAX_SAME_FAILURES,
+                plan::advice(&way)
+            ),
         });
     }
     if budget_pending > 0 {
@@ -249,8 +334,103 @@ fn reflect(
             "token budget reached"
         );
     }
+    work.report.window.failures = Some(failures);
     state::mark_reflected_seq(tx, &looked_at, &ctx.cycle_id)?;
     Ok(proposals)
+}
+
+/// "cluster 3 is" or "clusters 3, 4 are".
+fn noun_verb(n: usize) -> (&'static str, &'static str) {
+    if n == 1 {
+        ("cluster", "is")
+    } else {
+        ("clusters", "are")
+    }
+}
+
+/// At most ten labels, then how many more.
+fn list(labels: &[String]) -> String {
+    let mut s = labels
+        .iter()
+        .take(10)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(", ");
+    if labels.len() > 10 {
+        s.push_str(&format!(" and {} more", labels.len() - 10));
+    }
+    s
+}
+
+/// One reflect call: one prompt of one cluster.
+struct Call {
+    req: ReflectRequest,
+    /// `3`, or `3 part 2/5` for a cluster larger than the prompt cap.
+    label: String,
+    /// Row ids of the new events it shows: marked as seen when the call succeeds.
+    new: Vec<i64>,
+    /// What it sends ([`plan::key`]).
+    key: String,
+    /// When its oldest new event happened (Unix seconds).
+    oldest: i64,
+}
+
+/// The calls for one cluster: its new events split into prompts of at most
+/// `cluster.max_events_per_prompt` (see [`plan::prompts`]); only those events' texts are
+/// read.
+fn cluster_calls(
+    tx: &Connection,
+    n: usize,
+    members: &[usize],
+    window: &state::Window,
+    config: &Config,
+    model: &str,
+) -> Result<Vec<Call>> {
+    let view: Vec<plan::Member<'_>> = members
+        .iter()
+        .map(|&i| plan::Member {
+            id: &window.ids[i],
+            ts: window.ts[i],
+            reflected: window.reflected[i],
+        })
+        .collect();
+    let prompts = plan::prompts(&view, config.cluster.max_events_per_prompt);
+    let parts = prompts.len();
+    let mut out = Vec::with_capacity(parts);
+    for (p, prompt) in prompts.into_iter().enumerate() {
+        let seqs: Vec<i64> = prompt
+            .events
+            .iter()
+            .map(|&k| window.seq[members[k]])
+            .collect();
+        let events: Vec<EventView> = state::events_by_seq(tx, &seqs)?
+            .iter()
+            .map(view_of)
+            .collect();
+        let key = plan::key(
+            model,
+            config.llm.max_tokens,
+            config.llm.timeout_secs,
+            events.iter().map(|e| e.id.as_str()),
+        );
+        out.push(Call {
+            req: ReflectRequest { cluster: n, events },
+            label: if parts == 1 {
+                n.to_string()
+            } else {
+                format!("{n} part {}/{parts}", p + 1)
+            },
+            new: prompt.new.iter().map(|&k| window.seq[members[k]]).collect(),
+            key,
+            oldest: prompt
+                .new
+                .iter()
+                .map(|&k| window.ts[members[k]])
+                .min()
+                .unwrap_or(i64::MAX),
+        });
+    }
+    Ok(out)
 }
 
 /// Calls in flight at once: `llm.concurrency` for a model; for the offline provider, which
@@ -265,51 +445,22 @@ fn workers(llm: &dyn Llm, config: &Config) -> usize {
     }
 }
 
-fn view(s: &Stored) -> EventView {
+fn view_of(s: &Stored) -> EventView {
     EventView::of(&s.event, !s.reflected)
-}
-
-/// The request for one cluster: new events first (up to the prompt cap), then the most
-/// recent earlier ones, shown oldest first; only those events' texts are read. Returns
-/// the row id of every cluster member too, with whether it was already reflected on.
-fn reflect_request(
-    tx: &Connection,
-    n: usize,
-    members: &[usize],
-    window: &state::Window,
-    cap: usize,
-) -> Result<(ReflectRequest, Vec<(i64, bool)>)> {
-    let mut order: Vec<usize> = members.to_vec();
-    order.sort_by_key(|&i| (window.reflected[i], std::cmp::Reverse(window.ts[i])));
-    order.truncate(cap);
-    order.sort_by(|&a, &b| {
-        window.ts[a]
-            .cmp(&window.ts[b])
-            .then_with(|| window.ids[a].cmp(&window.ids[b]))
-    });
-    let seqs: Vec<i64> = order.iter().map(|&i| window.seq[i]).collect();
-    let events = state::events_by_seq(tx, &seqs)?.iter().map(view).collect();
-    let members = members
-        .iter()
-        .map(|&i| (window.seq[i], window.reflected[i]))
-        .collect();
-    Ok((ReflectRequest { cluster: n, events }, members))
 }
 
 /// Ask the judge about every candidate that passed the gates and has neighbours, in
 /// batches. A batch that fails, or does not fit in the budget, degrades to the
 /// conservative default (no contradiction, novel), and the degradation is reported.
-#[allow(clippy::too_many_arguments)]
 fn judge(
-    llm: &dyn Llm,
-    budget: &Budget,
+    ctx: &Ctx<'_>,
     gated: &[Gated],
     memory: &Memory,
-    config: &Config,
     degraded: &mut Vec<Degraded>,
     notes: &mut Vec<String>,
     texts: &mut dream_core::measures::PreparedCache,
 ) -> HashMap<String, Verdict> {
+    let (llm, config) = (ctx.llm, ctx.config);
     let mut items = Vec::new();
     let mut seen = HashSet::new();
     for g in gated.iter().filter(|g| g.refused.is_none()) {
@@ -340,8 +491,11 @@ fn judge(
         .chunks(JUDGE_BATCH)
         .map(|c| JudgeRequest { items: c.to_vec() })
         .collect();
+    if !batches.is_empty() && !llm.offline() {
+        ctx.progress.stage("judge");
+    }
     let results = parallel_map(&batches, workers(llm, config), |req| {
-        budget.call(llm.estimate_judge(req), || llm.judge(req))
+        ctx.call(llm.estimate_judge(req), || llm.judge(req))
     });
     let mut out = HashMap::new();
     for (req, result) in batches.iter().zip(results) {
@@ -695,7 +849,7 @@ fn merge_into_card(tx: &Connection, card: &Card, g: &Gated, config: &Config) -> 
     let events: Vec<EventView> = state::events_by_ids(tx, &ids)?
         .iter()
         .map(|s| {
-            let mut v = view(s);
+            let mut v = view_of(s);
             v.new = fresh.contains(&v.id);
             v
         })

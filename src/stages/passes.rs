@@ -234,7 +234,10 @@ fn ask<T>(
     estimate: u64,
     f: impl FnOnce() -> Result<Reply<T>, LlmError>,
 ) -> Option<T> {
-    match ctx.budget.call(estimate, f) {
+    if !ctx.llm.offline() {
+        ctx.progress.stage(pass.as_str());
+    }
+    match ctx.call(estimate, f) {
         Ok(reply) => {
             for note in reply.notes {
                 if !work.report.notes.contains(&note) {
@@ -253,7 +256,7 @@ fn ask<T>(
             });
             None
         }
-        Err(CallError::Failed(e)) => {
+        Err(e) => {
             work.report.degraded.push(Degraded {
                 stage: pass.as_str().into(),
                 reason: format!("{e}; engine backstops only"),

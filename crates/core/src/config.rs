@@ -396,7 +396,7 @@ pub struct Context {
 
 /// The smallest context budget: the header, the left-out line and the line on what
 /// waits for the person need about this much.
-pub const MIN_CONTEXT_BUDGET: u64 = 200;
+pub const MIN_CONTEXT_BUDGET: u64 = 300;
 
 impl Default for Context {
     fn default() -> Self {
@@ -432,7 +432,7 @@ base_url = "https://api.openai.com/v1"
 model = "gpt-4o-mini"
 api_key_env = "OPENAI_API_KEY"  # name of the environment variable holding the key
 concurrency = 4                 # independent calls in flight at once
-timeout_secs = 120              # per call
+timeout_secs = 120              # per call; a model on a CPU may need 600
 max_tokens = 1024               # longest reply; reserved in full against the budget
 max_retries = 3                 # on 429 and 5xx, with backoff (Retry-After honoured)
 retry_backoff_ms = 500          # first wait before a retry when the server names none; doubles
@@ -452,7 +452,7 @@ tokens_per_cycle = 200000       # hard cap on LLM tokens per cycle
 window_days = 14                # cluster the events of the last N days
 min_points = 2                  # the cluster floor; must not exceed promote.min_support
 eps = 0.8                       # DBSCAN radius between unit vectors (0.8 ~ cosine 0.68)
-max_events_per_prompt = 40      # events of one cluster shown to the reflector
+max_events_per_prompt = 40      # most events in one reflect prompt; a larger cluster takes several
 
 [promote]
 min_confidence = 0.8            # auto-promote needs at least this confidence,
@@ -500,7 +500,7 @@ installed = ["~/.claude/skills", "~/.codex/skills"]   # skills agents already ha
 # install_to = "~/.claude/skills"   # where `dream skills promote` also copies a skill
 
 [context]                       # what agents load at session start (`dream context`, hooks)
-budget_tokens = 2000            # most tokens printed (a third of the bytes, as the budget counts)
+budget_tokens = 2000            # most tokens printed (half the bytes, as the budget counts)
 file = "CONTEXT.md"             # each cycle writes the same view here; "" = no file
 "#;
 

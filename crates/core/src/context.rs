@@ -17,7 +17,7 @@
 //! With a query, facts relevant to it (lexical overlap plus the embedder's cosine, at
 //! least [`RELEVANT`]) come first in each section, most relevant first, the rest by the
 //! rule above. Lines are admitted in that order while the whole text stays within the
-//! budget, counted as the token budget counts ([`estimate_tokens`]: a third of the bytes),
+//! budget, counted as the token budget counts ([`estimate_tokens`]: half the bytes),
 //! so the printed context never exceeds it.
 //!
 //! No echo: everything dream shows an agent starts with [`MARKER`], and an event whose
@@ -282,7 +282,7 @@ pub fn build(req: &Request<'_>) -> Context {
         None => ctx.facts = all,
         Some(budget) => {
             // Bytes the fixed parts take, with the left-out line at its longest.
-            let bytes_max = budget.saturating_mul(3);
+            let bytes_max = budget.saturating_mul(crate::llm::budget::BYTES_PER_TOKEN);
             let mut used = (render(&ctx, Some(totals)).len()) as u64;
             let mut headed = BTreeSet::new();
             for e in all {
@@ -639,7 +639,7 @@ mod tests {
         let m = memory(&facts);
         let r = Retention::default();
         let cos = BTreeMap::new();
-        for budget in [200, 237, 500, 2000, 5000] {
+        for budget in [300, 337, 500, 2000, 5000] {
             let mut rq = req(&m, &r, Some(budget), &cos);
             rq.waiting = Waiting {
                 cards: 3,

@@ -224,6 +224,17 @@ pub fn not_a_fact(sentence: &str) -> bool {
     content.len() < MIN_CONTENT_WORDS || content.iter().all(|t| CHATTER.contains(&t.as_str()))
 }
 
+/// The block a fact of this category belongs in, for the categories that name one:
+/// identity, preferences and commitments in human, event in episodes, persona in persona.
+pub fn block_of_category(category: &str) -> Option<Block> {
+    match category {
+        "identity" | "preferences" | "commitments" => Some(Block::Human),
+        "event" => Some(Block::Episodes),
+        "persona" => Some(Block::Persona),
+        _ => None,
+    }
+}
+
 /// Category and block of a fact, by phrase rules checked in this order: persona,
 /// commitments, preferences, identity, events, project; anything else is `knowledge` in
 /// scratch.

@@ -48,9 +48,22 @@ pub struct Window {
     pub clusters: usize,
     /// Clusters holding at least one event no cycle has reflected on.
     pub with_new: usize,
+    /// Reflect prompts those clusters make: one each, or several for a cluster with more
+    /// new events than `cluster.max_events_per_prompt`.
+    pub prompts: usize,
+    /// Prompts reflected on (`reflected + pending = prompts`).
     pub reflected: usize,
-    /// Clusters left for the next cycle (budget reached, or the call failed).
+    /// Prompts left for the next cycle (budget reached, the call failed, was not started
+    /// after the server was found unavailable, or was held).
     pub pending: usize,
+    /// Of those, held for failing the same way in the last cycles (see `llm::plan`).
+    pub held: usize,
+    /// New events a model saw in a reflected prompt (marked as seen).
+    pub seen: usize,
+    /// Reflect calls that failed in a way that would repeat, and those held for it (see
+    /// `llm::plan`); `None` when the cycle did not reflect.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failures: Option<Vec<crate::llm::plan::Failure>>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
@@ -132,10 +145,25 @@ pub struct MutationRow {
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Tokens {
     pub cap: u64,
+    /// Tokens charged: the usage servers reported, else the estimate (see `llm::budget`).
     pub spent: u64,
+    /// Calls a server answered (or may have: timeouts).
     pub calls: u64,
+    /// Calls that never reached a server (connection refused): not charged.
+    pub unanswered: u64,
     /// Calls not started because they could have crossed the cap.
     pub refused_calls: u64,
+    /// What the cycle learnt about the model's tokenizer, for the next cycle's estimates.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub calibration: Option<Calibration>,
+}
+
+/// The ratio of reported to plain estimated prompt tokens a model showed (the largest).
+#[derive(Debug, Clone, Serialize)]
+pub struct Calibration {
+    /// The provider's tokenizer key (model and server).
+    pub model: String,
+    pub ratio: f64,
 }
 
 impl Tokens {
@@ -144,7 +172,9 @@ impl Tokens {
             cap,
             spent: s.spent,
             calls: s.calls,
+            unanswered: s.unanswered,
             refused_calls: s.refused,
+            calibration: None,
         }
     }
 }
@@ -160,6 +190,14 @@ pub struct CommitRow {
     pub stage: String,
     pub commit: String,
     pub subject: String,
+}
+
+fn held(n: usize) -> String {
+    if n > 0 {
+        format!(" ({n} held: see degraded stages)")
+    } else {
+        String::new()
+    }
 }
 
 impl Report {
@@ -209,11 +247,26 @@ impl Report {
             "  cluster     {} events in the {}-day window, {} clusters, {} with new events",
             w.events, w.days, w.clusters, w.with_new
         );
-        let _ = writeln!(
-            o,
-            "  reflect     {} clusters reflected, {} left pending",
-            w.reflected, w.pending
-        );
+        if w.prompts > w.with_new {
+            let _ = writeln!(
+                o,
+                "  reflect     {} prompts for {} clusters: {} reflected ({} new events seen), {} left pending{}",
+                w.prompts,
+                w.with_new,
+                w.reflected,
+                w.seen,
+                w.pending,
+                held(w.held)
+            );
+        } else {
+            let _ = writeln!(
+                o,
+                "  reflect     {} clusters reflected, {} left pending{}",
+                w.reflected,
+                w.pending,
+                held(w.held)
+            );
+        }
         let _ = writeln!(
             o,
             "  candidates  {} proposed = {} promoted + {} queued + {} reinforced + {} refused",
@@ -222,7 +275,20 @@ impl Report {
         let idle = self.passes.iter().all(|p| p.proposed == 0 && p.engine == 0);
         if idle && !self.passes.is_empty() {
             let names: Vec<&str> = self.passes.iter().map(|p| p.pass.as_str()).collect();
-            let _ = writeln!(o, "  passes      nothing to do ({})", names.join(", "));
+            let failed: Vec<&str> = names
+                .iter()
+                .copied()
+                .filter(|n| self.degraded.iter().any(|d| d.stage == *n))
+                .collect();
+            if failed.is_empty() {
+                let _ = writeln!(o, "  passes      nothing to do ({})", names.join(", "));
+            } else {
+                let _ = writeln!(
+                    o,
+                    "  passes      nothing applied; {} degraded (see degraded stages)",
+                    failed.join(", ")
+                );
+            }
         }
         for (n, p) in self.passes.iter().enumerate().filter(|_| !idle) {
             let _ = writeln!(
@@ -261,10 +327,15 @@ impl Report {
         let t = &self.tokens;
         let _ = writeln!(
             o,
-            "  tokens      {} of {} ({} calls{})",
+            "  tokens      {} of {} ({} calls{}{})",
             t.spent,
             t.cap,
             t.calls,
+            if t.unanswered > 0 {
+                format!(", {} unanswered: server not reached", t.unanswered)
+            } else {
+                String::new()
+            },
             if t.refused_calls > 0 {
                 format!(", {} not started: budget reached", t.refused_calls)
             } else {

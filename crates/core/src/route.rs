@@ -297,6 +297,7 @@ mod tests {
             },
             gates: vec![],
             refused: None,
+            notes: vec![],
         }
     }
 

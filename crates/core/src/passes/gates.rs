@@ -800,12 +800,7 @@ pub fn engine_direction<'a>(a: &'a Fact, b: &'a Fact) -> (&'a Fact, &'a Fact) {
 /// The block the engine moves a scratch fact to, by category: identity, preferences and
 /// commitments to human, events to episodes, facts about the assistant to persona.
 pub fn engine_target(category: &str) -> Option<Block> {
-    match category {
-        "identity" | "preferences" | "commitments" => Some(Block::Human),
-        "event" => Some(Block::Episodes),
-        "persona" => Some(Block::Persona),
-        _ => None,
-    }
+    crate::phrases::block_of_category(category)
 }
 
 #[cfg(test)]
