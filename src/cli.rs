@@ -185,6 +185,14 @@ pub struct RunArgs {
     /// cross it; clusters not reflected on wait for the next cycle.
     #[arg(long, value_name = "TOKENS")]
     pub budget: Option<u64>,
+
+    /// Lift the loss guard for this run: the maintenance passes may archive more than
+    /// retention.max_loss_share of the active facts, and protected or owner-written facts
+    /// whose words the fact kept in their place lacks. Without it such archivals are
+    /// refused, with the figures, and wait for a person. The pass commits of this run say
+    /// `Dream-Loss-Guard: lifted`.
+    #[arg(long)]
+    pub allow_loss: bool,
 }
 
 /// Validate events (JSON Lines, one object per line) and append them to the inbox.

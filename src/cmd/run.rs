@@ -17,6 +17,7 @@ pub fn run(g: &Global, a: &RunArgs) -> Result<i32> {
         kind: a.cycle,
         dry_run: a.dry_run,
         now: super::now(g)?,
+        allow_loss: a.allow_loss,
     };
     let report = cycle::run(&root, &config, provider.as_ref(), embedder.as_ref(), &opts)?;
     if a.json {

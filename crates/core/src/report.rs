@@ -106,6 +106,11 @@ pub struct PassSummary {
     pub refused: usize,
     /// Mutations the engine applied on its own (backstops).
     pub engine: usize,
+    /// Engine backstops the loss guard held back (counted apart from the model's).
+    pub engine_refused: usize,
+    /// Mutations, the model's and the engine's, the loss guard held back: over
+    /// `retention.max_loss_share`, or a protected fact's words lost.
+    pub held: usize,
     pub mutations: Vec<MutationRow>,
 }
 
@@ -219,7 +224,10 @@ impl Report {
             "  candidates  {} proposed = {} promoted + {} queued + {} reinforced + {} refused",
             c.proposed, c.promoted, c.queued, c.reinforced, c.refused
         );
-        let idle = self.passes.iter().all(|p| p.proposed == 0 && p.engine == 0);
+        let idle = self
+            .passes
+            .iter()
+            .all(|p| p.proposed == 0 && p.engine == 0 && p.engine_refused == 0);
         if idle && !self.passes.is_empty() {
             let names: Vec<&str> = self.passes.iter().map(|p| p.pass.as_str()).collect();
             let _ = writeln!(o, "  passes      nothing to do ({})", names.join(", "));
@@ -227,13 +235,18 @@ impl Report {
         for (n, p) in self.passes.iter().enumerate().filter(|_| !idle) {
             let _ = writeln!(
                 o,
-                "  {:<10}  {:<8} {} proposed = {} accepted + {} refused; {} engine-enforced",
+                "  {:<10}  {:<8} {} proposed = {} accepted + {} refused; {} engine-enforced{}",
                 if n == 0 { "passes" } else { "" },
                 p.pass,
                 p.proposed,
                 p.accepted,
                 p.refused,
-                p.engine
+                p.engine,
+                if p.held > 0 {
+                    format!("; {} held by the loss guard", p.held)
+                } else {
+                    String::new()
+                }
             );
         }
         let sk = &self.skills;

@@ -149,6 +149,15 @@ impl Checked {
         });
     }
 
+    /// Add a check made outside these gates (the loss guard): its measured value, and
+    /// the refusal when it failed.
+    pub fn add(&mut self, gate: GateResult, refusal: Option<String>) {
+        self.gates.push(gate);
+        if let Some(r) = refusal {
+            self.refuse(r);
+        }
+    }
+
     /// A measured value by gate name, for commit lines.
     pub fn value(&self, gate: &str) -> Option<&str> {
         self.gates
