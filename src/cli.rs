@@ -15,6 +15,8 @@ Exit codes:
   0   success (including a run that found nothing to do)
   1   failure while working (I/O, git, state, provider)
   2   usage or configuration error (the message names the key or argument)
+  10  `dream run`, `dream status --check`: the cycle finished, and the heartbeat warns
+      (nothing kept for cycles, a stage degraded, a timer not firing...): see `dream status`
   75  another dream process holds the repo's lock; nothing was written
 
 Environment:
@@ -234,16 +236,25 @@ Every cycle instead, in dream.toml:
   format = \"claude-code\"
   path = \"~/.claude/projects\"";
 
-/// Show pending events, inbox lag, review queue, quarantine and recent cycles.
+/// Show pending events, inbox lag, review queue, quarantine, recent cycles and warnings.
 ///
 /// Reads the repository and its state without changing anything: events not yet looked at
 /// by a cycle, inbox bytes not yet read, pending review cards and skill proposals,
-/// quarantined lines (with file, line and reason) and the last cycles' counts.
+/// quarantined lines (with file, line and reason), the last cycles' counts (and errors),
+/// and the heartbeat's warnings: the quiet failures of a job nobody watches (cycles that
+/// keep nothing, a gate refusing nearly everything, a stage degraded cycle after cycle, a
+/// timer that stopped firing, a source that stopped growing, a budget too small, the loss
+/// guard holding archivals back), each with what to do. Thresholds: [heartbeat] in
+/// dream.toml.
 #[derive(Debug, Args)]
 pub struct StatusArgs {
     /// Print one JSON object on stdout.
     #[arg(long)]
     pub json: bool,
+
+    /// Exit 10 when the heartbeat warns (for a monitor or a cron job), else 0.
+    #[arg(long)]
+    pub check: bool,
 }
 
 /// Run a whole cycle on the shipped sample events in a scratch repository.

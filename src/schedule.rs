@@ -553,7 +553,7 @@ mod tests {
             service.contains("ReadWritePaths=\"/home/ana/my memory%%1\"\n"),
             "{service}"
         );
-        assert!(service.contains("SuccessExitStatus=75\n"));
+        assert!(service.contains("SuccessExitStatus=75 10\n"));
         assert!(units[1].contents.contains("OnCalendar=*-*-* 06:30:00\n"));
         assert!(units[3].contents.contains("OnCalendar=*-*-* 22:15:00\n"));
         assert!(units[3].contents.contains("Persistent=true\n"));

@@ -132,7 +132,7 @@ fn schedule_install_writes_exactly_the_systemd_units_and_they_verify() {
     assert!(service.contains(&exec), "{service}");
     for line in [
         "Type=oneshot\n",
-        "SuccessExitStatus=75\n",
+        "SuccessExitStatus=75 10\n",
         "NoNewPrivileges=true\n",
         "ProtectSystem=strict\n",
         "PrivateTmp=true\n",

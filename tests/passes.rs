@@ -601,6 +601,22 @@ fn a_fact_a_pending_card_would_supersede_is_not_forgotten_for_capacity_and_verif
     );
 }
 
+/// `dream run --now NOW --json`, expecting it to finish with a heartbeat warning of `rule`
+/// (exit code 10); returns the report.
+fn run_warned(env: &Env, now: &str, rule: &str) -> serde_json::Value {
+    let out = env.dream(&["run", "--now", now, "--json"]);
+    assert_eq!(out.status.code(), Some(10), "{}", crate::util::stderr(&out));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rules: Vec<&str> = report["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w["rule"].as_str().unwrap())
+        .collect();
+    assert_eq!(rules, [rule], "{}", report["warnings"]);
+    report
+}
+
 /// Init a repo with these scratch facts (id, category, text), last seen on `last`, each
 /// with its supporting event in the inbox, and `retention.max_active_facts`.
 fn seed_facts(env: &Env, facts: &[(&str, &str, &str)], last: &str, max_active_facts: usize) {
@@ -659,7 +675,7 @@ fn the_loss_guard_refuses_archiving_40_percent_of_the_facts_in_one_cycle_and_say
     let env = Env::new();
     // Ten facts and room for six: the capacity backstop would forget four (40%) at once.
     seed_facts(&env, TEN, "2026-10-20", 6);
-    let report = env.run_cycle(NOW);
+    let report = run_warned(&env, NOW, "loss");
     let forget = report["passes"]
         .as_array()
         .unwrap()
@@ -775,7 +791,7 @@ fn a_protected_duplicate_that_would_lose_words_waits_for_a_person() {
         "2026-11-01",
         200,
     );
-    let report = env.run_cycle(NOW);
+    let report = run_warned(&env, NOW, "loss");
     let dedupe = report["passes"]
         .as_array()
         .unwrap()

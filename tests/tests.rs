@@ -4,6 +4,7 @@
 
 mod util;
 
+mod heartbeat;
 mod llm;
 mod measure;
 mod ops;

@@ -1,8 +1,8 @@
-//! `dream run`: one cycle.
+//! `dream run`: one cycle; exit code 10 when it finished with heartbeat warnings.
 
 use crate::cli::{Global, RunArgs};
 use crate::cycle::{self, Options};
-use crate::error::{Result, EXIT_OK};
+use crate::error::{Result, EXIT_OK, EXIT_WARNING};
 use crate::providers::{self};
 
 pub fn run(g: &Global, a: &RunArgs) -> Result<i32> {
@@ -25,5 +25,9 @@ pub fn run(g: &Global, a: &RunArgs) -> Result<i32> {
     } else {
         print!("{}", report.render());
     }
-    Ok(EXIT_OK)
+    Ok(if report.warnings.is_empty() {
+        EXIT_OK
+    } else {
+        EXIT_WARNING
+    })
 }

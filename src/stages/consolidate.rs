@@ -257,6 +257,7 @@ fn reflect(
             "token budget reached"
         );
     }
+    work.report.window.new_events += looked_at.len();
     state::mark_reflected_seq(tx, &looked_at, &ctx.cycle_id)?;
     Ok(proposals)
 }
@@ -561,6 +562,9 @@ fn apply_one(
         block: g.block.as_str().into(),
         category: g.category.clone(),
         reason: reason.clone(),
+        gate: matches!(outcome, Outcome::Refuse { .. })
+            .then(|| all_gates.iter().find(|r| !r.passed).map(|r| r.gate.clone()))
+            .flatten(),
     });
     let record = serde_json::json!({
         "text": g.text,

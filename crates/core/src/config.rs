@@ -392,6 +392,9 @@ pub struct Heartbeat {
     /// degraded, the token budget stopping calls; and how many recent reflecting cycles the
     /// gate warning adds up.
     pub cycles: u32,
+    /// Cycles that kept nothing warn once they read at least this many new events in all
+    /// (a trickle too thin to form a fact is not a failure).
+    pub quiet_min_events: u32,
     /// One gate refusing at least this share of those cycles' candidates warns...
     pub gate_refusal_share: f64,
     /// ...once they proposed at least this many.
@@ -407,6 +410,7 @@ impl Default for Heartbeat {
     fn default() -> Self {
         Heartbeat {
             cycles: 3,
+            quiet_min_events: 20,
             gate_refusal_share: 0.9,
             gate_min_candidates: 10,
             period_hours: 24,
@@ -512,6 +516,7 @@ installed = ["~/.claude/skills", "~/.codex/skills"]   # skills agents already ha
 [heartbeat]                     # quiet failures, raised by `dream status`, the digest and exit code 10
 cycles = 3                      # this many cycles in a row with new events but nothing kept, a stage
                                 # degraded, or the budget stopping calls, warns (0 turns these off)
+quiet_min_events = 20           # ... nothing kept warns once those cycles read this many new events
 gate_refusal_share = 0.9        # one gate refusing this share of the last `cycles` reflecting cycles'
 gate_min_candidates = 10        # candidates warns, once they proposed at least this many
 period_hours = 24               # each cycle kind runs this often; none for two periods warns (0 = off)
@@ -660,6 +665,11 @@ impl Config {
         }
         for (key, v, max) in [
             ("heartbeat.cycles", h.cycles, 1000),
+            (
+                "heartbeat.quiet_min_events",
+                h.quiet_min_events,
+                1_000_000_000,
+            ),
             (
                 "heartbeat.gate_min_candidates",
                 h.gate_min_candidates,

@@ -39,6 +39,23 @@ pub struct Report {
     /// The digest this cycle wrote (or found unchanged), relative to the repo.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub digest: Option<String>,
+    /// Which stages the cycle ran (the heartbeat counts streaks over the cycles that ran a
+    /// stage).
+    pub plan: Ran,
+    /// Lines the cycle's own stages (not the maintenance passes) added to
+    /// memory/episodes.md: episodes kept, however they were written.
+    pub episodes_lines: usize,
+    /// What the heartbeat warns about after this cycle (`heartbeat.rs`); `dream run` exits
+    /// with the warning code when there is any.
+    pub warnings: Vec<crate::heartbeat::Warning>,
+}
+
+/// The stages a cycle ran.
+#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq, Eq)]
+pub struct Ran {
+    pub reflect: bool,
+    pub passes: bool,
+    pub digest: bool,
 }
 
 #[derive(Debug, Clone, Default, Serialize)]
@@ -48,6 +65,8 @@ pub struct Window {
     pub clusters: usize,
     /// Clusters holding at least one event no cycle has reflected on.
     pub with_new: usize,
+    /// Events this cycle looked at for the first time (clustered or found to be noise).
+    pub new_events: usize,
     pub reflected: usize,
     /// Clusters left for the next cycle (budget reached, or the call failed).
     pub pending: usize,
@@ -91,6 +110,9 @@ pub struct DecisionRow {
     pub block: String,
     pub category: String,
     pub reason: String,
+    /// For a refused candidate, the gate that refused it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gate: Option<String>,
 }
 
 /// What one maintenance pass did. Model proposals balance
@@ -355,6 +377,13 @@ impl Report {
         }
         for n in &self.notes {
             let _ = writeln!(o, "  note: {n}");
+        }
+        if !self.warnings.is_empty() {
+            let _ = writeln!(o, "\n  heartbeat warnings (dream status shows them too):");
+            for w in &self.warnings {
+                let _ = writeln!(o, "    [{}] {}", w.rule, w.cause);
+                let _ = writeln!(o, "      fix: {}", w.fix);
+            }
         }
         if !self.commits.is_empty() {
             let _ = writeln!(o, "\n  commits:");
