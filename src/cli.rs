@@ -46,9 +46,9 @@ pub struct Cli {
 #[derive(Debug, Args)]
 pub struct Global {
     /// The memory repository (default: $DREAM_REPO, else the nearest folder upwards holding
-    /// dream.toml).
-    #[arg(long, global = true, value_name = "DIR", env = "DREAM_REPO")]
-    pub repo: Option<PathBuf>,
+    /// dream.toml). `dream schedule install` and `uninstall` take several.
+    #[arg(long, global = true, value_name = "DIR", env = "DREAM_REPO", action = clap::ArgAction::Append)]
+    pub repo: Vec<PathBuf>,
 
     /// The cycle's clock, as RFC 3339 (for replays, tests and evaluations); default: now.
     #[arg(long, global = true, value_name = "RFC3339")]
@@ -516,8 +516,10 @@ const SCHEDULE_HELP: &str = "\
 Examples:
   dream schedule install --repo ~/memory                  # 07:00 and 22:00, local time
   dream schedule install --morning 06:30 --evening 23:00
+  dream schedule install --repo ~/mem/ana --repo ~/mem/bob  # template units, 22:00 and 22:10
   dream schedule status
-  dream schedule uninstall";
+  dream schedule uninstall
+  dream schedule uninstall --instance --repo ~/mem/bob";
 
 #[derive(Debug, Subcommand)]
 pub enum ScheduleAction {
@@ -528,11 +530,21 @@ pub enum ScheduleAction {
     /// enable --now` of both timers. launchd: local.dream.morning.plist and
     /// local.dream.evening.plist in ~/Library/LaunchAgents, then `launchctl bootstrap`. Running
     /// it again replaces the units (new times, a new binary path).
+    ///
+    /// Many repositories on one machine (one per agent, project or person; each keeps its own
+    /// single writer): `--repo A --repo B` (or `--instance` for one) installs the systemd
+    /// template units dream-morning@.service/.timer and dream-evening@.service/.timer once,
+    /// and for each repository the instance named after its path (`systemd-escape --path`),
+    /// with its own start times in a drop-in (dream-evening@<instance>.timer.d/dream.conf):
+    /// each repository takes the first time, from --morning and --evening on in steps of
+    /// --stagger minutes, that no other installed repository has.
     Install(ScheduleInstallArgs),
     /// Stop and remove the units.
     ///
-    /// Without --systemd or --launchd, removes whichever dream units are installed.
-    Uninstall(ScheduleTarget),
+    /// Without --systemd or --launchd, removes whichever dream units are installed. With
+    /// --instance, removes the template instances of the repositories given with --repo
+    /// (default: the current one), and the templates once no instance is left.
+    Uninstall(ScheduleUninstallArgs),
     /// Show the installed units and their next run times.
     ///
     /// The next run times are computed from the units' daily times (local time, or --now);
@@ -558,11 +570,32 @@ pub struct ScheduleTarget {
     pub no_enable: bool,
 }
 
+/// Stop and remove the units.
+#[derive(Debug, Args)]
+pub struct ScheduleUninstallArgs {
+    #[command(flatten)]
+    pub target: ScheduleTarget,
+
+    /// Remove the template instances (dream-evening@<repo>.timer ...) of the --repo
+    /// repositories instead of the single-repository units.
+    #[arg(long)]
+    pub instance: bool,
+}
+
 /// Write the morning and evening units and enable them.
 #[derive(Debug, Args)]
 pub struct ScheduleInstallArgs {
     #[command(flatten)]
     pub target: ScheduleTarget,
+
+    /// Use the systemd template units, one instance per repository, even for one
+    /// repository (several --repo use them anyway).
+    #[arg(long)]
+    pub instance: bool,
+
+    /// Minutes between the start times of this machine's repositories (template units).
+    #[arg(long, value_name = "MINUTES", default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=720))]
+    pub stagger: u32,
 
     /// When the morning cycle runs (ingest, embed, digest), HH:MM local time.
     #[arg(long, value_name = "HH:MM", default_value_t = crate::schedule::DEFAULT_MORNING, value_parser = parse_time_of_day)]

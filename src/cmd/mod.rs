@@ -49,9 +49,25 @@ pub fn run(cli: Cli) -> Result<i32> {
 
 /// The repo the command works on (`--repo`, `$DREAM_REPO`, or found upwards).
 pub fn repo_root(g: &Global) -> Result<PathBuf> {
+    if g.repo.len() > 1 {
+        return Err(Error::Usage(format!(
+            "--repo is given {} times; only `dream schedule install` and `uninstall` take several",
+            g.repo.len()
+        )));
+    }
+    Ok(repo_roots(g)?.remove(0))
+}
+
+/// Every repo `--repo` names (at least one: `$DREAM_REPO`, or found upwards).
+pub fn repo_roots(g: &Global) -> Result<Vec<PathBuf>> {
     let cwd = std::env::current_dir().context(|| "reading the current folder".into())?;
-    let explicit = g.repo.as_deref().map(|p| absolute(&cwd, p));
-    crate::edges::store::discover(explicit.as_deref(), &cwd)
+    if g.repo.is_empty() {
+        return Ok(vec![crate::edges::store::discover(None, &cwd)?]);
+    }
+    g.repo
+        .iter()
+        .map(|p| crate::edges::store::discover(Some(&absolute(&cwd, p)), &cwd))
+        .collect()
 }
 
 pub fn absolute(cwd: &Path, p: &Path) -> PathBuf {

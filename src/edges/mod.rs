@@ -2,7 +2,8 @@
 //! files, `sources` reads other agents' transcripts, `ingest` stores both in `state` (the
 //! SQLite database), `store` is the memory repository (git), `lock` the single-writer
 //! lock, `fsutil` atomic file writes, `heartbeat` what the heartbeat's rules read from the
-//! state. Nothing here decides what memory holds.
+//! state, `units` the user's timer units and service manager. Nothing here decides what
+//! memory holds.
 
 pub mod fsutil;
 pub mod heartbeat;
@@ -13,3 +14,4 @@ pub mod repo;
 pub mod sources;
 pub mod state;
 pub mod store;
+pub mod units;
