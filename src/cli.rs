@@ -80,6 +80,7 @@ pub enum Command {
     Init(InitArgs),
     Run(RunArgs),
     Status(StatusArgs),
+    Doctor(DoctorArgs),
     Review(ReviewArgs),
     Explain(ExplainArgs),
     Log(LogArgs),
@@ -255,6 +256,30 @@ pub struct StatusArgs {
     /// Exit 10 when the heartbeat warns (for a monitor or a cron job), else 0.
     #[arg(long)]
     pub check: bool,
+}
+
+/// Check the installation end to end: each check ok, warn or fail, with the fix.
+///
+/// In order: the repository and dream.toml; the lock (free, and on a file system that
+/// honours it: NFS, SMB and FUSE mounts are warned about); the state database (schema
+/// version, integrity); git (a branch, the identity commits use); the inbox and every
+/// [[inbox.sources]] entry (there, readable); the schedule (a systemd or launchd timer
+/// installed for this repository, enabled, running a binary that exists); the age of the
+/// last cycle; the model endpoint (one tiny call in JSON mode; skipped with --offline or
+/// the offline provider); the embedder (loads and embeds one text); disk space; and the
+/// heartbeat's warnings (see `dream status`).
+///
+/// Changes nothing. Exits 1 when a check fails, else 0 (warnings included): run it after
+/// installing, after changing dream.toml, or from a monitor.
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    /// Print one JSON object on stdout: `checks` (name, status, detail, fix) and the counts.
+    #[arg(long)]
+    pub json: bool,
+
+    /// Make no network call: the model endpoint (and a remote embedder) are skipped.
+    #[arg(long)]
+    pub offline: bool,
 }
 
 /// Run a whole cycle on the shipped sample events in a scratch repository.

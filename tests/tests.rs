@@ -4,6 +4,7 @@
 
 mod util;
 
+mod doctor;
 mod heartbeat;
 mod llm;
 mod measure;

@@ -2,6 +2,7 @@
 //! the library, and prints. This is the only layer that writes to stdout.
 
 mod demo;
+mod doctor;
 mod eval;
 mod ingest;
 mod init;
@@ -33,6 +34,7 @@ pub fn run(cli: Cli) -> Result<i32> {
         Command::Run(a) => run::run(g, a),
         Command::Ingest(a) => ingest::run(g, a),
         Command::Status(a) => status::run(g, a),
+        Command::Doctor(a) => doctor::run(g, a),
         Command::Demo(a) => demo::run(g, a),
         Command::Schedule(a) => schedule::run(g, a),
         Command::Skills(a) => skills::run(g, a),
