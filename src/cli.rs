@@ -123,9 +123,12 @@ pub enum Command {
     /// installed and when each cycle runs next; `uninstall` stops and removes the units.
     ///
     /// A missed run happens at the next boot or wake-up (systemd `Persistent=true`); a run that
-    /// finds another cycle holding the lock exits 75, which the units count as success. Logs go
-    /// to the journal (`journalctl --user -u dream-evening`) or, with launchd, to
-    /// REPO/.dream/logs/. See docs/operations.md.
+    /// finds another cycle holding the lock exits 75, and one that finished with heartbeat
+    /// warnings exits 10: the units count both as success. Logs go to the journal
+    /// (`journalctl --user -u dream-evening`) or, with launchd, to REPO/.dream/logs/.
+    ///
+    /// Several repositories (`--repo A --repo B`) get the systemd template units, one
+    /// instance per repository with staggered start times. See docs/operations.md.
     Schedule(ScheduleArgs),
     Demo(DemoArgs),
     /// Measure memory quality on a public conversation benchmark (LoCoMo).

@@ -4,6 +4,7 @@
 
 mod util;
 
+mod deploy;
 mod doctor;
 mod heartbeat;
 mod llm;
