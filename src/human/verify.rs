@@ -53,7 +53,7 @@ const TARGET_BLOCKS: [Block; 3] = [Block::Persona, Block::Human, Block::Episodes
 /// One thing wrong with the repository.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Problem {
-    /// `mutation`, `archive`, `deleted`, `trace`, `secret`, `counts`.
+    /// `mutation`, `archive`, `deleted`, `loss`, `trace`, `secret`, `counts`.
     pub kind: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub commit: Option<String>,
