@@ -245,6 +245,28 @@ fn a_source_that_stops_growing_warns() {
         )) && why.contains("is the agent still writing there?"),
         "{why}"
     );
+    // An inbox nobody writes to is not watched when sources feed the memory.
+    let env2 = Env::new();
+    env2.init();
+    std::fs::write(
+        env2.repo.join("dream.toml"),
+        env2.read("dream.toml")
+            + &format!(
+                "\n[[inbox.sources]]\nformat = \"jsonl\"\npath = \"{}\"\n",
+                agent.display()
+            ),
+    )
+    .unwrap();
+    std::fs::write(agent.join("b.jsonl"), noise(9, 2)).unwrap();
+    let (code, r) = run(&env2, &[], &["--now", &evening(9)]);
+    assert_eq!((code, rules(&r)), (0, vec![]), "{r}");
+    std::fs::write(agent.join("c.jsonl"), noise(20, 2)).unwrap();
+    let (code, r) = run(&env2, &[], &["--now", &evening(20)]);
+    assert_eq!(
+        (code, rules(&r)),
+        (0, vec![]),
+        "the empty inbox is not a warning: {r}"
+    );
     // Off when set to 0.
     let mut c = env.cmd();
     c.env("DREAM_HEARTBEAT_SOURCE_IDLE_DAYS", "0");

@@ -151,7 +151,7 @@ pub fn inputs(
     let mut last_of_kind = Vec::new();
     for kind in CycleKind::ALL {
         let k = kind.as_str();
-        let stored = state::last_cycle_of_kind(conn, k, now)?.map(|c| c.now);
+        let stored = state::last_clock_of_kind(conn, k, now)?;
         let running = current.as_ref().filter(|s| s.kind == k).map(|s| s.now);
         if let Some(at) = running.max(stored) {
             last_of_kind.push((k.to_string(), at));
@@ -160,8 +160,13 @@ pub fn inputs(
     let seen = state::sources_seen(conn)?;
     let sources = source_names(config)
         .into_iter()
-        .filter_map(|name| {
+        .enumerate()
+        .filter_map(|(i, name)| {
             let (_, first_seen, last_grew) = seen.iter().find(|(n, _, _)| *n == name)?;
+            // With [[inbox.sources]] the inbox is optional: it is watched once it grew.
+            if i == 0 && !config.inbox.sources.is_empty() && last_grew.is_none() {
+                return None;
+            }
             Some(Source {
                 name,
                 first_seen: *first_seen,

@@ -1173,7 +1173,28 @@ pub fn sources_seen(conn: &Connection) -> Result<Vec<SourceSeen>> {
         .context(|| "reading sources".into())
 }
 
-/// The latest cycles whose clock was at or before `at`, newest first (for the heartbeat).
+/// The clock of the latest cycle of a kind at or before `at` (for the heartbeat: when it
+/// last finished), without reading its report.
+pub fn last_clock_of_kind(
+    conn: &Connection,
+    kind: &str,
+    at: DateTime<Utc>,
+) -> Result<Option<DateTime<Utc>>> {
+    let s: Option<String> = conn
+        .query_row(
+            "SELECT MAX(now) FROM cycles WHERE kind = ?1 AND now <= ?2",
+            params![kind, at.to_rfc3339()],
+            |r| r.get(0),
+        )
+        .context(|| format!("reading the last {kind} cycle"))?;
+    Ok(s.and_then(|s| DateTime::parse_from_rfc3339(&s).ok())
+        .map(|t| t.with_timezone(&Utc)))
+}
+
+/// The latest cycles whose clock was at or before `at`, newest first, each with the part
+/// of its report the heartbeat reads (`heartbeat::Seen::from_report`): counts, plan,
+/// tokens, degraded stages, what the passes held back, and the gates of refused candidates.
+/// SQLite cuts the reports down, so a history of large reports costs the heartbeat little.
 pub fn cycles_until(
     conn: &Connection,
     at: DateTime<Utc>,
@@ -1185,9 +1206,26 @@ pub fn cycles_until(
             .unwrap_or_default()
     };
     let mut stmt = conn
-        .prepare(
-            "SELECT id, kind, started, finished, now, report FROM cycles WHERE now <= ?1
-             ORDER BY now DESC, finished DESC LIMIT ?2",
+        .prepare_cached(
+            "SELECT id, kind, started, finished, now, json_object(
+                'plan', json_extract(report, '$.plan'),
+                'window', json_extract(report, '$.window'),
+                'candidates', json_extract(report, '$.candidates'),
+                'tokens', json_extract(report, '$.tokens'),
+                'degraded', json_extract(report, '$.degraded'),
+                'ingest', json_object('new_events', json_extract(report, '$.ingest.new_events')),
+                'skills', json_object('drafted', json_extract(report, '$.skills.drafted'),
+                                      'queued', json_extract(report, '$.skills.queued')),
+                'episodes', json_extract(report, '$.episodes'),
+                'episodes_lines', json_extract(report, '$.episodes_lines'),
+                'digest', json_extract(report, '$.digest'),
+                'passes', (SELECT json_group_array(json_object('held', json_extract(p.value, '$.held')))
+                           FROM json_each(report, '$.passes') AS p),
+                'decisions', (SELECT json_group_array(json_object('route', 'refused',
+                                                                  'gate', json_extract(d.value, '$.gate')))
+                              FROM json_each(report, '$.decisions') AS d
+                              WHERE json_extract(d.value, '$.route') = 'refused'))
+             FROM cycles WHERE now <= ?1 ORDER BY now DESC, finished DESC LIMIT ?2",
         )
         .context(|| "reading cycles".into())?;
     let rows = stmt

@@ -23,7 +23,8 @@
 //! - **missed**: no cycle of a kind that has run before for two periods
 //!   (`period_hours`): the timer is not firing.
 //! - **source**: the inbox or an `[[inbox.sources]]` entry has not grown for
-//!   `source_idle_days` days.
+//!   `source_idle_days` days (the caller leaves out an inbox nobody ever wrote to when
+//!   sources feed the memory).
 //! - **budget**: the token budget stopped calls in each of the last N cycles that
 //!   reflected: the backlog grows.
 //! - **loss**: the loss guard held archivals back in the last cycle that ran the passes.
