@@ -219,6 +219,8 @@ fn run_locked(
     work.report.episodes_lines = episodes_lines(&store, &work)?;
     commit_stages(&ctx, &store, &mut work)?;
     work.lap("commit");
+    raise_warnings(&ctx, &tx, &mut work)?;
+    work.lap("heartbeat");
     finish(&ctx, &tx, &mut work, started, wall.elapsed())?;
     if opts.dry_run {
         tx.rollback()
@@ -367,19 +369,9 @@ fn episodes_lines(store: &Store, work: &Work) -> Result<usize> {
     Ok(added)
 }
 
-/// Log the outcome, raise the heartbeat's warnings, and record the cycle in the state
-/// transaction.
-fn finish(
-    ctx: &Ctx<'_>,
-    tx: &Connection,
-    work: &mut Work,
-    started: DateTime<Utc>,
-    elapsed: Elapsed,
-) -> Result<()> {
-    oplog::finished(&work.report, elapsed);
-    work.report
-        .timings_ms
-        .insert("total".into(), elapsed.as_millis() as u64);
+/// The heartbeat's warnings after this cycle (it counts as the newest), into the report
+/// and the journal.
+fn raise_warnings(ctx: &Ctx<'_>, tx: &Connection, work: &mut Work) -> Result<()> {
     let current = Seen::from_report(
         &ctx.cycle_id,
         ctx.opts.kind.as_str(),
@@ -388,7 +380,22 @@ fn finish(
     );
     work.report.warnings =
         heartbeat::warnings(tx, ctx.root, ctx.config, ctx.opts.now, Some(current))?;
+    Ok(())
+}
+
+/// Log the outcome and record the cycle in the state transaction.
+fn finish(
+    ctx: &Ctx<'_>,
+    tx: &Connection,
+    work: &mut Work,
+    started: DateTime<Utc>,
+    elapsed: Elapsed,
+) -> Result<()> {
+    oplog::finished(&work.report, elapsed);
     oplog::warnings(&work.report.warnings);
+    work.report
+        .timings_ms
+        .insert("total".into(), elapsed.as_millis() as u64);
     state::put_cycle(
         tx,
         &state::CycleRecord {
