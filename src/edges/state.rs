@@ -120,6 +120,7 @@ CREATE TABLE sources (
     first_seen TEXT NOT NULL,
     last_grew  TEXT
 );
+ALTER TABLE cycles ADD COLUMN heartbeat TEXT;
 "#,
 ];
 
@@ -764,16 +765,19 @@ pub struct CycleRecord {
     pub report: serde_json::Value,
 }
 
+/// Record a finished cycle: its report, and the report's essentials for the heartbeat
+/// (`heartbeat::essentials`).
 pub fn put_cycle(conn: &Connection, c: &CycleRecord) -> Result<()> {
     conn.execute(
-        "INSERT OR REPLACE INTO cycles (id, kind, started, finished, now, report) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        "INSERT OR REPLACE INTO cycles (id, kind, started, finished, now, report, heartbeat) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
         params![
             c.id,
             c.kind,
             c.started.to_rfc3339(),
             c.finished.to_rfc3339(),
             c.now.to_rfc3339(),
-            c.report.to_string()
+            c.report.to_string(),
+            dream_core::heartbeat::essentials(&c.report).to_string()
         ],
     )
     .context(|| format!("recording cycle {}", c.id))?;
@@ -1192,9 +1196,8 @@ pub fn last_clock_of_kind(
 }
 
 /// The latest cycles whose clock was at or before `at`, newest first, each with the part
-/// of its report the heartbeat reads (`heartbeat::Seen::from_report`): counts, plan,
-/// tokens, degraded stages, what the passes held back, and the gates of refused candidates.
-/// SQLite cuts the reports down, so a history of large reports costs the heartbeat little.
+/// of its report the heartbeat reads (`heartbeat::essentials`), stored with it; for cycles
+/// recorded before that column existed, SQLite cuts the report down the same way.
 pub fn cycles_until(
     conn: &Connection,
     at: DateTime<Utc>,
@@ -1207,7 +1210,7 @@ pub fn cycles_until(
     };
     let mut stmt = conn
         .prepare_cached(
-            "SELECT id, kind, started, finished, now, json_object(
+            "SELECT id, kind, started, finished, now, COALESCE(heartbeat, json_object(
                 'plan', json_extract(report, '$.plan'),
                 'window', json_extract(report, '$.window'),
                 'candidates', json_extract(report, '$.candidates'),
@@ -1224,7 +1227,7 @@ pub fn cycles_until(
                 'decisions', (SELECT json_group_array(json_object('route', 'refused',
                                                                   'gate', json_extract(d.value, '$.gate')))
                               FROM json_each(report, '$.decisions') AS d
-                              WHERE json_extract(d.value, '$.route') = 'refused'))
+                              WHERE json_extract(d.value, '$.route') = 'refused')))
              FROM cycles WHERE now <= ?1 ORDER BY now DESC, finished DESC LIMIT ?2",
         )
         .context(|| "reading cycles".into())?;

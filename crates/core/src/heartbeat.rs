@@ -182,6 +182,46 @@ impl Seen {
     }
 }
 
+/// The part of a cycle report the rules read ([`Seen::from_report`] gives the same from
+/// either): the counts, which stages ran, tokens, degraded stages, what the passes held
+/// back, the gates of refused candidates, a failure. Stored beside each report, so the
+/// heartbeat of an idle cycle reads a few hundred bytes per cycle, not whole reports.
+pub fn essentials(r: &Value) -> Value {
+    let refused: Vec<Value> = r["decisions"]
+        .as_array()
+        .map(|ds| {
+            ds.iter()
+                .filter(|d| d["route"] == "refused")
+                .map(|d| serde_json::json!({"route": "refused", "gate": d["gate"]}))
+                .collect()
+        })
+        .unwrap_or_default();
+    let held: Vec<Value> = r["passes"]
+        .as_array()
+        .map(|ps| {
+            ps.iter()
+                .map(|p| serde_json::json!({"held": p["held"]}))
+                .collect()
+        })
+        .unwrap_or_default();
+    serde_json::json!({
+        "plan": r["plan"],
+        "window": r["window"],
+        "candidates": r["candidates"],
+        "tokens": r["tokens"],
+        "degraded": r["degraded"],
+        "ingest": {"new_events": r["ingest"]["new_events"]},
+        "skills": {"drafted": r["skills"]["drafted"], "queued": r["skills"]["queued"]},
+        "episodes": r["episodes"],
+        "episodes_lines": r["episodes_lines"],
+        "digest": r["digest"],
+        "passes": held,
+        "decisions": refused,
+        "failed": r["failed"],
+        "exit_code": r["exit_code"],
+    })
+}
+
 /// A place events come from, and when it last grew.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Source {
@@ -484,8 +524,9 @@ fn loss(cycles: &[Seen], out: &mut Vec<Warning>) {
              memory at once, or a protected fact's words lost)",
             latest.loss_held, latest.id
         ),
-        "`dream log` lists each one and why; if so much should go (you lowered \
-         retention.max_active_facts), run `dream run --allow-loss` once, otherwise it waits"
+        "`dream log` lists each one and why. If memory is too small for what arrives (cycle after \
+         cycle of this), raise retention.max_active_facts; if so much should go at once (you \
+         lowered it), run `dream run --allow-loss` once; otherwise it waits for later cycles"
             .into(),
     ));
 }
@@ -674,6 +715,27 @@ mod tests {
             ..cfg
         };
         assert!(check(at("2026-11-06T23:00:00Z"), &i, &off).is_empty());
+    }
+
+    #[test]
+    fn the_essentials_of_a_report_are_seen_as_the_report() {
+        let mut r = reflected(40, 2);
+        r["decisions"] = json!([{"route": "refused", "gate": "coverage", "text": "long"},
+                                {"route": "promoted", "text": "kept"}]);
+        r["degraded"] = json!([{"stage": "judge", "reason": "down"}]);
+        r["tokens"] = json!({"cap": 10, "refused_calls": 1, "spent": 9});
+        r["passes"] = json!([{"pass": "forget", "held": 2, "mutations": [1, 2, 3]}]);
+        r["skills"] = json!({"drafted": 1, "queued": 0, "decisions": []});
+        let now = at("2026-11-06T22:00:00Z");
+        let e = essentials(&r);
+        assert_eq!(
+            Seen::from_report("c", "evening", now, &e),
+            Seen::from_report("c", "evening", now, &r)
+        );
+        assert!(
+            e["decisions"][0].get("text").is_none(),
+            "texts are left out"
+        );
     }
 
     #[test]
