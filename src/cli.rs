@@ -15,6 +15,8 @@ Exit codes:
   0   success (including a run that found nothing to do)
   1   failure while working (I/O, git, state, provider)
   2   usage or configuration error (the message names the key or argument)
+  10  `dream run`, `dream status --check`: the cycle finished, and the heartbeat warns
+      (nothing kept for cycles, a stage degraded, a timer not firing...): see `dream status`
   75  another dream process holds the repo's lock; nothing was written
 
 Environment:
@@ -44,9 +46,9 @@ pub struct Cli {
 #[derive(Debug, Args)]
 pub struct Global {
     /// The memory repository (default: $DREAM_REPO, else the nearest folder upwards holding
-    /// dream.toml).
-    #[arg(long, global = true, value_name = "DIR", env = "DREAM_REPO")]
-    pub repo: Option<PathBuf>,
+    /// dream.toml). `dream schedule install` and `uninstall` take several.
+    #[arg(long, global = true, value_name = "DIR", env = "DREAM_REPO", action = clap::ArgAction::Append)]
+    pub repo: Vec<PathBuf>,
 
     /// The cycle's clock, as RFC 3339 (for replays, tests and evaluations); default: now.
     #[arg(long, global = true, value_name = "RFC3339")]
@@ -78,6 +80,7 @@ pub enum Command {
     Init(InitArgs),
     Run(RunArgs),
     Status(StatusArgs),
+    Doctor(DoctorArgs),
     Review(ReviewArgs),
     Explain(ExplainArgs),
     Log(LogArgs),
@@ -123,9 +126,12 @@ pub enum Command {
     /// installed and when each cycle runs next; `uninstall` stops and removes the units.
     ///
     /// A missed run happens at the next boot or wake-up (systemd `Persistent=true`); a run that
-    /// finds another cycle holding the lock exits 75, which the units count as success. Logs go
-    /// to the journal (`journalctl --user -u dream-evening`) or, with launchd, to
-    /// REPO/.dream/logs/. See docs/operations.md.
+    /// finds another cycle holding the lock exits 75, and one that finished with heartbeat
+    /// warnings exits 10: the units count both as success. Logs go to the journal
+    /// (`journalctl --user -u dream-evening`) or, with launchd, to REPO/.dream/logs/.
+    ///
+    /// Several repositories (`--repo A --repo B`) get the systemd template units, one
+    /// instance per repository with staggered start times. See docs/operations.md.
     Schedule(ScheduleArgs),
     Demo(DemoArgs),
     /// Measure memory quality on a public conversation benchmark (LoCoMo).
@@ -365,6 +371,14 @@ pub struct RunArgs {
     /// cross it; clusters not reflected on wait for the next cycle.
     #[arg(long, value_name = "TOKENS")]
     pub budget: Option<u64>,
+
+    /// Lift the loss guard for this run: the maintenance passes may archive more than
+    /// retention.max_loss_share of the active facts, and protected or owner-written facts
+    /// whose words the fact kept in their place lacks. Without it such archivals are
+    /// refused, with the figures, and wait for a person. The pass commits of this run say
+    /// `Dream-Loss-Guard: lifted`.
+    #[arg(long)]
+    pub allow_loss: bool,
 }
 
 /// Validate events (JSON Lines, one object per line) and append them to the inbox.
@@ -406,17 +420,49 @@ Every cycle instead, in dream.toml:
   format = \"claude-code\"
   path = \"~/.claude/projects\"";
 
-/// Show pending events, inbox lag, review queue, quarantine and recent cycles.
+/// Show pending events, inbox lag, review queue, quarantine, recent cycles and warnings.
 ///
 /// Reads the repository and its state without changing anything: a cycle running now (its
 /// pid, since when, and its stage), events not yet looked at by a cycle, inbox bytes not
 /// yet read, pending review cards and skill proposals, quarantined lines (with file, line
-/// and reason) and the last cycles' counts.
+/// and reason), the last cycles' counts (and errors), and the heartbeat's warnings: the
+/// quiet failures of a job nobody watches (cycles that keep nothing, a gate refusing nearly
+/// everything, a stage degraded cycle after cycle, a timer that stopped firing, a source
+/// that stopped growing, a budget too small, the loss guard holding archivals back), each
+/// with what to do. Thresholds: [heartbeat] in dream.toml.
 #[derive(Debug, Args)]
 pub struct StatusArgs {
     /// Print one JSON object on stdout.
     #[arg(long)]
     pub json: bool,
+
+    /// Exit 10 when the heartbeat warns (for a monitor or a cron job), else 0.
+    #[arg(long)]
+    pub check: bool,
+}
+
+/// Check the installation end to end: each check ok, warn or fail, with the fix.
+///
+/// In order: the repository and dream.toml; the lock (free, and on a file system that
+/// honours it: NFS, SMB and FUSE mounts are warned about); the state database (schema
+/// version, integrity); git (a branch, the identity commits use); the inbox and every
+/// [[inbox.sources]] entry (there, readable); the schedule (a systemd or launchd timer
+/// installed for this repository, enabled, running a binary that exists); the age of the
+/// last cycle; the model endpoint (one tiny call in JSON mode; skipped with --offline or
+/// the offline provider); the embedder (loads and embeds one text); disk space; and the
+/// heartbeat's warnings (see `dream status`).
+///
+/// Changes nothing. Exits 1 when a check fails, else 0 (warnings included): run it after
+/// installing, after changing dream.toml, or from a monitor.
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    /// Print one JSON object on stdout: `checks` (name, status, detail, fix) and the counts.
+    #[arg(long)]
+    pub json: bool,
+
+    /// Make no network call: the model endpoint (and a remote embedder) are skipped.
+    #[arg(long)]
+    pub offline: bool,
 }
 
 /// Run a whole cycle on the shipped sample events in a scratch repository.
@@ -678,8 +724,10 @@ const SCHEDULE_HELP: &str = "\
 Examples:
   dream schedule install --repo ~/memory                  # 07:00 and 22:00, local time
   dream schedule install --morning 06:30 --evening 23:00
+  dream schedule install --repo ~/mem/ana --repo ~/mem/bob  # template units, 22:00 and 22:10
   dream schedule status
-  dream schedule uninstall";
+  dream schedule uninstall
+  dream schedule uninstall --instance --repo ~/mem/bob";
 
 #[derive(Debug, Subcommand)]
 pub enum ScheduleAction {
@@ -690,11 +738,21 @@ pub enum ScheduleAction {
     /// enable --now` of both timers. launchd: local.dream.morning.plist and
     /// local.dream.evening.plist in ~/Library/LaunchAgents, then `launchctl bootstrap`. Running
     /// it again replaces the units (new times, a new binary path).
+    ///
+    /// Many repositories on one machine (one per agent, project or person; each keeps its own
+    /// single writer): `--repo A --repo B` (or `--instance` for one) installs the systemd
+    /// template units dream-morning@.service/.timer and dream-evening@.service/.timer once,
+    /// and for each repository the instance named after its path (`systemd-escape --path`),
+    /// with its own start times in a drop-in (dream-evening@<instance>.timer.d/dream.conf):
+    /// each repository takes the first time, from --morning and --evening on in steps of
+    /// --stagger minutes, that no other installed repository has.
     Install(ScheduleInstallArgs),
     /// Stop and remove the units.
     ///
-    /// Without --systemd or --launchd, removes whichever dream units are installed.
-    Uninstall(ScheduleTarget),
+    /// Without --systemd or --launchd, removes whichever dream units are installed. With
+    /// --instance, removes the template instances of the repositories given with --repo
+    /// (default: the current one), and the templates once no instance is left.
+    Uninstall(ScheduleUninstallArgs),
     /// Show the installed units and their next run times.
     ///
     /// The next run times are computed from the units' daily times (local time, or --now);
@@ -720,11 +778,32 @@ pub struct ScheduleTarget {
     pub no_enable: bool,
 }
 
+/// Stop and remove the units.
+#[derive(Debug, Args)]
+pub struct ScheduleUninstallArgs {
+    #[command(flatten)]
+    pub target: ScheduleTarget,
+
+    /// Remove the template instances (dream-evening@<repo>.timer ...) of the --repo
+    /// repositories instead of the single-repository units.
+    #[arg(long)]
+    pub instance: bool,
+}
+
 /// Write the morning and evening units and enable them.
 #[derive(Debug, Args)]
 pub struct ScheduleInstallArgs {
     #[command(flatten)]
     pub target: ScheduleTarget,
+
+    /// Use the systemd template units, one instance per repository, even for one
+    /// repository (several --repo use them anyway).
+    #[arg(long)]
+    pub instance: bool,
+
+    /// Minutes between the start times of this machine's repositories (template units).
+    #[arg(long, value_name = "MINUTES", default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=720))]
+    pub stagger: u32,
 
     /// When the morning cycle runs (ingest, embed, digest), HH:MM local time.
     #[arg(long, value_name = "HH:MM", default_value_t = crate::schedule::DEFAULT_MORNING, value_parser = parse_time_of_day)]

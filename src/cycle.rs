@@ -20,14 +20,15 @@ use rusqlite::Connection;
 
 use dream_core::commit::Stage;
 use dream_core::config::{Config, Profile};
+use dream_core::heartbeat::Seen;
 use dream_core::llm::budget::Budget;
 use dream_core::llm::Llm;
-use dream_core::memory::Memory;
-use dream_core::report::{Calibration, CommitRow, Degraded, Report, Tokens};
+use dream_core::memory::{Block, Memory};
+use dream_core::report::{Calibration, CommitRow, Degraded, Ran, Report, Tokens};
 
 use crate::edges::state::{self, State};
 use crate::edges::store::{Change, Store};
-use crate::edges::{ingest, lock};
+use crate::edges::{heartbeat, ingest, lock};
 use crate::error::{Context, Error, Result};
 use crate::providers::embed::Embedder;
 use crate::stages::{
@@ -65,7 +66,9 @@ pub fn plan(profile: &Profile, idle: bool, hand_edited: bool) -> Plan {
     }
 }
 
-/// Run one cycle on the repo at `root`, showing nothing as it goes.
+/// Run one cycle on the repo at `root`. A cycle that fails (after taking the lock) is
+/// recorded as failed, with its error, so `dream status` and the heartbeat see it. (A run
+/// that finds the lock held did nothing and records nothing.)
 pub fn run(
     root: &Path,
     config: &Config,
@@ -102,7 +105,10 @@ impl Progress for Tracked<'_> {
     }
 }
 
-/// Run one cycle on the repo at `root`, showing its progress to `progress`.
+/// Run one cycle on the repo at `root`, showing its progress to `progress`. A cycle that
+/// fails (after taking the lock) is recorded as failed, with its error, so `dream status`
+/// and the heartbeat see it. (A run that finds the lock held did nothing and records
+/// nothing.)
 pub fn run_with(
     root: &Path,
     config: &Config,
@@ -111,7 +117,6 @@ pub fn run_with(
     opts: &Options,
     progress: &dyn Progress,
 ) -> Result<Report> {
-    let wall = Instant::now();
     let started = Utc::now();
     let lock = lock::acquire(root, !opts.dry_run, started)?;
     let tracked = Tracked {
@@ -119,6 +124,50 @@ pub fn run_with(
         outer: progress,
         model: !llm.offline(),
     };
+    let result = run_locked(root, config, llm, embedder, opts, &tracked, started);
+    if let Err(e) = &result {
+        if !opts.dry_run {
+            record_failure(root, opts, started, e);
+        }
+    }
+    result
+}
+
+/// The id of the cycle `opts` describes.
+pub fn cycle_id(opts: &Options) -> String {
+    format!(
+        "{}-{}",
+        opts.now.format("%Y%m%dT%H%M%SZ"),
+        opts.kind.as_str()
+    )
+}
+
+/// Keep a failed cycle's outcome beside the state (`.dream/failures.jsonl`), not in it:
+/// the state stays exactly as the last good cycle left it.
+fn record_failure(root: &Path, opts: &Options, started: DateTime<Utc>, e: &Error) {
+    let f = heartbeat::Failure {
+        id: cycle_id(opts),
+        kind: opts.kind.as_str().into(),
+        now: opts.now,
+        started,
+        error: e.to_string(),
+        exit_code: e.exit_code(),
+    };
+    if let Err(why) = heartbeat::record_failure(root, &f) {
+        tracing::warn!("could not record the failed cycle: {why}");
+    }
+}
+
+fn run_locked(
+    root: &Path,
+    config: &Config,
+    llm: &dyn Llm,
+    embedder: &dyn Embedder,
+    opts: &Options,
+    tracked: &dyn Progress,
+    started: DateTime<Utc>,
+) -> Result<Report> {
+    let wall = Instant::now();
     let store = Store::open(root)?;
     let mut state = if opts.dry_run {
         State::open_scratch_copy(root)?
@@ -132,10 +181,10 @@ pub fn run_with(
         llm,
         embedder,
         opts,
-        cycle_id: format!("{}-{}", now.format("%Y%m%dT%H%M%SZ"), opts.kind.as_str()),
+        cycle_id: cycle_id(opts),
         today: now.date_naive(),
         budget: Budget::new(config.budget.tokens_per_cycle),
-        progress: &tracked,
+        progress: tracked,
         unavailable: OnceLock::new(),
     };
     let mut report = Report {
@@ -189,6 +238,11 @@ pub fn run_with(
 
     let hand_edited = work.report.commits.iter().any(|c| c.stage == "manual");
     let plan = plan(config.profile(opts.kind), work.idle, hand_edited);
+    work.report.plan = Ran {
+        reflect: plan.reflect,
+        passes: plan.passes,
+        digest: plan.digest,
+    };
     // Pending cards are read only when a stage will look at them: an idle evening cycle
     // skips parsing every card's front matter (a busy review queue is megabytes of it).
     if plan.reads_cards() {
@@ -234,12 +288,15 @@ pub fn run_with(
         .tokenizer_key()
         .zip(llm.calibration())
         .map(|(model, ratio)| Calibration { model, ratio });
+    work.report.episodes_lines = episodes_lines(&store, &work)?;
     ctx.progress.stage("commit");
     commit_stages(&ctx, &store, &mut work)?;
     work.lap("commit");
     if !opts.dry_run {
         context::refresh_codex(&ctx, &view);
     }
+    raise_warnings(&ctx, &tx, &mut work)?;
+    work.lap("heartbeat");
     finish(&ctx, &tx, &mut work, started, wall.elapsed())?;
     if opts.dry_run {
         tx.rollback()
@@ -295,6 +352,7 @@ fn ingest_and_embed(ctx: &Ctx<'_>, tx: &Connection, work: &mut Work) -> Result<(
     }
     work.lap("ingest");
     oplog::ingested(&work.report.ingest);
+    heartbeat::record_growth(tx, config, &work.report.ingest, now)?;
 
     let from = now - Duration::days(i64::from(config.cluster.window_days));
     // Fast path: with nothing ingested and nothing in the window waiting to be looked at,
@@ -404,6 +462,40 @@ fn commit_stages(ctx: &Ctx<'_>, store: &Store, work: &mut Work) -> Result<()> {
     Ok(())
 }
 
+/// Lines the cycle's own stages (not the maintenance passes, hand edits or the digest)
+/// add to memory/episodes.md: the episodes it kept, for the heartbeat.
+fn episodes_lines(store: &Store, work: &Work) -> Result<usize> {
+    let path = Block::Episodes.path();
+    let mut current = store.read(&path)?.unwrap_or_default();
+    let mut added = 0;
+    for s in &work.stages {
+        let Some((_, Some(text))) = s.change.writes.iter().find(|(p, _)| *p == path) else {
+            continue;
+        };
+        let own = !(s.stage().is_pass()
+            || matches!(s.stage(), Stage::Manual | Stage::Adopt | Stage::Digest));
+        if own {
+            added += dream_core::heartbeat::lines_added(&current, text);
+        }
+        current = text.clone();
+    }
+    Ok(added)
+}
+
+/// The heartbeat's warnings after this cycle (it counts as the newest), into the report
+/// and the journal.
+fn raise_warnings(ctx: &Ctx<'_>, tx: &Connection, work: &mut Work) -> Result<()> {
+    let current = Seen::from_report(
+        &ctx.cycle_id,
+        ctx.opts.kind.as_str(),
+        ctx.opts.now,
+        &serde_json::to_value(&work.report).unwrap_or_default(),
+    );
+    work.report.warnings =
+        heartbeat::warnings(tx, ctx.root, ctx.config, ctx.opts.now, Some(current))?;
+    Ok(())
+}
+
 /// Log the outcome and record the cycle in the state transaction.
 fn finish(
     ctx: &Ctx<'_>,
@@ -413,6 +505,7 @@ fn finish(
     elapsed: Elapsed,
 ) -> Result<()> {
     oplog::finished(&work.report, elapsed);
+    oplog::warnings(&work.report.warnings);
     work.report
         .timings_ms
         .insert("total".into(), elapsed.as_millis() as u64);

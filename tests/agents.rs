@@ -706,11 +706,16 @@ fn unused_facts_are_retired_only_when_asked_recorded_as_their_policy_and_verifie
     // preference was recalled two days ago, the other facts were neither used nor restated
     // for twenty days. Protected categories (identity, commitments) are never forgotten.
     set_retention(&env.repo, "unused_after_days = 10");
-    let toml_text = env.read("dream.toml").replacen(
-        "protected = [\"identity\", \"preferences\", \"commitments\"]",
-        "protected = [\"identity\", \"commitments\"]",
-        1,
-    );
+    // Two of the five facts go at once: the loss guard (a quarter of memory per cycle by
+    // default) is raised so the policy's whole effect shows in one cycle.
+    let toml_text = env
+        .read("dream.toml")
+        .replacen(
+            "protected = [\"identity\", \"preferences\", \"commitments\"]",
+            "protected = [\"identity\", \"commitments\"]",
+            1,
+        )
+        .replacen("max_loss_share = 0.25", "max_loss_share = 0.5", 1);
     std::fs::write(env.repo.join("dream.toml"), toml_text).unwrap();
     let uses =
         json!({"ts": "2026-11-25T12:00:00Z", "fact": typescript, "via": "recall"}).to_string();

@@ -5,6 +5,9 @@
 mod util;
 
 mod agents;
+mod deploy;
+mod doctor;
+mod heartbeat;
 mod llm;
 mod measure;
 mod model;

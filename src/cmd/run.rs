@@ -1,4 +1,5 @@
-//! `dream run`: one cycle, with its progress on stderr while a model is called.
+//! `dream run`: one cycle, with its progress on stderr while a model is called; exit code
+//! 10 when it finished with heartbeat warnings.
 //!
 //! A cycle against a model on a CPU can take many minutes, so `run` shows how far it got:
 //! on a terminal a progress bar (stage, calls returned of the total, tokens, elapsed); on
@@ -15,7 +16,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::cli::{Global, LogFormat, RunArgs};
 use crate::cycle::{self, Options};
-use crate::error::{Result, EXIT_OK};
+use crate::error::{Result, EXIT_OK, EXIT_WARNING};
 use crate::providers::{self};
 use crate::stages::Progress;
 
@@ -31,6 +32,7 @@ pub fn run(g: &Global, a: &RunArgs) -> Result<i32> {
         kind: a.cycle,
         dry_run: a.dry_run,
         now: super::now(g)?,
+        allow_loss: a.allow_loss,
     };
     let shown = Shown::for_stderr(g);
     let result = cycle::run_with(
@@ -48,7 +50,11 @@ pub fn run(g: &Global, a: &RunArgs) -> Result<i32> {
     } else {
         print!("{}", report.render());
     }
-    Ok(EXIT_OK)
+    Ok(if report.warnings.is_empty() {
+        EXIT_OK
+    } else {
+        EXIT_WARNING
+    })
 }
 
 /// Lines at most this often (plus the last of each stage) when not on a terminal.

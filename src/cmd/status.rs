@@ -1,4 +1,5 @@
-//! `dream status`: what is waiting, at a glance.
+//! `dream status`: what is waiting, at a glance, and the heartbeat's warnings (with
+//! `--check`, exit code 10 when there is any).
 
 use serde::Serialize;
 
@@ -7,7 +8,8 @@ use crate::edges::inbox;
 use crate::edges::inbox::file_key;
 use crate::edges::state::{self, State};
 use crate::edges::store::Store;
-use crate::error::{Result, EXIT_OK};
+use crate::error::{Result, EXIT_OK, EXIT_WARNING};
+use dream_core::heartbeat::Warning;
 use dream_core::ingested::Quarantined;
 
 #[derive(Debug, Serialize)]
@@ -29,6 +31,8 @@ struct Status {
     recent_quarantine: Vec<Quarantined>,
     active_facts: usize,
     last_cycles: Vec<CycleLine>,
+    /// What the heartbeat warns about now: a quiet failure, with its cause and fix.
+    warnings: Vec<Warning>,
 }
 
 #[derive(Debug, Serialize)]
@@ -46,6 +50,9 @@ struct CycleLine {
     queued: u64,
     refused: u64,
     tokens: u64,
+    /// The error, when the cycle failed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    failed: Option<String>,
 }
 
 pub fn run(g: &Global, a: &StatusArgs) -> Result<i32> {
@@ -79,7 +86,8 @@ pub fn run(g: &Global, a: &StatusArgs) -> Result<i32> {
         }
     }
     let (cards, _) = store.pending_cards()?;
-    let memory = store.load_memory(super::now(g)?.date_naive())?;
+    let now = super::now(g)?;
+    let memory = store.load_memory(now.date_naive())?;
     let mut s = Status {
         repo: root.display().to_string(),
         running: crate::edges::lock::running(&root),
@@ -93,6 +101,7 @@ pub fn run(g: &Global, a: &StatusArgs) -> Result<i32> {
         recent_quarantine: Vec::new(),
         active_facts: memory.len(),
         last_cycles: Vec::new(),
+        warnings: Vec::new(),
     };
     if let Some(st) = &state {
         s.events_stored = state::count(&st.conn, "SELECT COUNT(*) FROM events")?;
@@ -102,7 +111,15 @@ pub fn run(g: &Global, a: &StatusArgs) -> Result<i32> {
         )?;
         s.quarantined = state::count(&st.conn, "SELECT COUNT(*) FROM quarantine")?;
         s.recent_quarantine = state::quarantined(&st.conn, 5)?;
-        for c in state::recent_cycles(&st.conn, 5)? {
+        let mut recent = state::recent_cycles(&st.conn, 5)?;
+        recent.extend(
+            crate::edges::heartbeat::failures(&root)?
+                .into_iter()
+                .map(|f| f.record()),
+        );
+        recent.sort_by_key(|c| std::cmp::Reverse(c.finished));
+        recent.truncate(5);
+        for c in recent {
             let n = |k: &str| c.report["candidates"][k].as_u64().unwrap_or(0);
             s.last_cycles.push(CycleLine {
                 id: c.id.clone(),
@@ -112,12 +129,19 @@ pub fn run(g: &Global, a: &StatusArgs) -> Result<i32> {
                 queued: n("queued"),
                 refused: n("refused"),
                 tokens: c.report["tokens"]["spent"].as_u64().unwrap_or(0),
+                failed: c.report["failed"].as_str().map(str::to_string),
             });
         }
+        s.warnings = crate::edges::heartbeat::warnings(&st.conn, &root, &config, now, None)?;
     }
+    let code = if a.check && !s.warnings.is_empty() {
+        EXIT_WARNING
+    } else {
+        EXIT_OK
+    };
     if a.json {
         super::print_json(&s)?;
-        return Ok(EXIT_OK);
+        return Ok(code);
     }
     println!("dream repository {}", s.repo);
     match &s.running {
@@ -166,11 +190,26 @@ pub fn run(g: &Global, a: &StatusArgs) -> Result<i32> {
     } else {
         println!("  last cycles");
         for c in &s.last_cycles {
-            println!(
-                "                   {} {:<7} {} promoted, {} queued, {} refused, {} tokens ({})",
-                c.id, c.kind, c.promoted, c.queued, c.refused, c.tokens, c.finished
-            );
+            match &c.failed {
+                Some(e) => println!(
+                    "                   {} {:<7} failed: {e} ({})",
+                    c.id, c.kind, c.finished
+                ),
+                None => println!(
+                    "                   {} {:<7} {} promoted, {} queued, {} refused, {} tokens ({})",
+                    c.id, c.kind, c.promoted, c.queued, c.refused, c.tokens, c.finished
+                ),
+            }
         }
     }
-    Ok(EXIT_OK)
+    if s.warnings.is_empty() {
+        println!("  heartbeat        no warnings");
+    } else {
+        println!("  heartbeat        {} warnings:", s.warnings.len());
+        for w in &s.warnings {
+            println!("    [{}] {}", w.rule, w.cause);
+            println!("      fix: {}", w.fix);
+        }
+    }
+    Ok(code)
 }

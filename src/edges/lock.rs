@@ -93,6 +93,39 @@ impl Drop for Lock {
     }
 }
 
+/// The kind of network file system `root` is on, if it is one the lock cannot be trusted
+/// on across machines: `flock` over NFS is emulated with byte-range locks (Linux 2.6.12
+/// on), which only work when every machine's client and the server support them, and SMB,
+/// FUSE (sshfs and the like), Ceph and 9p each have their own rules. Linux only; `None`
+/// elsewhere and on local file systems.
+pub fn network_fs(root: &Path) -> Option<&'static str> {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::unix::ffi::OsStrExt;
+        let path = std::ffi::CString::new(root.as_os_str().as_bytes()).ok()?;
+        let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+        // SAFETY: `path` is a valid C string and `st` a writable statfs buffer.
+        if unsafe { libc::statfs(path.as_ptr(), &mut st) } != 0 {
+            return None;
+        }
+        match st.f_type as u64 {
+            0x6969 => Some("NFS"),
+            0x517b => Some("SMB"),
+            0xff53_4d42 => Some("CIFS"),
+            0xfe53_4d42 => Some("SMB2"),
+            0x6573_5546 => Some("FUSE"),
+            0x00c3_6400 => Some("Ceph"),
+            0x0102_1997 => Some("9p"),
+            _ => None,
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = root;
+        None
+    }
+}
+
 /// A cycle that holds the lock, as its note describes it.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Running {

@@ -1,5 +1,6 @@
 //! The state database `.dream/state.sqlite`: events, the embedding cache, per-file
-//! watermarks, quarantine, cycle records and candidate records.
+//! watermarks, quarantine, cycle records, candidate records, and when each source of
+//! events last grew (for the heartbeat).
 //!
 //! The schema has a version (`PRAGMA user_version`) and a list of forward migrations; a
 //! database written by a newer dream is refused rather than guessed at. A cycle does all of
@@ -121,6 +122,14 @@ CREATE TABLE uses (
     count INTEGER NOT NULL,
     PRIMARY KEY (fact, day, via)
 ) WITHOUT ROWID;
+"#,
+    r#"
+CREATE TABLE sources (
+    name       TEXT PRIMARY KEY,
+    first_seen TEXT NOT NULL,
+    last_grew  TEXT
+);
+ALTER TABLE cycles ADD COLUMN heartbeat TEXT;
 "#,
 ];
 
@@ -799,16 +808,19 @@ pub struct CycleRecord {
     pub report: serde_json::Value,
 }
 
+/// Record a finished cycle: its report, and the report's essentials for the heartbeat
+/// (`heartbeat::essentials`).
 pub fn put_cycle(conn: &Connection, c: &CycleRecord) -> Result<()> {
     conn.execute(
-        "INSERT OR REPLACE INTO cycles (id, kind, started, finished, now, report) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        "INSERT OR REPLACE INTO cycles (id, kind, started, finished, now, report, heartbeat) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
         params![
             c.id,
             c.kind,
             c.started.to_rfc3339(),
             c.finished.to_rfc3339(),
             c.now.to_rfc3339(),
-            c.report.to_string()
+            c.report.to_string(),
+            dream_core::heartbeat::essentials(&c.report).to_string()
         ],
     )
     .context(|| format!("recording cycle {}", c.id))?;
@@ -1026,7 +1038,7 @@ mod tests {
 }
 
 /// The latest cycle of a kind whose clock was at or before `at` (for the digest: "what the
-/// last evening cycle did"). Replays with `--now` keep their own order: a cycle replayed at
+/// last evening cycle did"; for the heartbeat: when it last finished). Replays with `--now` keep their own order: a cycle replayed at
 /// an earlier clock is not "last" for a later one. (`now` is stored as UTC RFC 3339 text,
 /// which sorts as time.)
 pub fn last_cycle_of_kind(
@@ -1182,4 +1194,136 @@ pub fn vetoes(conn: &Connection) -> Result<Vec<dream_core::veto::Veto>> {
         .context(|| "reading vetoes".into())?;
     rows.collect::<rusqlite::Result<Vec<_>>>()
         .context(|| "reading vetoes".into())
+}
+
+/// Record that a cycle at `now` read `source`, and whether it grew (a new line was read).
+/// A replay at an earlier clock never moves the dates back.
+pub fn put_source_growth(
+    conn: &Connection,
+    name: &str,
+    now: DateTime<Utc>,
+    grew: bool,
+) -> Result<()> {
+    let at = now.to_rfc3339();
+    conn.execute(
+        "INSERT INTO sources (name, first_seen, last_grew) VALUES (?1, ?2, NULL)
+         ON CONFLICT(name) DO UPDATE SET first_seen = MIN(first_seen, excluded.first_seen)",
+        params![name, at],
+    )
+    .context(|| format!("recording source {name}"))?;
+    if grew {
+        conn.execute(
+            "UPDATE sources SET last_grew = ?2 WHERE name = ?1 AND (last_grew IS NULL OR last_grew < ?2)",
+            params![name, at],
+        )
+        .context(|| format!("recording source {name}"))?;
+    }
+    Ok(())
+}
+
+/// A source as recorded: its name, when a cycle first read it, when one last read a line.
+pub type SourceSeen = (String, DateTime<Utc>, Option<DateTime<Utc>>);
+
+/// Every source a cycle has read. A database no cycle of this version has migrated yet
+/// (read only, by `dream status`) has none.
+pub fn sources_seen(conn: &Connection) -> Result<Vec<SourceSeen>> {
+    let exists: bool = conn
+        .query_row(
+            "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'sources')",
+            [],
+            |r| r.get(0),
+        )
+        .context(|| "reading sources".into())?;
+    if !exists {
+        return Ok(Vec::new());
+    }
+    let parse = |s: String| {
+        DateTime::parse_from_rfc3339(&s)
+            .map(|t| t.with_timezone(&Utc))
+            .unwrap_or_default()
+    };
+    let mut stmt = conn
+        .prepare("SELECT name, first_seen, last_grew FROM sources ORDER BY name")
+        .context(|| "reading sources".into())?;
+    let rows = stmt
+        .query_map([], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                parse(r.get(1)?),
+                r.get::<_, Option<String>>(2)?.map(parse),
+            ))
+        })
+        .context(|| "reading sources".into())?;
+    rows.collect::<rusqlite::Result<Vec<_>>>()
+        .context(|| "reading sources".into())
+}
+
+/// The clock of the latest cycle of a kind at or before `at` (for the heartbeat: when it
+/// last finished), without reading its report.
+pub fn last_clock_of_kind(
+    conn: &Connection,
+    kind: &str,
+    at: DateTime<Utc>,
+) -> Result<Option<DateTime<Utc>>> {
+    let s: Option<String> = conn
+        .query_row(
+            "SELECT MAX(now) FROM cycles WHERE kind = ?1 AND now <= ?2",
+            params![kind, at.to_rfc3339()],
+            |r| r.get(0),
+        )
+        .context(|| format!("reading the last {kind} cycle"))?;
+    Ok(s.and_then(|s| DateTime::parse_from_rfc3339(&s).ok())
+        .map(|t| t.with_timezone(&Utc)))
+}
+
+/// The latest cycles whose clock was at or before `at`, newest first, each with the part
+/// of its report the heartbeat reads (`heartbeat::essentials`), stored with it; for cycles
+/// recorded before that column existed, SQLite cuts the report down the same way.
+pub fn cycles_until(
+    conn: &Connection,
+    at: DateTime<Utc>,
+    limit: usize,
+) -> Result<Vec<CycleRecord>> {
+    let parse = |s: String| {
+        DateTime::parse_from_rfc3339(&s)
+            .map(|t| t.with_timezone(&Utc))
+            .unwrap_or_default()
+    };
+    let mut stmt = conn
+        .prepare_cached(
+            "SELECT id, kind, started, finished, now, COALESCE(heartbeat, json_object(
+                'plan', json_extract(report, '$.plan'),
+                'window', json_extract(report, '$.window'),
+                'candidates', json_extract(report, '$.candidates'),
+                'tokens', json_extract(report, '$.tokens'),
+                'degraded', json_extract(report, '$.degraded'),
+                'ingest', json_object('new_events', json_extract(report, '$.ingest.new_events')),
+                'skills', json_object('drafted', json_extract(report, '$.skills.drafted'),
+                                      'queued', json_extract(report, '$.skills.queued')),
+                'episodes', json_extract(report, '$.episodes'),
+                'episodes_lines', json_extract(report, '$.episodes_lines'),
+                'digest', json_extract(report, '$.digest'),
+                'passes', (SELECT json_group_array(json_object('held', json_extract(p.value, '$.held')))
+                           FROM json_each(report, '$.passes') AS p),
+                'decisions', (SELECT json_group_array(json_object('route', 'refused',
+                                                                  'gate', json_extract(d.value, '$.gate')))
+                              FROM json_each(report, '$.decisions') AS d
+                              WHERE json_extract(d.value, '$.route') = 'refused')))
+             FROM cycles WHERE now <= ?1 ORDER BY now DESC, finished DESC LIMIT ?2",
+        )
+        .context(|| "reading cycles".into())?;
+    let rows = stmt
+        .query_map(params![at.to_rfc3339(), limit as i64], |r| {
+            Ok(CycleRecord {
+                id: r.get(0)?,
+                kind: r.get(1)?,
+                started: parse(r.get(2)?),
+                finished: parse(r.get(3)?),
+                now: parse(r.get(4)?),
+                report: serde_json::from_str(&r.get::<_, String>(5)?).unwrap_or_default(),
+            })
+        })
+        .context(|| "reading cycles".into())?;
+    rows.collect::<rusqlite::Result<Vec<_>>>()
+        .context(|| "reading cycles".into())
 }

@@ -149,6 +149,7 @@ pub fn run_locomo(path: &Path, opts: &Options) -> Result<EvalReport> {
             let opts = CycleOptions {
                 kind: CycleKind::Evening,
                 dry_run: false,
+                allow_loss: false,
                 now,
             };
             cycle::run(&dir, &config, provider.as_ref(), embedder.as_ref(), &opts)?;

@@ -335,6 +335,7 @@ fn reflect(
         );
     }
     work.report.window.failures = Some(failures);
+    work.report.window.new_events += looked_at.len();
     state::mark_reflected_seq(tx, &looked_at, &ctx.cycle_id)?;
     Ok(proposals)
 }
@@ -765,6 +766,9 @@ fn apply(
         block: g.block.as_str().into(),
         category: g.category.clone(),
         reason: reason.clone(),
+        gate: matches!(outcome, Outcome::Refuse { .. })
+            .then(|| all_gates.iter().find(|r| !r.passed).map(|r| r.gate.clone()))
+            .flatten(),
     });
     let record = serde_json::json!({
         "text": g.text,

@@ -41,6 +41,8 @@ pub struct Options {
     pub dry_run: bool,
     /// The cycle's clock (the wall clock unless `--now` was given).
     pub now: DateTime<Utc>,
+    /// `dream run --allow-loss`: the loss guard (`passes::loss`) holds nothing back.
+    pub allow_loss: bool,
 }
 
 /// What every stage may read.

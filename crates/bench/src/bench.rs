@@ -321,6 +321,7 @@ fn cycle_here(dir: &Path, now: DateTime<Utc>) -> Result<dream_core::report::Repo
     let opts = CycleOptions {
         kind: CycleKind::Evening,
         dry_run: false,
+        allow_loss: false,
         now,
     };
     cycle::run(dir, &config, provider.as_ref(), embedder.as_ref(), &opts)

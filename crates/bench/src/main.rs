@@ -120,6 +120,7 @@ fn cycle(g: &Global, a: &RunArgs) -> Result<i32> {
     let opts = CycleOptions {
         kind: a.cycle,
         dry_run: a.dry_run,
+        allow_loss: false,
         now: dream::cmd::now(g)?,
     };
     let report = cycle::run(&root, &config, provider.as_ref(), embedder.as_ref(), &opts)?;

@@ -36,6 +36,7 @@ pub struct Config {
     pub digest: Digest,
     pub skills: Skills,
     pub context: Context,
+    pub heartbeat: Heartbeat,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -226,6 +227,10 @@ pub struct Retention {
     /// restated for this many days; unset (the default): never.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unused_after_days: Option<u32>,
+    /// The loss guard: a cycle archives at most this share of the facts active when its
+    /// maintenance passes start (at least one fact when above 0; 1 lifts the cap), unless
+    /// `dream run --allow-loss`.
+    pub max_loss_share: f64,
 }
 
 impl Default for Retention {
@@ -241,6 +246,7 @@ impl Default for Retention {
             protected_bonus: 1.0,
             block_weights: BlockWeights::default(),
             unused_after_days: None,
+            max_loss_share: 0.25,
         }
     }
 }
@@ -407,6 +413,43 @@ impl Default for Context {
     }
 }
 
+/// The heartbeat (see `heartbeat.rs`): when the record of recent cycles shows a quiet
+/// failure, `dream status`, the digest and `dream run`'s exit code say so. A count or a
+/// number of days set to 0 turns its warning off.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Heartbeat {
+    /// How many cycles in a row make a pattern: new events but nothing kept, a stage
+    /// degraded, the token budget stopping calls; and how many recent reflecting cycles the
+    /// gate warning adds up.
+    pub cycles: u32,
+    /// Cycles that kept nothing warn once they read at least this many new events in all
+    /// (a trickle too thin to form a fact is not a failure).
+    pub quiet_min_events: u32,
+    /// One gate refusing at least this share of those cycles' candidates warns...
+    pub gate_refusal_share: f64,
+    /// ...once they proposed at least this many.
+    pub gate_min_candidates: u32,
+    /// Each cycle kind is expected this often (the timers run each daily); no cycle of a
+    /// kind for two periods warns that the timer is not firing.
+    pub period_hours: u32,
+    /// The inbox or an `[[inbox.sources]]` entry that has not grown in this many days warns.
+    pub source_idle_days: u32,
+}
+
+impl Default for Heartbeat {
+    fn default() -> Self {
+        Heartbeat {
+            cycles: 3,
+            quiet_min_events: 20,
+            gate_refusal_share: 0.9,
+            gate_min_candidates: 10,
+            period_hours: 24,
+            source_idle_days: 7,
+        }
+    }
+}
+
 /// The file `dream init` writes: every key with its default and what it means.
 pub const TEMPLATE: &str = r#"# dream.toml: configuration of this memory repository.
 # Every key is optional; the values below are the defaults. Unknown keys are refused.
@@ -471,6 +514,10 @@ protected_bonus = 1.0
 block_weights = { persona = 1.0, human = 1.0, episodes = 0.5, scratch = 0.25 }
 # unused_after_days = 90        # retire facts no agent used (recall, cited id) nor any event
 #                               # restated in this many days; unset: never (the default)
+# The loss guard: a cycle archives at most this share of the active facts (at least one;
+# 1 = no cap), and never a protected or owner-written fact whose words the fact kept in
+# its place lacks. `dream run --allow-loss` lifts both for one run.
+max_loss_share = 0.25
 
 [cycles.evening]                # dream run --cycle evening (the default)
 reflect = true                  # cluster, reflect, judge and route new events
@@ -502,6 +549,14 @@ installed = ["~/.claude/skills", "~/.codex/skills"]   # skills agents already ha
 [context]                       # what agents load at session start (`dream context`, hooks)
 budget_tokens = 2000            # most tokens printed (half the bytes, as the budget counts)
 file = "CONTEXT.md"             # each cycle writes the same view here; "" = no file
+[heartbeat]                     # quiet failures, raised by `dream status`, the digest and exit code 10
+cycles = 3                      # this many cycles in a row with new events but nothing kept, a stage
+                                # degraded, or the budget stopping calls, warns (0 turns these off)
+quiet_min_events = 20           # ... nothing kept warns once those cycles read this many new events
+gate_refusal_share = 0.9        # one gate refusing this share of the last `cycles` reflecting cycles'
+gate_min_candidates = 10        # candidates warns, once they proposed at least this many
+period_hours = 24               # each cycle kind runs this often; none for two periods warns (0 = off)
+source_idle_days = 7            # the inbox or a source not grown in this many days warns (0 = off)
 "#;
 
 impl Config {
@@ -652,6 +707,42 @@ impl Config {
                 c.context.file
             ));
         }
+        let r = &c.retention;
+        if !(r.max_loss_share.is_finite() && (0.0..=1.0).contains(&r.max_loss_share)) {
+            return Err(format!(
+                "key `retention.max_loss_share`: must be between 0 and 1 (a share of the active facts), not {}",
+                r.max_loss_share
+            ));
+        }
+        let h = &c.heartbeat;
+        if !(h.gate_refusal_share > 0.0 && h.gate_refusal_share <= 1.0) {
+            return Err(format!(
+                "key `heartbeat.gate_refusal_share`: must be in (0, 1], not {}",
+                h.gate_refusal_share
+            ));
+        }
+        for (key, v, max) in [
+            ("heartbeat.cycles", h.cycles, 1000),
+            (
+                "heartbeat.quiet_min_events",
+                h.quiet_min_events,
+                1_000_000_000,
+            ),
+            (
+                "heartbeat.gate_min_candidates",
+                h.gate_min_candidates,
+                1_000_000,
+            ),
+            ("heartbeat.period_hours", h.period_hours, 24 * 366),
+            ("heartbeat.source_idle_days", h.source_idle_days, 3660),
+        ] {
+            if v > max {
+                return Err(format!("key `{key}`: must be at most {max}, not {v}"));
+            }
+        }
+        if h.gate_min_candidates == 0 {
+            return Err("key `heartbeat.gate_min_candidates`: must be at least 1".into());
+        }
         if c.inbox.path.trim().is_empty() {
             return Err("key `inbox.path`: must name a folder".into());
         }
@@ -724,6 +815,7 @@ const SECTIONS: &[&str] = &[
     "digest",
     "skills",
     "context",
+    "heartbeat",
 ];
 
 /// Apply `DREAM_<SECTION>_<KEY>` variables to the table; returns which keys they set.
@@ -811,6 +903,58 @@ mod tests {
             .to_string();
         assert!(err.contains("cluster.min_points"), "{err}");
         assert!(err.contains("promote.min_support (3)"), "{err}");
+    }
+
+    #[test]
+    fn the_loss_share_and_heartbeat_thresholds_are_range_checked() {
+        for (text, key) in [
+            (
+                "[retention]\nmax_loss_share = 1.5\n",
+                "retention.max_loss_share",
+            ),
+            (
+                "[retention]\nmax_loss_share = -0.1\n",
+                "retention.max_loss_share",
+            ),
+            (
+                "[heartbeat]\ngate_refusal_share = 0\n",
+                "heartbeat.gate_refusal_share",
+            ),
+            (
+                "[heartbeat]\ngate_min_candidates = 0\n",
+                "heartbeat.gate_min_candidates",
+            ),
+            ("[heartbeat]\ncycles = 5000\n", "heartbeat.cycles"),
+            (
+                "[heartbeat]\nperiod_hours = 100000\n",
+                "heartbeat.period_hours",
+            ),
+            (
+                "[heartbeat]\nsource_idle_days = -1\n",
+                "heartbeat.source_idle_days",
+            ),
+            ("[heartbeat]\nperiod = 24\n", "heartbeat.period"),
+        ] {
+            let err = parse(text).unwrap_err().to_string();
+            assert!(err.contains(&format!("`{key}`")), "{text}: {err}");
+        }
+        let c =
+            parse("[heartbeat]\ncycles = 0\nperiod_hours = 0\n[retention]\nmax_loss_share = 1\n")
+                .unwrap();
+        assert_eq!(
+            (c.heartbeat.cycles, c.heartbeat.period_hours),
+            (0, 0),
+            "0 turns a warning off"
+        );
+        let mut env = BTreeMap::new();
+        env.insert("DREAM_HEARTBEAT_CYCLES".to_string(), "5".to_string());
+        assert_eq!(
+            Config::parse("", "dream.toml", &env)
+                .unwrap()
+                .heartbeat
+                .cycles,
+            5
+        );
     }
 
     #[test]

@@ -39,10 +39,11 @@ pub mod route;
 pub mod skills;
 pub mod veto;
 
-// What a cycle reports and commits, read back by the audit (S4 step 10, S12).
+// What a cycle reports and commits, read back by the audit and the heartbeat (S4, S12).
 pub mod audit;
 pub mod commit;
 pub mod digest;
+pub mod heartbeat;
 pub mod ingested;
 pub mod report;
 

@@ -39,6 +39,23 @@ pub struct Report {
     /// The digest this cycle wrote (or found unchanged), relative to the repo.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub digest: Option<String>,
+    /// Which stages the cycle ran (the heartbeat counts streaks over the cycles that ran a
+    /// stage).
+    pub plan: Ran,
+    /// Lines the cycle's own stages (not the maintenance passes) added to
+    /// memory/episodes.md: episodes kept, however they were written.
+    pub episodes_lines: usize,
+    /// What the heartbeat warns about after this cycle (`heartbeat.rs`); `dream run` exits
+    /// with the warning code when there is any.
+    pub warnings: Vec<crate::heartbeat::Warning>,
+}
+
+/// The stages a cycle ran.
+#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq, Eq)]
+pub struct Ran {
+    pub reflect: bool,
+    pub passes: bool,
+    pub digest: bool,
 }
 
 #[derive(Debug, Clone, Default, Serialize)]
@@ -51,6 +68,8 @@ pub struct Window {
     /// Reflect prompts those clusters make: one each, or several for a cluster with more
     /// new events than `cluster.max_events_per_prompt`.
     pub prompts: usize,
+    /// Events this cycle looked at for the first time (clustered or found to be noise).
+    pub new_events: usize,
     /// Prompts reflected on (`reflected + pending = prompts`).
     pub reflected: usize,
     /// Prompts left for the next cycle (budget reached, the call failed, was not started
@@ -104,6 +123,9 @@ pub struct DecisionRow {
     pub block: String,
     pub category: String,
     pub reason: String,
+    /// For a refused candidate, the gate that refused it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gate: Option<String>,
 }
 
 /// What one maintenance pass did. Model proposals balance
@@ -119,6 +141,11 @@ pub struct PassSummary {
     pub refused: usize,
     /// Mutations the engine applied on its own (backstops).
     pub engine: usize,
+    /// Engine backstops the loss guard held back (counted apart from the model's).
+    pub engine_refused: usize,
+    /// Mutations, the model's and the engine's, the loss guard held back: over
+    /// `retention.max_loss_share`, or a protected fact's words lost.
+    pub held: usize,
     pub mutations: Vec<MutationRow>,
 }
 
@@ -272,7 +299,10 @@ impl Report {
             "  candidates  {} proposed = {} promoted + {} queued + {} reinforced + {} refused",
             c.proposed, c.promoted, c.queued, c.reinforced, c.refused
         );
-        let idle = self.passes.iter().all(|p| p.proposed == 0 && p.engine == 0);
+        let idle = self
+            .passes
+            .iter()
+            .all(|p| p.proposed == 0 && p.engine == 0 && p.engine_refused == 0);
         if idle && !self.passes.is_empty() {
             let names: Vec<&str> = self.passes.iter().map(|p| p.pass.as_str()).collect();
             let failed: Vec<&str> = names
@@ -293,13 +323,18 @@ impl Report {
         for (n, p) in self.passes.iter().enumerate().filter(|_| !idle) {
             let _ = writeln!(
                 o,
-                "  {:<10}  {:<8} {} proposed = {} accepted + {} refused; {} engine-enforced",
+                "  {:<10}  {:<8} {} proposed = {} accepted + {} refused; {} engine-enforced{}",
                 if n == 0 { "passes" } else { "" },
                 p.pass,
                 p.proposed,
                 p.accepted,
                 p.refused,
-                p.engine
+                p.engine,
+                if p.held > 0 {
+                    format!("; {} held by the loss guard", p.held)
+                } else {
+                    String::new()
+                }
             );
         }
         let sk = &self.skills;
@@ -413,6 +448,13 @@ impl Report {
         }
         for n in &self.notes {
             let _ = writeln!(o, "  note: {n}");
+        }
+        if !self.warnings.is_empty() {
+            let _ = writeln!(o, "\n  heartbeat warnings (dream status shows them too):");
+            for w in &self.warnings {
+                let _ = writeln!(o, "    [{}] {}", w.rule, w.cause);
+                let _ = writeln!(o, "      fix: {}", w.fix);
+            }
         }
         if !self.commits.is_empty() {
             let _ = writeln!(o, "\n  commits:");

@@ -158,6 +158,15 @@ impl Checked {
             .push(GateResult::new(gate, value, threshold.to_string(), passed));
     }
 
+    /// Add a check made outside these gates (the loss guard): its measured value, and
+    /// the refusal when it failed.
+    pub fn add(&mut self, gate: GateResult, refusal: Option<String>) {
+        self.gates.push(gate);
+        if let Some(r) = refusal {
+            self.refuse(r);
+        }
+    }
+
     /// A measured value by gate name, for commit lines.
     pub fn value(&self, gate: &str) -> Option<&str> {
         self.gates
