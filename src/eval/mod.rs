@@ -8,6 +8,7 @@
 //! conversion and the measures are pure ([`locomo`]); this module does the replay.
 
 pub mod locomo;
+pub mod pairs;
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;

@@ -133,7 +133,7 @@ fn reflect(
     let clustering = cluster::dbscan(
         view2,
         config.cluster.min_points,
-        config.cluster.eps,
+        crate::providers::embed::eps(config, ctx.embedder),
         Some(&fresh),
     );
     work.report.window.clusters = clustering.clusters.len();

@@ -549,6 +549,68 @@ pub fn entity_present(entity: &Entity, sources: &[&str], vocab: &HashSet<String>
     }
 }
 
+/// Names and numbers of a text, normalized and stemmed ("Tuesdays" and "Tuesday" are one
+/// name): what tells two facts on one subject apart ("I live in Lisbon" / "I live in
+/// Porto").
+pub fn names_and_numbers(text: &str) -> BTreeSet<String> {
+    entities(text)
+        .into_iter()
+        .filter(|e| matches!(e.kind, EntityKind::ProperNoun | EntityKind::Number))
+        .map(|e| entity_key(&e))
+        .collect()
+}
+
+/// Every entity-like token of a text (names, numbers, paths, identifiers, URLs, e-mail
+/// addresses) as a comparable key, and the number words from one to twenty and the tens
+/// as their digits ("thirty days" and "30 days" name the same number): the entities two
+/// restatements of a fact must not disagree on.
+pub fn entity_keys(text: &str) -> BTreeSet<String> {
+    let mut keys: BTreeSet<String> = entities(text).iter().map(entity_key).collect();
+    keys.extend(
+        tokens(text)
+            .iter()
+            .filter_map(|t| number_word(t))
+            .map(|n| n.to_string()),
+    );
+    keys
+}
+
+fn entity_key(e: &Entity) -> String {
+    match e.kind {
+        EntityKind::ProperNoun => tokens(&e.text)
+            .iter()
+            .map(|t| stem_token(t))
+            .collect::<Vec<_>>()
+            .join(" "),
+        EntityKind::Number => e.text.clone(),
+        _ => e.text.to_lowercase(),
+    }
+}
+
+/// The value of an English number word (one to twenty, the tens to ninety).
+fn number_word(token: &str) -> Option<u32> {
+    const WORDS: [&str; 20] = [
+        "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven",
+        "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen",
+        "nineteen", "twenty",
+    ];
+    const TENS: [&str; 7] = [
+        "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety",
+    ];
+    if let Some(i) = WORDS.iter().position(|w| *w == token) {
+        return Some(i as u32 + 1);
+    }
+    TENS.iter()
+        .position(|w| *w == token)
+        .map(|i| (i as u32 + 3) * 10)
+}
+
+/// Two texts disagree in names or numbers when each names something the other does not
+/// (a text that names nothing, or only what the other names, disagrees with nothing).
+pub fn names_differ(a: &BTreeSet<String>, b: &BTreeSet<String>) -> bool {
+    a.difference(b).next().is_some() && b.difference(a).next().is_some()
+}
+
 /// The entities of `claim` that no source contains.
 pub fn invented_entities(claim: &str, sources: &[&str]) -> Vec<Entity> {
     let vocab = vocabulary(sources.iter().copied());

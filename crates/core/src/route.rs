@@ -12,6 +12,8 @@
 //!
 //! Pure functions over the gated candidate, the active facts and the judge's verdict.
 
+use std::collections::BTreeSet;
+
 use crate::config::Config;
 use crate::gates::Gated;
 use crate::llm::Verdict;
@@ -51,6 +53,29 @@ pub struct Near {
     pub fact_id: String,
     pub similarity: f64,
     pub same_polarity: bool,
+}
+
+/// Whether the S6 measures let two texts be one fact: they agree in polarity and do not
+/// disagree in entities (`measures::entity_keys`: names, numbers, paths, identifiers;
+/// "I live in Lisbon" / "I live in Porto" never agree).
+pub fn s6_agrees(a: &measures::Prepared, b: &measures::Prepared, names_a: &BTreeSet<String>, names_b: &BTreeSet<String>) -> bool {
+    measures::polarity_agrees_prepared(a, b) && !measures::names_differ(names_a, names_b)
+}
+
+/// Whether a candidate restates a fact (and so reinforces it): the S6 measures agree
+/// ([`s6_agrees`]), and either the two share their content words (S6 similarity >=
+/// `promote.reinforce_similarity`) or their vectors lie within the embedder's restatement
+/// distance (`within`; none for an embedder whose distances were never measured).
+pub fn restates(
+    agree: bool,
+    similarity: f64,
+    reinforce_similarity: f64,
+    distance: Option<f64>,
+    within: Option<f64>,
+) -> bool {
+    agree
+        && (similarity >= reinforce_similarity
+            || matches!((distance, within), (Some(d), Some(w)) if d <= w))
 }
 
 /// The `k` active facts most similar to `text` (S6 similarity), most similar first.
