@@ -46,7 +46,7 @@ pub const DIM: usize = 128;
 pub const EPS: f64 = 0.45;
 /// Two texts this close (Euclidean distance between unit vectors) say the same thing when
 /// the S6 measures agree (see `dream_core::route::restates`).
-pub const RESTATES: f64 = 0.6;
+pub const RESTATES: f64 = 0.8;
 /// Texts longer than this many tokens are cut (the model's own limit).
 const MAX_TOKENS: usize = 512;
 

@@ -560,6 +560,35 @@ pub fn names_and_numbers(text: &str) -> BTreeSet<String> {
         .collect()
 }
 
+/// One thing given two values: the two texts read word for word the same but for one
+/// stretch in the same place, the words around it hold a content word, and the two
+/// stretches share no content word ("I prefer dark mode" / "I prefer light mode", "My
+/// daughter is allergic to dairy" / "... to eggs"). Returns the stretches' content words.
+pub fn swapped(a: &Prepared, b: &Prepared) -> Option<(BTreeSet<String>, BTreeSet<String>)> {
+    let (x, y) = (&a.tokens, &b.tokens);
+    let shortest = x.len().min(y.len());
+    let head = x.iter().zip(y).take_while(|(p, q)| p == q).count();
+    let tail = x
+        .iter()
+        .rev()
+        .zip(y.iter().rev())
+        .take(shortest - head)
+        .take_while(|(p, q)| p == q)
+        .count();
+    let content = |t: &[String]| -> BTreeSet<String> {
+        t.iter()
+            .filter(|w| !is_stopword(w))
+            .map(|w| stem_token(w))
+            .collect()
+    };
+    let (sx, sy) = (
+        content(&x[head..x.len() - tail]),
+        content(&y[head..y.len() - tail]),
+    );
+    let around = x[..head].iter().chain(&x[x.len() - tail..]).any(|w| !is_stopword(w));
+    (around && !sx.is_empty() && !sy.is_empty() && sx.is_disjoint(&sy)).then_some((sx, sy))
+}
+
 /// Every entity-like token of a text (names, numbers, paths, identifiers, URLs, e-mail
 /// addresses) as a comparable key, and the number words from one to twenty and the tens
 /// as their digits ("thirty days" and "30 days" name the same number): the entities two
@@ -785,6 +814,35 @@ mod tests {
             assert_eq!(round3(similarity(a, b)), want, "similarity({a:?}, {b:?})");
             assert_eq!(round3(similarity(b, a)), want, "similarity is symmetric");
         }
+    }
+
+    #[test]
+    fn a_swapped_stretch_gives_one_thing_two_values() {
+        let sw = |a: &str, b: &str| swapped(&Prepared::new(a), &Prepared::new(b));
+        let (x, y) = sw(
+            "I prefer dark mode in every editor.",
+            "I prefer light mode in every editor.",
+        )
+        .unwrap();
+        assert_eq!((x.len(), y.len()), (1, 1));
+        assert!(x.contains("dark") && y.contains("light"));
+        assert!(sw("My sister is a software engineer.", "My brother is a lawyer.").is_some());
+        // Other words around the stretch, a shared word inside it, or nothing around it.
+        assert!(sw("I live in Lisbon.", "My home is in Lisbon.").is_some());
+        assert!(sw("The cat's name is Luna.", "Our cat is called Luna.").is_none());
+        assert!(sw("I live in Lisbon.", "I live in Lisbon now.").is_none());
+        assert!(sw("Dark mode.", "Light theme.").is_none());
+        assert!(sw("same", "same").is_none());
+    }
+
+    #[test]
+    fn entity_keys_read_number_words_and_stem_names() {
+        let k = entity_keys("We meet on Tuesdays for thirty minutes at 9:30.");
+        assert!(k.contains("tuesday") && k.contains("30") && k.contains("9:30"), "{k:?}");
+        assert_eq!(entity_keys("Logs are kept for 30 days."), entity_keys("Logs are kept for thirty days."));
+        assert!(names_differ(&entity_keys("I live in Lisbon."), &entity_keys("I live in Porto.")));
+        assert!(!names_differ(&entity_keys("I live in Lisbon."), &entity_keys("My home is in Lisbon.")));
+        assert!(!names_differ(&entity_keys("The CI takes twenty minutes."), &entity_keys("CI is slow.")));
     }
 
     #[test]

@@ -12,7 +12,7 @@
 //!
 //! Pure functions over the gated candidate, the active facts and the judge's verdict.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 
 use crate::config::Config;
 use crate::gates::Gated;
@@ -51,15 +51,48 @@ impl Outcome {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Near {
     pub fact_id: String,
+    /// S6 similarity.
     pub similarity: f64,
     pub same_polarity: bool,
+    /// Euclidean distance between the two texts' vectors, when the embedder's are used.
+    pub distance: Option<f64>,
+    /// The candidate restates the fact ([`restates`]).
+    pub restates: bool,
 }
 
-/// Whether the S6 measures let two texts be one fact: they agree in polarity and do not
+/// How candidates are compared with facts: S6 similarity, and the vectors of an embedder
+/// whose restatement distance was measured.
+#[derive(Debug, Clone, Copy)]
+pub struct Restating<'a> {
+    pub reinforce_similarity: f64,
+    /// The embedder's restatement distance, and vectors by text (the candidate's and the
+    /// facts'); a text without one is compared by S6 alone.
+    pub vectors: Option<(f64, &'a HashMap<String, Vec<f32>>)>,
+}
+
+impl Restating<'_> {
+    /// S6 alone, with the config's `promote.reinforce_similarity`.
+    pub fn s6(config: &Config) -> Restating<'static> {
+        Restating {
+            reinforce_similarity: config.promote.reinforce_similarity,
+            vectors: None,
+        }
+    }
+}
+
+/// Whether the S6 measures let two texts be one fact: they agree in polarity, do not
 /// disagree in entities (`measures::entity_keys`: names, numbers, paths, identifiers;
-/// "I live in Lisbon" / "I live in Porto" never agree).
-pub fn s6_agrees(a: &measures::Prepared, b: &measures::Prepared, names_a: &BTreeSet<String>, names_b: &BTreeSet<String>) -> bool {
-    measures::polarity_agrees_prepared(a, b) && !measures::names_differ(names_a, names_b)
+/// "I live in Lisbon" / "I live in Porto"), and do not give one thing two values
+/// (`measures::swapped`: "I prefer dark mode" / "I prefer light mode").
+pub fn s6_agrees(
+    a: &measures::Prepared,
+    b: &measures::Prepared,
+    entities_a: &BTreeSet<String>,
+    entities_b: &BTreeSet<String>,
+) -> bool {
+    measures::polarity_agrees_prepared(a, b)
+        && !measures::names_differ(entities_a, entities_b)
+        && measures::swapped(a, b).is_none()
 }
 
 /// Whether a candidate restates a fact (and so reinforces it): the S6 measures agree
@@ -78,9 +111,11 @@ pub fn restates(
             || matches!((distance, within), (Some(d), Some(w)) if d <= w))
 }
 
-/// The `k` active facts most similar to `text` (S6 similarity), most similar first.
-pub fn nearest(memory: &Memory, text: &str, k: usize) -> Vec<Near> {
-    nearest_cached(memory, text, k, &mut measures::PreparedCache::default())
+/// The `k` active facts nearest `text`: those it restates first, then by S6 similarity,
+/// then by vector distance. A fact is near when it shares a content word, or when its
+/// vector lies within the restatement distance.
+pub fn nearest(memory: &Memory, text: &str, k: usize, rule: &Restating<'_>) -> Vec<Near> {
+    nearest_cached(memory, text, k, rule, &mut measures::PreparedCache::default())
 }
 
 /// [`nearest`], with the facts' texts tokenised once per `cache` (a stage compares every
@@ -89,28 +124,67 @@ pub fn nearest_cached(
     memory: &Memory,
     text: &str,
     k: usize,
+    rule: &Restating<'_>,
     cache: &mut measures::PreparedCache,
 ) -> Vec<Near> {
     let query = measures::Prepared::new(text);
-    let mut out: Vec<Near> = memory
-        .facts()
-        .filter_map(|(_, f)| {
-            let fact = cache.get(&f.text);
-            let similarity = round3(measures::set_similarity(&query.content, &fact.content));
-            (similarity > 0.0).then(|| Near {
-                fact_id: f.id.clone(),
+    let query_entities = measures::entity_keys(text);
+    let query_vector = rule.vectors.and_then(|(w, v)| Some((w, v, v.get(text)?)));
+    let mut out: Vec<Near> = Vec::new();
+    for (_, f) in memory.facts() {
+        let fact = cache.get(&f.text);
+        let similarity = round3(measures::set_similarity(&query.content, &fact.content));
+        let (distance, within) = match query_vector {
+            Some((w, vectors, q)) => (
+                vectors
+                    .get(&f.text)
+                    .filter(|v| v.len() == q.len())
+                    .map(|v| euclidean(q, v)),
+                Some(w),
+            ),
+            None => (None, None),
+        };
+        let close = matches!((distance, within), (Some(d), Some(w)) if d <= w);
+        if similarity <= 0.0 && !close {
+            continue;
+        }
+        let agrees = s6_agrees(&query, fact, &query_entities, &measures::entity_keys(&f.text));
+        out.push(Near {
+            fact_id: f.id.clone(),
+            similarity,
+            same_polarity: measures::polarity_agrees_prepared(&query, fact),
+            distance: distance.map(round3),
+            restates: restates(
+                agrees,
                 similarity,
-                same_polarity: measures::polarity_agrees_prepared(&query, fact),
-            })
-        })
-        .collect();
+                rule.reinforce_similarity,
+                distance,
+                within,
+            ),
+        });
+    }
     out.sort_by(|a, b| {
-        b.similarity
-            .total_cmp(&a.similarity)
+        b.restates
+            .cmp(&a.restates)
+            .then(b.similarity.total_cmp(&a.similarity))
+            .then(
+                a.distance
+                    .unwrap_or(f64::INFINITY)
+                    .total_cmp(&b.distance.unwrap_or(f64::INFINITY)),
+            )
             .then(a.fact_id.cmp(&b.fact_id))
     });
     out.truncate(k);
     out
+}
+
+/// Euclidean distance between two vectors of one length.
+fn euclidean(a: &[f32], b: &[f32]) -> f64 {
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| f64::from(x - y).powi(2))
+        .sum::<f64>()
+        .sqrt()
 }
 
 /// Decide the route of one gated candidate. `near` are the facts sent to the judge (most
@@ -173,20 +247,28 @@ pub fn route(
         GateResult::new(
             "novelty",
             format!("{:.3}", 1.0 - top_sim),
-            format!("> {:.3} (else reinforce)", 1.0 - p.reinforce_similarity),
-            top_sim < p.reinforce_similarity,
+            format!(
+                "> {:.3} and no restatement (else reinforce)",
+                1.0 - p.reinforce_similarity
+            ),
+            !top.is_some_and(|n| n.restates),
         )
         .detail(
-            top.map(|n| format!("nearest {} at similarity {:.3}", n.fact_id, n.similarity))
-                .unwrap_or_default(),
+            top.map(|n| {
+                let mut d = format!("nearest {} at similarity {:.3}", n.fact_id, n.similarity);
+                if let Some(distance) = n.distance {
+                    d.push_str(&format!(", vector distance {distance:.3}"));
+                }
+                if n.restates && n.similarity < p.reinforce_similarity {
+                    d.push_str(" (restates it by meaning: the S6 measures and the vectors agree)");
+                }
+                d
+            })
+            .unwrap_or_default(),
         ),
     );
 
-    if let Some(n) = top.filter(|n| {
-        n.similarity >= p.reinforce_similarity
-            && n.same_polarity
-            && contradicts.as_deref() != Some(n.fact_id.as_str())
-    }) {
+    if let Some(n) = top.filter(|n| n.restates && contradicts.as_deref() != Some(n.fact_id.as_str())) {
         return (
             Outcome::Reinforce {
                 fact_id: n.fact_id.clone(),
@@ -330,6 +412,8 @@ mod tests {
             fact_id: id.into(),
             similarity: sim,
             same_polarity: true,
+            distance: None,
+            restates: sim >= 0.9,
         }
     }
 
