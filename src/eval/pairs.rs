@@ -331,3 +331,60 @@ pub fn render(name: &str, r: &PairsReport, verbose: bool) -> String {
     }
     o
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::providers::embed_minilm::MiniLm;
+    use dream_core::embed::Builtin;
+
+    fn run(set: &str, embedder: &dyn Embedder) -> PairsReport {
+        measure(&parse(set).unwrap(), embedder, &Config::default()).unwrap()
+    }
+
+    /// The figures docs/BENCHMARKS.md states ("Embedders"): the rule at minilm's stated
+    /// distance separates the shipped set at >= 0.9 and keeps every held-out different
+    /// fact apart; builtin's vectors add nothing to S6 at their (absent) distance.
+    #[test]
+    fn the_stated_figures_hold() {
+        let (minilm, builtin) = (MiniLm::new(), Builtin::new(256));
+        let m = run(SHIPPED, &minilm);
+        assert_eq!(m.rule_within, Some(0.8));
+        assert_eq!(m.rule.accuracy, 0.907, "{}", render("shipped", &m, true));
+        assert_eq!(m.vectors.accuracy, 0.772);
+        assert_eq!(m.s6_only.accuracy, 0.679);
+        let h = run(HELD_OUT, &minilm);
+        assert_eq!(h.rule.accuracy, 0.88, "{}", render("held-out", &h, true));
+        assert_eq!(h.rule.by_label["different"], 1.0);
+        assert_eq!(h.vectors.accuracy, 0.79);
+        let b = run(SHIPPED, &builtin);
+        assert_eq!(b.rule_within, None);
+        assert_eq!(b.rule.accuracy, 0.679);
+        assert_eq!(b.vectors.accuracy, 0.691);
+        let bh = run(HELD_OUT, &builtin);
+        assert_eq!(bh.rule.accuracy, 0.64);
+        assert_eq!(bh.vectors.accuracy, 0.65);
+        // The S6 seeds: Lisbon and Porto stay apart, the restatement is one fact.
+        let seed = |r: &PairsReport, b: &str| {
+            r.measured
+                .iter()
+                .find(|p| p.a.starts_with("I live in Lisbon and") && p.b == b)
+                .map(|p| p.restates)
+                .unwrap()
+        };
+        assert!(seed(&m, "User lives in Lisbon and works best in the morning."));
+        assert!(!seed(&m, "I live in Porto and work best in the morning."));
+    }
+
+    #[test]
+    fn a_malformed_set_is_refused_with_the_line() {
+        let err = parse("label\ta\tb\nparaphrase\tonly two\n").unwrap_err();
+        assert!(err.contains("line 2") && err.contains("2 fields"), "{err}");
+        let err = parse("label\ta\tb\nsame\tx\ty\n").unwrap_err();
+        assert!(err.contains("\"same\""), "{err}");
+        let err = parse("label\ta\tb\nunrelated\tx\ty\n").unwrap_err();
+        assert!(err.contains("at least one paraphrase"), "{err}");
+        assert_eq!(parse(SHIPPED).unwrap().len(), 162);
+        assert_eq!(parse(HELD_OUT).unwrap().len(), 100);
+    }
+}
