@@ -4,6 +4,7 @@
 
 mod util;
 
+mod embed;
 mod llm;
 mod measure;
 mod ops;

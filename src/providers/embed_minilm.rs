@@ -43,7 +43,7 @@ pub const ID: &str = "minilm-l6-v2-m2v-128-v1";
 /// Vector size.
 pub const DIM: usize = 128;
 /// DBSCAN radius used when `cluster.eps` is unset (see docs/BENCHMARKS.md, "Embedders").
-pub const EPS: f64 = 0.55;
+pub const EPS: f64 = 0.7;
 /// Two texts this close (Euclidean distance between unit vectors) say the same thing when
 /// the S6 measures agree (see `dream_core::route::restates`).
 pub const RESTATES: f64 = 0.8;

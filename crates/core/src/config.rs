@@ -165,7 +165,7 @@ pub struct Cluster {
     /// The cluster floor: DBSCAN's minimum points (the event itself included).
     pub min_points: usize,
     /// DBSCAN radius as a Euclidean distance between unit vectors (sqrt(2 - 2 cos)).
-    /// Unset: the radius measured for the embedder in use (minilm 0.55, builtin and
+    /// Unset: the radius measured for the embedder in use (minilm 0.7, builtin and
     /// openai 0.8); a set value wins whatever the embedder.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub eps: Option<f64>,
@@ -425,8 +425,8 @@ tokens_per_cycle = 200000       # hard cap on LLM tokens per cycle
 [cluster]
 window_days = 14                # cluster the events of the last N days
 min_points = 2                  # the cluster floor; must not exceed promote.min_support
-# eps = 0.55                    # DBSCAN radius between unit vectors; unset = the embedder's
-                                # own: minilm 0.55 (cosine 0.85), builtin and openai 0.8 (0.68)
+# eps = 0.7                     # DBSCAN radius between unit vectors; unset = the embedder's
+                                # own: minilm 0.7 (cosine 0.755), builtin and openai 0.8 (0.68)
 max_events_per_prompt = 40      # events of one cluster shown to the reflector
 
 [promote]
