@@ -11,7 +11,11 @@ fn status(env: &Env, extra: &[(&str, &str)]) -> serde_json::Value {
         c.env(k, v);
     }
     let out = c.args(["status", "--json"]).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
@@ -21,7 +25,11 @@ fn run_with(env: &Env, now: &str, extra: &[(&str, &str)]) -> serde_json::Value {
         c.env(k, v);
     }
     let out = c.args(["run", "--now", now, "--json"]).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
@@ -75,7 +83,13 @@ fn switching_embedders_re_embeds_the_window_once_and_status_names_the_cache() {
             {"embedder": "minilm-l6-v2-m2v-128-v1", "vectors": 3}
         ])
     );
-    let text = stdout(&env.cmd().env("DREAM_EMBED_PROVIDER", "builtin").arg("status").output().unwrap());
+    let text = stdout(
+        &env.cmd()
+            .env("DREAM_EMBED_PROVIDER", "builtin")
+            .arg("status")
+            .output()
+            .unwrap(),
+    );
     assert!(
         text.contains("embedder         builtin-v1-256 (5 vectors cached)")
             && text.contains("also 3 vectors of minilm-l6-v2-m2v-128-v1"),
@@ -88,7 +102,10 @@ fn switching_embedders_re_embeds_the_window_once_and_status_names_the_cache() {
         &event("2026-11-05T09:00:00Z", "s4", "The train was late."),
     );
     let back = env.run_cycle("2026-11-05T21:00:00Z");
-    assert_eq!(back["embedded"], 3, "the two events builtin alone saw, and the new one: {back}");
+    assert_eq!(
+        back["embedded"], 3,
+        "the two events builtin alone saw, and the new one: {back}"
+    );
 }
 
 #[test]
@@ -148,7 +165,11 @@ fn a_restatement_in_other_words_reinforces_its_fact_and_another_fact_does_not() 
     let env2 = Env::new();
     env2.init();
     env2.write_inbox("a.jsonl", &(lines + &more));
-    let b = run_with(&env2, "2026-11-05T21:00:00Z", &[("DREAM_EMBED_PROVIDER", "builtin")]);
+    let b = run_with(
+        &env2,
+        "2026-11-05T21:00:00Z",
+        &[("DREAM_EMBED_PROVIDER", "builtin")],
+    );
     assert_eq!(b["candidates"]["reinforced"], 0, "{b}");
 }
 
@@ -163,7 +184,14 @@ fn eval_pairs_measures_the_default_and_builtin_on_the_shipped_set() {
             && text.contains("rule: S6 agree, and S6 >= 0.9 or distance <= 0.8"),
         "{text}"
     );
-    let out = env.dream(&["eval", "pairs", "--held-out", "--embedder", "builtin", "--json"]);
+    let out = env.dream(&[
+        "eval",
+        "pairs",
+        "--held-out",
+        "--embedder",
+        "builtin",
+        "--json",
+    ]);
     assert!(out.status.success());
     let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(r["embedder"], "builtin-v1-256");

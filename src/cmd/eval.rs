@@ -48,8 +48,8 @@ pub fn run(g: &Global, a: &EvalCommand) -> Result<i32> {
                     eval::pairs::SHIPPED.to_string(),
                 ),
             };
-            let pairs = eval::pairs::parse(&text)
-                .map_err(|e| Error::Input(format!("{name}: {e}")))?;
+            let pairs =
+                eval::pairs::parse(&text).map_err(|e| Error::Input(format!("{name}: {e}")))?;
             let mut config = match &a.config {
                 Some(p) => {
                     let p = super::absolute(&cwd, p);
@@ -61,7 +61,9 @@ pub fn run(g: &Global, a: &EvalCommand) -> Result<i32> {
             };
             if let Some(e) = &a.embedder {
                 config.embed.provider = e.clone();
-                config.validate().map_err(|message| Error::Usage(format!("--embedder: {message}")))?;
+                config
+                    .validate()
+                    .map_err(|message| Error::Usage(format!("--embedder: {message}")))?;
             }
             let embedder = crate::providers::embedder(&config)?;
             let report = eval::pairs::measure(&pairs, embedder.as_ref(), &config)?;

@@ -403,8 +403,8 @@ pub fn clustered_turns(
         };
         let rows: Vec<_> = rows.into_iter().filter(|(_, v)| v.len() == dim).collect();
         let flat: Vec<f32> = rows.iter().flat_map(|(_, v)| v.iter().copied()).collect();
-        let data = ndarray::ArrayView2::from_shape((rows.len(), dim), &flat)
-            .expect("rows of one length");
+        let data =
+            ndarray::ArrayView2::from_shape((rows.len(), dim), &flat).expect("rows of one length");
         let focus: Vec<bool> = rows.iter().map(|(id, _)| fresh.contains(id)).collect();
         let c = dream_core::cluster::dbscan(data, min_points, eps, Some(&focus));
         for cluster in c.clusters.iter().filter(|c| c.iter().any(|&i| focus[i])) {

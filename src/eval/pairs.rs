@@ -75,7 +75,9 @@ pub fn parse(text: &str) -> std::result::Result<Vec<Pair>, String> {
     let mut out = Vec::new();
     for (n, line) in text.lines().enumerate() {
         let line = line.trim_end_matches('\r');
-        if line.trim().is_empty() || line.starts_with('#') || (n == 0 && line.starts_with("label\t"))
+        if line.trim().is_empty()
+            || line.starts_with('#')
+            || (n == 0 && line.starts_with("label\t"))
         {
             continue;
         }
@@ -202,7 +204,13 @@ pub fn measure(pairs: &[Pair], embedder: &dyn Embedder, config: &Config) -> Resu
         .collect();
     let (best, vectors_acc) = best_threshold(&measured, |m, t| m.distance <= t);
     let (rule_best_within, rule_best) = best_threshold(&measured, |m, t| {
-        route::restates(m.s6_agrees, m.similarity, reinforce, Some(m.distance), Some(t))
+        route::restates(
+            m.s6_agrees,
+            m.similarity,
+            reinforce,
+            Some(m.distance),
+            Some(t),
+        )
     });
     let s6_only = accuracy(&measured, |m| {
         route::restates(m.s6_agrees, m.similarity, reinforce, None, None)
@@ -307,7 +315,10 @@ pub fn render(name: &str, r: &PairsReport, verbose: bool) -> String {
     );
     row(
         &mut o,
-        &format!("rule, best distance {:.3} (on this set)", r.rule_best_within),
+        &format!(
+            "rule, best distance {:.3} (on this set)",
+            r.rule_best_within
+        ),
         &r.rule_best,
     );
     row(&mut o, "S6 alone (S6 agree and S6 >= 0.9)", &r.s6_only);
@@ -372,7 +383,10 @@ mod tests {
                 .map(|p| p.restates)
                 .unwrap()
         };
-        assert!(seed(&m, "User lives in Lisbon and works best in the morning."));
+        assert!(seed(
+            &m,
+            "User lives in Lisbon and works best in the morning."
+        ));
         assert!(!seed(&m, "I live in Porto and work best in the morning."));
     }
 

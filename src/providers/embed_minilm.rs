@@ -138,12 +138,19 @@ mod tests {
         assert!(v.iter().all(|x| x.len() == DIM));
         let norm = |x: &[f32]| x.iter().map(|a| a * a).sum::<f32>().sqrt();
         assert!((norm(&v[0]) - 1.0).abs() < 1e-5);
-        assert!(distance(&v[0], &v[1]) < RESTATES as f32, "{}", distance(&v[0], &v[1]));
+        assert!(
+            distance(&v[0], &v[1]) < RESTATES as f32,
+            "{}",
+            distance(&v[0], &v[1])
+        );
         assert!(distance(&v[0], &v[2]) > 1.0, "{}", distance(&v[0], &v[2]));
         // Nothing to embed: zero, never NaN.
         assert!(v[3].iter().all(|x| *x == 0.0));
         assert!(v[4].iter().all(|x| *x == 0.0));
-        assert_eq!(m.embed(&["same text"]).unwrap(), m.embed(&["same text"]).unwrap());
+        assert_eq!(
+            m.embed(&["same text"]).unwrap(),
+            m.embed(&["same text"]).unwrap()
+        );
     }
 
     #[test]

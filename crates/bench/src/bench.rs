@@ -758,12 +758,8 @@ fn cluster_scaling(opts: &Options) -> Result<ScenarioResult> {
             );
             times.push(t.elapsed().as_secs_f64() * 1000.0);
             let t = Instant::now();
-            focused = cluster::dbscan_with(
-                data.view(),
-                config.cluster.min_points,
-                eps,
-                focused_lsh(),
-            );
+            focused =
+                cluster::dbscan_with(data.view(), config.cluster.min_points, eps, focused_lsh());
             focused_times.push(t.elapsed().as_secs_f64() * 1000.0);
         }
         let ms = median(times);
@@ -774,8 +770,7 @@ fn cluster_scaling(opts: &Options) -> Result<ScenarioResult> {
         );
         extra.insert(format!("clusters_at_{n}"), lsh.clusters.len() as f64);
         points.push((rows.len() as f64, ms));
-        let (recall, false_found) =
-            neighbour_recall(&data, rows.len().min(500), eps, &opts.lsh);
+        let (recall, false_found) = neighbour_recall(&data, rows.len().min(500), eps, &opts.lsh);
         extra.insert(format!("neighbour_recall_at_{n}"), round4(recall));
         extra.insert(format!("false_neighbours_at_{n}"), false_found as f64);
         if n <= opts.linfa_up_to {
@@ -787,12 +782,7 @@ fn cluster_scaling(opts: &Options) -> Result<ScenarioResult> {
             ];
             for (name, nn) in linfa {
                 let t = Instant::now();
-                cluster::dbscan_with(
-                    data.view(),
-                    config.cluster.min_points,
-                    eps,
-                    nn,
-                );
+                cluster::dbscan_with(data.view(), config.cluster.min_points, eps, nn);
                 extra.insert(
                     format!("linfa_{name}_ms_at_{n}"),
                     round2(t.elapsed().as_secs_f64() * 1000.0),
@@ -882,8 +872,10 @@ fn cluster_scaling(opts: &Options) -> Result<ScenarioResult> {
     notes.push("n counts events; DBSCAN sees those with a content word. ms: all clusters; ms_new_tenth: only the clusters holding the newest tenth (what a cycle asks for). Recall is over up to 500 query rows spread over the window, against exact search; exact clusters come from cluster::exact_components (exact DBSCAN for min_points = 2)".into());
     Ok(ScenarioResult {
         name: "cluster".into(),
-        description:
-            format!("DBSCAN (linfa) over a window's {} vectors with the sign-LSH index, by window size", embedder.id()),
+        description: format!(
+            "DBSCAN (linfa) over a window's {} vectors with the sign-LSH index, by window size",
+            embedder.id()
+        ),
         params: serde_json::json!({
             "sizes": opts.cluster_sizes,
             "eps": eps,

@@ -587,7 +587,11 @@ pub fn swapped(a: &Prepared, b: &Prepared) -> Option<(BTreeSet<String>, BTreeSet
         content(&x[head..x.len() - tail]),
         content(&y[head..y.len() - tail]),
     );
-    let around = head > 0 && x[..head].iter().chain(&x[x.len() - tail..]).any(|w| !is_stopword(w));
+    let around = head > 0
+        && x[..head]
+            .iter()
+            .chain(&x[x.len() - tail..])
+            .any(|w| !is_stopword(w));
     (around && !sx.is_empty() && !sy.is_empty() && sx.is_disjoint(&sy)).then_some((sx, sy))
 }
 
@@ -621,9 +625,26 @@ fn entity_key(e: &Entity) -> String {
 /// The value of an English number word (one to twenty, the tens to ninety).
 fn number_word(token: &str) -> Option<u32> {
     const WORDS: [&str; 20] = [
-        "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven",
-        "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen",
-        "nineteen", "twenty",
+        "one",
+        "two",
+        "three",
+        "four",
+        "five",
+        "six",
+        "seven",
+        "eight",
+        "nine",
+        "ten",
+        "eleven",
+        "twelve",
+        "thirteen",
+        "fourteen",
+        "fifteen",
+        "sixteen",
+        "seventeen",
+        "eighteen",
+        "nineteen",
+        "twenty",
     ];
     const TENS: [&str; 7] = [
         "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety",
@@ -834,7 +855,11 @@ mod tests {
         )
         .is_some());
         // Only stopwords around the stretch: nothing says it is the same thing.
-        assert!(sw("My sister is a software engineer.", "My brother is a lawyer.").is_none());
+        assert!(sw(
+            "My sister is a software engineer.",
+            "My brother is a lawyer."
+        )
+        .is_none());
         // A different beginning, a shared word inside the stretch, nothing around it.
         assert!(sw("I live in Lisbon.", "My home is in Lisbon.").is_none());
         assert!(sw("The cat's name is Luna.", "Our cat is called Luna.").is_none());
@@ -846,11 +871,26 @@ mod tests {
     #[test]
     fn entity_keys_read_number_words_and_stem_names() {
         let k = entity_keys("We meet on Tuesdays for thirty minutes at 9:30.");
-        assert!(k.contains("tuesday") && k.contains("30") && k.contains("9:30"), "{k:?}");
-        assert_eq!(entity_keys("Logs are kept for 30 days."), entity_keys("Logs are kept for thirty days."));
-        assert!(names_differ(&entity_keys("I live in Lisbon."), &entity_keys("I live in Porto.")));
-        assert!(!names_differ(&entity_keys("I live in Lisbon."), &entity_keys("My home is in Lisbon.")));
-        assert!(!names_differ(&entity_keys("The CI takes twenty minutes."), &entity_keys("CI is slow.")));
+        assert!(
+            k.contains("tuesday") && k.contains("30") && k.contains("9:30"),
+            "{k:?}"
+        );
+        assert_eq!(
+            entity_keys("Logs are kept for 30 days."),
+            entity_keys("Logs are kept for thirty days.")
+        );
+        assert!(names_differ(
+            &entity_keys("I live in Lisbon."),
+            &entity_keys("I live in Porto.")
+        ));
+        assert!(!names_differ(
+            &entity_keys("I live in Lisbon."),
+            &entity_keys("My home is in Lisbon.")
+        ));
+        assert!(!names_differ(
+            &entity_keys("The CI takes twenty minutes."),
+            &entity_keys("CI is slow.")
+        ));
     }
 
     #[test]

@@ -115,7 +115,13 @@ pub fn restates(
 /// then by vector distance. A fact is near when it shares a content word, or when its
 /// vector lies within the restatement distance.
 pub fn nearest(memory: &Memory, text: &str, k: usize, rule: &Restating<'_>) -> Vec<Near> {
-    nearest_cached(memory, text, k, rule, &mut measures::PreparedCache::default())
+    nearest_cached(
+        memory,
+        text,
+        k,
+        rule,
+        &mut measures::PreparedCache::default(),
+    )
 }
 
 /// [`nearest`], with the facts' texts tokenised once per `cache` (a stage compares every
@@ -148,7 +154,12 @@ pub fn nearest_cached(
         if similarity <= 0.0 && !close {
             continue;
         }
-        let agrees = s6_agrees(&query, fact, &query_entities, &measures::entity_keys(&f.text));
+        let agrees = s6_agrees(
+            &query,
+            fact,
+            &query_entities,
+            &measures::entity_keys(&f.text),
+        );
         out.push(Near {
             fact_id: f.id.clone(),
             similarity,
@@ -268,7 +279,9 @@ pub fn route(
         ),
     );
 
-    if let Some(n) = top.filter(|n| n.restates && contradicts.as_deref() != Some(n.fact_id.as_str())) {
+    if let Some(n) =
+        top.filter(|n| n.restates && contradicts.as_deref() != Some(n.fact_id.as_str()))
+    {
         return (
             Outcome::Reinforce {
                 fact_id: n.fact_id.clone(),
@@ -443,6 +456,70 @@ mod tests {
                 fact_id: "f_1".into()
             }
         );
+    }
+
+    #[test]
+    fn a_restatement_by_meaning_reinforces_only_when_the_s6_measures_agree() {
+        use crate::memory::{BlockFile, Fact, Memory, Origin};
+        let day = chrono::NaiveDate::from_ymd_opt(2026, 11, 2).unwrap();
+        let fact = |id: &str, text: &str| Fact {
+            id: id.into(),
+            text: text.into(),
+            category: "identity".into(),
+            origin: Origin::Auto,
+            support: vec!["e1".into()],
+            first_seen: day,
+            last_seen: day,
+            valid_from: None,
+            valid_to: None,
+            extra: Default::default(),
+        };
+        let mut human = BlockFile::empty(Block::Human);
+        human.push(fact("f_lisbon", "I live in Lisbon with my partner."));
+        let memory = Memory::new(vec![human]);
+        let vectors: HashMap<String, Vec<f32>> = [
+            ("I live in Lisbon with my partner.", [1.0, 0.0]),
+            ("My home is in Lisbon, with my partner.", [0.8, 0.6]),
+            ("I live in Porto with my partner.", [0.8, 0.6]),
+            ("Far away in meaning, with my partner.", [0.0, 1.0]),
+        ]
+        .into_iter()
+        .map(|(t, v)| (t.to_string(), v.to_vec()))
+        .collect();
+        let rule = Restating {
+            reinforce_similarity: 0.9,
+            vectors: Some((0.8, &vectors)),
+        };
+        // Distance 0.632 <= 0.8, the same name: a restatement, which S6 alone misses.
+        let n = nearest(&memory, "My home is in Lisbon, with my partner.", 5, &rule);
+        assert!(n[0].restates && n[0].similarity < 0.9, "{n:?}");
+        assert_eq!(n[0].distance, Some(0.632));
+        let s6 = nearest(
+            &memory,
+            "My home is in Lisbon, with my partner.",
+            5,
+            &Restating::s6(&Config::default()),
+        );
+        assert!(!s6[0].restates && s6[0].distance.is_none());
+        let c = Config::default();
+        let (o, _, gates) = route(&gated(3, 2, 0.9, 1.0), &n, None, &c);
+        assert_eq!(
+            o,
+            Outcome::Reinforce {
+                fact_id: "f_lisbon".into()
+            }
+        );
+        assert!(
+            gates[0].detail.contains("restates it by meaning"),
+            "{:?}",
+            gates[0]
+        );
+        // As close, but another city: never.
+        let n = nearest(&memory, "I live in Porto with my partner.", 5, &rule);
+        assert!(!n[0].restates, "{n:?}");
+        // Far in meaning, though words are shared: near by S6, no restatement.
+        let n = nearest(&memory, "Far away in meaning, with my partner.", 5, &rule);
+        assert!(!n[0].restates && n[0].distance == Some(1.414), "{n:?}");
     }
 
     #[test]
