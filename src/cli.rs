@@ -661,6 +661,48 @@ pub enum EvalCommand {
     /// traceability is the share of facts whose every content word appears in the events
     /// they cite (it must be 100%: the command exits 1 otherwise).
     Locomo(EvalLocomoArgs),
+
+    /// Measure how well the embedder tells a restatement from another fact on the same
+    /// subject, on labelled sentence pairs.
+    ///
+    /// Each pair is a paraphrase (one fact in other words), a different fact on the same
+    /// subject ("I live in Lisbon" / "I live in Porto") or unrelated. Printed: the share
+    /// of pairs called right by the vectors alone at the best distance for the set, by the
+    /// rule a cycle uses to let a candidate reinforce a fact (the S6 measures agree, and
+    /// the texts share their content words or their vectors lie within the embedder's
+    /// restatement distance), and by the S6 measures alone. Without PATH the shipped set
+    /// is used (fixtures/pairs.tsv; --held-out: fixtures/pairs-heldout.tsv). The embedder
+    /// is the default one, or that of --config, or --embedder: measure a local Ollama
+    /// model with a --config that sets embed.provider = "openai".
+    Pairs(EvalPairsArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct EvalPairsArgs {
+    /// A labelled set: a header line, then `label<TAB>a<TAB>b` per line, the label one of
+    /// paraphrase, different, unrelated.
+    #[arg(value_name = "PATH")]
+    pub path: Option<PathBuf>,
+
+    /// Without PATH: the held-out shipped set instead of the main one.
+    #[arg(long, conflicts_with = "path")]
+    pub held_out: bool,
+
+    /// A dream.toml whose keys replace the defaults (the embedder and promote keys).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+
+    /// The embedder to measure (minilm, builtin, openai), over the config's.
+    #[arg(long, value_name = "NAME")]
+    pub embedder: Option<String>,
+
+    /// Also list every pair the rule calls wrong.
+    #[arg(long)]
+    pub wrong: bool,
+
+    /// Print one JSON object on stdout (with every pair measured).
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

@@ -67,8 +67,12 @@ fn status(env: &Env, now: &str) -> (Output, Value) {
 }
 
 /// The fake server's variables for `dream`.
+/// `dream` pointed at the fake. The embedder is `builtin`, as in `tests/llm.rs`:
+/// `fake_llm::topic_events` writes topics of made-up words that only hashed words keep
+/// apart one per cluster.
 fn model(fake: &FakeLlm) -> Vec<(&'static str, String)> {
     vec![
+        ("DREAM_EMBED_PROVIDER", "builtin".into()),
         ("DREAM_LLM_PROVIDER", "openai".into()),
         ("DREAM_LLM_BASE_URL", fake.base_url()),
         ("DREAM_LLM_MODEL", "fake-model".into()),

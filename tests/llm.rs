@@ -58,10 +58,14 @@ pub(crate) fn setup(events: &str) -> (Env, FakeLlm) {
     (env, FakeLlm::start())
 }
 
-/// `dream` pointed at the fake, with fast retries and a short timeout.
+/// `dream` pointed at the fake, with fast retries and a short timeout. The embedder is
+/// `builtin`: `fake_llm::topic_events` writes topics of made-up words that hashed words
+/// keep apart one per cluster (what these tests count on); a test of the embedders sets
+/// its own.
 pub(crate) fn dream(env: &Env, fake: &FakeLlm, vars: &[(&str, &str)], args: &[&str]) -> Output {
     let mut c = env.cmd();
-    c.env("DREAM_LLM_PROVIDER", "openai")
+    c.env("DREAM_EMBED_PROVIDER", "builtin")
+        .env("DREAM_LLM_PROVIDER", "openai")
         .env("DREAM_LLM_BASE_URL", fake.base_url())
         .env("DREAM_LLM_MODEL", "fake-model")
         .env("DREAM_LLM_RETRY_BACKOFF_MS", "1")

@@ -441,6 +441,7 @@ fn a_running_cycle_shows_its_progress_and_status_sees_it() {
     });
     let child = env
         .spawn_cmd()
+        .env("DREAM_EMBED_PROVIDER", "builtin")
         .env("DREAM_LLM_PROVIDER", "openai")
         .env("DREAM_LLM_BASE_URL", fake.base_url())
         .env("DREAM_LLM_MODEL", "fake-model")

@@ -7,6 +7,7 @@ mod util;
 mod agents;
 mod deploy;
 mod doctor;
+mod embed;
 mod heartbeat;
 mod llm;
 mod measure;

@@ -30,9 +30,19 @@ struct Status {
     quarantined: u64,
     recent_quarantine: Vec<Quarantined>,
     active_facts: usize,
+    /// The configured embedder's id (vectors are cached under it).
+    embedder: String,
+    /// Vectors the cache holds, per embedder id.
+    vector_cache: Vec<CacheLine>,
     last_cycles: Vec<CycleLine>,
     /// What the heartbeat warns about now: a quiet failure, with its cause and fix.
     warnings: Vec<Warning>,
+}
+
+#[derive(Debug, Serialize)]
+struct CacheLine {
+    embedder: String,
+    vectors: u64,
 }
 
 #[derive(Debug, Serialize)]
@@ -100,6 +110,10 @@ pub fn run(g: &Global, a: &StatusArgs) -> Result<i32> {
         quarantined: 0,
         recent_quarantine: Vec::new(),
         active_facts: memory.len(),
+        embedder: crate::providers::embedder(&config)
+            .map(|e| e.id())
+            .unwrap_or_else(|e| format!("{} (not usable: {e})", config.embed.provider)),
+        vector_cache: Vec::new(),
         last_cycles: Vec::new(),
         warnings: Vec::new(),
     };
@@ -111,6 +125,10 @@ pub fn run(g: &Global, a: &StatusArgs) -> Result<i32> {
         )?;
         s.quarantined = state::count(&st.conn, "SELECT COUNT(*) FROM quarantine")?;
         s.recent_quarantine = state::quarantined(&st.conn, 5)?;
+        s.vector_cache = state::vector_cache(&st.conn)?
+            .into_iter()
+            .map(|(embedder, vectors)| CacheLine { embedder, vectors })
+            .collect();
         let mut recent = state::recent_cycles(&st.conn, 5)?;
         recent.extend(
             crate::edges::heartbeat::failures(&root)?
@@ -179,6 +197,23 @@ pub fn run(g: &Global, a: &StatusArgs) -> Result<i32> {
         println!(
             "                   … and {} more files (--json lists all)",
             s.inbox_lag.len() - 10
+        );
+    }
+    let held = |id: &str| {
+        s.vector_cache
+            .iter()
+            .find(|c| c.embedder == id)
+            .map_or(0, |c| c.vectors)
+    };
+    println!(
+        "  embedder         {} ({} vectors cached)",
+        s.embedder,
+        held(&s.embedder)
+    );
+    for c in s.vector_cache.iter().filter(|c| c.embedder != s.embedder) {
+        println!(
+            "                   also {} vectors of {} (not used; kept for a switch back)",
+            c.vectors, c.embedder
         );
     }
     println!("  quarantined      {} lines", s.quarantined);

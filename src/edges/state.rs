@@ -663,6 +663,24 @@ pub fn model_id(conn: &Connection, model: &str, create: bool) -> Result<Option<i
     Ok(Some(id))
 }
 
+/// How many vectors the cache holds per embedder id, most first (embedders with none
+/// left out).
+pub fn vector_cache(conn: &Connection) -> Result<Vec<(String, u64)>> {
+    let mut stmt = conn
+        .prepare(
+            "SELECT m.name, COUNT(*) FROM vectors v JOIN embedding_models m ON m.id = v.key % ?1
+             GROUP BY m.id ORDER BY COUNT(*) DESC, m.name",
+        )
+        .context(|| "reading the vector cache".into())?;
+    let rows = stmt
+        .query_map([MODEL_SLOTS], |r| {
+            Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)? as u64))
+        })
+        .context(|| "reading the vector cache".into())?;
+    rows.collect::<std::result::Result<_, _>>()
+        .context(|| "reading the vector cache".into())
+}
+
 /// Cached vectors for these events under an embedder id.
 pub fn embeddings(
     conn: &Connection,

@@ -8,6 +8,7 @@
 //! conversion and the measures are pure ([`locomo`]); this module does the replay.
 
 pub mod locomo;
+pub mod pairs;
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -38,6 +39,9 @@ pub struct EvalReport {
     pub dataset: String,
     pub config: String,
     pub provider: String,
+    pub embedder: String,
+    /// The DBSCAN radius the replay clustered at.
+    pub eps: f64,
     pub conversations: Vec<ConversationResult>,
     pub overall: Result1,
     pub seconds: f64,
@@ -119,6 +123,8 @@ pub fn run_locomo(path: &Path, opts: &Options) -> Result<EvalReport> {
         None => scratch.path().to_path_buf(),
     };
     let mut provider_name = String::new();
+    let mut embedder_name = String::new();
+    let mut eps = 0.0;
     let mut overall = Counts::default();
     let mut results = Vec::new();
     for conv in &convs {
@@ -134,6 +140,8 @@ pub fn run_locomo(path: &Path, opts: &Options) -> Result<EvalReport> {
         let provider = providers::llm(&config)?;
         let embedder = providers::embedder(&config)?;
         provider_name = provider.name();
+        embedder_name = embedder.id();
+        eps = crate::providers::embed::eps(&config, embedder.as_ref());
         let mut cycles = 0;
         let mut last_now = None;
         for (now, sessions) in conv.evenings() {
@@ -176,6 +184,12 @@ pub fn run_locomo(path: &Path, opts: &Options) -> Result<EvalReport> {
             .collect();
         let mut counts = locomo::measure(conv, &facts, &cards);
         counts.cycles = cycles;
+        let (clustered, largest) = clustering(&dir, &config, embedder.as_ref(), conv)?;
+        counts.evidence_clustered = locomo::evidence_events(conv)
+            .iter()
+            .filter(|id| clustered.contains(*id))
+            .count();
+        counts.largest_cluster = largest;
         overall.add(&counts);
         results.push(ConversationResult {
             sample_id: conv.sample_id.clone(),
@@ -192,10 +206,34 @@ pub fn run_locomo(path: &Path, opts: &Options) -> Result<EvalReport> {
             .map(|p| p.display().to_string())
             .unwrap_or_else(|| "defaults".into()),
         provider: provider_name,
+        embedder: embedder_name,
+        eps,
         conversations: results,
         overall: overall.into(),
         seconds: (started.elapsed().as_secs_f64() * 10.0).round() / 10.0,
     })
+}
+
+/// The turns a replay clustered with another turn (see [`locomo::clustered_turns`]),
+/// from the vectors the replay cached under the embedder's id.
+fn clustering(
+    dir: &Path,
+    config: &Config,
+    embedder: &dyn crate::providers::embed::Embedder,
+    conv: &locomo::Conversation,
+) -> Result<(std::collections::HashSet<String>, usize)> {
+    let Some(state) = crate::edges::state::State::open_read_only(dir)? else {
+        return Ok(Default::default());
+    };
+    let ids: Vec<&str> = conv.events().map(|e| e.id.as_str()).collect();
+    let vectors = crate::edges::state::embeddings(&state.conn, &embedder.id(), &ids)?;
+    Ok(locomo::clustered_turns(
+        conv,
+        &vectors,
+        config.cluster.window_days,
+        config.cluster.min_points,
+        crate::providers::embed::eps(config, embedder),
+    ))
 }
 
 /// The evaluation as a table a person can scan.
@@ -204,12 +242,12 @@ pub fn render(r: &EvalReport) -> String {
     let mut o = String::new();
     let _ = writeln!(
         o,
-        "dream eval locomo: {} ({} config, provider {}, {:.1} s)",
-        r.dataset, r.config, r.provider, r.seconds
+        "dream eval locomo: {} ({} config, provider {}, embedder {} at eps {}, {:.1} s)",
+        r.dataset, r.config, r.provider, r.embedder, r.eps, r.seconds
     );
     let _ = writeln!(
         o,
-        "\n  {:<10} {:>6} {:>6} {:>5} {:>5}  {:>9} {:>11}  {:>6}  {:>8} {:>8}  {:>7}  {:>9}",
+        "\n  {:<10} {:>6} {:>6} {:>5} {:>5}  {:>9} {:>11}  {:>6}  {:>8} {:>8} {:>9}  {:>7}  {:>9}",
         "sample",
         "events",
         "cycles",
@@ -220,6 +258,7 @@ pub fn render(r: &EvalReport) -> String {
         "size",
         "evidence",
         "+cards",
+        "clustered",
         "support",
         "traceable"
     );
@@ -228,7 +267,7 @@ pub fn render(r: &EvalReport) -> String {
         let c = &x.counts;
         let _ = writeln!(
             o,
-            "  {:<10} {:>6} {:>6} {:>5} {:>5}  {:>9} {:>11}  {:>6}  {:>8} {:>8}  {:>7}  {:>9}",
+            "  {:<10} {:>6} {:>6} {:>5} {:>5}  {:>9} {:>11}  {:>6}  {:>8} {:>8} {:>9}  {:>7}  {:>9}",
             name,
             c.events,
             c.cycles,
@@ -239,6 +278,7 @@ pub fn render(r: &EvalReport) -> String {
             format!("{:.2}%", f.memory_size * 100.0),
             format!("{:.1}%", f.evidence_recall_facts_only * 100.0),
             format!("{:.1}%", f.evidence_recall * 100.0),
+            format!("{:.1}%", f.evidence_clustered * 100.0),
             format!("{:.2}", f.average_support),
             format!("{:.1}%", f.traceability * 100.0),
         );
@@ -262,6 +302,11 @@ pub fn render(r: &EvalReport) -> String {
         o,
         "  evidence: evidence turns ({}; {} invalid ids left out) cited by a fact (+cards: or a card); support: events cited per fact",
         c.evidence_turns, c.evidence_invalid
+    );
+    let _ = writeln!(
+        o,
+        "  clustered: evidence turns a cycle reflected on in a cluster with another turn (largest cluster: {} turns)",
+        c.largest_cluster
     );
     let _ = writeln!(
         o,

@@ -66,11 +66,17 @@ pub fn run(ctx: &Ctx<'_>, tx: &Connection, work: &mut Work) -> Result<()> {
         ));
     }
     let mut texts = dream_core::measures::PreparedCache::default();
+    let vectors = meaning_vectors(ctx, &gated, &work.memory, &mut work.report.notes);
+    let restating = route::Restating {
+        reinforce_similarity: ctx.config.promote.reinforce_similarity,
+        vectors: ctx.embedder.restates().zip(vectors.as_ref()),
+    };
     let report = &mut work.report;
     let verdicts = judge(
         ctx,
         &gated,
         &work.memory,
+        &restating,
         &mut report.degraded,
         &mut report.notes,
         &mut texts,
@@ -83,7 +89,7 @@ pub fn run(ctx: &Ctx<'_>, tx: &Connection, work: &mut Work) -> Result<()> {
     let mut lines = Vec::new();
     for g in &gated {
         let verdict = verdicts.get(&text_id("k", &g.text));
-        let decided = decide(ctx, tx, work, g, verdict, &vetoes, &mut texts)?;
+        let decided = decide(ctx, tx, work, g, verdict, &vetoes, &restating, &mut texts)?;
         apply(ctx, tx, work, decided, &mut card_writes, &mut lines)?;
     }
     work.lap("route");
@@ -110,6 +116,47 @@ pub fn run(ctx: &Ctx<'_>, tx: &Connection, work: &mut Work) -> Result<()> {
         work.push_stage(ctx, Stage::Consolidate, change, &subject, &lines, tokens);
     }
     Ok(())
+}
+
+/// Vectors of the candidates and the active facts, by text, when the embedder has a
+/// measured restatement distance (a candidate then reinforces a fact it restates in other
+/// words: `route::restates`). Facts promoted in this cycle are candidates, so they have
+/// one too. An embedder that fails here costs only that: S6 similarity alone decides, and
+/// a note says so.
+fn meaning_vectors(
+    ctx: &Ctx<'_>,
+    gated: &[Gated],
+    memory: &Memory,
+    notes: &mut Vec<String>,
+) -> Option<HashMap<String, Vec<f32>>> {
+    ctx.embedder.restates()?;
+    let mut wanted: Vec<&str> = memory.facts().map(|(_, f)| f.text.as_str()).collect();
+    wanted.extend(
+        gated
+            .iter()
+            .filter(|g| g.refused.is_none())
+            .map(|g| g.text.as_str()),
+    );
+    wanted.sort_unstable();
+    wanted.dedup();
+    if wanted.is_empty() {
+        return None;
+    }
+    let mut out = HashMap::with_capacity(wanted.len());
+    for chunk in wanted.chunks(ctx.config.embed.batch_size.max(1)) {
+        match ctx.embedder.embed(chunk) {
+            Ok(vectors) if vectors.len() == chunk.len() => {
+                out.extend(chunk.iter().map(|t| t.to_string()).zip(vectors));
+            }
+            Ok(_) | Err(_) => {
+                notes.push(
+                    "the embedder could not embed the candidates and facts: restatements were found by S6 similarity alone".into(),
+                );
+                return None;
+            }
+        }
+    }
+    Some(out)
 }
 
 /// Cluster the window and reflect on every cluster with a new event, `llm.concurrency`
@@ -145,7 +192,7 @@ fn reflect(
     let clustering = cluster::dbscan(
         view2,
         config.cluster.min_points,
-        config.cluster.eps,
+        crate::providers::embed::eps(config, ctx.embedder),
         Some(&fresh),
     );
     work.report.window.clusters = clustering.clusters.len();
@@ -457,6 +504,7 @@ fn judge(
     ctx: &Ctx<'_>,
     gated: &[Gated],
     memory: &Memory,
+    restating: &route::Restating<'_>,
     degraded: &mut Vec<Degraded>,
     notes: &mut Vec<String>,
     texts: &mut dream_core::measures::PreparedCache,
@@ -470,7 +518,7 @@ fn judge(
             continue;
         }
         let neighbours: Vec<FactView> =
-            route::nearest_cached(memory, &g.text, JUDGE_NEIGHBOURS, texts)
+            route::nearest_cached(memory, &g.text, JUDGE_NEIGHBOURS, restating, texts)
                 .into_iter()
                 .filter_map(|n| memory.get(&n.fact_id))
                 .map(|(b, f)| FactView {
@@ -569,11 +617,12 @@ fn decide(
     g: &Gated,
     verdict: Option<&Verdict>,
     vetoes: &[veto::Veto],
+    restating: &route::Restating<'_>,
     texts: &mut dream_core::measures::PreparedCache,
 ) -> Result<Decided> {
     let config = ctx.config;
     let cand_id = text_id("k", &g.text);
-    let near = route::nearest_cached(&work.memory, &g.text, JUDGE_NEIGHBOURS, texts);
+    let near = route::nearest_cached(&work.memory, &g.text, JUDGE_NEIGHBOURS, restating, texts);
     let matched = if g.refused.is_none() {
         matching_card(&work.cards, &g.text, config, texts)
     } else {

@@ -34,7 +34,6 @@ use serde::Serialize;
 use dream::cycle::{self, Options as CycleOptions};
 use dream::edges::fsutil::write_atomic;
 use dream::error::{Context, Error, Result};
-use dream::providers::embed::Embedder;
 use dream_core::cluster::{self, SignLsh};
 use dream_core::config::{Config, CycleKind};
 use dream_core::event::Event;
@@ -716,7 +715,8 @@ fn incremental(opts: &Options, dir: &Path) -> Result<ScenarioResult> {
 /// DBSCAN alone at growing sizes, with exact search beside it on the smaller ones.
 fn cluster_scaling(opts: &Options) -> Result<ScenarioResult> {
     let config = Config::default();
-    let embedder = dream_core::embed::Builtin::new(config.embed.dim);
+    let embedder = dream::providers::embedder(&config)?;
+    let eps = dream::providers::embed::eps(&config, embedder.as_ref());
     let mut extra = BTreeMap::new();
     let mut notes = Vec::new();
     let mut points: Vec<(f64, f64)> = Vec::new();
@@ -736,7 +736,7 @@ fn cluster_scaling(opts: &Options) -> Result<ScenarioResult> {
             .iter()
             .filter(|v| v.iter().any(|x| *x != 0.0))
             .collect();
-        let dim = config.embed.dim;
+        let dim = rows.first().map_or(config.embed.dim, |v| v.len());
         let mut data = Array2::<f32>::zeros((rows.len(), dim));
         for (i, v) in rows.iter().enumerate() {
             data.row_mut(i)
@@ -761,17 +761,13 @@ fn cluster_scaling(opts: &Options) -> Result<ScenarioResult> {
             lsh = cluster::dbscan_with(
                 data.view(),
                 config.cluster.min_points,
-                config.cluster.eps,
+                eps,
                 opts.lsh.clone(),
             );
             times.push(t.elapsed().as_secs_f64() * 1000.0);
             let t = Instant::now();
-            focused = cluster::dbscan_with(
-                data.view(),
-                config.cluster.min_points,
-                config.cluster.eps,
-                focused_lsh(),
-            );
+            focused =
+                cluster::dbscan_with(data.view(), config.cluster.min_points, eps, focused_lsh());
             focused_times.push(t.elapsed().as_secs_f64() * 1000.0);
         }
         let ms = median(times);
@@ -782,8 +778,7 @@ fn cluster_scaling(opts: &Options) -> Result<ScenarioResult> {
         );
         extra.insert(format!("clusters_at_{n}"), lsh.clusters.len() as f64);
         points.push((rows.len() as f64, ms));
-        let (recall, false_found) =
-            neighbour_recall(&data, rows.len().min(500), config.cluster.eps, &opts.lsh);
+        let (recall, false_found) = neighbour_recall(&data, rows.len().min(500), eps, &opts.lsh);
         extra.insert(format!("neighbour_recall_at_{n}"), round4(recall));
         extra.insert(format!("false_neighbours_at_{n}"), false_found as f64);
         if n <= opts.linfa_up_to {
@@ -795,12 +790,7 @@ fn cluster_scaling(opts: &Options) -> Result<ScenarioResult> {
             ];
             for (name, nn) in linfa {
                 let t = Instant::now();
-                cluster::dbscan_with(
-                    data.view(),
-                    config.cluster.min_points,
-                    config.cluster.eps,
-                    nn,
-                );
+                cluster::dbscan_with(data.view(), config.cluster.min_points, eps, nn);
                 extra.insert(
                     format!("linfa_{name}_ms_at_{n}"),
                     round2(t.elapsed().as_secs_f64() * 1000.0),
@@ -812,8 +802,10 @@ fn cluster_scaling(opts: &Options) -> Result<ScenarioResult> {
             // once.
             let cache = opts.dir.as_ref().map(|d| {
                 d.join(format!(
-                    "exact-{n}-seed{}-eps{}.json",
-                    opts.seed, config.cluster.eps
+                    "exact-{n}-seed{}-{}-eps{}.json",
+                    opts.seed,
+                    embedder.id(),
+                    eps
                 ))
             });
             let cached: Option<cluster::Clustering> = cache
@@ -824,7 +816,7 @@ fn cluster_scaling(opts: &Options) -> Result<ScenarioResult> {
                 Some(c) => c,
                 None => {
                     let t = Instant::now();
-                    let c = cluster::exact_components(data.view(), config.cluster.eps);
+                    let c = cluster::exact_components(data.view(), eps);
                     extra.insert(
                         format!("exact_ms_at_{n}"),
                         round2(t.elapsed().as_secs_f64() * 1000.0),
@@ -888,12 +880,13 @@ fn cluster_scaling(opts: &Options) -> Result<ScenarioResult> {
     notes.push("n counts events; DBSCAN sees those with a content word. ms: all clusters; ms_new_tenth: only the clusters holding the newest tenth (what a cycle asks for). Recall is over up to 500 query rows spread over the window, against exact search; exact clusters come from cluster::exact_components (exact DBSCAN for min_points = 2)".into());
     Ok(ScenarioResult {
         name: "cluster".into(),
-        description:
-            "DBSCAN (linfa) over a window's builtin vectors with the sign-LSH index, by window size"
-                .into(),
+        description: format!(
+            "DBSCAN (linfa) over a window's {} vectors with the sign-LSH index, by window size",
+            embedder.id()
+        ),
         params: serde_json::json!({
             "sizes": opts.cluster_sizes,
-            "eps": config.cluster.eps,
+            "eps": eps,
             "min_points": config.cluster.min_points,
             "index": format!("{:?}", opts.lsh),
         }),

@@ -117,7 +117,8 @@ impl Default for Llm {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Embed {
-    /// `builtin` (hashed bag of words, offline) or `openai` (`/embeddings`).
+    /// `minilm` (a static model compiled into dream: meaning-level, offline), `builtin`
+    /// (hashed bag of words, offline) or `openai` (`/embeddings`).
     pub provider: String,
     pub model: String,
     /// Vector size of the builtin embedder.
@@ -133,7 +134,7 @@ pub struct Embed {
 impl Default for Embed {
     fn default() -> Self {
         Embed {
-            provider: "builtin".into(),
+            provider: "minilm".into(),
             model: "text-embedding-3-small".into(),
             dim: 256,
             batch_size: 64,
@@ -165,9 +166,11 @@ pub struct Cluster {
     pub window_days: u32,
     /// The cluster floor: DBSCAN's minimum points (the event itself included).
     pub min_points: usize,
-    /// DBSCAN radius as a Euclidean distance between unit vectors
-    /// (sqrt(2 - 2 cos)): 0.8 joins texts with cosine >= 0.68.
-    pub eps: f64,
+    /// DBSCAN radius as a Euclidean distance between unit vectors (sqrt(2 - 2 cos)).
+    /// Unset: the radius measured for the embedder in use (minilm 0.7, builtin and
+    /// openai 0.8); a set value wins whatever the embedder.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub eps: Option<f64>,
     /// Events of one cluster shown to the reflector at most (new events first).
     pub max_events_per_prompt: usize,
 }
@@ -177,7 +180,7 @@ impl Default for Cluster {
         Cluster {
             window_days: 14,
             min_points: 2,
-            eps: 0.8,
+            eps: None,
             max_events_per_prompt: 40,
         }
     }
@@ -481,8 +484,10 @@ max_retries = 3                 # on 429 and 5xx, with backoff (Retry-After hono
 retry_backoff_ms = 500          # first wait before a retry when the server names none; doubles
 
 [embed]
-provider = "builtin"            # builtin (hashed bag of words, offline) | openai (/embeddings)
-model = "text-embedding-3-small"
+provider = "minilm"             # minilm (static model inside dream: meaning-level, offline)
+                                # | builtin (hashed bag of words, offline) | openai (/embeddings:
+                                # OpenAI, or a local server: Ollama, llama.cpp; see README.md)
+model = "text-embedding-3-small"   # the openai embedder's model (Ollama: nomic-embed-text)
 dim = 256                       # vector size of the builtin embedder
 batch_size = 64                 # texts per /embeddings request
 base_url = ""                   # openai embedder's server; "" = the same as llm.base_url
@@ -494,7 +499,8 @@ tokens_per_cycle = 200000       # hard cap on LLM tokens per cycle
 [cluster]
 window_days = 14                # cluster the events of the last N days
 min_points = 2                  # the cluster floor; must not exceed promote.min_support
-eps = 0.8                       # DBSCAN radius between unit vectors (0.8 ~ cosine 0.68)
+# eps = 0.7                     # DBSCAN radius between unit vectors; unset = the embedder's
+                                # own: minilm 0.7 (cosine 0.755), builtin and openai 0.8 (0.68)
 max_events_per_prompt = 40      # most events in one reflect prompt; a larger cluster takes several
 
 [promote]
@@ -597,9 +603,9 @@ impl Config {
                 c.llm.provider
             ));
         }
-        if !matches!(c.embed.provider.as_str(), "builtin" | "openai") {
+        if !matches!(c.embed.provider.as_str(), "minilm" | "builtin" | "openai") {
             return Err(format!(
-                "key `embed.provider`: must be \"builtin\" or \"openai\", not {:?}",
+                "key `embed.provider`: must be \"minilm\", \"builtin\" or \"openai\", not {:?}",
                 c.embed.provider
             ));
         }
@@ -631,11 +637,12 @@ impl Config {
                 return Err(format!("key `{key}`: must be between 0 and 1, not {v}"));
             }
         }
-        if !(c.cluster.eps > 0.0 && c.cluster.eps <= 2.0) {
-            return Err(format!(
-                "key `cluster.eps`: must be in (0, 2] (a distance between unit vectors), not {}",
-                c.cluster.eps
-            ));
+        if let Some(eps) = c.cluster.eps {
+            if !(eps > 0.0 && eps <= 2.0) {
+                return Err(format!(
+                    "key `cluster.eps`: must be in (0, 2] (a distance between unit vectors), not {eps}"
+                ));
+            }
         }
         for (key, v) in [
             ("cluster.window_days", c.cluster.window_days as u64),

@@ -18,7 +18,7 @@ use super::{
     Reply, Verdict,
 };
 use crate::config::Config;
-use crate::measures::{self, Entity, EntityKind};
+use crate::measures::{self, Entity};
 use crate::phrases::{classify, not_a_fact, sentences};
 
 /// A sentence supports a candidate when it is at least this similar (and agrees in polarity
@@ -216,17 +216,14 @@ impl Offline {
 
     fn verdict(&self, candidate_id: &str, text: &str, neighbours: &[super::FactView]) -> Verdict {
         let tokens = measures::content_tokens(text);
-        let names = distinguishing(text);
+        let names = measures::names_and_numbers(text);
         let mut best_dup: Option<(f64, &super::FactView)> = None;
         let mut conflict: Option<(f64, &super::FactView, String)> = None;
         for n in neighbours {
             let sim = measures::set_similarity(&tokens, &measures::content_tokens(&n.text));
             let polarity_differs = !measures::polarity_agrees(text, &n.text);
-            let other_names = distinguishing(&n.text);
-            let names_differ = !names.is_empty()
-                && !other_names.is_empty()
-                && names.difference(&other_names).next().is_some()
-                && other_names.difference(&names).next().is_some();
+            let other_names = measures::names_and_numbers(&n.text);
+            let names_differ = measures::names_differ(&names, &other_names);
             if sim >= self.duplicate_similarity && !polarity_differs && !names_differ {
                 if best_dup.is_none_or(|(s, _)| sim > s) {
                     best_dup = Some((sim, n));
@@ -270,15 +267,6 @@ impl Offline {
             reason: "no contradiction found (offline judge: conservative default)".into(),
         }
     }
-}
-
-/// Names and numbers of a text, normalized: what tells two same-subject facts apart.
-fn distinguishing(text: &str) -> BTreeSet<String> {
-    measures::entities(text)
-        .into_iter()
-        .filter(|e| matches!(e.kind, EntityKind::ProperNoun | EntityKind::Number))
-        .map(|e| measures::normalize(&e.text))
-        .collect()
 }
 
 impl Llm for Offline {
