@@ -69,6 +69,11 @@ pub enum Error {
     #[error("{0}")]
     Provider(String),
 
+    /// A change passed its commit point (it happened: the branch or the state records
+    /// it), but writing its files failed; the next dream command finishes them.
+    #[error("{source}")]
+    Unfinished { commit: String, source: Box<Error> },
+
     /// Anything else, already phrased for a person.
     #[error("{0}")]
     Other(String),
@@ -103,6 +108,10 @@ impl Error {
                 "fix the key in dream.toml (every key and its default is listed in the file `dream init` writes)"
                     .into(),
             ),
+            Error::Unfinished { commit, .. } => Some(format!(
+                "the change was committed ({commit}) but its files are not all written yet; \
+                 the next dream command finishes them from .dream/journal.json (nothing is lost)"
+            )),
             Error::Io { source, .. } => match source.kind() {
                 std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::ReadOnlyFilesystem => {
                     Some("make the repository writable for this user; nothing was changed".into())

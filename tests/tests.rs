@@ -4,6 +4,7 @@
 
 mod util;
 
+mod crash;
 mod llm;
 mod measure;
 mod ops;

@@ -1,7 +1,9 @@
 //! The single-writer lock (SPEC S4 step 1): an exclusive, non-blocking `flock` on
 //! `.dream/lock`. The operating system releases it when the process dies, so there are no
 //! stale locks to clean up. Who holds it (pid, since) is kept in `.dream/lock.info` so the
-//! refusal can say so; a dry run takes the lock but writes nothing, not even that.
+//! refusal can say so; a dry run takes the lock but writes nothing, not even that, and on
+//! a repository without `.dream/lock` yet it takes none (there is no state to guard, and
+//! creating the file would be a write).
 
 use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
@@ -14,7 +16,7 @@ use crate::error::{Context, Error, Result};
 /// Held for as long as this value lives.
 #[derive(Debug)]
 pub struct Lock {
-    _file: File,
+    _file: Option<File>,
     info: Option<PathBuf>,
 }
 
@@ -28,6 +30,12 @@ pub fn acquire(
     let path = dir.join("lock");
     let info = dir.join("lock.info");
     if !path.exists() {
+        if !record_holder {
+            return Ok(Lock {
+                _file: None,
+                info: None,
+            });
+        }
         std::fs::create_dir_all(&dir).context(|| format!("creating {}", dir.display()))?;
     }
     let file = OpenOptions::new()
@@ -56,7 +64,10 @@ pub fn acquire(
     } else {
         None
     };
-    Ok(Lock { _file: file, info })
+    Ok(Lock {
+        _file: Some(file),
+        info,
+    })
 }
 
 impl Drop for Lock {

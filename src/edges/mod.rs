@@ -1,11 +1,16 @@
 //! The edges: every read and write of the world a cycle touches. `inbox` reads event
 //! files, `sources` reads other agents' transcripts, `ingest` stores both in `state` (the
 //! SQLite database), `store` is the memory repository (git), `lock` the single-writer
-//! lock, `fsutil` atomic file writes. Nothing here decides what memory holds.
+//! lock, `fsutil` atomic file writes, `journal` the intent journal that makes a multi-file
+//! change all or nothing, `guard` what every writing command does first (the lock, then
+//! recovery), `crash` the test-only crash points. Nothing here decides what memory holds.
 
+pub mod crash;
 pub mod fsutil;
+pub mod guard;
 pub mod inbox;
 pub mod ingest;
+pub mod journal;
 pub mod lock;
 pub mod repo;
 pub mod sources;

@@ -113,6 +113,15 @@ INSERT INTO vectors (key, vec)
     JOIN embedding_models m ON m.name = x.model;
 DROP TABLE embeddings;
 "#,
+    // The commits whose publication the state recorded, for `journal` recovery: a change
+    // whose commit point is the state happened exactly when its target is listed here.
+    r#"
+CREATE TABLE applied (
+    target TEXT PRIMARY KEY,
+    kind   TEXT NOT NULL,
+    at     TEXT NOT NULL
+);
+"#,
 ];
 
 /// Vectors are keyed by `events.seq * MODEL_SLOTS + embedding_models.id` in a rowid table
@@ -1023,6 +1032,33 @@ pub fn quarantined_since(
         since: since_count as u64,
         total,
     })
+}
+
+/// Record in the transaction that the commit `target` is published (the commit point of a
+/// journaled change); only the latest hundred are kept (recovery needs the last one).
+pub fn put_applied(conn: &Connection, target: &str, kind: &str, at: DateTime<Utc>) -> Result<()> {
+    conn.execute(
+        "INSERT OR REPLACE INTO applied (target, kind, at) VALUES (?1, ?2, ?3)",
+        params![target, kind, at.to_rfc3339()],
+    )
+    .and_then(|_| {
+        conn.execute(
+            "DELETE FROM applied WHERE rowid NOT IN (SELECT rowid FROM applied ORDER BY rowid DESC LIMIT 100)",
+            [],
+        )
+    })
+    .context(|| format!("recording commit {target}"))?;
+    Ok(())
+}
+
+/// Whether the state recorded the commit `target` as published.
+pub fn is_applied(conn: &Connection, target: &str) -> Result<bool> {
+    conn.query_row("SELECT 1 FROM applied WHERE target = ?1", [target], |_| {
+        Ok(())
+    })
+    .optional()
+    .map(|r| r.is_some())
+    .context(|| format!("looking up commit {target}"))
 }
 
 /// Record a person's veto (a rejected card or an undone fact) with the events it had.

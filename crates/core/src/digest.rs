@@ -618,7 +618,13 @@ impl Digest {
     }
 
     fn render_evening(&self, o: &mut String) {
-        let this = self.kind == "evening";
+        // An evening digest shows its own cycle, or (when that one found nothing new) the
+        // last evening cycle that did; "this" only when that cycle ran today.
+        let this = self.kind == "evening"
+            && self
+                .last_evening
+                .as_ref()
+                .is_none_or(|e| e.now.date_naive() == self.date);
         let _ = writeln!(
             o,
             "## {}\n",
