@@ -112,6 +112,12 @@ impl Error {
                 "the change was committed ({commit}) but its files are not all written yet; \
                  the next dream command finishes them from .dream/journal.json (nothing is lost)"
             )),
+            Error::Git { source, .. } if source.code() == git2::ErrorCode::Locked => Some(
+                "a git command is running in the repository (or a process that is gone left its \
+                 *.lock file under .git/, which dream removes only when no git process runs there); \
+                 nothing was changed, and the next run tries again"
+                    .into(),
+            ),
             Error::Io { source, .. } => match source.kind() {
                 std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::ReadOnlyFilesystem => {
                     Some("make the repository writable for this user; nothing was changed".into())

@@ -10,6 +10,7 @@ mod measure;
 mod ops;
 mod passes;
 mod review;
+mod robust;
 mod skills;
 mod sources;
 mod spine;

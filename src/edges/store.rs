@@ -593,12 +593,14 @@ impl Store {
             let _ = journal::remove(&self.root);
             e
         };
+        // The branch is locked before the commit point, so a branch git holds (a person's
+        // git command running) fails the change while nothing has happened yet.
+        let mover = self.lock_branch(&j, batch.previous).map_err(forget)?;
         match point {
-            Point::Ref => self.move_branch(&j, batch.previous).map_err(forget)?,
+            Point::Ref => mover.move_it(&j).map_err(forget)?,
             Point::State(commit) => {
                 commit(Some(target)).map_err(forget)?;
-                self.move_branch(&j, batch.previous)
-                    .map_err(|e| unfinished(e, &j))?;
+                mover.move_it(&j).map_err(|e| unfinished(e, &j))?;
             }
         }
         self.finish(&j, false).map_err(|e| unfinished(e, &j))?;
@@ -615,25 +617,31 @@ impl Store {
         self.publish(batch, "change", Point::Ref)
     }
 
-    /// Move the branch from `previous` to the journal's target (compare-and-swap: a branch
-    /// that moved meanwhile is an error, never overwritten).
-    fn move_branch(&self, j: &Journal, previous: Option<Oid>) -> Result<()> {
+    /// Lock the branch for moving it from `previous` to the journal's target: a branch that
+    /// moved meanwhile, or one another process holds, is an error, never overwritten.
+    fn lock_branch(&self, j: &Journal, previous: Option<Oid>) -> Result<BranchMove<'_>> {
         let target = parse_oid(&j.target)?;
         let ctx = || format!("moving {} to {}", j.branch, &j.target[..10]);
-        crash::point(&format!("move {}", j.branch)).context(ctx)?;
-        let log = format!("dream: {}", j.kind);
-        match previous {
-            Some(p) => self
-                .repo
-                .reference_matching(&j.branch, target, true, p, &log)
-                .map(drop)
-                .context(ctx),
-            None => self
-                .repo
-                .reference(&j.branch, target, false, &log)
-                .map(drop)
-                .context(ctx),
+        crash::point(&format!("lock {}", j.branch)).context(ctx)?;
+        let mut t = self.repo.transaction().context(ctx)?;
+        t.lock_ref(&j.branch).context(ctx)?;
+        let now = self.repo.refname_to_id(&j.branch).ok();
+        if now != previous {
+            return Err(Error::Other(format!(
+                "{} moved while dream worked (to {}); nothing was changed, run again",
+                j.branch,
+                now.map(|o| o.to_string())
+                    .unwrap_or_else(|| "nothing".into())
+            )));
         }
+        let log = format!("dream: {}", j.kind);
+        t.set_target(&j.branch, target, None, &log).context(ctx)?;
+        Ok(BranchMove { t })
+    }
+
+    /// Move the branch from `previous` to the journal's target (see [`Store::lock_branch`]).
+    fn move_branch(&self, j: &Journal, previous: Option<Oid>) -> Result<()> {
+        self.lock_branch(j, previous)?.move_it(j)
     }
 
     /// Bring the working tree and the index to the journal's target, then remove the
@@ -1144,6 +1152,19 @@ impl Store {
             }),
         );
         Ok(found)
+    }
+}
+
+/// A branch locked and set, moved when committed (dropped: unlocked, unmoved).
+struct BranchMove<'r> {
+    t: git2::Transaction<'r>,
+}
+
+impl BranchMove<'_> {
+    fn move_it(self, j: &Journal) -> Result<()> {
+        let ctx = || format!("moving {} to {}", j.branch, &j.target[..10]);
+        crash::point(&format!("move {}", j.branch)).context(ctx)?;
+        self.t.commit().context(ctx)
     }
 }
 

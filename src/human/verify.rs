@@ -50,7 +50,7 @@ const TARGET_BLOCKS: [Block; 3] = [Block::Persona, Block::Human, Block::Episodes
 /// One thing wrong with the repository.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Problem {
-    /// `mutation`, `archive`, `deleted`, `trace`, `secret`, `counts`.
+    /// `mutation`, `archive`, `deleted`, `trace`, `secret`, `counts`, `head`.
     pub kind: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub commit: Option<String>,
@@ -194,6 +194,11 @@ pub fn verify(root: &Path) -> Result<Verification> {
         added: Vec::new(),
         pins: HashMap::new(),
     };
+    // dream commits only onto a branch: a detached HEAD, or one naming a branch that does
+    // not exist while history lives on another, is a finding (the next cycle refuses it).
+    if let Err(e) = a.store.branch() {
+        a.push(problem("head", None, None, e.to_string()));
+    }
     a.history()?;
     a.active(root)?;
     a.cycle_reports(root)?;

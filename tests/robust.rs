@@ -1,0 +1,201 @@
+//! The job must not stop itself, lose anything or leak anything on a hostile or unlucky
+//! machine: stale git locks, a repository whose HEAD left its branch, a deleted
+//! `.gitignore`, a dry run on a fresh clone, a hostile inbox, odd environments and
+//! configuration, full output devices, and inputs sized to make work explode.
+
+use std::path::Path;
+use std::time::{Duration, SystemTime};
+
+use crate::util::{event, stderr, stdout, Env};
+
+fn age(path: &Path, secs: u64) {
+    let f = std::fs::OpenOptions::new().write(true).open(path).unwrap();
+    f.set_modified(SystemTime::now() - Duration::from_secs(secs))
+        .unwrap();
+}
+
+fn three_restatements(env: &Env) {
+    let mut text = String::new();
+    for (ts, s, t) in [
+        (
+            "2026-11-01T09:00:00Z",
+            "s1",
+            "I live in Lisbon with my two cats.",
+        ),
+        (
+            "2026-11-02T09:00:00Z",
+            "s2",
+            "As I said, I live in Lisbon with my two cats.",
+        ),
+        (
+            "2026-11-02T15:00:00Z",
+            "s3",
+            "I live in Lisbon with my two cats.",
+        ),
+    ] {
+        text.push_str(&event(ts, s, t));
+    }
+    env.write_inbox("a.jsonl", &text);
+}
+
+#[test]
+fn git_locks_left_by_a_killed_process_are_removed_and_said() {
+    let env = Env::new();
+    env.init();
+    three_restatements(&env);
+    for lock in [".git/index.lock", ".git/refs/heads/master.lock"] {
+        let p = env.repo.join(lock);
+        std::fs::write(&p, "").unwrap();
+        age(&p, 120);
+    }
+    let out = env.dream(&["run", "--now", "2026-11-02T21:00:00Z", "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("removed a stale git lock file"),
+        "the removal is logged: {}",
+        stderr(&out)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let notes = report["notes"].to_string();
+    assert!(
+        notes.contains(".git/index.lock") && notes.contains(".git/refs/heads/master.lock"),
+        "{notes}"
+    );
+    assert_eq!(report["ingest"]["new_events"], 3);
+    assert_eq!(env.facts().len(), 1, "the cycle committed");
+    assert!(!env.repo.join(".git/index.lock").exists());
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn a_git_lock_held_by_a_running_git_is_left_and_the_error_says_what_to_do() {
+    use std::os::unix::fs::PermissionsExt;
+    let env = Env::new();
+    env.init();
+    three_restatements(&env);
+    // A person's `git commit` waiting for its editor: a process named git in the repo.
+    let bin = env.root.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let git = bin.join("git");
+    std::fs::write(&git, "#!/bin/sh\nsleep 30\n").unwrap();
+    std::fs::set_permissions(&git, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut child = std::process::Command::new(&git)
+        .current_dir(&env.repo)
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    let lock = env.repo.join(".git/refs/heads/master.lock");
+    std::fs::write(&lock, "").unwrap();
+    age(&lock, 120);
+    let head = env.commits().len();
+    let out = env.dream(&["run", "--now", "2026-11-02T21:00:00Z"]);
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("git runs in the repository"), "{err}");
+    assert!(err.contains("hint: a git command is running"), "{err}");
+    assert!(lock.exists(), "a live git's lock is never removed");
+    assert_eq!(env.commits().len(), head, "nothing was committed");
+    assert!(env.facts().is_empty());
+    // Once git is done (and its lock gone) the next run does the work.
+    std::fs::remove_file(&lock).unwrap();
+    let r = env.run_cycle("2026-11-02T21:00:00Z");
+    assert_eq!(r["ingest"]["new_events"], 3);
+}
+
+#[test]
+fn the_inbox_and_the_state_are_never_committed_even_without_a_gitignore() {
+    let env = Env::new();
+    env.init();
+    std::fs::remove_file(env.repo.join(".gitignore")).unwrap();
+    let mut text = String::new();
+    text.push_str(&event(
+        "2026-11-01T09:00:00Z",
+        "s1",
+        "my key is ghp_abcdefghijklmnopqrstuvwxyz0123456789 for the CI",
+    ));
+    env.write_inbox("a.jsonl", &text);
+    env.run_cycle("2026-11-02T21:00:00Z");
+    env.run_cycle("2026-11-02T22:00:00Z");
+    let repo = git2::Repository::open(&env.repo).unwrap();
+    let tree = repo.head().unwrap().peel_to_tree().unwrap();
+    assert!(
+        tree.get_path(Path::new(".gitignore")).is_err(),
+        "the deletion was recorded"
+    );
+    for private in ["events", ".dream"] {
+        assert!(
+            tree.get_path(Path::new(private)).is_err(),
+            "{private}/ was committed"
+        );
+    }
+    // A person's own `git add -A` leaves them out too.
+    for p in [".dream/state.sqlite", "events/a.jsonl"] {
+        assert!(repo.status_should_ignore(Path::new(p)).unwrap(), "{p}");
+    }
+    let status = env.dream(&["status"]);
+    assert!(status.status.success(), "{}", stderr(&status));
+}
+
+#[test]
+fn a_head_off_its_branch_is_refused_and_verify_says_so() {
+    let env = Env::new();
+    env.init();
+    three_restatements(&env);
+    env.run_cycle("2026-11-02T21:00:00Z");
+    let repo = git2::Repository::open(&env.repo).unwrap();
+    let head = repo.head().unwrap().target().unwrap();
+    let first = repo.find_commit(head).unwrap().parent_ids().last().unwrap();
+    // A HEAD detached on an older commit.
+    repo.set_head_detached(first).unwrap();
+    env.append_inbox(
+        "a.jsonl",
+        &event("2026-11-03T09:00:00Z", "s4", "I prefer tea to coffee."),
+    );
+    let out = env.dream(&["run", "--now", "2026-11-03T21:00:00Z"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("HEAD is detached at") && err.contains("switch master"),
+        "{err}"
+    );
+    assert_eq!(repo.refname_to_id("refs/heads/master").unwrap(), head);
+    let v = env.dream(&["verify"]);
+    assert_eq!(v.status.code(), Some(1), "{}", stdout(&v));
+    assert!(stdout(&v).contains("HEAD is detached"), "{}", stdout(&v));
+    // A HEAD that names a branch that does not exist (a rename gone wrong).
+    repo.set_head("refs/heads/gone").unwrap();
+    let out = env.dream(&["run", "--now", "2026-11-03T21:00:00Z"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("names the branch gone, which does not exist"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(
+        repo.find_reference("refs/heads/gone").is_err(),
+        "no orphan history"
+    );
+    let v = env.dream(&["verify"]);
+    assert_eq!(v.status.code(), Some(1), "{}", stdout(&v));
+    // Back on the branch, the cycle runs.
+    repo.set_head("refs/heads/master").unwrap();
+    let out = env.dream(&["run", "--now", "2026-11-03T21:00:00Z"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+}
+
+#[test]
+fn a_dry_run_on_a_fresh_clone_creates_nothing() {
+    let env = Env::new();
+    env.init();
+    three_restatements(&env);
+    // A clone has no .dream/ (it is never committed).
+    std::fs::remove_dir_all(env.repo.join(".dream")).unwrap();
+    let out = env.dream(&["run", "--dry-run", "--now", "2026-11-02T21:00:00Z"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        !env.repo.join(".dream").exists(),
+        "the dry run created .dream/"
+    );
+}
