@@ -146,7 +146,7 @@ fn a_head_off_its_branch_is_refused_and_verify_says_so() {
     env.run_cycle("2026-11-02T21:00:00Z");
     let repo = git2::Repository::open(&env.repo).unwrap();
     let head = repo.head().unwrap().target().unwrap();
-    let first = repo.find_commit(head).unwrap().parent_ids().last().unwrap();
+    let first = repo.find_commit(head).unwrap().parent_id(0).unwrap();
     // A HEAD detached on an older commit.
     repo.set_head_detached(first).unwrap();
     env.append_inbox(
