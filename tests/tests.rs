@@ -11,6 +11,7 @@ mod ops;
 mod passes;
 mod review;
 mod robust;
+mod secrets;
 mod skills;
 mod sources;
 mod spine;

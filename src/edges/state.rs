@@ -704,6 +704,13 @@ pub fn quarantine(
     Ok(n > 0)
 }
 
+/// Quarantine text as it may be shown: redacted again on the way out, so a row stored by
+/// an older dream (whose reasons echoed a bad field's value) never shows a secret.
+fn shown(text: String) -> String {
+    dream_core::secrets::shown(&text, 500)
+}
+
+/// The latest quarantined lines, newest first.
 pub fn quarantined(conn: &Connection, limit: usize) -> Result<Vec<Quarantined>> {
     let mut stmt = conn
         .prepare("SELECT file, line, offset, reason, excerpt, hash FROM quarantine ORDER BY seq DESC LIMIT ?1")
@@ -711,11 +718,11 @@ pub fn quarantined(conn: &Connection, limit: usize) -> Result<Vec<Quarantined>> 
     let rows = stmt
         .query_map([limit as i64], |r| {
             Ok(Quarantined {
-                file: r.get(0)?,
+                file: shown(r.get(0)?),
                 line: r.get::<_, i64>(1)? as u64,
                 offset: r.get::<_, i64>(2)? as u64,
-                reason: r.get(3)?,
-                excerpt: r.get(4)?,
+                reason: shown(r.get(3)?),
+                excerpt: shown(r.get(4)?),
                 hash: r.get(5)?,
             })
         })
@@ -1003,11 +1010,11 @@ pub fn quarantined_since(
             let at: String = r.get(6)?;
             Ok((
                 Quarantined {
-                    file: r.get(0)?,
+                    file: shown(r.get(0)?),
                     line: r.get::<_, i64>(1)? as u64,
                     offset: r.get::<_, i64>(2)? as u64,
-                    reason: r.get(3)?,
-                    excerpt: r.get(4)?,
+                    reason: shown(r.get(3)?),
+                    excerpt: shown(r.get(4)?),
                     hash: r.get(5)?,
                 },
                 DateTime::parse_from_rfc3339(&at)
