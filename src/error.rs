@@ -118,6 +118,21 @@ impl Error {
                  nothing was changed, and the next run tries again"
                     .into(),
             ),
+            Error::State {
+                source: rusqlite::Error::SqliteFailure(e, _),
+                ..
+            } if matches!(
+                e.code,
+                rusqlite::ErrorCode::DatabaseCorrupt | rusqlite::ErrorCode::NotADatabase
+            ) =>
+            {
+                Some(
+                    "the state database .dream/state.sqlite is damaged. It only caches what the inbox and \
+                     the repository hold: `dream rebuild` moves it aside and rebuilds it (memory, cards and \
+                     history are not touched; the next run reads the inbox again)"
+                        .into(),
+                )
+            }
             Error::Io { source, .. } => match source.kind() {
                 std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::ReadOnlyFilesystem => {
                     Some("make the repository writable for this user; nothing was changed".into())

@@ -199,3 +199,78 @@ fn a_dry_run_on_a_fresh_clone_creates_nothing() {
         "the dry run created .dream/"
     );
 }
+
+#[test]
+fn a_damaged_state_says_what_to_do_and_rebuild_brings_it_back_with_the_vetoes() {
+    let env = Env::new();
+    env.init();
+    env.add_sample_events();
+    env.run_cycle(crate::util::SAMPLE_NOW);
+    let cards: serde_json::Value =
+        serde_json::from_slice(&env.dream(&["review", "list", "--json"]).stdout).unwrap();
+    let card = cards[0]["id"].as_str().unwrap().to_string();
+    let out = env.dream(&["review", "reject", &card, "--reason", "not true"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let fact = env.facts()[0]
+        .split("id=")
+        .nth(1)
+        .unwrap()
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_string();
+    let out = env.dream(&["undo", &fact]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let facts = env.facts();
+
+    // Damage the database.
+    let db = env.repo.join(".dream/state.sqlite");
+    let _ = std::fs::remove_file(env.repo.join(".dream/state.sqlite-wal"));
+    let mut bytes = std::fs::read(&db).unwrap();
+    for b in bytes.iter_mut().skip(100).take(4000) {
+        *b = 0xA5;
+    }
+    std::fs::write(&db, &bytes).unwrap();
+    let out = env.dream(&["run", "--now", "2026-11-07T21:00:00Z"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains("`dream rebuild`"), "{}", stderr(&out));
+
+    let out = env.dream(&["rebuild"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("moved the damaged state database"), "{text}");
+    assert!(text.contains("1 rejected cards, 1 undone facts"), "{text}");
+    assert!(std::fs::read_dir(env.repo.join(".dream"))
+        .unwrap()
+        .any(|e| e
+            .unwrap()
+            .file_name()
+            .to_string_lossy()
+            .contains("damaged-")));
+
+    let r = env.run_cycle("2026-11-07T21:00:00Z");
+    assert!(
+        r["ingest"]["new_events"].as_u64().unwrap() > 0,
+        "the inbox was read again"
+    );
+    assert_eq!(
+        env.facts().len(),
+        facts.len(),
+        "nothing doubled, the undone fact stays out"
+    );
+    assert!(!env.facts().iter().any(|f| f.contains(&fact)));
+    let pending: serde_json::Value =
+        serde_json::from_slice(&env.dream(&["review", "list", "--json"]).stdout).unwrap();
+    assert!(
+        !pending
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["id"] == card.as_str()),
+        "the rejected card did not come back: {pending}"
+    );
+    // A sound database is not rebuilt by accident.
+    let out = env.dream(&["rebuild"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("checks as sound"), "{}", stderr(&out));
+}

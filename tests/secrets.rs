@@ -358,3 +358,119 @@ fn no_secret_of_the_corpus_is_shown_stored_or_committed_anywhere() {
     );
     let _ = stdout;
 }
+
+#[test]
+fn purge_takes_a_string_out_of_memory_history_and_state_with_a_backup() {
+    let env = Env::new();
+    env.init();
+    // A secret no detector knows, written by hand into memory and said in an event.
+    let secret = "TANGO-7788-XRAY-door";
+    let human = env.read("memory/human.md");
+    std::fs::write(
+        env.repo.join("memory/human.md"),
+        format!("{human}- The door code of the office is {secret}.\n"),
+    )
+    .unwrap();
+    env.write_inbox(
+        "a.jsonl",
+        &crate::util::event(
+            "2026-11-01T09:00:00Z",
+            "s1",
+            &format!("remember the door code {secret}"),
+        ),
+    );
+    env.run_cycle("2026-11-02T21:00:00Z");
+    let purge = |args: &[&str]| {
+        let mut c = env.cmd();
+        c.arg("purge").args(args).write_stdin(format!("{secret}\n"));
+        c.output().unwrap()
+    };
+    let before = env.snapshot();
+    let dry = purge(&["--stdin"]);
+    assert!(dry.status.success(), "{}", stderr(&dry));
+    assert!(
+        stdout(&dry).contains("dry run: nothing was written"),
+        "{}",
+        stdout(&dry)
+    );
+    assert!(stdout(&dry).contains("memory/human.md"), "{}", stdout(&dry));
+    // (Reading a WAL-mode database makes SQLite create its empty -wal and -shm files.)
+    let content = |m: std::collections::BTreeMap<String, String>| -> Vec<(String, String)> {
+        m.into_iter()
+            .filter(|(p, _)| !p.starts_with(".dream/state.sqlite-"))
+            .collect()
+    };
+    assert_eq!(
+        content(env.snapshot()),
+        content(before),
+        "a dry run writes nothing"
+    );
+
+    let out = purge(&["--stdin", "--yes"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(
+        text.contains("WARNING: the history was rewritten"),
+        "{text}"
+    );
+    assert!(text.contains("refs/dream/purge-backup/"), "{text}");
+    assert!(text.contains("revoke it"), "{text}");
+    assert!(
+        text.contains("events/a.jsonl"),
+        "the inbox is reported, not rewritten: {text}"
+    );
+    assert!(env
+        .read("memory/human.md")
+        .contains("The door code of the office is [purged]."));
+
+    let repo = git2::Repository::open(&env.repo).unwrap();
+    // Nothing reachable from the branch holds it; the backup ref still does.
+    let mut walk = repo.revwalk().unwrap();
+    walk.push_head().unwrap();
+    for id in walk {
+        let c = repo.find_commit(id.unwrap()).unwrap();
+        assert!(!c.message().unwrap_or("").contains(secret));
+        c.tree()
+            .unwrap()
+            .walk(git2::TreeWalkMode::PreOrder, |_, e| {
+                if let Ok(b) = repo.find_blob(e.id()) {
+                    assert!(!contains(b.content(), secret), "{:?}", e.name());
+                }
+                git2::TreeWalkResult::Ok
+            })
+            .unwrap();
+    }
+    let backup = repo
+        .references_glob("refs/dream/purge-backup/*")
+        .unwrap()
+        .next()
+        .expect("a backup ref")
+        .unwrap();
+    let old = backup.peel_to_commit().unwrap();
+    assert!(old
+        .tree()
+        .unwrap()
+        .get_path(Path::new("memory/human.md"))
+        .is_ok());
+    let mut state = Vec::new();
+    bytes_under(&env.repo.join(".dream"), &[], &mut state);
+    for (p, b) in &state {
+        assert!(!contains(b, secret), "{p}");
+    }
+    let mut opts = git2::StatusOptions::new();
+    opts.include_untracked(true).include_ignored(false);
+    let status = repo.statuses(Some(&mut opts)).unwrap();
+    let list: Vec<String> = status
+        .iter()
+        .map(|s| format!("{:?} {}", s.status(), s.path().unwrap_or("")))
+        .collect();
+    assert!(
+        status.is_empty(),
+        "the working tree is at the new history: {list:?}"
+    );
+    // A second purge finds nothing left (the inbox aside).
+    let again = purge(&["--stdin"]);
+    assert!(stdout(&again).contains("0 of"), "{}", stdout(&again));
+    let v = env.dream(&["verify"]);
+    assert!(v.status.success(), "{}", stdout(&v));
+}

@@ -14,6 +14,8 @@ mod verify;
 // The human side (SPEC S9).
 mod explain;
 mod log;
+mod purge;
+mod rebuild;
 mod review;
 mod tui;
 mod undo;
@@ -42,6 +44,8 @@ pub fn run(cli: Cli) -> Result<i32> {
         Command::Review(a) => review::run(g, a),
         Command::Explain(a) => explain::run(g, a),
         Command::Undo(a) => undo::run(g, a),
+        Command::Purge(a) => purge::run(g, a),
+        Command::Rebuild(a) => rebuild::run(g, a),
         Command::Log(a) => log::run(g, a),
         Command::Eval(a) => eval::run(g, a),
     }

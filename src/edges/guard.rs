@@ -35,6 +35,12 @@ pub struct Writer {
 /// `inbox` is the configured inbox folder, kept out of git with dream's state.
 pub fn begin(root: &Path, now: DateTime<Utc>, inbox: Option<&str>) -> Result<Writer> {
     let lock = lock::acquire(root, true, now)?;
+    let notes = repair(root, inbox)?;
+    Ok(Writer { lock, notes })
+}
+
+/// [`begin`]'s repairs, for a caller that already holds the lock for writing.
+pub fn repair(root: &Path, inbox: Option<&str>) -> Result<Vec<String>> {
     let taken = SystemTime::now();
     let mut notes = Vec::new();
     let mut store = Store::open(root)?;
@@ -56,7 +62,7 @@ pub fn begin(root: &Path, now: DateTime<Utc>, inbox: Option<&str>) -> Result<Wri
     if let Some(n) = store.recover(&mut applied)? {
         notes.push(n);
     }
-    Ok(Writer { lock, notes })
+    Ok(notes)
 }
 
 /// Remove the temporary files a crash left directly in `dir` (dream's own folders).

@@ -1041,6 +1041,64 @@ pub fn quarantined_since(
     })
 }
 
+/// Replace `needle` with `replacement` in every text the state holds (events, quarantine,
+/// candidates, cycle records, vetoes), then rewrite the file so no free page keeps the old
+/// bytes (`dream purge`). Returns the rows changed.
+pub fn purge(conn: &mut Connection, needle: &str, replacement: &str) -> Result<usize> {
+    const COLUMNS: &[(&str, &[&str])] = &[
+        (
+            "events",
+            &["text", "session", "actor", "source", "meta", "origin"],
+        ),
+        ("quarantine", &["file", "reason", "excerpt"]),
+        ("candidates", &["text", "record"]),
+        ("cycles", &["report"]),
+        ("vetoes", &["text", "reason", "events"]),
+        ("watermarks", &["file"]),
+    ];
+    let tx = conn
+        .transaction()
+        .context(|| "starting the state transaction".into())?;
+    let mut changed = 0;
+    for (table, cols) in COLUMNS {
+        for col in *cols {
+            changed += tx
+                .execute(
+                    &format!("UPDATE {table} SET {col} = replace({col}, ?1, ?2) WHERE instr({col}, ?1) > 0"),
+                    params![needle, replacement],
+                )
+                .context(|| format!("purging {table}.{col}"))?;
+        }
+    }
+    crate::edges::crash::point("commit the state").context(|| "purging the state".into())?;
+    tx.commit().context(|| "purging the state".into())?;
+    conn.execute_batch("VACUUM; PRAGMA wal_checkpoint(TRUNCATE);")
+        .context(|| "compacting the state after the purge".into())?;
+    Ok(changed)
+}
+
+/// How many state rows hold `needle` (what a purge would change).
+pub fn count_containing(conn: &Connection, needle: &str) -> Result<usize> {
+    let mut n = 0;
+    for (table, cols) in [
+        ("events", "text || coalesce(session,'') || coalesce(actor,'') || coalesce(source,'') || coalesce(meta,'')"),
+        ("quarantine", "file || reason || excerpt"),
+        ("candidates", "text || record"),
+        ("cycles", "report"),
+        ("vetoes", "text || reason || events"),
+    ] {
+        let c: i64 = conn
+            .query_row(
+                &format!("SELECT COUNT(*) FROM {table} WHERE instr({cols}, ?1) > 0"),
+                [needle],
+                |r| r.get(0),
+            )
+            .context(|| format!("reading {table}"))?;
+        n += c as usize;
+    }
+    Ok(n)
+}
+
 /// Record in the transaction that the commit `target` is published (the commit point of a
 /// journaled change); only the latest hundred are kept (recovery needs the last one).
 pub fn put_applied(conn: &Connection, target: &str, kind: &str, at: DateTime<Utc>) -> Result<()> {

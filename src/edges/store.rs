@@ -1006,6 +1006,246 @@ impl Store {
     }
 }
 
+/// What rewriting the history to take a string out of it did (see [`Store::purge`]).
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct Purged {
+    /// Commits of the branch, and how many of them were rewritten.
+    pub commits: usize,
+    pub rewritten: usize,
+    /// Files (at any commit) that held the string.
+    pub files: Vec<String>,
+    /// The ref that keeps the old history, when there was something to rewrite.
+    pub backup: Option<String>,
+    /// The branch's new tip.
+    pub head: Option<String>,
+}
+
+/// Taking a string out of the history (`dream purge`): every commit of the branch is
+/// rebuilt with the string replaced in every file and message, the old tip is kept under a
+/// backup ref, and the branch moves to the new tip through the journal like any change.
+impl Store {
+    /// What a purge of `needle` would rewrite (nothing is written when `apply` is false).
+    pub fn purge(
+        &self,
+        needle: &str,
+        replacement: &str,
+        backup: &str,
+        apply: bool,
+    ) -> Result<Purged> {
+        let (branch, tip) = self.branch()?;
+        let mut out = Purged::default();
+        let Some(tip) = tip else {
+            return Ok(out);
+        };
+        let needle_b = needle.as_bytes();
+        let mut walk = self
+            .repo
+            .revwalk()
+            .context(|| "walking the history".into())?;
+        walk.set_sorting(git2::Sort::TOPOLOGICAL | git2::Sort::REVERSE)
+            .context(|| "walking the history".into())?;
+        walk.push(tip).context(|| "walking the history".into())?;
+        let mut map: std::collections::HashMap<Oid, Oid> = std::collections::HashMap::new();
+        let mut trees: std::collections::HashMap<Oid, Oid> = std::collections::HashMap::new();
+        let mut files = BTreeSet::new();
+        let mut chain = Vec::new();
+        for id in walk {
+            let id = id.context(|| "walking the history".into())?;
+            let c = self
+                .repo
+                .find_commit(id)
+                .context(|| format!("reading commit {id}"))?;
+            out.commits += 1;
+            let tree = c.tree().context(|| format!("reading commit {id}"))?;
+            let new_tree = self.purge_tree(
+                &tree,
+                "",
+                needle_b,
+                replacement,
+                &mut trees,
+                &mut files,
+                apply,
+            )?;
+            let parents: Vec<Oid> = c.parent_ids().map(|p| *map.get(&p).unwrap_or(&p)).collect();
+            let message = String::from_utf8_lossy(c.message_bytes()).into_owned();
+            let new_message = message.replace(needle, replacement);
+            let same = new_tree == tree.id()
+                && new_message == message
+                && parents.iter().eq(c.parent_ids().collect::<Vec<_>>().iter());
+            if same {
+                map.insert(id, id);
+                continue;
+            }
+            out.rewritten += 1;
+            if !apply {
+                map.insert(id, id);
+                continue;
+            }
+            let tree = self
+                .repo
+                .find_tree(new_tree)
+                .context(|| "reading the git tree".into())?;
+            let parent_commits: Vec<git2::Commit<'_>> = parents
+                .iter()
+                .map(|p| self.repo.find_commit(*p))
+                .collect::<std::result::Result<_, _>>()
+                .context(|| "reading a parent commit".into())?;
+            let refs: Vec<&git2::Commit<'_>> = parent_commits.iter().collect();
+            crash::point("git commit object").context(|| "committing".into())?;
+            let new = self
+                .repo
+                .commit(
+                    None,
+                    &c.author(),
+                    &c.committer(),
+                    &new_message,
+                    &tree,
+                    &refs,
+                )
+                .context(|| format!("rewriting commit {id}"))?;
+            map.insert(id, new);
+            chain.push(new);
+        }
+        out.files = files.into_iter().collect();
+        let new_tip = *map.get(&tip).unwrap_or(&tip);
+        if !apply || new_tip == tip {
+            return Ok(out);
+        }
+        crash::point("write the backup ref").context(|| "writing the backup ref".into())?;
+        self.repo
+            .reference(
+                backup,
+                tip,
+                true,
+                "dream purge: the history before the purge",
+            )
+            .context(|| format!("writing {backup}"))?;
+        out.backup = Some(backup.to_string());
+        let batch = Batch {
+            branch,
+            previous: Some(tip),
+            tip: Some(new_tip),
+            commits: chain,
+        };
+        self.publish(batch, "purge", Point::Ref)?;
+        self.purge_reflogs(needle, replacement);
+        out.head = Some(new_tip.to_string());
+        Ok(out)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn purge_tree(
+        &self,
+        tree: &git2::Tree<'_>,
+        prefix: &str,
+        needle: &[u8],
+        replacement: &str,
+        memo: &mut std::collections::HashMap<Oid, Oid>,
+        files: &mut BTreeSet<String>,
+        apply: bool,
+    ) -> Result<Oid> {
+        if let Some(done) = memo.get(&tree.id()) {
+            return Ok(*done);
+        }
+        let ctx = || "rewriting a git tree".to_string();
+        let mut entries = Vec::new();
+        let mut changed = false;
+        for e in tree.iter() {
+            let name = String::from_utf8_lossy(e.name_bytes()).into_owned();
+            let path = format!("{prefix}{name}");
+            let id = match e.kind() {
+                Some(ObjectType::Tree) => {
+                    let sub = self.repo.find_tree(e.id()).context(ctx)?;
+                    self.purge_tree(
+                        &sub,
+                        &format!("{path}/"),
+                        needle,
+                        replacement,
+                        memo,
+                        files,
+                        apply,
+                    )?
+                }
+                Some(ObjectType::Blob) => {
+                    let blob = self.repo.find_blob(e.id()).context(ctx)?;
+                    let content = blob.content();
+                    if contains(content, needle) {
+                        files.insert(path.clone());
+                        let replaced = replace_bytes(content, needle, replacement.as_bytes());
+                        if apply {
+                            self.repo.blob(&replaced).context(ctx)?
+                        } else {
+                            Oid::hash_object(ObjectType::Blob, &replaced).context(ctx)?
+                        }
+                    } else {
+                        e.id()
+                    }
+                }
+                _ => e.id(),
+            };
+            changed |= id != e.id();
+            entries.push((e.name_bytes().to_vec(), id, e.filemode()));
+        }
+        let new = if !changed {
+            tree.id()
+        } else if apply {
+            let mut builder = self.repo.treebuilder(None).context(ctx)?;
+            for (name, id, mode) in entries {
+                builder.insert(name, id, mode).context(ctx)?;
+            }
+            builder.write().context(ctx)?
+        } else {
+            // A dry run only needs to know that it changes.
+            Oid::hash_object(
+                ObjectType::Blob,
+                format!("{}{}", tree.id(), prefix).as_bytes(),
+            )
+            .context(ctx)?
+        };
+        memo.insert(tree.id(), new);
+        Ok(new)
+    }
+
+    /// Take the string out of the reflogs (their messages are commit subjects).
+    fn purge_reflogs(&self, needle: &str, replacement: &str) {
+        let mut stack = vec![self.repo.path().join("logs")];
+        while let Some(d) = stack.pop() {
+            let Ok(entries) = std::fs::read_dir(&d) else {
+                continue;
+            };
+            for e in entries.flatten() {
+                let p = e.path();
+                if p.is_dir() {
+                    stack.push(p);
+                } else if let Ok(text) = std::fs::read_to_string(&p) {
+                    if text.contains(needle) {
+                        let _ = write_atomic(&p, text.replace(needle, replacement).as_bytes());
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn contains(hay: &[u8], needle: &[u8]) -> bool {
+    !needle.is_empty() && memchr::memmem::find(hay, needle).is_some()
+}
+
+fn replace_bytes(hay: &[u8], needle: &[u8], with: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(hay.len());
+    let mut at = 0;
+    for i in memchr::memmem::find_iter(hay, needle) {
+        if i < at {
+            continue;
+        }
+        out.extend_from_slice(&hay[at..i]);
+        out.extend_from_slice(with);
+        at = i + needle.len();
+    }
+    out.extend_from_slice(&hay[at..]);
+    out
+}
+
 /// One commit of the history, for read-only audits (`log`, `explain`, `undo`, `verify`).
 #[derive(Debug, Clone)]
 pub struct HistoryCommit {
