@@ -274,3 +274,103 @@ fn a_damaged_state_says_what_to_do_and_rebuild_brings_it_back_with_the_vetoes() 
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("checks as sound"), "{}", stderr(&out));
 }
+
+#[cfg(unix)]
+#[test]
+fn a_hostile_inbox_is_read_without_hanging_and_what_is_not_read_is_said() {
+    use std::os::unix::fs::symlink;
+    let env = Env::new();
+    env.init();
+    three_restatements(&env);
+    let inbox = env.repo.join("events");
+    let outside = env.root.join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::write(
+        outside.join("passwd"),
+        "root:x:0:0:root:/root:/bin/bash\nsecret-host-line:x:1:1\n",
+    )
+    .unwrap();
+    std::fs::write(
+        outside.join("more.jsonl"),
+        event("2026-11-02T10:00:00Z", "s9", "A line from a linked folder."),
+    )
+    .unwrap();
+    symlink(outside.join("passwd"), inbox.join("passwd.jsonl")).unwrap();
+    symlink("/dev/zero", inbox.join("zero.jsonl")).unwrap();
+    symlink("/dev/urandom", inbox.join("urandom.jsonl")).unwrap();
+    symlink(inbox.join("gone"), inbox.join("dangling.jsonl")).unwrap();
+    symlink(inbox.join("loop.jsonl"), inbox.join("loop.jsonl")).unwrap();
+    symlink(&outside, inbox.join("linked")).unwrap();
+    let fifo = std::ffi::CString::new(inbox.join("fifo.jsonl").to_str().unwrap()).unwrap();
+    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o644) }, 0);
+    let _socket = std::os::unix::net::UnixListener::bind(inbox.join("sock.jsonl")).unwrap();
+
+    let out = env
+        .cmd()
+        .args(["run", "--now", "2026-11-02T21:00:00Z", "--json"])
+        .timeout(Duration::from_secs(60))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(r["ingest"]["new_events"], 3, "the good file was read: {r}");
+    let skipped = r["ingest"]["skipped"].to_string();
+    for name in [
+        "passwd.jsonl",
+        "zero.jsonl",
+        "urandom.jsonl",
+        "dangling.jsonl",
+        "loop.jsonl",
+        "linked",
+        "fifo.jsonl",
+        "sock.jsonl",
+    ] {
+        assert!(skipped.contains(name), "{name} in {skipped}");
+    }
+    assert!(skipped.contains("symbolic link") && skipped.contains("not a regular file"));
+    assert!(stderr(&out).contains("an inbox entry was not read"), "{}", stderr(&out));
+    let text = env.dream(&["run", "--now", "2026-11-02T21:30:00Z"]);
+    assert!(stdout(&text).contains("not read: events/fifo.jsonl"), "{}", stdout(&text));
+
+    // The morning digest says so too, and nothing of the linked files was kept.
+    let out = env
+        .cmd()
+        .args(["run", "--cycle", "morning", "--now", "2026-11-03T07:00:00Z"])
+        .timeout(Duration::from_secs(60))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let digest = env.read("digests/2026-11-03-morning.md");
+    assert!(digest.contains("## Inbox entries not read"), "{digest}");
+    assert!(digest.contains("events/passwd.jsonl"), "{digest}");
+    let repo = git2::Repository::open(&env.repo).unwrap();
+    let odb = repo.odb().unwrap();
+    odb.foreach(|id| {
+        let o = odb.read(*id).unwrap();
+        let text = String::from_utf8_lossy(o.data());
+        assert!(!text.contains("root:x:0:0") && !text.contains("linked folder"));
+        true
+    })
+    .unwrap();
+    let status = env.dream(&["status"]);
+    assert!(status.status.success(), "{}", stderr(&status));
+}
+
+#[cfg(unix)]
+#[test]
+fn a_file_it_may_not_read_is_skipped_and_the_rest_ingested() {
+    use std::os::unix::fs::PermissionsExt;
+    if unsafe { libc::geteuid() } == 0 {
+        eprintln!("skipped: permissions do not stop root");
+        return;
+    }
+    let env = Env::new();
+    env.init();
+    three_restatements(&env);
+    let locked = env.repo.join("events/locked.jsonl");
+    std::fs::write(&locked, event("2026-11-02T10:00:00Z", "s9", "hidden")).unwrap();
+    std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o000)).unwrap();
+    let r = env.run_cycle("2026-11-02T21:00:00Z");
+    assert_eq!(r["ingest"]["new_events"], 3);
+    assert!(r["ingest"]["skipped"].to_string().contains("locked.jsonl"), "{r}");
+}

@@ -415,6 +415,40 @@ mod tests {
         assert!(c2.restarted.is_none());
     }
 
+    #[cfg(unix)]
+    #[test]
+    fn only_regular_files_are_opened_and_never_through_a_link_or_blocking() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("f.jsonl");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+        // A FIFO with no writer: a blocking open would never return.
+        let err = for_each_new(&fifo, "f", None, 100, |_| Ok(())).unwrap_err();
+        assert!(err.to_string().contains("not a regular file"), "{err}");
+        let real = dir.path().join("real");
+        write(&real, "{}\n");
+        let link = dir.path().join("l.jsonl");
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        assert!(for_each_new(&link, "l", None, 100, |_| Ok(())).is_err());
+        let zero = dir.path().join("z.jsonl");
+        std::os::unix::fs::symlink("/dev/zero", &zero).unwrap();
+        assert!(for_each_new(&zero, "z", None, 100, |_| Ok(())).is_err());
+        let listed = scan(dir.path());
+        assert_eq!(listed.files, Vec::<PathBuf>::new());
+        assert_eq!(listed.skipped.len(), 3, "{:?}", listed.skipped);
+    }
+
+    #[test]
+    fn a_byte_order_mark_is_not_part_of_the_first_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("a.jsonl");
+        std::fs::write(&p, b"\xEF\xBB\xBFone\ntwo\n").unwrap();
+        let c = read_new(&p, "a", None, 100).unwrap();
+        assert_eq!(c.lines[0].bytes, b"one");
+        assert_eq!(c.lines[1].bytes, b"two");
+        assert_eq!(c.watermark.offset, 11);
+    }
+
     #[test]
     fn long_lines_are_truncated_not_loaded() {
         let dir = tempfile::tempdir().unwrap();

@@ -128,6 +128,7 @@ pub fn gather(ctx: &Ctx<'_>, tx: &Connection, work: &Work) -> Result<Digest> {
         quarantine_recent: recent.since,
         quarantine_total: recent.total,
         quarantine_days: cfg.quarantine_days,
+        not_read: work.report.ingest.skipped.clone(),
         waiting_events: if kind == "evening" {
             0
         } else {

@@ -168,6 +168,9 @@ pub struct Digest {
     /// Events of the window that arrived after the last evening cycle and wait for the next
     /// one (zero in an evening digest).
     pub waiting_events: u64,
+    /// Inbox entries this cycle could not read (`path: why`): a symbolic link, a FIFO, a
+    /// file it may not open. The other files were read.
+    pub not_read: Vec<String>,
 }
 
 /// A `key: value` of a `---` front matter (quotes around the value removed).
@@ -370,6 +373,7 @@ impl Digest {
             + self.commitments.len()
             + self.drafts.len()
             + usize::from(self.quarantine_recent > 0)
+            + usize::from(!self.not_read.is_empty())
             + self
                 .last_evening
                 .as_ref()
@@ -409,6 +413,13 @@ impl Digest {
                 self.quarantine_recent,
                 "quarantined input line",
                 "quarantined input lines",
+            ));
+        }
+        if !self.not_read.is_empty() {
+            parts.push(plural(
+                self.not_read.len() as u64,
+                "inbox entry not read",
+                "inbox entries not read",
             ));
         }
         if let Some(e) = &self.last_evening {
@@ -495,6 +506,7 @@ impl Digest {
         self.render_drafts(&mut o);
         self.render_evening(&mut o);
         self.render_quarantine(&mut o);
+        self.render_not_read(&mut o);
         while o.ends_with("\n\n") {
             o.pop();
         }
@@ -694,6 +706,23 @@ impl Digest {
             if rows.len() > MAX_DECISIONS {
                 let _ = writeln!(o, "- and {} more", rows.len() - MAX_DECISIONS);
             }
+        }
+        o.push('\n');
+    }
+
+    fn render_not_read(&self, o: &mut String) {
+        if self.not_read.is_empty() {
+            return;
+        }
+        let _ = writeln!(o, "## Inbox entries not read
+");
+        let _ = writeln!(
+            o,
+            "dream reads only regular files in the inbox; these were skipped (the other files \
+             were read). Replace each with a regular file, or remove it.\n"
+        );
+        for n in &self.not_read {
+            let _ = writeln!(o, "- {}", quoted(n, 200));
         }
         o.push('\n');
     }
@@ -899,6 +928,7 @@ mod tests {
             quarantine_recent: 0,
             quarantine_total: 0,
             quarantine_days: 7,
+            not_read: vec![],
             waiting_events: 0,
         }
     }
