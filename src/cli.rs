@@ -539,7 +539,7 @@ pub fn init_logging(g: &Global) {
     let color = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
+        .with_writer(|| crate::cmd::out::QuietStderr)
         .with_target(false);
     let _ = match g.log_format {
         LogFormat::Json => builder.json().try_init(),

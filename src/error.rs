@@ -104,6 +104,9 @@ impl Error {
                 "no event was consumed: the cycle stopped before reflecting, and the next run starts from the same place"
                     .into(),
             ),
+            Error::Config { file, .. } if file.starts_with("environment variable") => {
+                Some("fix or unset the variable; dream.toml lists every key and its default".into())
+            }
             Error::Config { .. } => Some(
                 "fix the key in dream.toml (every key and its default is listed in the file `dream init` writes)"
                     .into(),

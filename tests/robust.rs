@@ -328,9 +328,17 @@ fn a_hostile_inbox_is_read_without_hanging_and_what_is_not_read_is_said() {
         assert!(skipped.contains(name), "{name} in {skipped}");
     }
     assert!(skipped.contains("symbolic link") && skipped.contains("not a regular file"));
-    assert!(stderr(&out).contains("an inbox entry was not read"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("an inbox entry was not read"),
+        "{}",
+        stderr(&out)
+    );
     let text = env.dream(&["run", "--now", "2026-11-02T21:30:00Z"]);
-    assert!(stdout(&text).contains("not read: events/fifo.jsonl"), "{}", stdout(&text));
+    assert!(
+        stdout(&text).contains("not read: events/fifo.jsonl"),
+        "{}",
+        stdout(&text)
+    );
 
     // The morning digest says so too, and nothing of the linked files was kept.
     let out = env
@@ -372,5 +380,144 @@ fn a_file_it_may_not_read_is_skipped_and_the_rest_ingested() {
     std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o000)).unwrap();
     let r = env.run_cycle("2026-11-02T21:00:00Z");
     assert_eq!(r["ingest"]["new_events"], 3);
-    assert!(r["ingest"]["skipped"].to_string().contains("locked.jsonl"), "{r}");
+    assert!(
+        r["ingest"]["skipped"].to_string().contains("locked.jsonl"),
+        "{r}"
+    );
+}
+
+#[cfg(unix)]
+#[test]
+fn odd_environments_and_out_of_range_config_never_panic() {
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+    let env = Env::new();
+    env.init();
+    three_restatements(&env);
+    let bad = OsStr::from_bytes(b"\xff\xfe");
+    for args in [
+        vec!["status"],
+        vec!["verify"],
+        vec!["log"],
+        vec!["run", "--dry-run"],
+    ] {
+        let out = env.cmd().args(&args).env("X", bad).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{args:?} with a non-UTF-8 variable: {}",
+            stderr(&out)
+        );
+        let out = env
+            .cmd()
+            .args(&args)
+            .env("DREAM_LOG", bad)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{args:?} with a non-UTF-8 DREAM_LOG: {}",
+            stderr(&out)
+        );
+    }
+    let out = env
+        .cmd()
+        .args(["run", "--dry-run"])
+        .env("DREAM_BUDGET_TOKENS_PER_CYCLE", bad)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("DREAM_BUDGET_TOKENS_PER_CYCLE"),
+        "{}",
+        stderr(&out)
+    );
+
+    let toml = env.read("dream.toml");
+    for (section, key, value) in [
+        ("[cluster]", "window_days", "100000000"),
+        ("[digest]", "quarantine_days", "4294967295"),
+        ("[embed]", "dim", "100000000"),
+    ] {
+        // Every key is optional: a file with this one key.
+        std::fs::write(
+            env.repo.join("dream.toml"),
+            format!("{section}\n{key} = {value}\n"),
+        )
+        .unwrap();
+        for args in [vec!["run", "--dry-run"], vec!["run", "--cycle", "morning"]] {
+            let out = env
+                .cmd()
+                .args(&args)
+                .timeout(Duration::from_secs(30))
+                .output()
+                .unwrap();
+            assert_eq!(out.status.code(), Some(2), "{key}: {}", stderr(&out));
+            let want = format!(
+                "key `{}.{key}`: must be at most",
+                &section[1..section.len() - 1]
+            );
+            assert!(stderr(&out).contains(&want), "{}", stderr(&out));
+        }
+    }
+    std::fs::write(env.repo.join("dream.toml"), &toml).unwrap();
+}
+
+#[test]
+fn a_full_stdout_or_stderr_never_stops_a_cycle() {
+    let env = Env::new();
+    env.init();
+    three_restatements(&env);
+    let full = || {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap()
+    };
+    let out = env
+        .std_cmd()
+        .args(["-vv", "run", "--now", "2026-11-02T21:00:00Z"])
+        .stderr(full())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "stderr on a full device");
+    assert_eq!(env.facts().len(), 1, "the cycle ingested and committed");
+    env.append_inbox(
+        "a.jsonl",
+        &event("2026-11-03T09:00:00Z", "s4", "I prefer tea to coffee."),
+    );
+    let out = env
+        .std_cmd()
+        .args(["run", "--now", "2026-11-03T21:00:00Z"])
+        .stdout(full())
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "the report was lost: {}",
+        stderr(&out)
+    );
+    assert!(
+        stderr(&out).contains("the command itself ran to its end"),
+        "{}",
+        stderr(&out)
+    );
+    let status = env.dream(&["status", "--json"]);
+    let s: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
+    assert_eq!(s["events_stored"], 4, "the second cycle ingested: {s}");
+}
+
+#[test]
+fn cycle_profiles_set_by_the_environment_are_obeyed() {
+    let env = Env::new();
+    env.init();
+    three_restatements(&env);
+    let out = env
+        .cmd()
+        .args(["run", "--now", "2026-11-02T21:00:00Z"])
+        .env("DREAM_CYCLES_EVENING_DIGEST", "true")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(env.repo.join("digests/2026-11-02-evening.md").exists());
 }

@@ -153,7 +153,7 @@ impl Snap {
             .lines()
             .map(str::to_string)
             .collect();
-        let env: BTreeMap<String, String> = std::env::vars().collect();
+        let env: BTreeMap<String, String> = crate::config::environment().unwrap_or_default();
         let config = match config_text {
             None => Config::default(),
             Some(t) => Config::parse(&t, config::FILE, &env).unwrap_or_else(|e| {

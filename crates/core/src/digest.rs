@@ -714,8 +714,11 @@ impl Digest {
         if self.not_read.is_empty() {
             return;
         }
-        let _ = writeln!(o, "## Inbox entries not read
-");
+        let _ = writeln!(
+            o,
+            "## Inbox entries not read
+"
+        );
         let _ = writeln!(
             o,
             "dream reads only regular files in the inbox; these were skipped (the other files \
