@@ -83,6 +83,7 @@ pub fn run(
     let mut store = Store::open(root)?;
     store.keep_out(&config.inbox.path);
     let mut batch = store.batch()?;
+    store.refuse_conflicts()?;
     let mut state = if opts.dry_run {
         State::open_scratch_copy(root)?
     } else {
@@ -351,7 +352,7 @@ fn finish(
 /// their new words come from the person, not from the events), as a stage of its own.
 fn adopt_hand_written(ctx: &Ctx<'_>, work: &mut Work, committed: Option<&Memory>) {
     let before = work.memory.clone();
-    let mut lines = Vec::new();
+    let mut lines = work.memory.resolve_duplicate_ids();
     if let Some(committed) = committed {
         for bf in &mut work.memory.blocks {
             for f in bf.facts_mut() {
@@ -368,6 +369,7 @@ fn adopt_hand_written(ctx: &Ctx<'_>, work: &mut Work, committed: Option<&Memory>
             }
         }
     }
+    let duplicates = lines.len();
     let adopted = work.memory.adopt_hand_written();
     lines.extend(
         adopted
@@ -378,13 +380,24 @@ fn adopt_hand_written(ctx: &Ctx<'_>, work: &mut Work, committed: Option<&Memory>
         return;
     }
     let change = Change::blocks(&before, &work.memory);
-    let subject = match (adopted.len(), lines.len() - adopted.len()) {
-        (a, 0) => format!("dream: give ids to {a} hand-written facts"),
-        (0, o) => format!("dream: {o} facts reworded by hand are now owner facts"),
-        (a, o) => format!(
-            "dream: give ids to {a} hand-written facts; {o} reworded by hand are now owner facts"
-        ),
+    let owned = lines.len() - adopted.len() - duplicates;
+    let mut subject = match (adopted.len(), owned) {
+        (0, 0) => String::new(),
+        (a, 0) => format!("give ids to {a} hand-written facts"),
+        (0, o) => format!("{o} facts reworded by hand are now owner facts"),
+        (a, o) => {
+            format!("give ids to {a} hand-written facts; {o} reworded by hand are now owner facts")
+        }
     };
+    if duplicates > 0 {
+        let d = format!("{duplicates} lines with a repeated id resolved");
+        subject = if subject.is_empty() {
+            d
+        } else {
+            format!("{subject}; {d}")
+        };
+    }
+    let subject = format!("dream: {subject}");
     work.push_stage(ctx, Stage::Adopt, change, &subject, &lines, 0);
 }
 

@@ -521,3 +521,137 @@ fn cycle_profiles_set_by_the_environment_are_obeyed() {
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(env.repo.join("digests/2026-11-02-evening.md").exists());
 }
+
+fn append_human(env: &Env, lines: &str) {
+    let path = env.repo.join("memory/human.md");
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(&path, format!("{text}{lines}")).unwrap();
+}
+
+#[test]
+fn hand_written_lines_that_differ_in_a_number_stay_apart_and_copies_go() {
+    let env = Env::new();
+    env.init();
+    let mut lines: String = (0..1000)
+        .map(|i| format!("- Hand note {i}: check the deployment pipeline logs every morning before standup.\n"))
+        .collect();
+    for _ in 0..300 {
+        lines.push_str("- Water the office plants on Fridays.\n");
+    }
+    lines.push_str("- Another <!-- -->\n");
+    append_human(&env, &lines);
+    let r = env.run_cycle("2026-11-02T21:00:00Z");
+    let human = env.read("memory/human.md");
+    let notes = human
+        .lines()
+        .filter(|l| l.starts_with("- Hand note "))
+        .count();
+    assert_eq!(notes, 1000, "numbers keep facts apart: {}", r["passes"]);
+    let plants = human
+        .lines()
+        .filter(|l| l.contains("Water the office plants"))
+        .count();
+    assert_eq!(plants, 1, "the pasted copies were dropped as duplicates");
+    assert!(
+        human.contains("- Another <!-- --> <!-- id=f_"),
+        "a person's comment is kept as written: {}",
+        human.lines().last().unwrap()
+    );
+    let v = env.dream(&["verify"]);
+    assert!(v.status.success(), "{}", stdout(&v));
+}
+
+#[test]
+fn a_repeated_fact_id_is_resolved_and_said() {
+    let env = Env::new();
+    env.init();
+    three_restatements(&env);
+    env.run_cycle("2026-11-02T21:00:00Z");
+    let line = env
+        .facts()
+        .into_iter()
+        .find(|l| l.contains("Lisbon"))
+        .unwrap();
+    // A person copied the line twice, and reworded the second copy.
+    append_human(
+        &env,
+        &format!(
+            "{line}\n{}\n",
+            line.replace("I live in Lisbon", "I lived in Lisbon before Porto")
+        ),
+    );
+    let out = env.dream(&["run", "--now", "2026-11-03T21:00:00Z", "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let facts = env.facts();
+    let id = line
+        .split("id=")
+        .nth(1)
+        .unwrap()
+        .split_whitespace()
+        .next()
+        .unwrap();
+    assert_eq!(
+        facts
+            .iter()
+            .filter(|l| l.contains(&format!("id={id} ")))
+            .count(),
+        1,
+        "{facts:?}"
+    );
+    assert!(
+        facts
+            .iter()
+            .any(|l| l.contains("before Porto") && l.contains("by=owner")),
+        "{facts:?}"
+    );
+    let subjects: Vec<String> = env.commits().into_iter().map(|(s, _)| s).collect();
+    assert!(
+        subjects.iter().any(|s| s.contains("repeated id resolved")),
+        "{subjects:?}"
+    );
+    let v = env.dream(&["verify"]);
+    assert!(v.status.success(), "{}", stdout(&v));
+}
+
+#[test]
+fn memory_in_the_middle_of_a_merge_is_refused_with_what_to_do() {
+    let env = Env::new();
+    env.init();
+    three_restatements(&env);
+    append_human(
+        &env,
+        "<<<<<<< HEAD\n- I like tea.\n=======\n- I like coffee.\n>>>>>>> laptop\n",
+    );
+    let before = env.commits().len();
+    let out = env.dream(&["run", "--now", "2026-11-02T21:00:00Z"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("memory/human.md line") && err.contains("merge-conflict marker"),
+        "{err}"
+    );
+    assert_eq!(env.commits().len(), before, "nothing was committed");
+    let v = env.dream(&["verify"]);
+    assert_eq!(v.status.code(), Some(1));
+    assert!(
+        stdout(&v).contains("merge-conflict marker"),
+        "{}",
+        stdout(&v)
+    );
+}
+
+#[test]
+fn a_byte_order_mark_does_not_quarantine_the_first_event() {
+    let env = Env::new();
+    env.init();
+    env.write_inbox(
+        "bom.jsonl",
+        &format!(
+            "\u{feff}{}",
+            event("2026-11-01T09:00:00Z", "s1", "I like tea.")
+        ),
+    );
+    let r = env.run_cycle("2026-11-02T21:00:00Z");
+    assert_eq!(r["ingest"]["new_events"], 1, "{r}");
+    assert_eq!(r["ingest"]["quarantined"], 0, "{r}");
+}

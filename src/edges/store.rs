@@ -859,6 +859,25 @@ impl Store {
         }
     }
 
+    /// Refuse to work on memory that is in the middle of a git merge: a block file or the
+    /// archive holding conflict markers would be read as facts from both sides.
+    pub fn refuse_conflicts(&self) -> Result<()> {
+        let mut files: Vec<String> = Block::ALL.iter().map(|b| b.path()).collect();
+        files.push(memory::ARCHIVE.into());
+        for rel in files {
+            let Some(text) = self.read(&rel)? else {
+                continue;
+            };
+            if let Some((line, marker)) = memory::conflict_marker(&text) {
+                return Err(Error::Input(format!(
+                    "{rel} line {line} is a merge-conflict marker ({marker:?}): resolve the conflict \
+                     (keep the lines you want, delete the marker lines), then run again; nothing was changed"
+                )));
+            }
+        }
+        Ok(())
+    }
+
     /// Every block of durable memory; a missing block file reads as an empty block.
     pub fn load_memory(&self, today: NaiveDate) -> Result<Memory> {
         let mut blocks = Vec::new();

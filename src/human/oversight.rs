@@ -162,6 +162,7 @@ impl Desk {
             }
         };
         let mut batch = self.store.batch()?;
+        self.store.refuse_conflicts()?;
         record_hand_edits(&self.store, &mut batch, &self.session)?;
         let today = self.now.date_naive();
         let before = self.store.load_memory(today)?;
@@ -400,6 +401,7 @@ pub fn undo_item(
         .find(|f| f == id || review::stem(f) == stem)
         .ok_or_else(|| not_active(&store, id))?;
     let mut batch = store.batch()?;
+    store.refuse_conflicts()?;
     if !dry_run {
         record_hand_edits(&store, &mut batch, &session)?;
     }
@@ -608,6 +610,7 @@ pub fn undo_cycle(
         )));
     }
     let mut batch = store.batch()?;
+    store.refuse_conflicts()?;
     if !dry_run {
         record_hand_edits(&store, &mut batch, &session)?;
     }

@@ -511,6 +511,9 @@ impl Auditor {
         if !measures::polarity_agrees(&a.text, &b.text) {
             found.push(format!("{item} and {kept} disagree in polarity, yet one was dropped as a duplicate of the other"));
         }
+        if !measures::numbers_agree(&a.text, &b.text) {
+            found.push(format!("{item} and {kept} state different numbers, yet one was dropped as a duplicate of the other"));
+        }
         let cov = measures::coverage(&a.text, [b.text.as_str()]);
         if cov.value < KEPT_COVERAGE {
             found.push(format!(
@@ -758,6 +761,11 @@ impl Auditor {
                                     "{id} was archived as a duplicate of {kept}, but their similarity is {sim:.3} (< {DUPLICATE_SIMILARITY})"
                                 ));
                             }
+                            if !measures::numbers_agree(&e.fact.text, &k.text) {
+                                found.push(format!(
+                                    "{id} was archived as a duplicate of {kept}, but they state different numbers"
+                                ));
+                            }
                         }
                     }
                 }
@@ -811,6 +819,17 @@ impl Auditor {
         let mut blocks = Vec::new();
         for b in Block::ALL {
             if let Some(text) = self.store.read(&b.path())? {
+                if let Some((line, marker)) = memory::conflict_marker(&text) {
+                    self.push(problem(
+                        "conflict",
+                        None,
+                        None,
+                        format!(
+                            "{} line {line} is a merge-conflict marker ({marker:?}); resolve the merge",
+                            b.path()
+                        ),
+                    ));
+                }
                 blocks.push(BlockFile::parse(b, &text, NaiveDate::MIN));
             }
         }
@@ -844,7 +863,7 @@ impl Auditor {
                         "secret",
                         None,
                         fact,
-                        format!("{what} contains a secret ({name}); remove it (git history still holds it)"),
+                        format!("{what} contains a secret ({name}); remove it, then take it out of the history with `dream purge --stdin`"),
                     ));
                 }
                 if !f.id.is_empty() {

@@ -225,6 +225,7 @@ fn apply_fact(
     let restated = route::nearest(memory, text, 1).into_iter().find(|n| {
         n.similarity >= config.promote.reinforce_similarity
             && n.same_polarity
+            && n.same_numbers
             && card.supersedes.as_deref() != Some(n.fact_id.as_str())
     });
     if let Some(n) = restated {

@@ -51,6 +51,8 @@ pub struct Near {
     pub fact_id: String,
     pub similarity: f64,
     pub same_polarity: bool,
+    /// Both state the same numbers (see [`measures::numbers_agree`]).
+    pub same_numbers: bool,
 }
 
 /// The `k` active facts most similar to `text` (S6 similarity), most similar first.
@@ -67,6 +69,7 @@ pub fn nearest_cached(
     cache: &mut measures::PreparedCache,
 ) -> Vec<Near> {
     let query = measures::Prepared::new(text);
+    let numbers = measures::numbers(text);
     let mut out: Vec<Near> = memory
         .facts()
         .filter_map(|(_, f)| {
@@ -76,6 +79,7 @@ pub fn nearest_cached(
                 fact_id: f.id.clone(),
                 similarity,
                 same_polarity: measures::polarity_agrees_prepared(&query, fact),
+                same_numbers: numbers == measures::numbers(&f.text),
             })
         })
         .collect();
@@ -160,6 +164,7 @@ pub fn route(
     if let Some(n) = top.filter(|n| {
         n.similarity >= p.reinforce_similarity
             && n.same_polarity
+            && n.same_numbers
             && contradicts.as_deref() != Some(n.fact_id.as_str())
     }) {
         return (
@@ -305,6 +310,7 @@ mod tests {
             fact_id: id.into(),
             similarity: sim,
             same_polarity: true,
+            same_numbers: true,
         }
     }
 
