@@ -353,6 +353,7 @@ fn finish(
 fn adopt_hand_written(ctx: &Ctx<'_>, work: &mut Work, committed: Option<&Memory>) {
     let before = work.memory.clone();
     let mut lines = work.memory.resolve_duplicate_ids();
+    let duplicates = lines.len();
     if let Some(committed) = committed {
         for bf in &mut work.memory.blocks {
             for f in bf.facts_mut() {
@@ -369,7 +370,6 @@ fn adopt_hand_written(ctx: &Ctx<'_>, work: &mut Work, committed: Option<&Memory>
             }
         }
     }
-    let duplicates = lines.len();
     let adopted = work.memory.adopt_hand_written();
     lines.extend(
         adopted
