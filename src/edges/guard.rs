@@ -167,9 +167,13 @@ fn git_running_in(root: &Path) -> Option<Option<u32>> {
             if !(comm == "git" || comm.starts_with("git-")) {
                 continue;
             }
-            let cwd = std::fs::read_link(e.path().join("cwd")).ok();
-            // A git process whose folder cannot be read might be in the repository.
-            if cwd.as_ref().is_none_or(|c| c.starts_with(&root)) {
+            let here = match std::fs::read_link(e.path().join("cwd")) {
+                Ok(cwd) => cwd.starts_with(&root),
+                // A git process whose folder this user may not see might be in the
+                // repository; one that is gone meanwhile is not.
+                Err(e) => e.kind() == std::io::ErrorKind::PermissionDenied,
+            };
+            if here {
                 return Some(Some(pid));
             }
         }
