@@ -75,7 +75,15 @@ pub fn run(
     let wall = Instant::now();
     let started = Utc::now();
     let (_lock, repaired) = if opts.dry_run {
-        (lock::acquire(root, false, started)?, Vec::new())
+        let mut notes = Vec::new();
+        if let Some(j) = crate::edges::journal::read(root)? {
+            notes.push(format!(
+                "an interrupted {} (commit {}) is pending: the next run finishes or forgets it; this dry run sees the repository as the interruption left it",
+                j.kind,
+                &j.target[..10.min(j.target.len())]
+            ));
+        }
+        (lock::acquire(root, false, started)?, notes)
     } else {
         let w = guard::begin(root, started, Some(&config.inbox.path))?;
         (w.lock, w.notes)

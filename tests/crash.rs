@@ -446,3 +446,61 @@ fn every_crash_point_of_a_skill_decision_gives_the_uninterrupted_result() {
         ],
     );
 }
+
+#[test]
+fn an_interrupted_cycle_is_replayed_on_top_of_a_commit_made_meanwhile() {
+    let env = Env::new();
+    env.init();
+    lisbon(&env);
+    // The state records the cycle, then the process dies before the branch moves.
+    let out = run_in(
+        &env,
+        &env.repo,
+        &["run", "--now", "2026-11-02T21:00:00Z"],
+        &[("DREAM_CRASH_AT", "move refs/heads".into())],
+    );
+    assert!(!out.status.success());
+    assert!(
+        stale_lock_left(&env.repo),
+        "the crash left the branch's lock"
+    );
+    // Meanwhile a person commits a note with git, around the lock dream left.
+    std::fs::remove_file(env.repo.join(".git/refs/heads/master.lock")).unwrap();
+    std::fs::write(env.repo.join("notes.md"), "my own notes\n").unwrap();
+    let repo = git2::Repository::open(&env.repo).unwrap();
+    let mut index = repo.index().unwrap();
+    index.add_path(Path::new("notes.md")).unwrap();
+    index.write().unwrap();
+    let tree = repo.find_tree(index.write_tree().unwrap()).unwrap();
+    let sig = git2::Signature::now("Ana", "ana@example.com").unwrap();
+    let head = repo.head().unwrap().peel_to_commit().unwrap();
+    repo.commit(Some("HEAD"), &sig, &sig, "my notes", &tree, &[&head])
+        .unwrap();
+
+    let r = env.run_cycle("2026-11-02T22:00:00Z");
+    assert!(
+        r["notes"].to_string().contains("was completed"),
+        "{}",
+        r["notes"]
+    );
+    assert_eq!(env.facts().len(), 1, "the cycle's fact landed");
+    assert_eq!(
+        env.read("notes.md"),
+        "my own notes\n",
+        "the person's commit is kept"
+    );
+    let subjects: Vec<String> = env.commits().into_iter().map(|(s, _)| s).collect();
+    assert_eq!(
+        subjects[1], "my notes",
+        "replayed on top of it: {subjects:?}"
+    );
+    assert!(
+        subjects[0].starts_with("dream: evening cycle 2026-11-02"),
+        "{subjects:?}"
+    );
+    assert_eq!(r["ingest"]["new_events"], 0, "the state had the cycle");
+}
+
+fn stale_lock_left(repo: &Path) -> bool {
+    repo.join(".git/refs/heads/master.lock").exists()
+}
