@@ -710,6 +710,11 @@ fn shown(text: String) -> String {
     dream_core::secrets::shown(&text, 500)
 }
 
+/// [`shown`] for an excerpt, which also masks random-looking runs.
+fn shown_excerpt(text: String) -> String {
+    dream_core::secrets::quarantine_excerpt(&text, 500)
+}
+
 /// The latest quarantined lines, newest first.
 pub fn quarantined(conn: &Connection, limit: usize) -> Result<Vec<Quarantined>> {
     let mut stmt = conn
@@ -722,7 +727,7 @@ pub fn quarantined(conn: &Connection, limit: usize) -> Result<Vec<Quarantined>> 
                 line: r.get::<_, i64>(1)? as u64,
                 offset: r.get::<_, i64>(2)? as u64,
                 reason: shown(r.get(3)?),
-                excerpt: shown(r.get(4)?),
+                excerpt: shown_excerpt(r.get(4)?),
                 hash: r.get(5)?,
             })
         })
@@ -1014,7 +1019,7 @@ pub fn quarantined_since(
                     line: r.get::<_, i64>(1)? as u64,
                     offset: r.get::<_, i64>(2)? as u64,
                     reason: shown(r.get(3)?),
-                    excerpt: shown(r.get(4)?),
+                    excerpt: shown_excerpt(r.get(4)?),
                     hash: r.get(5)?,
                 },
                 DateTime::parse_from_rfc3339(&at)

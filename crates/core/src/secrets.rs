@@ -389,15 +389,17 @@ pub fn redact(text: &str) -> (String, Vec<&'static str>) {
     (out, names)
 }
 
-/// `text` redacted, for a message that shows a value (a quarantine reason): secrets become
-/// markers, and the rest is cut to `max` characters.
+/// `text` redacted, for a message that shows a value (a quarantine reason, a file name):
+/// secrets become markers before the rest is cut to `max` characters.
 pub fn shown(text: &str, max: usize) -> String {
-    let (clean, _) = redact(text);
-    let clean = mask_high_entropy(&clean);
-    if clean.chars().count() <= max {
-        return clean;
+    cut(&redact(text).0, max)
+}
+
+fn cut(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_string();
     }
-    let cut: String = clean.chars().take(max.saturating_sub(1)).collect();
+    let cut: String = text.chars().take(max.saturating_sub(1)).collect();
     format!("{cut}…")
 }
 
@@ -408,7 +410,7 @@ pub fn shown(text: &str, max: usize) -> String {
 /// dream, and only its shape helps a person find it.
 pub fn quarantine_excerpt(raw: &str, max: usize) -> String {
     let one_line = raw.split_whitespace().collect::<Vec<_>>().join(" ");
-    shown(&one_line, max)
+    cut(&mask_high_entropy(&redact(&one_line).0), max)
 }
 
 /// Follows the lines of one file that are quarantined, so the body of a PEM private key
