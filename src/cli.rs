@@ -85,6 +85,8 @@ pub enum Command {
     Explain(ExplainArgs),
     Log(LogArgs),
     Undo(UndoArgs),
+    Purge(PurgeArgs),
+    Rebuild(RebuildArgs),
     Ingest(IngestArgs),
     Context(ContextArgs),
     Hooks(HooksArgs),
@@ -582,6 +584,65 @@ pub struct ExplainArgs {
     pub json: bool,
 }
 
+/// Remove a leaked secret (any string) from memory, cards, the archive and all history
+///
+///   printf '%s' 'THE-SECRET' | dream purge --stdin          show what would change
+///   printf '%s' 'THE-SECRET' | dream purge --stdin --yes    rewrite the history
+///
+/// Every commit of the branch is rebuilt with the string replaced by [purged] in every file
+/// and commit message; the old history is kept under refs/dream/purge-backup/<time> until
+/// you delete it; the state database is rewritten and compacted. Your uncommitted edits are
+/// committed first. The inbox (events/) is the agents' own record and is never rewritten:
+/// the report lists the files that still hold the string.
+///
+/// This rewrites history: commit ids change from the first commit that held the string. If
+/// the repository was pushed or cloned, the secret is out: revoke it and make a new one,
+/// then force-push. To drop the last copy here once you have checked the result:
+///   git update-ref -d refs/dream/purge-backup/<time>
+///   git reflog expire --expire=now --all && git gc --prune=now
+/// Read the string from stdin (--stdin) so it does not land in your shell history.
+#[derive(Debug, Args)]
+#[command(verbatim_doc_comment)]
+pub struct PurgeArgs {
+    /// The string to remove (prefer --stdin).
+    #[arg(
+        value_name = "STRING",
+        required_unless_present = "stdin",
+        conflicts_with = "stdin"
+    )]
+    pub text: Option<String>,
+
+    /// Read the string from standard input (one line; a trailing newline is dropped).
+    #[arg(long)]
+    pub stdin: bool,
+
+    /// Rewrite the history; without it, only show what would change.
+    #[arg(long)]
+    pub yes: bool,
+
+    /// Print the result as one JSON object.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Rebuild a damaged state database from the inbox and the repository
+///
+/// .dream/state.sqlite is a cache of what the inbox and the repository hold: the events
+/// (read again from the inbox files and [[inbox.sources]]), the embeddings (computed
+/// again), and the vetoes (read again from the rejected cards under review/decided/ and the
+/// undone facts in archive/facts.md). This moves the damaged file aside (to
+/// .dream/state.sqlite.damaged-<time>), writes a new one with the vetoes, and leaves the
+/// rest to the next `dream run`, which reads every inbox file from its start; facts and
+/// cards already in memory are reinforced, not doubled. Cycle records, quarantine history
+/// and watermarks start afresh.
+#[derive(Debug, Args)]
+#[command(verbatim_doc_comment)]
+pub struct RebuildArgs {
+    /// Rebuild even when the database opens and checks as sound.
+    #[arg(long)]
+    pub force: bool,
+}
+
 /// Take back a fact, a rejection or a whole cycle, as a new commit (itself undoable)
 ///
 ///   dream undo f_1a2b3c4d          take a fact out of memory (to archive/facts.md, why=undone);
@@ -747,7 +808,7 @@ pub fn init_logging(g: &Global) {
     let color = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
+        .with_writer(|| crate::cmd::out::QuietStderr)
         .with_target(false);
     let _ = match g.log_format {
         LogFormat::Json => builder.json().try_init(),

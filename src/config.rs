@@ -16,12 +16,37 @@ pub fn load(root: &Path) -> Result<Config> {
         file: path.display().to_string(),
         message: format!("cannot read: {e}"),
     })?;
-    // `vars_os`, not `vars`: a variable that is not UTF-8 (even an unrelated one) must not
-    // stop dream; such a variable cannot name a dream key, so it is skipped.
-    let env: BTreeMap<String, String> = std::env::vars_os()
-        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
-        .collect();
-    Ok(Config::parse(&text, &path.display().to_string(), &env)?)
+    // An editor's UTF-8 byte order mark is not part of the TOML.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
+    Ok(Config::parse(
+        text,
+        &path.display().to_string(),
+        &environment()?,
+    )?)
+}
+
+/// The process environment as the config parser reads it. `vars_os`, not `vars`: a
+/// variable that is not UTF-8 (even an unrelated one) must not stop dream, so it is
+/// skipped, unless it is a `DREAM_<SECTION>_<KEY>` variable, which is refused by name (it
+/// was meant to set a key).
+pub fn environment() -> Result<BTreeMap<String, String>> {
+    let mut env = BTreeMap::new();
+    for (k, v) in std::env::vars_os() {
+        let Ok(k) = k.into_string() else { continue };
+        match v.into_string() {
+            Ok(v) => {
+                env.insert(k, v);
+            }
+            Err(_) if dream_core::config::is_config_var(&k) => {
+                return Err(Error::Config {
+                    file: format!("environment variable {k}"),
+                    message: "its value is not valid UTF-8".into(),
+                })
+            }
+            Err(_) => {}
+        }
+    }
+    Ok(env)
 }
 
 impl From<ConfigError> for Error {

@@ -2,12 +2,14 @@
 //! cycle's profile, commit each stage, then commit the state, report.
 //!
 //! This is the only place that orders the pipeline. A stage (see `stages`) reads through
-//! the edges, calls the pure core, and leaves its result in [`Work`]; this file commits
-//! what the stages queued, one commit each, and then the state transaction: a crash
-//! anywhere before that leaves the state as the previous cycle left it, and the next run
-//! redoes the work with the same result (ids are derived from content, so nothing is
-//! doubled). `--dry-run` runs the same code against a scratch copy of the state and skips
-//! the commits, so it writes nothing at all.
+//! the edges, calls the pure core, and leaves its result in [`Work`]; this file builds the
+//! commits the stages queued, one each, inside git (nothing in the working tree yet), then
+//! publishes them with the state transaction as their commit point (`store`, `journal`):
+//! the state records the last commit, then the branch moves, then the files are written.
+//! A crash before the state commit leaves repo and state as the previous cycle left them,
+//! and the rerun does the same work with the same result; a crash after it is finished by
+//! the next command, before it reads anything. `--dry-run` runs the same code against a
+//! scratch copy of the state and publishes nothing, so it writes nothing at all.
 //!
 //! Which stages run is decided by the pure [`plan`]; `run` only carries it out.
 
@@ -27,8 +29,8 @@ use dream_core::memory::{Block, Memory};
 use dream_core::report::{Calibration, CommitRow, Degraded, Ran, Report, Tokens};
 
 use crate::edges::state::{self, State};
-use crate::edges::store::{Change, Store};
-use crate::edges::{heartbeat, ingest, lock};
+use crate::edges::store::{Batch, Change, Point, Store};
+use crate::edges::{crash, guard, heartbeat, ingest, lock};
 use crate::error::{Context, Error, Result};
 use crate::providers::embed::Embedder;
 use crate::stages::{
@@ -118,13 +120,28 @@ pub fn run_with(
     progress: &dyn Progress,
 ) -> Result<Report> {
     let started = Utc::now();
-    let lock = lock::acquire(root, !opts.dry_run, started)?;
+    let (lock, repaired) = if opts.dry_run {
+        let mut notes = Vec::new();
+        if let Some(j) = crate::edges::journal::read(root)? {
+            notes.push(format!(
+                "an interrupted {} (commit {}) is pending: the next run finishes or forgets it; this dry run sees the repository as the interruption left it",
+                j.kind,
+                &j.target[..10.min(j.target.len())]
+            ));
+        }
+        (lock::acquire(root, false, started)?, notes)
+    } else {
+        let w = guard::begin(root, started, Some(&config.inbox.path))?;
+        (w.lock, w.notes)
+    };
     let tracked = Tracked {
         lock: &lock,
         outer: progress,
         model: !llm.offline(),
     };
-    let result = run_locked(root, config, llm, embedder, opts, &tracked, started);
+    let result = run_locked(
+        root, config, llm, embedder, opts, &tracked, started, repaired,
+    );
     if let Err(e) = &result {
         if !opts.dry_run {
             record_failure(root, opts, started, e);
@@ -158,6 +175,8 @@ fn record_failure(root: &Path, opts: &Options, started: DateTime<Utc>, e: &Error
     }
 }
 
+/// The cycle under the lock; `repaired` says what the way in cleared or recovered.
+#[allow(clippy::too_many_arguments)]
 fn run_locked(
     root: &Path,
     config: &Config,
@@ -166,9 +185,13 @@ fn run_locked(
     opts: &Options,
     tracked: &dyn Progress,
     started: DateTime<Utc>,
+    repaired: Vec<String>,
 ) -> Result<Report> {
     let wall = Instant::now();
-    let store = Store::open(root)?;
+    let mut store = Store::open(root)?;
+    store.keep_out(&config.inbox.path);
+    let mut batch = store.batch()?;
+    store.refuse_conflicts()?;
     let mut state = if opts.dry_run {
         State::open_scratch_copy(root)?
     } else {
@@ -197,6 +220,7 @@ fn run_locked(
         ..Report::default()
     };
     report.window.days = config.cluster.window_days;
+    report.notes.extend(repaired);
     tracing::info!(
         cycle = %ctx.cycle_id,
         kind = opts.kind.as_str(),
@@ -208,7 +232,7 @@ fn run_locked(
     );
 
     // Hand edits first, so they are never clobbered and the audit trail shows them apart.
-    let committed = record_hand_edits(&ctx, &store, &mut report)?;
+    let committed = record_hand_edits(&ctx, &store, &mut batch, &mut report)?;
     let mut work = Work {
         memory: store.load_memory(ctx.today)?,
         cards: Vec::new(),
@@ -290,55 +314,74 @@ fn run_locked(
         .map(|(model, ratio)| Calibration { model, ratio });
     work.report.episodes_lines = episodes_lines(&store, &work)?;
     ctx.progress.stage("commit");
-    commit_stages(&ctx, &store, &mut work)?;
+    commit_stages(&ctx, &store, &mut batch, &mut work)?;
     work.lap("commit");
-    if !opts.dry_run {
-        context::refresh_codex(&ctx, &view);
-    }
     raise_warnings(&ctx, &tx, &mut work)?;
     work.lap("heartbeat");
     finish(&ctx, &tx, &mut work, started, wall.elapsed())?;
     if opts.dry_run {
         tx.rollback()
             .context(|| "discarding the dry run's scratch state".into())?;
-    } else {
-        tx.commit()
-            .context(|| "committing the state transaction".into())?;
-        crate::agents::uses::finish(root);
+        return Ok(work.report);
+    }
+    // The commit point: the state transaction records the last commit, then the branch
+    // moves and the files are written (see `journal`).
+    let published = !batch.is_empty();
+    let cycle_id = ctx.cycle_id.clone();
+    store.publish(
+        batch,
+        "cycle",
+        Point::State(Box::new(move |target| {
+            if let Some(t) = target {
+                state::put_applied(&tx, &t.to_string(), &cycle_id, now)?;
+            }
+            crash::point("commit the state")
+                .context(|| "committing the state transaction".into())?;
+            tx.commit()
+                .context(|| "committing the state transaction".into())
+        })),
+    )?;
+    crate::agents::uses::finish(root);
+    context::refresh_codex(&ctx, &view);
+    if published {
+        store.settle_index()?;
     }
     Ok(work.report)
 }
 
-/// Commit a dirty tree as the person's hand edits (a dry run only notes it). Returns
-/// memory as the last commit left it, to see which facts a person reworded by hand.
-fn record_hand_edits(ctx: &Ctx<'_>, store: &Store, report: &mut Report) -> Result<Option<Memory>> {
-    let dirty = if ctx.opts.dry_run {
-        store.is_dirty()?
-    } else {
-        store.is_dirty_refreshing_index()?
-    };
-    let committed = match (dirty, store.head()) {
-        (true, Some(head)) => Some(store.memory_at(head, ctx.today)?),
-        _ => None,
-    };
-    if dirty {
-        let paths = store.dirty_paths()?;
-        if ctx.opts.dry_run {
-            report.notes.push(format!(
-                "would first commit hand edits to {}",
-                paths.join(", ")
-            ));
-        } else if let Some(oid) =
-            store.commit_all(&dream_core::commit::hand_edits(&paths, &ctx.cycle_id).render())?
-        {
-            report.commits.push(CommitRow {
-                stage: Stage::Manual.as_str().into(),
-                commit: oid.to_string(),
-                subject: "dream: record hand edits".into(),
-            });
+/// Commit a dirty tree as the person's hand edits, the first commit of the cycle's batch
+/// (a dry run only notes it). Returns memory as the last commit left it, to see which
+/// facts a person reworded by hand.
+fn record_hand_edits(
+    ctx: &Ctx<'_>,
+    store: &Store,
+    batch: &mut Batch,
+    report: &mut Report,
+) -> Result<Option<Memory>> {
+    let head = store.head();
+    if ctx.opts.dry_run {
+        if !store.is_dirty()? {
+            return Ok(None);
         }
+        let paths = store.dirty_paths()?;
+        report.notes.push(format!(
+            "would first commit hand edits to {}",
+            paths.join(", ")
+        ));
+        return head.map(|h| store.memory_at(h, ctx.today)).transpose();
     }
-    Ok(committed)
+    let staged = store.stage_hand_edits(batch, true, |paths| {
+        dream_core::commit::hand_edits(paths, &ctx.cycle_id).render()
+    })?;
+    let Some((oid, _)) = staged else {
+        return Ok(None);
+    };
+    report.commits.push(CommitRow {
+        stage: Stage::Manual.as_str().into(),
+        commit: oid.to_string(),
+        subject: "dream: record hand edits".into(),
+    });
+    head.map(|h| store.memory_at(h, ctx.today)).transpose()
 }
 
 /// Ingest new inbox and source lines into the transaction, then load the window and embed
@@ -420,9 +463,9 @@ fn ingest_and_embed(ctx: &Ctx<'_>, tx: &Connection, work: &mut Work) -> Result<(
     Ok(())
 }
 
-/// Commit each queued stage (a dry run lists what it would commit), each message rendered
-/// once with the cycle's degraded stages.
-fn commit_stages(ctx: &Ctx<'_>, store: &Store, work: &mut Work) -> Result<()> {
+/// Build each queued stage's commit into the batch (a dry run lists what it would commit),
+/// each message rendered once with the cycle's degraded stages.
+fn commit_stages(ctx: &Ctx<'_>, store: &Store, batch: &mut Batch, work: &mut Work) -> Result<()> {
     let degraded = work.report.degraded.clone();
     for s in &mut work.stages {
         s.message.degraded = degraded.clone();
@@ -447,17 +490,13 @@ fn commit_stages(ctx: &Ctx<'_>, store: &Store, work: &mut Work) -> Result<()> {
         return Ok(());
     }
     for s in &work.stages {
-        if let Some(oid) = store.apply(&s.change)? {
+        if let Some(oid) = store.stage(batch, &s.change)? {
             work.report.commits.push(CommitRow {
                 stage: s.stage().as_str().into(),
                 commit: oid.to_string(),
                 subject: s.message.subject().to_string(),
             });
         }
-    }
-    failpoint("after-commit");
-    if !work.report.commits.is_empty() {
-        store.settle_index()?;
     }
     Ok(())
 }
@@ -524,10 +563,10 @@ fn finish(
 
 /// Give hand-written facts ids, and make facts a person reworded by hand their own (`by=owner`:
 /// their new words come from the person, not from the events), as a stage of its own.
-/// their new words come from the person, not from the events), as a stage of its own.
 fn adopt_hand_written(ctx: &Ctx<'_>, work: &mut Work, committed: Option<&Memory>) {
     let before = work.memory.clone();
-    let mut lines = Vec::new();
+    let mut lines = work.memory.resolve_duplicate_ids();
+    let duplicates = lines.len();
     if let Some(committed) = committed {
         for bf in &mut work.memory.blocks {
             for f in bf.facts_mut() {
@@ -554,27 +593,30 @@ fn adopt_hand_written(ctx: &Ctx<'_>, work: &mut Work, committed: Option<&Memory>
         return;
     }
     let change = Change::blocks(&before, &work.memory);
-    let subject = match (adopted.len(), lines.len() - adopted.len()) {
-        (a, 0) => format!("dream: give ids to {a} hand-written facts"),
-        (0, o) => format!("dream: {o} facts reworded by hand are now owner facts"),
-        (a, o) => format!(
-            "dream: give ids to {a} hand-written facts; {o} reworded by hand are now owner facts"
-        ),
+    let owned = lines.len() - adopted.len() - duplicates;
+    let mut subject = match (adopted.len(), owned) {
+        (0, 0) => String::new(),
+        (a, 0) => format!("give ids to {a} hand-written facts"),
+        (0, o) => format!("{o} facts reworded by hand are now owner facts"),
+        (a, o) => {
+            format!("give ids to {a} hand-written facts; {o} reworded by hand are now owner facts")
+        }
     };
+    if duplicates > 0 {
+        let d = format!("{duplicates} lines with a repeated id resolved");
+        subject = if subject.is_empty() {
+            d
+        } else {
+            format!("{subject}; {d}")
+        };
+    }
+    let subject = format!("dream: {subject}");
     work.push_stage(ctx, Stage::Adopt, change, &subject, &lines, 0);
 }
 
 /// The id the builtin embedder has under this config.
 fn builtin_id(config: &Config) -> String {
     dream_core::embed::Builtin::new(config.embed.dim).id()
-}
-
-/// Stop the process at a named point, for crash tests (debug builds only).
-fn failpoint(name: &str) {
-    if cfg!(debug_assertions) && std::env::var("DREAM_FAILPOINT").is_ok_and(|v| v == name) {
-        eprintln!("dream: failpoint {name} reached; aborting");
-        std::process::abort();
-    }
 }
 
 /// Embed (and cache) the window's events that have no cached vector yet, in batches,

@@ -289,17 +289,26 @@ fn git_check(root: &Path) -> Check {
         _ => "",
     };
     match store.branch() {
-        Ok(b) if store.head().is_none() => warn(
+        Ok((b, None)) => warn(
             "git",
-            format!("on branch {b}, which has no commit yet"),
+            format!("on branch {}, which has no commit yet", short(&b)),
             format!("recreate the repository with `dream init`, or commit once (`git -C {} commit --allow-empty -m init`)", root.display()),
         ),
-        Ok(b) => ok("git", format!("on branch {b}; commits as {who}{dirty}")),
-        Err(what) => warn(
+        Ok((b, Some(_))) => ok(
             "git",
-            format!("{what}: cycles would commit on no branch"),
-            format!("`git -C {} switch main` (or the branch you use)", root.display()),
+            format!("on branch {}; commits as {who}{dirty}", short(&b)),
         ),
+        Err(e) => {
+            let what = e.to_string();
+            let fix = what
+                .split_once("Run `")
+                .and_then(|(_, rest)| rest.split_once('`'))
+                .map_or_else(
+                    || format!("`git -C {} switch main` (or the branch you use)", root.display()),
+                    |(cmd, _)| format!("`{cmd}`"),
+                );
+            warn("git", what, fix)
+        }
     }
 }
 
@@ -673,4 +682,9 @@ fn heartbeat_checks(
             }
         }
     }
+}
+
+/// A branch's name without `refs/heads/`.
+fn short(refname: &str) -> &str {
+    refname.strip_prefix("refs/heads/").unwrap_or(refname)
 }

@@ -77,6 +77,11 @@ pub enum Error {
     #[error("{0}")]
     Provider(String),
 
+    /// A change passed its commit point (it happened: the branch or the state records
+    /// it), but writing its files failed; the next dream command finishes them.
+    #[error("{source}")]
+    Unfinished { commit: String, source: Box<Error> },
+
     /// Anything else, already phrased for a person.
     #[error("{0}")]
     Other(String),
@@ -107,10 +112,38 @@ impl Error {
                 "no event was consumed: the cycle stopped before reflecting, and the next run starts from the same place"
                     .into(),
             ),
+            Error::Config { file, .. } if file.starts_with("environment variable") => {
+                Some("fix or unset the variable; dream.toml lists every key and its default".into())
+            }
             Error::Config { .. } => Some(
                 "fix the key in dream.toml (every key and its default is listed in the file `dream init` writes)"
                     .into(),
             ),
+            Error::Unfinished { commit, .. } => Some(format!(
+                "the change was committed ({commit}) but its files are not all written yet; \
+                 the next dream command finishes them from .dream/journal.json (nothing is lost)"
+            )),
+            Error::Git { source, .. } if source.code() == git2::ErrorCode::Locked => Some(
+                "a git command is running in the repository (or a process that is gone left its \
+                 *.lock file under .git/, which dream removes only when no git process runs there); \
+                 nothing was changed, and the next run tries again"
+                    .into(),
+            ),
+            Error::State {
+                source: rusqlite::Error::SqliteFailure(e, _),
+                ..
+            } if matches!(
+                e.code,
+                rusqlite::ErrorCode::DatabaseCorrupt | rusqlite::ErrorCode::NotADatabase
+            ) =>
+            {
+                Some(
+                    "the state database .dream/state.sqlite is damaged. It only caches what the inbox and \
+                     the repository hold: `dream rebuild` moves it aside and rebuilds it (memory, cards and \
+                     history are not touched; the next run reads the inbox again)"
+                        .into(),
+                )
+            }
             Error::Io { source, .. } => match source.kind() {
                 std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::ReadOnlyFilesystem => {
                     Some("make the repository writable for this user; nothing was changed".into())

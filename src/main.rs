@@ -1,13 +1,17 @@
 //! The `dream` binary: parse the command line, run the command, map errors to exit codes.
 
+use std::io::Write;
+
 use clap::Parser;
 
 fn main() {
-    restore_sigpipe();
+    // SIGPIPE stays ignored (Rust's default): a reader that closes stderr mid-cycle must
+    // not kill the cycle; `cmd::out` ends the process by SIGPIPE when stdout's reader is
+    // gone, as command-line tools do (`dream log | head`).
     let cli = dream::cli::Cli::parse();
     dream::cli::init_logging(&cli.global);
     let json_logs = cli.global.log_format == dream::cli::LogFormat::Json;
-    let code = match dream::cmd::run(cli) {
+    let mut code = match dream::cmd::run(cli) {
         Ok(code) => code,
         Err(e) if json_logs => {
             // Keep stderr one JSON object per line for log collectors.
@@ -16,22 +20,22 @@ fn main() {
             e.exit_code()
         }
         Err(e) => {
-            eprintln!("error: {e}");
+            let mut err = std::io::stderr().lock();
+            let _ = writeln!(err, "error: {e}");
             if let Some(hint) = e.hint() {
-                eprintln!("hint: {hint}");
+                let _ = writeln!(err, "hint: {hint}");
             }
             e.exit_code()
         }
     };
-    std::process::exit(code);
-}
-
-/// Die quietly when stdout is closed early (`dream log | head`), as command-line tools do,
-/// instead of panicking on the write: Rust ignores SIGPIPE by default.
-fn restore_sigpipe() {
-    #[cfg(unix)]
-    // SAFETY: called once at start-up, before any thread exists; SIG_DFL is always valid.
-    unsafe {
-        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    if let Some(why) = dream::cmd::out::failure() {
+        let _ = writeln!(
+            std::io::stderr(),
+            "error: the output could not be written to stdout ({why}); the command itself ran to its end"
+        );
+        if code == 0 {
+            code = dream::error::EXIT_FAILURE;
+        }
     }
+    std::process::exit(code);
 }

@@ -365,70 +365,139 @@ fn promotable(env: &Env) {
 }
 
 #[test]
-fn a_crash_between_commit_and_watermark_redoes_the_work_without_doubling() {
+fn a_crash_before_the_state_commit_leaves_everything_as_before_and_the_rerun_does_it_all() {
     let env = Env::new();
     env.init();
     promotable(&env);
+    let commits_before = env.commits().len();
     let out = env
         .cmd()
         .args(["run", "--now", "2026-11-02T21:00:00Z"])
-        .env("DREAM_FAILPOINT", "after-commit")
+        .env("DREAM_CRASH_AT", "commit the state")
         .output()
         .unwrap();
-    assert!(!out.status.success(), "the failpoint aborts the process");
-    assert_eq!(env.facts().len(), 1, "the commit happened before the crash");
-    let commits_after_crash = env.commits().len();
-    let files_after_crash: Vec<_> = env
-        .snapshot()
-        .into_iter()
-        .filter(|(p, _)| p.starts_with("memory/"))
-        .collect();
+    assert!(!out.status.success(), "the crash point aborts the process");
+    assert!(
+        stderr(&out).contains("crashing at point"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(
+        env.facts().len(),
+        0,
+        "no file was written before the commit point"
+    );
+    assert_eq!(
+        env.commits().len(),
+        commits_before,
+        "the branch did not move"
+    );
 
     let r = env.run_cycle("2026-11-02T21:00:00Z");
     assert_eq!(
         r["ingest"]["new_events"], 3,
         "the events were not lost: the state was rolled back"
     );
-    assert_eq!(env.facts().len(), 1, "no doubled fact");
-    assert_eq!(
-        env.commits().len(),
-        commits_after_crash,
-        "the rerun found the work done"
+    assert!(
+        r["notes"].to_string().contains("discarded"),
+        "the rerun says it forgot the interrupted change: {}",
+        r["notes"]
     );
-    let files_now: Vec<_> = env
-        .snapshot()
-        .into_iter()
-        .filter(|(p, _)| p.starts_with("memory/"))
-        .collect();
-    assert_eq!(files_now, files_after_crash);
+    assert_eq!(env.facts().len(), 1, "no doubled fact");
     let again = env.run_cycle("2026-11-02T22:00:00Z");
     assert_eq!(again["ingest"]["new_events"], 0);
 }
 
 #[test]
-fn a_failed_commit_leaves_memory_and_state_as_they_were() {
+fn a_crash_after_the_state_commit_is_finished_by_the_next_command() {
     let env = Env::new();
     env.init();
     promotable(&env);
-    std::fs::write(env.repo.join(".git/index.lock"), "").unwrap();
+    let out = env
+        .cmd()
+        .args(["run", "--now", "2026-11-02T21:00:00Z"])
+        .env("DREAM_CRASH_AT", "move refs/heads")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert_eq!(env.facts().len(), 0, "the files come after the branch");
+    let out = env.dream(&["status"]);
+    assert!(out.status.success());
+    // The next writing command rolls the change forward before it reads anything.
+    let r = env.run_cycle("2026-11-02T21:30:00Z");
+    assert!(
+        r["notes"].to_string().contains("was completed"),
+        "{}",
+        r["notes"]
+    );
+    assert_eq!(
+        r["ingest"]["new_events"], 0,
+        "the state had recorded the cycle"
+    );
+    assert_eq!(env.facts().len(), 1);
+    let subjects: Vec<String> = env.commits().into_iter().map(|(s, _)| s).collect();
+    assert!(
+        !subjects.iter().any(|s| s.contains("hand edits")),
+        "dream's own files are never recorded as hand edits: {subjects:?}"
+    );
+}
+
+#[test]
+fn a_failed_write_says_truthfully_whether_anything_changed() {
+    let env = Env::new();
+    env.init();
+    promotable(&env);
     let before = env.snapshot();
-    let out = env.dream(&["run", "--now", "2026-11-02T21:00:00Z"]);
+    // Before the commit point: nothing changed, and the hint says so.
+    let out = env
+        .cmd()
+        .args(["run", "--now", "2026-11-02T21:00:00Z"])
+        .env("DREAM_FAIL_AT", "commit the state")
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     assert!(
-        stderr(&out).contains("the index is locked"),
+        stderr(&out).contains("nothing was changed"),
         "{}",
         stderr(&out)
     );
     let after = env.snapshot();
     for (path, hash) in &before {
-        if path.starts_with("memory/") || path.starts_with(".dream/state") {
+        if path.starts_with("memory/")
+            || path.starts_with(".dream/state")
+            || path.starts_with(".git/refs")
+        {
             assert_eq!(after.get(path), Some(hash), "{path} is unchanged");
         }
     }
-    std::fs::remove_file(env.repo.join(".git/index.lock")).unwrap();
-    let r = env.run_cycle("2026-11-02T21:00:00Z");
-    assert_eq!(r["ingest"]["new_events"], 3);
+    assert!(!env.repo.join(".dream/journal.json").exists());
+    // After it (a full disk while writing the files): the hint says the change happened.
+    let out = env
+        .cmd()
+        .args(["run", "--now", "2026-11-02T21:00:00Z"])
+        .env("DREAM_FAIL_AT", "/memory/")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(!err.contains("nothing was changed"), "{err}");
+    assert!(
+        err.contains("was committed") && err.contains("next dream command"),
+        "{err}"
+    );
+    // The next run finishes the files; no hand-edit commit, nothing doubled.
+    let r = env.run_cycle("2026-11-02T21:30:00Z");
+    assert!(
+        r["notes"].to_string().contains("was completed"),
+        "{}",
+        r["notes"]
+    );
     assert_eq!(env.facts().len(), 1);
+    let subjects: Vec<String> = env.commits().into_iter().map(|(s, _)| s).collect();
+    assert!(
+        !subjects.iter().any(|s| s.contains("hand edits")),
+        "{subjects:?}"
+    );
 }
 
 #[test]

@@ -5,6 +5,7 @@
 mod util;
 
 mod agents;
+mod crash;
 mod deploy;
 mod doctor;
 mod embed;
@@ -15,6 +16,8 @@ mod model;
 mod ops;
 mod passes;
 mod review;
+mod robust;
+mod secrets;
 mod skills;
 mod sources;
 mod spine;

@@ -70,6 +70,25 @@ impl Env {
         c
     }
 
+    /// [`Env::cmd`] as a `std::process::Command`, for what `assert_cmd` cannot do (point
+    /// stdout or stderr at a file such as /dev/full).
+    pub fn std_cmd(&self) -> std::process::Command {
+        let mut c = std::process::Command::new(assert_cmd::cargo::cargo_bin("dream"));
+        for (k, _) in std::env::vars_os() {
+            let k = k.to_string_lossy().into_owned();
+            if k.starts_with("DREAM_") || k.starts_with("GIT_") {
+                c.env_remove(k);
+            }
+        }
+        c.env("HOME", &self.home)
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("NO_COLOR", "1")
+            .env("DREAM_REPO", &self.repo)
+            .current_dir(&self.root);
+        c
+    }
+
     /// `dream init` the repo and return its path.
     pub fn init(&self) -> &Path {
         self.cmd().arg("init").arg(&self.repo).assert().success();

@@ -26,7 +26,6 @@ use dream_core::hooks as edit;
 
 use crate::cli::{Harness, HookMethod};
 use crate::edges::fsutil::write_atomic;
-use crate::edges::lock;
 use crate::edges::store::{Change, Store};
 use crate::error::{Context as _, Error, Result};
 
@@ -325,12 +324,14 @@ fn expand(p: &str, root: &Path) -> PathBuf {
     }
 }
 
-/// Commit dream.toml (and the context file, for an import) under the lock.
+/// Commit dream.toml (and the context file, for an import) under the lock, after finishing
+/// whatever change a crash interrupted (`guard`).
 fn commit_repo(root: &Path, writes: Vec<(String, String)>, subject: &str) -> Result<()> {
     if writes.is_empty() {
         return Ok(());
     }
-    let _lock = lock::acquire(root, true, chrono::Utc::now())?;
+    let inbox = crate::config::load(root).ok().map(|c| c.inbox.path);
+    let _writer = crate::edges::guard::begin(root, chrono::Utc::now(), inbox.as_deref())?;
     let store = Store::open(root)?;
     let mut change = Change::default();
     for (p, t) in writes {

@@ -1,5 +1,26 @@
 //! One file per subcommand, each with a small `run()` that resolves the repository, calls
 //! the library, and prints. This is the only layer that writes to stdout.
+//!
+//! The printing macros are replaced here, for every subcommand file, by ones that never
+//! panic (see `out`): a full stdout must not turn a finished cycle into exit 101.
+
+macro_rules! println {
+    () => { $crate::cmd::out::line(format_args!("")) };
+    ($($arg:tt)*) => { $crate::cmd::out::line(format_args!($($arg)*)) };
+}
+macro_rules! print {
+    ($($arg:tt)*) => { $crate::cmd::out::text(format_args!($($arg)*)) };
+}
+macro_rules! eprintln {
+    () => { $crate::cmd::out::err_line(format_args!("")) };
+    ($($arg:tt)*) => { $crate::cmd::out::err_line(format_args!($($arg)*)) };
+}
+#[allow(unused_macros)]
+macro_rules! eprint {
+    ($($arg:tt)*) => { $crate::cmd::out::err_text(format_args!($($arg)*)) };
+}
+
+pub mod out;
 
 mod context;
 mod demo;
@@ -18,6 +39,8 @@ mod verify;
 // The human side (SPEC S9).
 mod explain;
 mod log;
+mod purge;
+mod rebuild;
 mod review;
 mod tui;
 mod undo;
@@ -50,6 +73,8 @@ pub fn run(cli: Cli) -> Result<i32> {
         Command::Review(a) => review::run(g, a),
         Command::Explain(a) => explain::run(g, a),
         Command::Undo(a) => undo::run(g, a),
+        Command::Purge(a) => purge::run(g, a),
+        Command::Rebuild(a) => rebuild::run(g, a),
         Command::Log(a) => log::run(g, a),
         Command::Eval(a) => eval::run(g, a),
     }

@@ -10,7 +10,9 @@ use crate::error::{Context, Result, EXIT_OK};
 
 pub fn completions(a: &CompletionsArgs) -> Result<i32> {
     let mut cmd = Cli::command();
-    clap_complete::generate(a.shell, &mut cmd, "dream", &mut std::io::stdout());
+    let mut out = Vec::new();
+    clap_complete::generate(a.shell, &mut cmd, "dream", &mut out);
+    print!("{}", String::from_utf8_lossy(&out));
     Ok(EXIT_OK)
 }
 
@@ -22,10 +24,7 @@ pub fn man(a: &ManArgs) -> Result<i32> {
             clap_mangen::Man::new(cmd)
                 .render(&mut out)
                 .context(|| "rendering the man page".into())?;
-            use std::io::Write;
-            std::io::stdout()
-                .write_all(&out)
-                .context(|| "writing the man page".into())?;
+            print!("{}", String::from_utf8_lossy(&out));
         }
         Some(dir) => {
             let mut cmd = cmd.disable_help_subcommand(true);

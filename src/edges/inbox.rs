@@ -55,30 +55,96 @@ pub struct Chunk {
     pub partial_bytes: u64,
 }
 
-/// All `*.jsonl` files under a folder (recursively), sorted by path.
-pub fn list_files(dir: &Path) -> Result<Vec<PathBuf>> {
-    let mut out = Vec::new();
+/// The `*.jsonl` files under a folder and the entries that will not be read.
+#[derive(Debug, Clone, Default)]
+pub struct Listing {
+    /// Regular files, sorted by path.
+    pub files: Vec<PathBuf>,
+    /// Entries skipped, each with why (a symbolic link, a FIFO, a folder that cannot be
+    /// listed), for the report and the digest.
+    pub skipped: Vec<(PathBuf, String)>,
+}
+
+/// Every `*.jsonl` regular file under a folder (recursively), sorted by path.
+///
+/// An agent's inbox is read as it is, so it is read defensively: symbolic links are never
+/// followed (a link to `/etc/passwd` or `/dev/zero` is not the agent's events: copy the
+/// file in, or list its folder under `[[inbox.sources]]`), FIFOs, sockets and devices are
+/// never opened, and a folder that cannot be listed is skipped. Each is reported with why;
+/// the other files are read as usual.
+pub fn scan(dir: &Path) -> Listing {
+    let mut out = Listing::default();
     if !dir.exists() {
-        return Ok(out);
+        return out;
     }
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
-        let entries = std::fs::read_dir(&d).context(|| format!("listing {}", d.display()))?;
+        let entries = match std::fs::read_dir(&d) {
+            Ok(e) => e,
+            Err(e) => {
+                out.skipped
+                    .push((d.clone(), format!("the folder cannot be listed ({e})")));
+                continue;
+            }
+        };
         for entry in entries {
-            let entry = entry.context(|| format!("listing {}", d.display()))?;
+            let Ok(entry) = entry else { continue };
             let path = entry.path();
-            let ft = entry
-                .file_type()
-                .context(|| format!("reading {}", path.display()))?;
+            let Ok(ft) = entry.file_type() else {
+                out.skipped.push((path, "its type cannot be read".into()));
+                continue;
+            };
+            let jsonl = path.extension().is_some_and(|e| e == "jsonl");
             if ft.is_dir() {
                 stack.push(path);
-            } else if path.extension().is_some_and(|e| e == "jsonl") {
-                out.push(path);
+            } else if ft.is_symlink() {
+                if jsonl || std::fs::metadata(&path).is_ok_and(|m| m.is_dir()) {
+                    out.skipped.push((
+                        path,
+                        "a symbolic link: dream reads only regular files in the inbox (copy the file in, or list its folder under [[inbox.sources]])".into(),
+                    ));
+                }
+            } else if jsonl {
+                if ft.is_file() {
+                    out.files.push(path);
+                } else {
+                    out.skipped.push((
+                        path,
+                        "not a regular file (a FIFO, socket or device): never opened".into(),
+                    ));
+                }
             }
         }
     }
-    out.sort();
-    Ok(out)
+    out.files.sort();
+    out.skipped.sort();
+    out
+}
+
+/// [`scan`]'s files alone.
+pub fn list_files(dir: &Path) -> Result<Vec<PathBuf>> {
+    Ok(scan(dir).files)
+}
+
+/// Open a file to read it as an inbox file: never through a symbolic link, never blocking
+/// (a FIFO put in its place between listing and opening), and only when it is a regular
+/// file.
+fn open_regular(path: &Path) -> std::io::Result<File> {
+    let mut opts = std::fs::OpenOptions::new();
+    opts.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        opts.custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW);
+    }
+    let file = opts.open(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "not a regular file",
+        ));
+    }
+    Ok(file)
 }
 
 /// A platform identity for a file: device and inode on Unix.
@@ -161,7 +227,7 @@ pub fn for_each_new(
     mut f: impl FnMut(RawLine) -> Result<()>,
 ) -> Result<Scanned> {
     let ctx = || format!("reading {}", path.display());
-    let mut file = File::open(path).context(ctx)?;
+    let mut file = open_regular(path).context(ctx)?;
     let meta = file.metadata().context(ctx)?;
     let ident = identity(&meta);
     let size = meta.len();
@@ -193,7 +259,9 @@ pub fn for_each_new(
     }
 
     file.seek(SeekFrom::Start(start)).context(ctx)?;
-    let mut reader = BufReader::with_capacity(64 * 1024, &mut file);
+    // Read no further than the size seen at open: bytes a writer appends meanwhile wait
+    // for the next run, and no file can make this read go on for ever.
+    let mut reader = BufReader::with_capacity(64 * 1024, (&mut file).take(size - start));
     let mut offset = start;
     let partial_bytes;
     loop {
@@ -230,6 +298,12 @@ pub fn for_each_new(
         line_no += 1;
         let this_offset = offset;
         offset += len + 1;
+        // A UTF-8 byte order mark at the start of a file (some editors write one) is not
+        // part of the first event.
+        if this_offset == 0 && bytes.starts_with(&[0xEF, 0xBB, 0xBF]) {
+            bytes.drain(..3);
+            len -= 3;
+        }
         if bytes.last() == Some(&b'\r') && len as usize <= max_line + 1 {
             bytes.pop();
             len -= 1;
@@ -339,6 +413,40 @@ mod tests {
         assert_eq!(texts, vec!["three", "four"]);
         assert_eq!(c2.lines[0].line, 4);
         assert!(c2.restarted.is_none());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn only_regular_files_are_opened_and_never_through_a_link_or_blocking() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("f.jsonl");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+        // A FIFO with no writer: a blocking open would never return.
+        let err = for_each_new(&fifo, "f", None, 100, |_| Ok(())).unwrap_err();
+        assert!(err.to_string().contains("not a regular file"), "{err}");
+        let real = dir.path().join("real");
+        write(&real, "{}\n");
+        let link = dir.path().join("l.jsonl");
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        assert!(for_each_new(&link, "l", None, 100, |_| Ok(())).is_err());
+        let zero = dir.path().join("z.jsonl");
+        std::os::unix::fs::symlink("/dev/zero", &zero).unwrap();
+        assert!(for_each_new(&zero, "z", None, 100, |_| Ok(())).is_err());
+        let listed = scan(dir.path());
+        assert_eq!(listed.files, Vec::<PathBuf>::new());
+        assert_eq!(listed.skipped.len(), 3, "{:?}", listed.skipped);
+    }
+
+    #[test]
+    fn a_byte_order_mark_is_not_part_of_the_first_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("a.jsonl");
+        std::fs::write(&p, b"\xEF\xBB\xBFone\ntwo\n").unwrap();
+        let c = read_new(&p, "a", None, 100).unwrap();
+        assert_eq!(c.lines[0].bytes, b"one");
+        assert_eq!(c.lines[1].bytes, b"two");
+        assert_eq!(c.watermark.offset, 11);
     }
 
     #[test]

@@ -14,15 +14,17 @@ use sha2::{Digest, Sha256};
 
 use crate::edges::inbox::{self, file_key};
 use crate::edges::state;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use dream_core::config::Config;
 use dream_core::event::{self, hex};
 pub use dream_core::ingested::Ingested;
 use dream_core::ingested::Quarantined;
-use dream_core::memory::excerpt;
 use dream_core::secrets;
 
-/// Read every inbox file since its watermark and store what is new in `conn`.
+/// Read every inbox file since its watermark and store what is new in `conn`. Lines are
+/// streamed one at a time, so memory stays flat whatever a file holds. An entry that
+/// cannot be read (a symbolic link, a FIFO, a file it may not open) is skipped with why,
+/// and the other files are read as usual.
 pub fn run(
     conn: &Connection,
     root: &Path,
@@ -32,78 +34,145 @@ pub fn run(
 ) -> Result<Ingested> {
     let dir = root.join(&config.inbox.path);
     let mut out = Ingested::default();
-    for path in inbox::list_files(&dir)? {
+    let listing = inbox::scan(&dir);
+    for (path, why) in &listing.skipped {
+        skipped(&mut out, &file_key(root, path), why);
+    }
+    for path in listing.files {
         if crate::edges::sources::claims(config, root, &path) {
             continue;
         }
         let key = file_key(root, &path);
         let prev = state::watermark(conn, &key)?;
-        let chunk = inbox::read_new(&path, &key, prev.as_ref(), config.inbox.max_event_bytes)?;
+        // A failure of the state (not of the file) stops the cycle; it is kept here.
+        let mut failed: Option<Error> = None;
+        let mut excerpts = secrets::Excerpts::default();
+        let read = inbox::for_each_new(
+            &path,
+            &key,
+            prev.as_ref(),
+            config.inbox.max_event_bytes,
+            |line| {
+                let r = ingest_line(
+                    conn,
+                    config,
+                    &key,
+                    &line,
+                    cycle,
+                    now,
+                    &mut excerpts,
+                    &mut out,
+                );
+                r.map_err(|e| {
+                    failed = Some(e);
+                    Error::Other(String::new())
+                })
+            },
+        );
+        if let Some(e) = failed {
+            return Err(e);
+        }
+        let chunk = match read {
+            Ok(c) => c,
+            Err(e) => {
+                skipped(&mut out, &key, &format!("cannot be read ({e})"));
+                continue;
+            }
+        };
         out.files += 1;
         out.partial_bytes += chunk.partial_bytes;
         if let Some(why) = &chunk.restarted {
             out.restarted
                 .push(format!("{key}: {why}; read again from the start"));
         }
-        for line in &chunk.lines {
-            out.lines += 1;
-            let parsed = if line.truncated {
-                Err(format!(
-                    "line is {} bytes, over the limit of {} (inbox.max_event_bytes)",
-                    line.len, config.inbox.max_event_bytes
-                ))
-            } else {
-                event::parse_line(&line.bytes, config.inbox.max_event_bytes)
-            };
-            let reason = match parsed {
-                Err(reason) => Some(reason),
-                Ok(p) => {
-                    let hash = p.event.content_hash();
-                    match state::event_hash(conn, &p.event.id)? {
-                        Some(h) if h == hash => {
-                            out.duplicates += 1;
-                            None
-                        }
-                        Some(_) => Some(format!(
-                            "conflict: event id {:?} was already stored with different content",
-                            p.event.id
-                        )),
-                        None => {
-                            state::insert_event_hashed(
-                                conn,
-                                &p.event,
-                                &hash,
-                                &format!("{key}:{}", line.line),
-                                cycle,
-                            )?;
-                            out.new_events += 1;
-                            if !p.redacted.is_empty() {
-                                out.redacted += 1;
-                            }
-                            out.new_ids.push(p.event.id);
-                            None
-                        }
-                    }
-                }
-            };
-            if let Some(reason) = reason {
-                let q = Quarantined {
-                    file: key.clone(),
-                    line: line.line,
-                    offset: line.offset,
-                    reason,
-                    excerpt: secrets::redact(&excerpt(&String::from_utf8_lossy(&line.bytes), 200))
-                        .0,
-                    hash: hex(&Sha256::digest(&line.bytes))[..16].to_string(),
-                };
-                if state::quarantine(conn, &q, cycle, now)? {
-                    out.quarantined += 1;
-                    out.quarantine.push(q);
-                }
-            }
-        }
         out.watermarks.push(chunk.watermark);
     }
     crate::edges::sources::run(conn, root, config, cycle, now, &mut out)?;
     Ok(out)
+}
+
+/// Note an entry that was not read, in the report and the log.
+pub fn skipped(out: &mut Ingested, key: &str, why: &str) {
+    let key = secrets::shown(key, 200);
+    tracing::warn!(file = %key, "an inbox entry was not read: {why}");
+    out.skip(&key, why);
+}
+
+/// Store one line: a new event, a duplicate, or a quarantine record.
+#[allow(clippy::too_many_arguments)]
+fn ingest_line(
+    conn: &Connection,
+    config: &Config,
+    key: &str,
+    line: &inbox::RawLine,
+    cycle: &str,
+    now: DateTime<Utc>,
+    excerpts: &mut secrets::Excerpts,
+    out: &mut Ingested,
+) -> Result<()> {
+    out.lines += 1;
+    let parsed = if line.truncated {
+        Err(format!(
+            "line is {} bytes, over the limit of {} (inbox.max_event_bytes)",
+            line.len, config.inbox.max_event_bytes
+        ))
+    } else {
+        event::parse_line(&line.bytes, config.inbox.max_event_bytes)
+    };
+    let reason = match parsed {
+        Err(reason) => Some(reason),
+        Ok(p) => {
+            let hash = p.event.content_hash();
+            match state::event_hash(conn, &p.event.id)? {
+                Some(h) if h == hash => {
+                    out.duplicates += 1;
+                    None
+                }
+                Some(_) => Some(format!(
+                    "conflict: event id {:?} was already stored with different content",
+                    p.event.id
+                )),
+                None => {
+                    state::insert_event_hashed(
+                        conn,
+                        &p.event,
+                        &hash,
+                        &format!("{key}:{}", line.line),
+                        cycle,
+                    )?;
+                    out.new_events += 1;
+                    if !p.redacted.is_empty() {
+                        out.redacted += 1;
+                    }
+                    out.new_ids.push(p.event.id);
+                    None
+                }
+            }
+        }
+    };
+    if let Some(reason) = reason {
+        let q = quarantined(key, line, &reason, excerpts);
+        if state::quarantine(conn, &q, cycle, now)? {
+            out.quarantined_line(q);
+        }
+    }
+    Ok(())
+}
+
+/// The quarantine record of a line: its reason and excerpt never show a secret (S8).
+pub fn quarantined(
+    key: &str,
+    line: &inbox::RawLine,
+    reason: &str,
+    excerpts: &mut secrets::Excerpts,
+) -> Quarantined {
+    let head = &line.bytes[..line.bytes.len().min(4096)];
+    Quarantined {
+        file: secrets::shown(key, 500),
+        line: line.line,
+        offset: line.offset,
+        reason: secrets::shown(reason, 500),
+        excerpt: excerpts.of(&String::from_utf8_lossy(head), 200),
+        hash: hex(&Sha256::digest(&line.bytes))[..16].to_string(),
+    }
 }

@@ -2,7 +2,9 @@
 //! `.dream/lock`. The operating system releases it when the process dies, so there are no
 //! stale locks to clean up. Who holds it (pid, since, and the stage the cycle is in) is
 //! kept in `.dream/lock.info`, so the refusal can say so and `dream status` can show a
-//! running cycle; a dry run takes the lock but writes nothing, not even that.
+//! running cycle; a dry run takes the lock but writes nothing, not even that, and on a
+//! repository without `.dream/lock` yet it takes none (there is no state to guard, and
+//! creating the file would be a write).
 
 use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
@@ -16,7 +18,7 @@ use crate::error::{Context, Error, Result};
 /// Held for as long as this value lives.
 #[derive(Debug)]
 pub struct Lock {
-    _file: File,
+    _file: Option<File>,
     /// The note's path and its first part (`pid N, since T`), when the holder is recorded.
     info: Option<(PathBuf, String)>,
     /// Serialises note updates from the cycle's worker threads.
@@ -33,6 +35,13 @@ pub fn acquire(
     let path = dir.join("lock");
     let info = dir.join("lock.info");
     if !path.exists() {
+        if !record_holder {
+            return Ok(Lock {
+                _file: None,
+                info: None,
+                writing: Mutex::new(()),
+            });
+        }
         std::fs::create_dir_all(&dir).context(|| format!("creating {}", dir.display()))?;
     }
     let file = OpenOptions::new()
@@ -62,7 +71,7 @@ pub fn acquire(
         None
     };
     Ok(Lock {
-        _file: file,
+        _file: Some(file),
         info,
         writing: Mutex::new(()),
     })

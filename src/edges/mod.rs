@@ -2,13 +2,18 @@
 //! files, `sources` reads other agents' transcripts, `ingest` stores both in `state` (the
 //! SQLite database), `store` is the memory repository (git), `lock` the single-writer
 //! lock, `fsutil` atomic file writes, `heartbeat` what the heartbeat's rules read from the
-//! state, `units` the user's timer units and service manager. Nothing here decides what
-//! memory holds.
+//! state, `units` the user's timer units and service manager, `journal` the intent journal
+//! that makes a multi-file change all or nothing, `guard` what every writing command does
+//! first (the lock, then recovery), `crash` the test-only crash points. Nothing here decides
+//! what memory holds.
 
+pub mod crash;
 pub mod fsutil;
+pub mod guard;
 pub mod heartbeat;
 pub mod inbox;
 pub mod ingest;
+pub mod journal;
 pub mod lock;
 pub mod repo;
 pub mod sources;

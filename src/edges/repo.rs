@@ -64,6 +64,7 @@ pub fn create(dir: &Path) -> Result<bool> {
     }
     change.message = "dream: create memory repository\n\nLayout, configuration with every default, and empty memory blocks.\n".into();
     store.apply(&change)?;
+    store.exclude_private()?;
     std::fs::create_dir_all(dir.join("events"))
         .context(|| format!("creating {}/events", dir.display()))?;
     State::open(dir)?;

@@ -19,7 +19,6 @@ use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Utc};
 use rusqlite::Connection;
-use sha2::{Digest, Sha256};
 
 use crate::edges::inbox::file_key;
 use crate::edges::inbox::{self, RawLine, Scanned};
@@ -27,9 +26,8 @@ use crate::edges::state;
 use crate::error::{Context, Result};
 use dream_core::adapters::{self, capped, codex, Counts, FileCtx, Format};
 use dream_core::config::{Config, Source};
-use dream_core::event::{self, hex, Parsed};
-use dream_core::ingested::{Ingested, Quarantined, SourceReport, Watermark};
-use dream_core::memory::excerpt;
+use dream_core::event::{self, Parsed};
+use dream_core::ingested::{Ingested, SourceReport, Watermark};
 use dream_core::secrets;
 
 /// What one source gave in a cycle, for the report.
@@ -63,11 +61,29 @@ pub fn source_path(source: &Source, root: &Path) -> PathBuf {
 /// The `*.jsonl` files of a folder (recursively) or the file itself, filtered by the
 /// include and exclude globs (matched against the path relative to the folder).
 pub fn list(path: &Path, include: &[String], exclude: &[String]) -> Result<Vec<PathBuf>> {
-    let files = if path.is_file() {
-        vec![path.to_path_buf()]
+    Ok(list_all(path, include, exclude).files)
+}
+
+/// [`list`], with the entries that will not be read (see `inbox::scan`).
+pub fn list_all(path: &Path, include: &[String], exclude: &[String]) -> inbox::Listing {
+    let mut listing = if path.is_file() {
+        inbox::Listing {
+            files: vec![path.to_path_buf()],
+            skipped: Vec::new(),
+        }
     } else {
-        inbox::list_files(path)?
+        inbox::scan(path)
     };
+    listing.files = filter(path, std::mem::take(&mut listing.files), include, exclude);
+    listing
+}
+
+fn filter(
+    path: &Path,
+    files: Vec<PathBuf>,
+    include: &[String],
+    exclude: &[String],
+) -> Vec<PathBuf> {
     let compile = |globs: &[String]| -> Vec<glob::Pattern> {
         globs
             .iter()
@@ -76,21 +92,21 @@ pub fn list(path: &Path, include: &[String], exclude: &[String]) -> Result<Vec<P
     };
     let (inc, exc) = (compile(include), compile(exclude));
     if inc.is_empty() && exc.is_empty() {
-        return Ok(files);
+        return files;
     }
     let opts = glob::MatchOptions {
         case_sensitive: true,
         require_literal_separator: false,
         require_literal_leading_dot: false,
     };
-    Ok(files
+    files
         .into_iter()
         .filter(|f| {
             let rel = f.strip_prefix(path).unwrap_or(f);
             (inc.is_empty() || inc.iter().any(|p| p.matches_path_with(rel, opts)))
                 && !exc.iter().any(|p| p.matches_path_with(rel, opts))
         })
-        .collect())
+        .collect()
 }
 
 /// Whether an inbox file belongs to a configured source (a source inside the inbox folder
@@ -267,8 +283,14 @@ pub fn run(
             out.sources.push(rep);
             continue;
         }
-        for path in list(&dir, &source.include, &source.exclude)? {
+        let listing = list_all(&dir, &source.include, &source.exclude);
+        for (path, why) in &listing.skipped {
+            crate::edges::ingest::skipped(out, &file_key(root, path), why);
+        }
+        for path in listing.files {
             let key = file_key(root, &path);
+            let mut excerpts = secrets::Excerpts::default();
+            let mut failed: Option<crate::error::Error> = None;
             let prev = state::watermark(conn, &key)?;
             let mut counts = Counts::default();
             let conflicts = !source.format.is_transcript();
@@ -280,16 +302,38 @@ pub fn run(
                 max_line: config.inbox.max_event_bytes,
                 to_end: false,
             };
-            let scanned = map_file(&read, &mut counts, |line, parsed| {
-                let reason = match parsed {
-                    Ok(p) => store(conn, p, &key, line, cycle, conflicts, out, &mut rep)?,
-                    Err(reason) => Some(reason),
+            let mapped = map_file(&read, &mut counts, |line, parsed| {
+                let one = || -> Result<()> {
+                    let reason = match parsed {
+                        Ok(p) => store(conn, p, &key, line, cycle, conflicts, out, &mut rep)?,
+                        Err(reason) => Some(reason),
+                    };
+                    if let Some(reason) = reason {
+                        let q =
+                            crate::edges::ingest::quarantined(&key, line, &reason, &mut excerpts);
+                        if state::quarantine(conn, &q, cycle, now)? {
+                            rep.quarantined += 1;
+                            out.quarantined_line(q);
+                        }
+                    }
+                    Ok(())
                 };
-                if let Some(reason) = reason {
-                    quarantine(conn, &key, line, reason, cycle, now, out, &mut rep)?;
+                // A failure of the state (not of the file) stops the cycle; it is kept.
+                one().map_err(|e| {
+                    failed = Some(e);
+                    crate::error::Error::Other(String::new())
+                })
+            });
+            if let Some(e) = failed {
+                return Err(e);
+            }
+            let scanned = match mapped {
+                Ok(s) => s,
+                Err(e) => {
+                    crate::edges::ingest::skipped(out, &key, &format!("cannot be read ({e})"));
+                    continue;
                 }
-                Ok(())
-            })?;
+            };
             rep.files += 1;
             rep.counts.add(&counts);
             out.files += 1;
@@ -340,37 +384,6 @@ fn store(
             Ok(None)
         }
     }
-}
-
-#[allow(clippy::too_many_arguments)]
-fn quarantine(
-    conn: &Connection,
-    key: &str,
-    line: &RawLine,
-    reason: String,
-    cycle: &str,
-    now: DateTime<Utc>,
-    out: &mut Ingested,
-    rep: &mut SourceReport,
-) -> Result<()> {
-    let q = Quarantined {
-        file: key.to_string(),
-        line: line.line,
-        offset: line.offset,
-        reason,
-        excerpt: secrets::redact(&excerpt(
-            &String::from_utf8_lossy(&line.bytes[..line.bytes.len().min(4096)]),
-            200,
-        ))
-        .0,
-        hash: hex(&Sha256::digest(&line.bytes))[..16].to_string(),
-    };
-    if state::quarantine(conn, &q, cycle, now)? {
-        out.quarantined += 1;
-        rep.quarantined += 1;
-        out.quarantine.push(q);
-    }
-    Ok(())
 }
 
 #[cfg(test)]

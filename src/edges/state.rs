@@ -131,6 +131,15 @@ CREATE TABLE sources (
 );
 ALTER TABLE cycles ADD COLUMN heartbeat TEXT;
 "#,
+    // The commits whose publication the state recorded, for `journal` recovery: a change
+    // whose commit point is the state happened exactly when its target is listed here.
+    r#"
+CREATE TABLE applied (
+    target TEXT PRIMARY KEY,
+    kind   TEXT NOT NULL,
+    at     TEXT NOT NULL
+);
+"#,
 ];
 
 /// Vectors are keyed by `events.seq * MODEL_SLOTS + embedding_models.id` in a rowid table
@@ -789,6 +798,18 @@ pub fn quarantine(
     Ok(n > 0)
 }
 
+/// Quarantine text as it may be shown: redacted again on the way out, so a row stored by
+/// an older dream (whose reasons echoed a bad field's value) never shows a secret.
+fn shown(text: String) -> String {
+    dream_core::secrets::shown(&text, 500)
+}
+
+/// [`shown`] for an excerpt, which also masks random-looking runs.
+fn shown_excerpt(text: String) -> String {
+    dream_core::secrets::quarantine_excerpt(&text, 500)
+}
+
+/// The latest quarantined lines, newest first.
 pub fn quarantined(conn: &Connection, limit: usize) -> Result<Vec<Quarantined>> {
     let mut stmt = conn
         .prepare("SELECT file, line, offset, reason, excerpt, hash FROM quarantine ORDER BY seq DESC LIMIT ?1")
@@ -796,11 +817,11 @@ pub fn quarantined(conn: &Connection, limit: usize) -> Result<Vec<Quarantined>> 
     let rows = stmt
         .query_map([limit as i64], |r| {
             Ok(Quarantined {
-                file: r.get(0)?,
+                file: shown(r.get(0)?),
                 line: r.get::<_, i64>(1)? as u64,
                 offset: r.get::<_, i64>(2)? as u64,
-                reason: r.get(3)?,
-                excerpt: r.get(4)?,
+                reason: shown(r.get(3)?),
+                excerpt: shown_excerpt(r.get(4)?),
                 hash: r.get(5)?,
             })
         })
@@ -1130,11 +1151,11 @@ pub fn quarantined_since(
             let at: String = r.get(6)?;
             Ok((
                 Quarantined {
-                    file: r.get(0)?,
+                    file: shown(r.get(0)?),
                     line: r.get::<_, i64>(1)? as u64,
                     offset: r.get::<_, i64>(2)? as u64,
-                    reason: r.get(3)?,
-                    excerpt: r.get(4)?,
+                    reason: shown(r.get(3)?),
+                    excerpt: shown_excerpt(r.get(4)?),
                     hash: r.get(5)?,
                 },
                 DateTime::parse_from_rfc3339(&at)
@@ -1159,6 +1180,91 @@ pub fn quarantined_since(
         since: since_count as u64,
         total,
     })
+}
+
+/// Replace `needle` with `replacement` in every text the state holds (events, quarantine,
+/// candidates, cycle records, vetoes), then rewrite the file so no free page keeps the old
+/// bytes (`dream purge`). Returns the rows changed.
+pub fn purge(conn: &mut Connection, needle: &str, replacement: &str) -> Result<usize> {
+    const COLUMNS: &[(&str, &[&str])] = &[
+        (
+            "events",
+            &["text", "session", "actor", "source", "meta", "origin"],
+        ),
+        ("quarantine", &["file", "reason", "excerpt"]),
+        ("candidates", &["text", "record"]),
+        ("cycles", &["report"]),
+        ("vetoes", &["text", "reason", "events"]),
+        ("watermarks", &["file"]),
+    ];
+    let tx = conn
+        .transaction()
+        .context(|| "starting the state transaction".into())?;
+    let mut changed = 0;
+    for (table, cols) in COLUMNS {
+        for col in *cols {
+            changed += tx
+                .execute(
+                    &format!("UPDATE {table} SET {col} = replace({col}, ?1, ?2) WHERE instr({col}, ?1) > 0"),
+                    params![needle, replacement],
+                )
+                .context(|| format!("purging {table}.{col}"))?;
+        }
+    }
+    crate::edges::crash::point("commit the state").context(|| "purging the state".into())?;
+    tx.commit().context(|| "purging the state".into())?;
+    conn.execute_batch("VACUUM; PRAGMA wal_checkpoint(TRUNCATE);")
+        .context(|| "compacting the state after the purge".into())?;
+    Ok(changed)
+}
+
+/// How many state rows hold `needle` (what a purge would change).
+pub fn count_containing(conn: &Connection, needle: &str) -> Result<usize> {
+    let mut n = 0;
+    for (table, cols) in [
+        ("events", "text || coalesce(session,'') || coalesce(actor,'') || coalesce(source,'') || coalesce(meta,'')"),
+        ("quarantine", "file || reason || excerpt"),
+        ("candidates", "text || record"),
+        ("cycles", "report"),
+        ("vetoes", "text || reason || events"),
+    ] {
+        let c: i64 = conn
+            .query_row(
+                &format!("SELECT COUNT(*) FROM {table} WHERE instr({cols}, ?1) > 0"),
+                [needle],
+                |r| r.get(0),
+            )
+            .context(|| format!("reading {table}"))?;
+        n += c as usize;
+    }
+    Ok(n)
+}
+
+/// Record in the transaction that the commit `target` is published (the commit point of a
+/// journaled change); only the latest hundred are kept (recovery needs the last one).
+pub fn put_applied(conn: &Connection, target: &str, kind: &str, at: DateTime<Utc>) -> Result<()> {
+    conn.execute(
+        "INSERT OR REPLACE INTO applied (target, kind, at) VALUES (?1, ?2, ?3)",
+        params![target, kind, at.to_rfc3339()],
+    )
+    .and_then(|_| {
+        conn.execute(
+            "DELETE FROM applied WHERE rowid NOT IN (SELECT rowid FROM applied ORDER BY rowid DESC LIMIT 100)",
+            [],
+        )
+    })
+    .context(|| format!("recording commit {target}"))?;
+    Ok(())
+}
+
+/// Whether the state recorded the commit `target` as published.
+pub fn is_applied(conn: &Connection, target: &str) -> Result<bool> {
+    conn.query_row("SELECT 1 FROM applied WHERE target = ?1", [target], |_| {
+        Ok(())
+    })
+    .optional()
+    .map(|r| r.is_some())
+    .context(|| format!("looking up commit {target}"))
 }
 
 /// Record a person's veto (a rejected card or an undone fact) with the events it had.

@@ -1,8 +1,12 @@
 //! The person's side (SPEC S9, S12): `oversight` sequences review decisions and undo
 //! under the lock, `trail` assembles `explain` and `log`, `verify` re-audits the whole
-//! repository, `skills` promotes and discards skill drafts.
+//! repository, `skills` promotes and discards skill drafts, `purge` takes a leaked string
+//! out of the repository, its history and the state, `rebuild` makes a new state database
+//! from the inbox and the repository.
 
 pub mod oversight;
+pub mod purge;
+pub mod rebuild;
 pub mod skills;
 pub mod trail;
 pub mod verify;

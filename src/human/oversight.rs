@@ -4,14 +4,14 @@
 //! Like `cycle` for the engine, this is where the steps are put in order; the decisions
 //! themselves are pure functions in `review` and `revert`. Every decision:
 //!
-//! 1. takes `.dream/lock` without waiting (a cycle running means exit 75, nothing written);
+//! 1. takes `.dream/lock` without waiting (a cycle running means exit 75, nothing written),
+//!    and finishes or forgets what an interrupted command left (`guard`);
 //! 2. commits hand edits first, as a cycle does, so they are never mixed into a decision;
 //! 3. re-reads the card or fact it decides on, so it never acts on a stale view;
-//! 4. records a veto in the state database *before* the commit and clears one only *after*
-//!    it: a crash in between leaves at worst a veto too many, which only sends a candidate
-//!    to review, never one too few, which could let the same evidence re-promote a fact a
-//!    person took out;
-//! 5. writes and commits through `store` (one commit, `Dream-Cycle: review-...` or
+//! 4. builds its commits in git, then publishes them through `store` in one step: when it
+//!    records or clears vetoes, the state transaction that does so is the commit point
+//!    (it also records the commit), so vetoes and the repository never disagree after a
+//!    crash; otherwise the branch moving is (one commit, `Dream-Cycle: review-...` or
 //!    `undo-...`, `Dream-Stage: review` or `undo`).
 //!
 //! Undo never moves the inbox watermark or forgets events: they stay stored and consumed,
@@ -24,10 +24,10 @@ use chrono::{DateTime, Utc};
 use dream_core::audit;
 use dream_core::config::Config;
 
-use crate::edges::lock;
 use crate::edges::state::{self, State};
-use crate::edges::store::{Change, Store};
-use crate::error::{Error, Result};
+use crate::edges::store::{Batch, Change, Point, Store};
+use crate::edges::{crash, guard, lock};
+use crate::error::{Context, Error, Result};
 use dream_core::commit::{self, Message, Stage};
 use dream_core::llm::EventView;
 use dream_core::memory::{self, Card, Memory};
@@ -134,7 +134,7 @@ impl Desk {
     /// Decide on a pending card and commit. With `expected`, refuse when the card changed
     /// since the person was shown it.
     pub fn decide(&self, id: &str, expected: Option<&Card>, req: &Request) -> Result<Decided> {
-        let _lock = lock::acquire(&self.root, true, Utc::now())?;
+        let _writer = guard::begin(&self.root, Utc::now(), Some(&self.config.inbox.path))?;
         let card = self.find(id)?;
         if let Some(seen) = expected {
             if seen != &card {
@@ -161,7 +161,9 @@ impl Desk {
                 }
             }
         };
-        record_hand_edits(&self.store, &self.session)?;
+        let mut batch = self.store.batch()?;
+        self.store.refuse_conflicts()?;
+        record_hand_edits(&self.store, &mut batch, &self.session)?;
         let today = self.now.date_naive();
         let before = self.store.load_memory(today)?;
         let mut memory = before.clone();
@@ -195,9 +197,11 @@ impl Desk {
         let commit = commit_with_vetoes(
             &self.root,
             &self.store,
+            batch,
             &change,
             applied.veto.iter().cloned().collect(),
             &[],
+            "review decision",
         )?;
         Ok(Decided {
             applied,
@@ -287,13 +291,12 @@ pub fn events_for(root: &Path, card: &Card) -> Result<Vec<EventView>> {
     Ok(events)
 }
 
-/// Commit a person's uncommitted edits first, as a cycle does, so a decision's commit
-/// holds only the decision.
-fn record_hand_edits(store: &Store, session: &str) -> Result<()> {
-    if store.is_dirty()? {
-        let paths = store.dirty_paths()?;
-        store.commit_all(&commit::hand_edits(&paths, session).render())?;
-    }
+/// Commit a person's uncommitted edits first (the batch's first commit), as a cycle does,
+/// so a decision's commit holds only the decision.
+fn record_hand_edits(store: &Store, batch: &mut Batch, session: &str) -> Result<()> {
+    store.stage_hand_edits(batch, false, |paths| {
+        commit::hand_edits(paths, session).render()
+    })?;
     Ok(())
 }
 
@@ -315,38 +318,50 @@ fn memory_change(
     change
 }
 
-/// Record vetoes, commit, then clear vetoes (see the module comment for why this order).
+/// Add the decision's commit to the batch and publish it with its vetoes (see the module
+/// comment): the vetoes' state transaction, when there is one, is the commit point.
+/// Returns the decision's commit.
 fn commit_with_vetoes(
     root: &Path,
     store: &Store,
+    mut batch: Batch,
     change: &Change,
     add: Vec<Veto>,
     clear: &[String],
+    kind: &str,
 ) -> Result<Option<String>> {
-    let mut state = if add.is_empty() && clear.is_empty() {
-        None
-    } else {
-        Some(State::open(root)?)
-    };
-    if let Some(st) = &mut state {
-        for v in &add {
-            state::put_veto(&st.conn, v)?;
-        }
-    }
     let mut change = change.clone();
     crate::agents::context::refresh_file(root, &mut change)?;
-    let result = store.apply(&change);
-    if let (Err(_), Some(st)) = (&result, &state) {
-        for v in &add {
-            let _ = state::delete_veto(&st.conn, &v.id);
-        }
-    }
-    let oid = result?;
-    if let Some(st) = &state {
-        for id in clear.iter().filter(|id| !add.iter().any(|v| &v.id == *id)) {
-            state::delete_veto(&st.conn, id)?;
-        }
-    }
+    let oid = store.stage(&mut batch, &change)?;
+    let point = if add.is_empty() && clear.is_empty() {
+        Point::Ref
+    } else {
+        let mut st = State::open(root)?;
+        let clear: Vec<String> = clear
+            .iter()
+            .filter(|id| !add.iter().any(|v| &v.id == *id))
+            .cloned()
+            .collect();
+        let kind = kind.to_string();
+        Point::State(Box::new(move |target| {
+            let tx = st
+                .conn
+                .transaction()
+                .context(|| "starting the state transaction".into())?;
+            for v in &add {
+                state::put_veto(&tx, v)?;
+            }
+            for id in &clear {
+                state::delete_veto(&tx, id)?;
+            }
+            if let Some(t) = target {
+                state::put_applied(&tx, &t.to_string(), &kind, Utc::now())?;
+            }
+            crash::point("commit the state").context(|| "committing the vetoes".into())?;
+            tx.commit().context(|| "committing the vetoes".into())
+        }))
+    };
+    store.publish(batch, kind, point)?;
     Ok(oid.map(|o| o.to_string()))
 }
 
@@ -373,8 +388,8 @@ pub fn undo_item(
     reason: Option<&str>,
     dry_run: bool,
 ) -> Result<UndoReport> {
+    let _lock = begin(root, dry_run)?;
     let store = Store::open(root)?;
-    let _lock = lock::acquire(root, !dry_run, Utc::now())?;
     let session = session_id("undo", now, &store);
     if id.starts_with("c_") {
         return undo_rejection(root, &store, now, id, &session, dry_run);
@@ -387,8 +402,10 @@ pub fn undo_item(
         .map(|(_, f)| f.id.clone())
         .find(|f| f == id || review::stem(f) == stem)
         .ok_or_else(|| not_active(&store, id))?;
+    let mut batch = store.batch()?;
+    store.refuse_conflicts()?;
     if !dry_run {
-        record_hand_edits(&store, &session)?;
+        record_hand_edits(&store, &mut batch, &session)?;
     }
     let before = store.load_memory(today)?;
     let mut memory = before.clone();
@@ -421,9 +438,20 @@ pub fn undo_item(
         cleared: Vec::new(),
     };
     if !dry_run {
-        report.commit = commit_with_vetoes(root, &store, &change, vec![u.veto], &[])?;
+        report.commit =
+            commit_with_vetoes(root, &store, batch, &change, vec![u.veto], &[], "undo")?;
     }
     Ok(report)
+}
+
+/// The lock for an undo: for writing, with recovery first (`guard`); for a dry run, the
+/// lock alone.
+fn begin(root: &Path, dry_run: bool) -> Result<lock::Lock> {
+    if dry_run {
+        return lock::acquire(root, false, Utc::now());
+    }
+    let inbox = crate::config::load(root).ok().map(|c| c.inbox.path);
+    Ok(guard::begin(root, Utc::now(), inbox.as_deref())?.lock)
 }
 
 /// The error for an id that is not an active fact, saying where it is and what to undo.
@@ -498,8 +526,9 @@ fn undo_rejection(
             "card {original} is pending again (a later cycle queued it); decide on that one with `dream review`"
         )));
     }
+    let mut batch = store.batch()?;
     if !dry_run {
-        record_hand_edits(store, session)?;
+        record_hand_edits(store, &mut batch, session)?;
     }
     let mut requeued = card.clone();
     let decided_path = card.path();
@@ -531,7 +560,8 @@ fn undo_rejection(
         cleared: vec![original.clone()],
     };
     if !dry_run {
-        report.commit = commit_with_vetoes(root, store, &change, Vec::new(), &[original])?;
+        report.commit =
+            commit_with_vetoes(root, store, batch, &change, Vec::new(), &[original], "undo")?;
     }
     Ok(report)
 }
@@ -543,8 +573,8 @@ pub fn undo_cycle(
     cycle: &str,
     dry_run: bool,
 ) -> Result<UndoReport> {
+    let _lock = begin(root, dry_run)?;
     let store = Store::open(root)?;
-    let _lock = lock::acquire(root, !dry_run, Utc::now())?;
     let session = session_id("undo", now, &store);
     let notes: Vec<audit::CommitNote> = store
         .recent_commits(HISTORY_LIMIT)?
@@ -581,8 +611,10 @@ pub fn undo_cycle(
             "cycle {cycle} only recorded a person's own edits; there is nothing of dream's to undo"
         )));
     }
+    let mut batch = store.batch()?;
+    store.refuse_conflicts()?;
     if !dry_run {
-        record_hand_edits(&store, &session)?;
+        record_hand_edits(&store, &mut batch, &session)?;
     }
     // Newest first, each onto the files as the later ones left them.
     let mut changed_by: Vec<(String, Vec<String>)> = Vec::new();
@@ -668,7 +700,15 @@ pub fn undo_cycle(
         cleared: out.cleared.clone(),
     };
     if !dry_run {
-        report.commit = commit_with_vetoes(root, &store, &change, out.vetoes, &out.cleared)?;
+        report.commit = commit_with_vetoes(
+            root,
+            &store,
+            batch,
+            &change,
+            out.vetoes,
+            &out.cleared,
+            "undo",
+        )?;
     }
     Ok(report)
 }

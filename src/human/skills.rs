@@ -15,7 +15,7 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use crate::edges::fsutil::write_atomic;
-use crate::edges::lock;
+use crate::edges::guard;
 use crate::edges::store::{Change, Store};
 use crate::error::{Context, Error, Result};
 use dream_core::config::Config;
@@ -154,7 +154,7 @@ fn check_install_target(
 /// `dream skills promote NAME`.
 pub fn promote(root: &Path, config: &Config, name: &str, now: DateTime<Utc>) -> Result<Decided> {
     check(name)?;
-    let _lock = lock::acquire(root, true, Utc::now())?;
+    let _writer = guard::begin(root, Utc::now(), Some(&config.inbox.path))?;
     let store = Store::open(root)?;
     let install_dir = config
         .skills
@@ -297,7 +297,7 @@ pub fn discard(
     now: DateTime<Utc>,
 ) -> Result<Decided> {
     check(name)?;
-    let _lock = lock::acquire(root, true, Utc::now())?;
+    let _writer = guard::begin(root, Utc::now(), Some(&config.inbox.path))?;
     let store = Store::open(root)?;
     let to = format!("{DISCARDED_DIR}/{name}");
     let draft = format!("{DRAFTS_DIR}/{name}");

@@ -53,7 +53,7 @@ const TARGET_BLOCKS: [Block; 3] = [Block::Persona, Block::Human, Block::Episodes
 /// One thing wrong with the repository.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Problem {
-    /// `mutation`, `archive`, `deleted`, `loss`, `trace`, `secret`, `counts`.
+    /// `mutation`, `archive`, `deleted`, `loss`, `trace`, `secret`, `counts`, `head`.
     pub kind: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub commit: Option<String>,
@@ -156,7 +156,7 @@ impl Snap {
             .lines()
             .map(str::to_string)
             .collect();
-        let env: BTreeMap<String, String> = std::env::vars().collect();
+        let env: BTreeMap<String, String> = crate::config::environment().unwrap_or_default();
         let config = match config_text {
             None => Config::default(),
             Some(t) => Config::parse(&t, config::FILE, &env).unwrap_or_else(|e| {
@@ -204,6 +204,11 @@ pub fn verify(root: &Path) -> Result<Verification> {
         state: State::open_read_only(root)?,
         loss: BTreeMap::new(),
     };
+    // dream commits only onto a branch: a detached HEAD, or one naming a branch that does
+    // not exist while history lives on another, is a finding (the next cycle refuses it).
+    if let Err(e) = a.store.branch() {
+        a.push(problem("head", None, None, e.to_string()));
+    }
     a.history()?;
     a.active(root)?;
     a.cycle_reports(root)?;
@@ -616,6 +621,9 @@ impl Auditor {
         if !measures::polarity_agrees(&a.text, &b.text) {
             found.push(format!("{item} and {kept} disagree in polarity, yet one was dropped as a duplicate of the other"));
         }
+        if !measures::numbers_agree(&a.text, &b.text) {
+            found.push(format!("{item} and {kept} state different numbers, yet one was dropped as a duplicate of the other"));
+        }
         let cov = measures::coverage(&a.text, [b.text.as_str()]);
         if cov.value < KEPT_COVERAGE {
             found.push(format!(
@@ -889,6 +897,11 @@ impl Auditor {
                                     "{id} was archived as a duplicate of {kept}, but their similarity is {sim:.3} (< {DUPLICATE_SIMILARITY})"
                                 ));
                             }
+                            if !measures::numbers_agree(&e.fact.text, &k.text) {
+                                found.push(format!(
+                                    "{id} was archived as a duplicate of {kept}, but they state different numbers"
+                                ));
+                            }
                         }
                     }
                 }
@@ -944,6 +957,17 @@ impl Auditor {
         let mut blocks = Vec::new();
         for b in Block::ALL {
             if let Some(text) = self.store.read(&b.path())? {
+                if let Some((line, marker)) = memory::conflict_marker(&text) {
+                    self.push(problem(
+                        "conflict",
+                        None,
+                        None,
+                        format!(
+                            "{} line {line} is a merge-conflict marker ({marker:?}); resolve the merge",
+                            b.path()
+                        ),
+                    ));
+                }
                 blocks.push(BlockFile::parse(b, &text, NaiveDate::MIN));
             }
         }
@@ -977,7 +1001,7 @@ impl Auditor {
                         "secret",
                         None,
                         fact,
-                        format!("{what} contains a secret ({name}); remove it (git history still holds it)"),
+                        format!("{what} contains a secret ({name}); remove it, then take it out of the history with `dream purge --stdin`"),
                     ));
                 }
                 if !f.id.is_empty() {

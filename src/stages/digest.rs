@@ -68,7 +68,18 @@ pub fn gather(ctx: &Ctx<'_>, tx: &Connection, work: &Work) -> Result<Digest> {
 
     let (commitments, later) = due_commitments(&work.memory, today, cfg.horizon_days);
 
-    let last_evening = if kind == "evening" {
+    // An evening cycle that found nothing new (a second run, or the rerun after a cycle
+    // that was interrupted once its work was recorded) describes the last evening cycle
+    // that did something, not its own empty run: a rerun never rewrites the digest to say
+    // "0 promoted".
+    let recorded = if kind == "evening" && work.idle {
+        state::last_cycle_of_kind(tx, "evening", ctx.opts.now)?
+    } else {
+        None
+    };
+    let last_evening = if let Some(c) = recorded {
+        Some(CycleSummary::from_report(&c.id, c.now, &c.report))
+    } else if kind == "evening" {
         let mut r = serde_json::to_value(&work.report).unwrap_or_default();
         let spend = ctx.budget.spend();
         r["tokens"] = serde_json::json!({
@@ -127,6 +138,7 @@ pub fn gather(ctx: &Ctx<'_>, tx: &Connection, work: &Work) -> Result<Digest> {
         quarantine_recent: recent.since,
         quarantine_total: recent.total,
         quarantine_days: cfg.quarantine_days,
+        not_read: work.report.ingest.skipped.clone(),
         waiting_events: if kind == "evening" {
             0
         } else {

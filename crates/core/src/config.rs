@@ -747,6 +747,49 @@ impl Config {
                 return Err(format!("key `{key}`: must be at most {max}, not {v}"));
             }
         }
+        // Upper bounds: a value past them is a typo, and would make dream allocate, loop or
+        // compute dates without end (a window of 100 million days, a 100-million-wide vector).
+        for (key, v, max) in [
+            ("cluster.window_days", c.cluster.window_days as u64, 3650),
+            (
+                "cluster.max_events_per_prompt",
+                c.cluster.max_events_per_prompt as u64,
+                10_000,
+            ),
+            (
+                "digest.quarantine_days",
+                c.digest.quarantine_days as u64,
+                3650,
+            ),
+            ("digest.horizon_days", c.digest.horizon_days as u64, 3650),
+            (
+                "retention.stale_after_days",
+                c.retention.stale_after_days as u64,
+                36_500,
+            ),
+            (
+                "retention.max_active_facts",
+                c.retention.max_active_facts as u64,
+                1_000_000,
+            ),
+            ("embed.dim", c.embed.dim as u64, 8192),
+            ("embed.batch_size", c.embed.batch_size as u64, 2048),
+            (
+                "inbox.max_event_bytes",
+                c.inbox.max_event_bytes as u64,
+                64 << 20,
+            ),
+            ("llm.concurrency", c.llm.concurrency as u64, 64),
+            ("llm.timeout_secs", c.llm.timeout_secs, 3600),
+            ("llm.max_tokens", c.llm.max_tokens, 1_000_000),
+            ("llm.max_retries", c.llm.max_retries as u64, 20),
+            ("llm.retry_backoff_ms", c.llm.retry_backoff_ms, 600_000),
+            ("skills.max_per_cycle", c.skills.max_per_cycle as u64, 1000),
+        ] {
+            if v > max {
+                return Err(format!("key `{key}`: must be at most {max}, not {v}"));
+            }
+        }
         if h.gate_min_candidates == 0 {
             return Err("key `heartbeat.gate_min_candidates`: must be at least 1".into());
         }
@@ -812,6 +855,7 @@ impl CycleKind {
 }
 
 const SECTIONS: &[&str] = &[
+    "cycles",
     "inbox",
     "llm",
     "embed",
@@ -824,6 +868,14 @@ const SECTIONS: &[&str] = &[
     "context",
     "heartbeat",
 ];
+
+/// Whether an environment variable's name sets a `dream.toml` key (`DREAM_<SECTION>_...`).
+pub fn is_config_var(name: &str) -> bool {
+    name.strip_prefix("DREAM_").is_some_and(|rest| {
+        let lower = rest.to_ascii_lowercase();
+        SECTIONS.iter().any(|s| lower.starts_with(&format!("{s}_")))
+    })
+}
 
 /// Apply `DREAM_<SECTION>_<KEY>` variables to the table; returns which keys they set.
 fn apply_env(
@@ -843,15 +895,38 @@ fn apply_env(
             continue;
         };
         let key = lower[section.len() + 1..].to_string();
-        let value = parse_env_value(raw);
-        let entry = table
-            .entry(section.to_string())
-            .or_insert_with(|| toml::Value::Table(toml::Table::new()));
-        let Some(section_table) = entry.as_table_mut() else {
-            return Err(format!("`{section}` must be a table"));
+        // Keys of the tables inside a section: `DREAM_CYCLES_EVENING_REFLECT`,
+        // `DREAM_RETENTION_BLOCK_WEIGHTS_PERSONA`.
+        let (path, key) = match (*section, key.as_str()) {
+            ("cycles", k) => match k.split_once('_') {
+                Some((kind, rest)) if CycleKind::parse(kind).is_some() => {
+                    (vec![section.to_string(), kind.to_string()], rest.to_string())
+                }
+                _ => {
+                    return Err(format!(
+                        "environment variable {var}: name a cycle and a key, such as DREAM_CYCLES_EVENING_DIGEST or DREAM_CYCLES_MORNING_REFLECT"
+                    ))
+                }
+            },
+            ("retention", k) if k.starts_with("block_weights_") => (
+                vec![section.to_string(), "block_weights".to_string()],
+                k["block_weights_".len()..].to_string(),
+            ),
+            _ => (vec![section.to_string()], key),
         };
-        section_table.insert(key.clone(), value);
-        set.insert(format!("{section}.{key}"), var.clone());
+        let value = parse_env_value(raw);
+        let mut at = &mut *table;
+        for name in &path {
+            let entry = at
+                .entry(name.clone())
+                .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+            let Some(t) = entry.as_table_mut() else {
+                return Err(format!("`{}` must be a table", path.join(".")));
+            };
+            at = t;
+        }
+        at.insert(key.clone(), value);
+        set.insert(format!("{}.{key}", path.join(".")), var.clone());
     }
     Ok(set)
 }
@@ -989,6 +1064,70 @@ mod tests {
             .to_string();
         assert!(
             err.contains("unknown key") && err.contains("folder"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn values_out_of_range_are_refused_by_name() {
+        for (text, key) in [
+            (
+                "[cluster]\nwindow_days = 100000000\n",
+                "cluster.window_days",
+            ),
+            (
+                "[digest]\nquarantine_days = 4294967295\n",
+                "digest.quarantine_days",
+            ),
+            ("[embed]\ndim = 100000000\n", "embed.dim"),
+            ("[llm]\nconcurrency = 100000\n", "llm.concurrency"),
+        ] {
+            let err = parse(text).unwrap_err().to_string();
+            assert!(
+                err.contains(&format!("key `{key}`: must be at most")),
+                "{err}"
+            );
+        }
+    }
+
+    #[test]
+    fn cycle_profiles_and_block_weights_can_be_set_from_the_environment() {
+        let mut env = BTreeMap::new();
+        env.insert(
+            "DREAM_CYCLES_EVENING_DIGEST".to_string(),
+            "true".to_string(),
+        );
+        env.insert(
+            "DREAM_CYCLES_MORNING_REFLECT".to_string(),
+            "true".to_string(),
+        );
+        env.insert(
+            "DREAM_RETENTION_BLOCK_WEIGHTS_SCRATCH".to_string(),
+            "0.5".to_string(),
+        );
+        let c = Config::parse("", "dream.toml", &env).unwrap();
+        assert!(c.cycles.evening.digest && c.cycles.morning.reflect);
+        assert!(
+            c.cycles.evening.reflect,
+            "the other keys keep their defaults"
+        );
+        assert_eq!(c.retention.block_weights.scratch, 0.5);
+        let mut env = BTreeMap::new();
+        env.insert("DREAM_CYCLES_NIGHT_DIGEST".to_string(), "true".to_string());
+        let err = Config::parse("", "dream.toml", &env)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("DREAM_CYCLES_NIGHT_DIGEST"), "{err}");
+        let mut env = BTreeMap::new();
+        env.insert(
+            "DREAM_CYCLES_EVENING_DIGESTS".to_string(),
+            "true".to_string(),
+        );
+        let err = Config::parse("", "dream.toml", &env)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("cycles.evening.digests") && err.contains("DREAM_CYCLES_EVENING_DIGESTS"),
             "{err}"
         );
     }

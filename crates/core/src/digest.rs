@@ -170,6 +170,9 @@ pub struct Digest {
     pub waiting_events: u64,
     /// The heartbeat's warnings on the digest's day (see `heartbeat`), listed first.
     pub warnings: Vec<crate::heartbeat::Warning>,
+    /// Inbox entries this cycle could not read (`path: why`): a symbolic link, a FIFO, a
+    /// file it may not open. The other files were read.
+    pub not_read: Vec<String>,
 }
 
 /// A `key: value` of a `---` front matter (quotes around the value removed).
@@ -373,6 +376,7 @@ impl Digest {
             + self.commitments.len()
             + self.drafts.len()
             + usize::from(self.quarantine_recent > 0)
+            + usize::from(!self.not_read.is_empty())
             + self
                 .last_evening
                 .as_ref()
@@ -419,6 +423,13 @@ impl Digest {
                 self.quarantine_recent,
                 "quarantined input line",
                 "quarantined input lines",
+            ));
+        }
+        if !self.not_read.is_empty() {
+            parts.push(plural(
+                self.not_read.len() as u64,
+                "inbox entry not read",
+                "inbox entries not read",
             ));
         }
         if let Some(e) = &self.last_evening {
@@ -509,6 +520,7 @@ impl Digest {
         self.render_drafts(&mut o);
         self.render_evening(&mut o);
         self.render_quarantine(&mut o);
+        self.render_not_read(&mut o);
         while o.ends_with("\n\n") {
             o.pop();
         }
@@ -650,7 +662,13 @@ impl Digest {
     }
 
     fn render_evening(&self, o: &mut String) {
-        let this = self.kind == "evening";
+        // An evening digest shows its own cycle, or (when that one found nothing new) the
+        // last evening cycle that did; "this" only when that cycle ran today.
+        let this = self.kind == "evening"
+            && self
+                .last_evening
+                .as_ref()
+                .is_none_or(|e| e.now.date_naive() == self.date);
         let _ = writeln!(
             o,
             "## {}\n",
@@ -720,6 +738,26 @@ impl Digest {
             if rows.len() > MAX_DECISIONS {
                 let _ = writeln!(o, "- and {} more", rows.len() - MAX_DECISIONS);
             }
+        }
+        o.push('\n');
+    }
+
+    fn render_not_read(&self, o: &mut String) {
+        if self.not_read.is_empty() {
+            return;
+        }
+        let _ = writeln!(
+            o,
+            "## Inbox entries not read
+"
+        );
+        let _ = writeln!(
+            o,
+            "dream reads only regular files in the inbox; these were skipped (the other files \
+             were read). Replace each with a regular file, or remove it.\n"
+        );
+        for n in &self.not_read {
+            let _ = writeln!(o, "- {}", quoted(n, 200));
         }
         o.push('\n');
     }
@@ -925,6 +963,7 @@ mod tests {
             quarantine_recent: 0,
             quarantine_total: 0,
             quarantine_days: 7,
+            not_read: vec![],
             waiting_events: 0,
             warnings: vec![],
         }

@@ -189,7 +189,12 @@ pub fn parse_line(bytes: &[u8], max_bytes: usize) -> Result<Parsed, String> {
 pub fn from_object(mut obj: Map<String, Value>) -> Result<Parsed, String> {
     let ts_raw = required_str(&obj, "ts")?;
     let ts = DateTime::parse_from_rfc3339(ts_raw)
-        .map_err(|e| format!("`ts` is not an RFC 3339 timestamp ({ts_raw:?}: {e})"))?
+        .map_err(|e| {
+            format!(
+                "`ts` is not an RFC 3339 timestamp ({:?}: {e})",
+                secrets::shown(ts_raw, 60)
+            )
+        })?
         .with_timezone(&Utc);
     let kind = required_str(&obj, "kind")?.to_string();
     if kind.is_empty()
@@ -199,44 +204,79 @@ pub fn from_object(mut obj: Map<String, Value>) -> Result<Parsed, String> {
             .all(|c| c.is_ascii_lowercase() || c == '_' || c == '-')
     {
         return Err(format!(
-            "`kind` must be a lower-case word such as message or tool_call, not {kind:?}"
+            "`kind` must be a lower-case word such as message or tool_call, not {:?}",
+            secrets::shown(&kind, 60)
         ));
     }
     let raw_text = required_str(&obj, "text")?.to_string();
     if raw_text.trim().is_empty() {
         return Err("`text` is empty".into());
     }
-    let session = optional_str(&obj, "session")?;
-    let actor = optional_str(&obj, "actor")?;
-    let source = optional_str(&obj, "source")?;
+    // Every free-text field is redacted like the text (S8): a secret pasted as a session
+    // or source name is stored, shown and committed as a marker.
+    let mut redacted = Vec::new();
+    let mut clean = |v: Option<String>| {
+        v.map(|v| {
+            let (c, found) = secrets::redact(&v);
+            redacted.extend(found);
+            c
+        })
+    };
+    let session = clean(optional_str(&obj, "session")?);
+    let actor = clean(optional_str(&obj, "actor")?);
+    let source = clean(optional_str(&obj, "source")?);
     let trust = match optional_str(&obj, "trust")? {
         Some(t) => Trust::parse(&t).ok_or_else(|| {
-            format!("`trust` must be one of owner, agent, tool, external, not {t:?}")
+            format!(
+                "`trust` must be one of owner, agent, tool, external, not {:?}",
+                secrets::shown(&t, 60)
+            )
         })?,
         None => default_trust(&kind, actor.as_deref()),
     };
     let recalled = match obj.get("recalled") {
         None | Some(Value::Null) => false,
         Some(Value::Bool(b)) => *b,
-        Some(other) => return Err(format!("`recalled` must be true or false, not {other}")),
+        Some(other) => {
+            return Err(format!(
+                "`recalled` must be true or false, not {}",
+                secrets::shown(&other.to_string(), 60)
+            ))
+        }
     };
     let mut meta = match obj.remove("meta") {
         None | Some(Value::Null) => None,
         Some(v @ Value::Object(_)) => Some(v),
-        Some(other) => return Err(format!("`meta` must be a JSON object, not {other}")),
+        Some(other) => {
+            return Err(format!(
+                "`meta` must be a JSON object, not {}",
+                secrets::shown(&other.to_string(), 60)
+            ))
+        }
     };
 
-    let (text, mut redacted) = secrets::redact(&raw_text);
+    let (text, found) = secrets::redact(&raw_text);
+    redacted.extend(found);
     if let Some(m) = meta.as_mut() {
         redacted.extend(secrets::redact_json(m));
     }
+    let derived = || derive_id(&ts, &kind, session.as_deref(), actor.as_deref(), &text);
     let id = match obj.get("id") {
-        None | Some(Value::Null) => {
-            derive_id(&ts, &kind, session.as_deref(), actor.as_deref(), &text)
+        None | Some(Value::Null) => derived(),
+        // An id that carries a secret is replaced by the id derived from the content, as
+        // for an event without one (a marker would make every such id the same).
+        Some(Value::String(s)) if !secrets::find(s).is_empty() => {
+            redacted.extend(secrets::find(s).iter().map(|f| f.detector));
+            derived()
         }
         Some(Value::String(s)) if !s.trim().is_empty() => s.clone(),
         Some(Value::Number(n)) => n.to_string(),
-        Some(other) => return Err(format!("`id` must be a non-empty string, not {other}")),
+        Some(other) => {
+            return Err(format!(
+                "`id` must be a non-empty string, not {}",
+                secrets::shown(&other.to_string(), 60)
+            ))
+        }
     };
     if id.chars().count() > MAX_ID_CHARS || id.chars().any(char::is_control) {
         return Err(format!(
@@ -270,7 +310,10 @@ fn required_str<'a>(obj: &'a Map<String, Value>, key: &str) -> Result<&'a str, S
     match obj.get(key) {
         None | Some(Value::Null) => Err(format!("missing required field `{key}`")),
         Some(Value::String(s)) => Ok(s),
-        Some(other) => Err(format!("`{key}` must be a string, not {other}")),
+        Some(other) => Err(format!(
+            "`{key}` must be a string, not {}",
+            secrets::shown(&other.to_string(), 60)
+        )),
     }
 }
 
@@ -279,7 +322,10 @@ fn optional_str(obj: &Map<String, Value>, key: &str) -> Result<Option<String>, S
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) if s.is_empty() => Ok(None),
         Some(Value::String(s)) => Ok(Some(s.clone())),
-        Some(other) => Err(format!("`{key}` must be a string, not {other}")),
+        Some(other) => Err(format!(
+            "`{key}` must be a string, not {}",
+            secrets::shown(&other.to_string(), 60)
+        )),
     }
 }
 

@@ -297,7 +297,7 @@ fn failed(cycles: &[Seen], out: &mut Vec<Warning>) {
                 c.now.format("%Y-%m-%d %H:%M UTC")
             ),
             format!(
-                "run it by hand to see it again (`dream run --cycle {} -v`); the repository and                  state are as the last good cycle left them, and the next run redoes the work",
+                "run it by hand to see it again (`dream run --cycle {} -v`); the repository and state are as the last good cycle left them, and the next run redoes the work",
                 c.kind
             ),
         ));

@@ -21,6 +21,10 @@ pub struct Ingested {
     pub partial_bytes: u64,
     /// Files read again from their start, and why.
     pub restarted: Vec<String>,
+    /// Inbox entries not read, each `path: why` (a symbolic link, a FIFO, a file that
+    /// cannot be read); the other files were read as usual.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub skipped: Vec<String>,
     /// What each `[[inbox.sources]]` entry gave.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub sources: Vec<SourceReport>,
@@ -28,8 +32,27 @@ pub struct Ingested {
     pub new_ids: Vec<String>,
     #[serde(skip)]
     pub watermarks: Vec<Watermark>,
+    /// The first [`Ingested::KEEP_QUARANTINED`] lines quarantined by this run (all of them
+    /// are in the state database; a garbage file of millions of lines is not held here).
     #[serde(skip)]
     pub quarantine: Vec<Quarantined>,
+}
+
+impl Ingested {
+    pub const KEEP_QUARANTINED: usize = 100;
+
+    /// Count a quarantined line, keeping the first few for the report.
+    pub fn quarantined_line(&mut self, q: Quarantined) {
+        self.quarantined += 1;
+        if self.quarantine.len() < Self::KEEP_QUARANTINED {
+            self.quarantine.push(q);
+        }
+    }
+
+    /// Note an inbox entry that was not read.
+    pub fn skip(&mut self, path: &str, why: &str) {
+        self.skipped.push(format!("{path}: {why}"));
+    }
 }
 
 #[derive(Debug, Clone, Default, Serialize)]

@@ -259,6 +259,21 @@ pub fn vocabulary<'a>(sources: impl IntoIterator<Item = &'a str>) -> HashSet<Str
     vocab
 }
 
+/// The numbers a text states: its tokens that hold a digit (`17`, `2026`, `3rd`), as a
+/// set.
+pub fn numbers(text: &str) -> BTreeSet<String> {
+    tokens(text)
+        .into_iter()
+        .filter(|t| t.chars().any(|c| c.is_ascii_digit()))
+        .collect()
+}
+
+/// Whether two texts state the same numbers. However alike their other words, "Hand note
+/// 17" and "Hand note 18", or "2 cats" and "3 cats", are never the same fact.
+pub fn numbers_agree(a: &str, b: &str) -> bool {
+    numbers(a) == numbers(b)
+}
+
 /// `|A & B| / min(|A|, |B|)` over content-token sets: a restatement that adds words is
 /// still the same fact. Zero when either side has no content words.
 pub fn similarity(a: &str, b: &str) -> f64 {

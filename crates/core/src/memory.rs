@@ -11,7 +11,7 @@
 //! hand edits are never clobbered; a list item without metadata is a hand-written fact.
 //! This module parses and renders; it never touches the disk (that is `store`).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt::Write as _;
 
 use chrono::{DateTime, NaiveDate, Utc};
@@ -243,7 +243,11 @@ impl Fact {
             put(&mut meta, k, v);
         }
         put_list(&mut meta, "ev", &self.support);
-        format!("- {} <!--{} -->", one_line(&self.text), meta)
+        // The text as written, white space collapsed: a comment a person put in their
+        // line (`- Another <!-- -->`) stays as they wrote it (the metadata comment is the
+        // last one on the line, which is what parsing reads).
+        let text = self.text.split_whitespace().collect::<Vec<_>>().join(" ");
+        format!("- {text} <!--{} -->", meta)
     }
 
     /// Parse a list item; `None` when the line is not a list item. A list item without
@@ -325,6 +329,7 @@ impl BlockFile {
     }
 
     pub fn parse(block: Block, text: &str, today: NaiveDate) -> BlockFile {
+        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
         let mut lines = Vec::new();
         let mut in_fence = false;
         for raw in text.lines() {
@@ -459,23 +464,126 @@ impl Memory {
         self.len() == 0
     }
 
-    /// Give every hand-written fact (no id yet) an id; returns the ids given.
+    /// Give every hand-written fact (no id yet) an id; returns the ids given. Linear in the
+    /// number of facts, however many lines a person pasted (the same line pasted a
+    /// thousand times included).
     pub fn adopt_hand_written(&mut self) -> Vec<String> {
-        let mut taken: Vec<String> = self.facts().map(|(_, f)| f.id.clone()).collect();
+        let mut ids = Ids::new(self.facts().map(|(_, f)| f.id.clone()));
         let mut adopted = Vec::new();
         for bf in &mut self.blocks {
             let category = guess_category_for_block(bf.block);
             for f in bf.facts_mut() {
                 if f.id.is_empty() {
-                    f.id = unique_id(text_id("f", &f.text), &taken);
+                    f.id = ids.fresh(text_id("f", &f.text));
                     f.category = category.to_string();
-                    taken.push(f.id.clone());
                     adopted.push(f.id.clone());
                 }
             }
         }
         adopted
     }
+
+    /// Two active lines with the same id (a line copied by hand, a merge): the first keeps
+    /// the id; a later copy with the same text is removed, a later one with other text is
+    /// the person's own fact and gets an id of its own (`by=owner`). Returns what was done,
+    /// one sentence each, for the commit.
+    pub fn resolve_duplicate_ids(&mut self) -> Vec<String> {
+        let mut seen: HashMap<String, String> = HashMap::new();
+        let mut dups = false;
+        for (_, f) in self.facts() {
+            if !f.id.is_empty() && seen.insert(f.id.clone(), f.text.clone()).is_some() {
+                dups = true;
+            }
+        }
+        if !dups {
+            return Vec::new();
+        }
+        let mut ids = Ids::new(self.facts().map(|(_, f)| f.id.clone()));
+        let mut first: HashMap<String, String> = HashMap::new();
+        let mut lines = Vec::new();
+        for bf in &mut self.blocks {
+            let mut keep = Vec::with_capacity(bf.lines.len());
+            for line in std::mem::take(&mut bf.lines) {
+                let Line::Fact(mut f) = line else {
+                    keep.push(line);
+                    continue;
+                };
+                if f.id.is_empty() {
+                    keep.push(Line::Fact(f));
+                    continue;
+                }
+                match first.get(&f.id) {
+                    None => {
+                        first.insert(f.id.clone(), f.text.clone());
+                        keep.push(Line::Fact(f));
+                    }
+                    Some(text) if measures::normalize(text) == measures::normalize(&f.text) => {
+                        lines.push(format!(
+                            "removed    a second line with id {} and the same text (a copy)",
+                            f.id
+                        ));
+                    }
+                    Some(_) => {
+                        let old = f.id.clone();
+                        f.id = ids.fresh(text_id("f", &f.text));
+                        f.origin = Origin::Owner;
+                        lines.push(format!(
+                            "re-id      {}  a second line with id {old} says something else: it is the person's own fact",
+                            f.id
+                        ));
+                        keep.push(Line::Fact(f));
+                    }
+                }
+            }
+            bf.lines = keep;
+        }
+        lines
+    }
+}
+
+/// Ids in use, handing out fresh ones (`id`, `id-2`, `id-3`, ...) in constant time each.
+struct Ids {
+    taken: HashSet<String>,
+    next: HashMap<String, usize>,
+}
+
+impl Ids {
+    fn new(ids: impl Iterator<Item = String>) -> Ids {
+        Ids {
+            taken: ids.filter(|i| !i.is_empty()).collect(),
+            next: HashMap::new(),
+        }
+    }
+
+    fn fresh(&mut self, id: String) -> String {
+        let chosen = if !self.taken.contains(&id) {
+            id
+        } else {
+            let n = self.next.entry(id.clone()).or_insert(2);
+            loop {
+                let c = format!("{id}-{n}");
+                *n += 1;
+                if !self.taken.contains(&c) {
+                    break c;
+                }
+            }
+        };
+        self.taken.insert(chosen.clone());
+        chosen
+    }
+}
+
+/// The first line of a text that is a git merge-conflict marker (1-based), if any: a
+/// memory file in the middle of a merge is not read as memory.
+pub fn conflict_marker(text: &str) -> Option<(usize, String)> {
+    text.lines().enumerate().find_map(|(i, l)| {
+        let marker = l.starts_with("<<<<<<< ")
+            || l == "<<<<<<<"
+            || l == "======="
+            || l.starts_with(">>>>>>> ")
+            || l == ">>>>>>>";
+        marker.then(|| (i + 1, l.chars().take(40).collect()))
+    })
 }
 
 fn guess_category_for_block(block: Block) -> &'static str {
@@ -486,14 +594,16 @@ fn guess_category_for_block(block: Block) -> &'static str {
     }
 }
 
-/// `id`, or `id-2`, `id-3`... when taken.
+/// `id`, or `id-2`, `id-3`... when taken (one call; [`Memory::adopt_hand_written`] hands
+/// out many in constant time each).
 pub fn unique_id(id: String, taken: &[String]) -> String {
-    if !taken.contains(&id) {
+    let taken: HashSet<&str> = taken.iter().map(String::as_str).collect();
+    if !taken.contains(id.as_str()) {
         return id;
     }
     (2..)
         .map(|n| format!("{id}-{n}"))
-        .find(|c| !taken.contains(c))
+        .find(|c| !taken.contains(c.as_str()))
         .expect("some suffix is free")
 }
 
@@ -902,6 +1012,66 @@ mod tests {
         bf = mem.blocks.remove(0);
         assert!(bf.render().contains("Some intro a person wrote."));
         assert!(bf.render().contains("- not a fact"));
+    }
+
+    #[test]
+    fn a_comment_in_a_hand_written_line_is_kept_as_written() {
+        let bf = BlockFile::parse(Block::Human, "- Another <!-- -->\n", day("2026-11-29"));
+        let mut mem = Memory::new(vec![bf]);
+        mem.adopt_hand_written();
+        let line = mem.blocks[0].render();
+        assert!(line.starts_with("- Another <!-- --> <!-- id=f_"), "{line}");
+        let again = BlockFile::parse(Block::Human, &line, day("2026-11-29"));
+        assert_eq!(again.facts().next().unwrap().text, "Another <!-- -->");
+        assert_eq!(again.render(), line);
+    }
+
+    #[test]
+    fn the_same_line_pasted_many_times_gets_ids_in_linear_time() {
+        let text: String = (0..20_000).map(|_| "- Water the plants.\n").collect();
+        let mut mem = Memory::new(vec![BlockFile::parse(
+            Block::Human,
+            &text,
+            day("2026-11-29"),
+        )]);
+        let ids = mem.adopt_hand_written();
+        assert_eq!(ids.len(), 20_000);
+        let unique: HashSet<&String> = ids.iter().collect();
+        assert_eq!(unique.len(), 20_000);
+        assert_eq!(ids[2], format!("{}-3", ids[0]));
+    }
+
+    #[test]
+    fn duplicate_ids_keep_the_first_drop_copies_and_re_id_the_rest() {
+        let line = |t: &str| {
+            format!("- {t} <!-- id=f_1 cat=identity by=auto first=2026-01-01 last=2026-01-01 -->\n")
+        };
+        let text = format!(
+            "{}{}{}",
+            line("I live in Lisbon."),
+            line("I live in Lisbon."),
+            line("I live in Porto.")
+        );
+        let mut mem = Memory::new(vec![BlockFile::parse(
+            Block::Human,
+            &text,
+            day("2026-11-29"),
+        )]);
+        let lines = mem.resolve_duplicate_ids();
+        assert_eq!(lines.len(), 2, "{lines:?}");
+        let facts: Vec<&Fact> = mem.blocks[0].facts().collect();
+        assert_eq!(facts.len(), 2);
+        assert_eq!(facts[0].id, "f_1");
+        assert_ne!(facts[1].id, "f_1");
+        assert_eq!(facts[1].origin, Origin::Owner);
+        assert!(mem.resolve_duplicate_ids().is_empty());
+    }
+
+    #[test]
+    fn merge_conflict_markers_are_found() {
+        assert_eq!(conflict_marker("# Human\n- a\n"), None);
+        let t = "# Human\n<<<<<<< HEAD\n- a\n=======\n- b\n>>>>>>> other\n";
+        assert_eq!(conflict_marker(t).unwrap().0, 2);
     }
 
     #[test]

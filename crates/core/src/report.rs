@@ -264,6 +264,9 @@ impl Report {
         for r in &i.restarted {
             let _ = writeln!(o, "              {r}");
         }
+        for r in &i.skipped {
+            let _ = writeln!(o, "              not read: {r}");
+        }
         for s in &i.sources {
             let _ = writeln!(o, "              {}", s.summary());
         }

@@ -56,8 +56,10 @@ pub struct Near {
     pub same_polarity: bool,
     /// Euclidean distance between the two texts' vectors, when the embedder's are used.
     pub distance: Option<f64>,
-    /// The candidate restates the fact ([`restates`]).
+    /// The candidate restates the fact ([`restates`]); never across different numbers.
     pub restates: bool,
+    /// Both state the same numbers (see [`measures::numbers_agree`]).
+    pub same_numbers: bool,
 }
 
 /// How candidates are compared with facts: S6 similarity, and the vectors of an embedder
@@ -96,7 +98,7 @@ pub fn s6_agrees(
 }
 
 /// Whether a candidate restates a fact (and so reinforces it): the S6 measures agree
-/// ([`s6_agrees`]), and either the two share their content words (S6 similarity >=
+/// ([`s6_agrees`], and the two state the same numbers: `agree` says both), and either the two share their content words (S6 similarity >=
 /// `promote.reinforce_similarity`) or their vectors lie within the embedder's restatement
 /// distance (`within`; none for an embedder whose distances were never measured).
 pub fn restates(
@@ -136,6 +138,7 @@ pub fn nearest_cached(
     let query = measures::Prepared::new(text);
     let query_entities = measures::entity_keys(text);
     let query_vector = rule.vectors.and_then(|(w, v)| Some((w, v, v.get(text)?)));
+    let numbers = measures::numbers(text);
     let mut out: Vec<Near> = Vec::new();
     for (_, f) in memory.facts() {
         let fact = cache.get(&f.text);
@@ -154,12 +157,14 @@ pub fn nearest_cached(
         if similarity <= 0.0 && !close {
             continue;
         }
-        let agrees = s6_agrees(
-            &query,
-            fact,
-            &query_entities,
-            &measures::entity_keys(&f.text),
-        );
+        let same_numbers = numbers == measures::numbers(&f.text);
+        let agrees = same_numbers
+            && s6_agrees(
+                &query,
+                fact,
+                &query_entities,
+                &measures::entity_keys(&f.text),
+            );
         out.push(Near {
             fact_id: f.id.clone(),
             similarity,
@@ -172,6 +177,7 @@ pub fn nearest_cached(
                 distance,
                 within,
             ),
+            same_numbers,
         });
     }
     out.sort_by(|a, b| {
@@ -428,6 +434,7 @@ mod tests {
             same_polarity: true,
             distance: None,
             restates: sim >= 0.9,
+            same_numbers: true,
         }
     }
 

@@ -9,13 +9,24 @@ use std::sync::LazyLock;
 
 use regex::{Regex, RegexSet};
 
+/// See [`Detector::check`].
+type Check = fn(&str, usize, &str) -> Option<(usize, usize)>;
+
 struct Detector {
     name: &'static str,
     re: Regex,
     /// Which capture group holds the secret itself (0 = the whole match). Assignments keep
     /// their key name (`password=` stays) so the text still reads sensibly.
     group: usize,
+    /// A check the match must also pass (a checksum, a mix of characters, a nearby word),
+    /// for shapes a pattern alone would confuse with ordinary text: given `(text, start,
+    /// match)`, the byte range of the secret within the match, if there is one.
+    check: Option<Check>,
 }
+
+/// Names of environment-style variables whose value is a secret: the name ends with one
+/// of these (so `GITHUB_TOKEN` and `DATABASE_PASSWORD` are secrets, `MAX_TOKENS` is not).
+const SECRET_NAME_ENDINGS: &str = "PASSWORD|PASSWD|PASS|PWD|PASSPHRASE|SECRET|SECRET_KEY|SECRET_ACCESS_KEY|TOKEN|AUTH_TOKEN|API_KEY|APIKEY|ACCESS_KEY|PRIVATE_KEY|SIGNING_KEY|ENCRYPTION_KEY|MASTER_KEY|ACCOUNT_KEY|CLIENT_SECRET|CREDENTIALS|CREDENTIAL|DSN|CONNECTION_STRING";
 
 static DETECTORS: LazyLock<Vec<Detector>> = LazyLock::new(|| {
     // Word boundaries are ASCII (`(?-u:\b)`): secrets are ASCII, and a Unicode boundary
@@ -25,16 +36,21 @@ static DETECTORS: LazyLock<Vec<Detector>> = LazyLock::new(|| {
         name,
         re: Regex::new(pattern).expect("detector pattern compiles"),
         group,
+        check: None,
+    };
+    let checked = |name, pattern: &str, group, check| Detector {
+        check: Some(check),
+        ..d(name, pattern, group)
     };
     vec![
         d(
             "private-key",
-            r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|$)",
+            r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----[\s\S]*?(?:-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|$)",
             0,
         ),
         d(
             "aws-access-key",
-            r"(?-u:\b)(?:AKIA|ASIA|AGPA|AIDA|AROA)[0-9A-Z]{16}(?-u:\b)",
+            r"(?-u:\b)(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|APKA)[0-9A-Z]{16}(?-u:\b)",
             0,
         ),
         d(
@@ -55,12 +71,22 @@ static DETECTORS: LazyLock<Vec<Detector>> = LazyLock::new(|| {
         ),
         d(
             "gitlab-token",
-            r"(?-u:\b)glpat-[A-Za-z0-9_\-]{20,}(?-u:\b)",
+            r"(?-u:\b)gl(?:pat|ptt|dt|rt)-[A-Za-z0-9_\-]{20,}(?-u:\b)",
             0,
         ),
         d(
             "slack-token",
-            r"(?-u:\b)xox[abposr]-[A-Za-z0-9-]{10,}(?-u:\b)",
+            r"(?-u:\b)xox[abposre]-[A-Za-z0-9-]{10,}(?-u:\b)",
+            0,
+        ),
+        d(
+            "slack-webhook",
+            r"https?://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/\-]{8,}",
+            0,
+        ),
+        d(
+            "discord-webhook",
+            r"https?://(?:[a-z]+\.)?discord(?:app)?\.com/api/webhooks/[0-9]+/[A-Za-z0-9_\-]{20,}",
             0,
         ),
         d(
@@ -74,9 +100,73 @@ static DETECTORS: LazyLock<Vec<Detector>> = LazyLock::new(|| {
             0,
         ),
         d(
+            "google-oauth-token",
+            r"(?-u:\b)ya29\.[0-9A-Za-z_\-]{20,}",
+            0,
+        ),
+        d(
             "huggingface-token",
             r"(?-u:\b)hf_[A-Za-z0-9]{30,}(?-u:\b)",
             0,
+        ),
+        d("npm-token", r"(?-u:\b)npm_[A-Za-z0-9]{36}(?-u:\b)", 0),
+        d(
+            "pypi-token",
+            r"(?-u:\b)pypi-AgEIcHlwaS5vcmc[A-Za-z0-9_\-]{40,}",
+            0,
+        ),
+        d(
+            "sendgrid-key",
+            r"(?-u:\b)SG\.[A-Za-z0-9_\-]{16,32}\.[A-Za-z0-9_\-]{16,64}",
+            0,
+        ),
+        d("twilio-key", r"(?-u:\b)SK[0-9a-fA-F]{32}(?-u:\b)", 0),
+        d("mailgun-key", r"(?-u:\b)key-[0-9a-zA-Z]{32}(?-u:\b)", 0),
+        d(
+            "digitalocean-token",
+            r"(?-u:\b)do[opr]_v1_[a-f0-9]{64}(?-u:\b)",
+            0,
+        ),
+        d(
+            "shopify-token",
+            r"(?-u:\b)shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}(?-u:\b)",
+            0,
+        ),
+        d(
+            "databricks-token",
+            r"(?-u:\b)dapi[a-f0-9]{32}(?:-[0-9])?(?-u:\b)",
+            0,
+        ),
+        d(
+            "linear-key",
+            r"(?-u:\b)lin_(?:api|oauth)_[A-Za-z0-9]{32,}(?-u:\b)",
+            0,
+        ),
+        d(
+            "square-token",
+            r"(?-u:\b)(?:sq0atp|sq0csp|EAAA)[0-9A-Za-z_\-]{22,60}(?-u:\b)",
+            0,
+        ),
+        d(
+            "telegram-bot-token",
+            r"(?-u:\b)[0-9]{8,10}:AA[A-Za-z0-9_\-]{33}(?-u:\b)",
+            0,
+        ),
+        d("vault-token", r"(?-u:\b)hv[sbr]\.[A-Za-z0-9_\-]{24,}", 0),
+        d(
+            "age-secret-key",
+            r"(?-u:\b)AGE-SECRET-KEY-1[0-9A-Z]{58}(?-u:\b)",
+            0,
+        ),
+        d(
+            "azure-storage-key",
+            r"(?i)(?:AccountKey|SharedAccessKey)\s*=\s*([A-Za-z0-9+/]{20,}={0,2})",
+            1,
+        ),
+        d(
+            "azure-sas-signature",
+            r"(?i)(?-u:\b)sig=([A-Za-z0-9%+/]{30,}(?:%3D|=)*)",
+            1,
         ),
         d(
             "jwt",
@@ -89,22 +179,140 @@ static DETECTORS: LazyLock<Vec<Detector>> = LazyLock::new(|| {
             1,
         ),
         d(
+            "basic-auth",
+            r"(?i)authorization[\x22']?\s*[:=]\s*[\x22']?basic\s+([A-Za-z0-9+/]{8,}={0,2})",
+            1,
+        ),
+        d(
             "url-credentials",
             r"(?i)(?-u:\b)[a-z][a-z0-9+.-]*://[^/\s:@]+:([^/\s@]{3,})@",
             1,
         ),
         d(
+            "env-secret",
+            &format!(
+                r#"(?m)(?:^|[\s;,'"(\[{{])(?:export\s+)?[A-Z][A-Z0-9_]*(?:{SECRET_NAME_ENDINGS})["']?\s*[:=]\s*["']?([^\s"'$<{{][^\s"']{{3,}})"#
+            ),
+            1,
+        ),
+        d(
             "password",
-            r#"(?i)(?-u:\b)(?:password|passwd|pwd|passphrase)["']?\s*(?:[:=]|(?-u:\b)is(?-u:\b))\s*["']?([^\s"',;]{4,})"#,
+            r#"(?i)(?:(?-u:\b)|_)(?:password|passwd|pwd|passphrase)["']?\s*(?:[:=]|(?-u:\b)is(?-u:\b))\s*["']?([^\s"',;$][^\s"',;]{3,})"#,
             1,
         ),
         d(
             "secret-assignment",
-            r#"(?i)(?-u:\b)[a-z0-9_]*(?:api_?key|secret|token|access_?key|client_?secret)["']?\s*[:=]\s*["']?([A-Za-z0-9_\-\./+=]{16,})"#,
+            r#"(?i)(?-u:\b)[a-z0-9_\-]*(?:api[_\-]?key|secret|token|access[_\-]?key|client[_\-]?secret)["']?\s*[:=]\s*["']?([A-Za-z0-9_\-\./+=]{16,})"#,
             1,
+        ),
+        checked(
+            "aws-secret-key",
+            r"(?:^|[^A-Za-z0-9/+=])([A-Za-z0-9/+]{40})(?:$|[^A-Za-z0-9/+=])",
+            1,
+            bare_aws_secret,
+        ),
+        checked(
+            "credit-card",
+            r"(?-u:\b)(?:[0-9][ \-]?){12,18}[0-9](?-u:\b)",
+            0,
+            card_number,
         ),
     ]
 });
+
+/// A bare 40-character AWS secret: base64 with upper case, lower case and digits, and
+/// either a `/` or `+` in it or the word "aws" or "secret" just before it (a git commit id
+/// is 40 hexadecimal digits in one case, so it never qualifies).
+fn bare_aws_secret(text: &str, start: usize, s: &str) -> Option<(usize, usize)> {
+    let has = |f: fn(&u8) -> bool| s.as_bytes().iter().any(f);
+    if !(has(u8::is_ascii_uppercase) && has(u8::is_ascii_lowercase) && has(u8::is_ascii_digit)) {
+        return None;
+    }
+    if has(|b| *b == b'/' || *b == b'+') {
+        return Some((0, s.len()));
+    }
+    let mut from = start.saturating_sub(80);
+    while !text.is_char_boundary(from) {
+        from -= 1;
+    }
+    let before = text[from..start].to_ascii_lowercase();
+    (before.contains("aws") || before.contains("secret")).then_some((0, s.len()))
+}
+
+/// A payment card number: 13 to 19 digits (spaces or dashes between groups), a known
+/// issuer prefix, and a valid Luhn checksum. The run of digit groups the pattern found
+/// may hold more than the card (`order 12 4111 1111 1111 1111`): the longest run of whole
+/// groups that is a card, leftmost first, is the secret.
+fn card_number(_: &str, _: usize, s: &str) -> Option<(usize, usize)> {
+    let mut groups = Vec::new();
+    let mut at = None;
+    for (i, c) in s.char_indices() {
+        match (c.is_ascii_digit(), at) {
+            (true, None) => at = Some(i),
+            (false, Some(b)) => {
+                groups.push((b, i));
+                at = None;
+            }
+            _ => {}
+        }
+    }
+    if let Some(b) = at {
+        groups.push((b, s.len()));
+    }
+    for first in 0..groups.len() {
+        for last in (first..groups.len()).rev() {
+            let (from, to) = (groups[first].0, groups[last].1);
+            if is_card(&s[from..to]) {
+                return Some((from, to));
+            }
+        }
+    }
+    None
+}
+
+fn is_card(s: &str) -> bool {
+    let digits: Vec<u32> = s.chars().filter_map(|c| c.to_digit(10)).collect();
+    if !(13..=19).contains(&digits.len()) {
+        return false;
+    }
+    let prefix = |n: usize| digits[..n].iter().fold(0u32, |a, d| a * 10 + d);
+    let issuer = digits[0] == 4
+        || (51..=55).contains(&prefix(2))
+        || (2221..=2720).contains(&prefix(4))
+        || matches!(prefix(2), 34 | 37 | 36 | 38 | 35 | 65)
+        || prefix(4) == 6011
+        || (644..=649).contains(&prefix(3))
+        || (300..=305).contains(&prefix(3));
+    if !issuer {
+        return false;
+    }
+    let sum: u32 = digits
+        .iter()
+        .rev()
+        .enumerate()
+        .map(|(i, &d)| {
+            if i % 2 == 1 {
+                let x = d * 2;
+                if x > 9 {
+                    x - 9
+                } else {
+                    x
+                }
+            } else {
+                d
+            }
+        })
+        .sum();
+    sum.is_multiple_of(10)
+}
+
+/// How many kinds of secret the detectors know (each has a name in the markers).
+pub fn shapes() -> Vec<&'static str> {
+    let mut names: Vec<&'static str> = DETECTORS.iter().map(|d| d.name).collect();
+    names.sort_unstable();
+    names.dedup();
+    names
+}
 
 /// What a detector found: its name and the byte range of the secret.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -137,13 +345,20 @@ pub fn find(text: &str) -> Vec<Finding> {
             if m.as_str().starts_with(MARKER_PREFIX) || m.as_str().contains("redacted") {
                 continue;
             }
-            if found.iter().any(|f| m.start() < f.end && f.start < m.end()) {
+            let (start, end) = match det.check {
+                None => (m.start(), m.end()),
+                Some(check) => match check(text, m.start(), m.as_str()) {
+                    Some((a, b)) => (m.start() + a, m.start() + b),
+                    None => continue,
+                },
+            };
+            if found.iter().any(|f| start < f.end && f.start < end) {
                 continue;
             }
             found.push(Finding {
                 detector: det.name,
-                start: m.start(),
-                end: m.end(),
+                start,
+                end,
             });
         }
     }
@@ -174,6 +389,92 @@ pub fn redact(text: &str) -> (String, Vec<&'static str>) {
     (out, names)
 }
 
+/// `text` redacted, for a message that shows a value (a quarantine reason, a file name):
+/// secrets become markers before the rest is cut to `max` characters.
+pub fn shown(text: &str, max: usize) -> String {
+    cut(&redact(text).0, max)
+}
+
+fn cut(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_string();
+    }
+    let cut: String = text.chars().take(max.saturating_sub(1)).collect();
+    format!("{cut}…")
+}
+
+/// An excerpt of a line that could not be read as an event, for quarantine (and the
+/// digest that lists it): the whole line is redacted before it is cut, so a secret across
+/// the cut is still found whole, and any long run of mixed letters and digits (a key the
+/// detectors do not know, a line of a PEM block) is masked too: such a line is garbage to
+/// dream, and only its shape helps a person find it.
+pub fn quarantine_excerpt(raw: &str, max: usize) -> String {
+    let one_line = raw.split_whitespace().collect::<Vec<_>>().join(" ");
+    cut(&mask_high_entropy(&redact(&one_line).0), max)
+}
+
+/// Follows the lines of one file that are quarantined, so the body of a PEM private key
+/// pasted over several lines (each line is garbage on its own) is masked whole, from its
+/// `BEGIN` line to its `END` line.
+#[derive(Debug, Default, Clone)]
+pub struct Excerpts {
+    in_key: bool,
+}
+
+impl Excerpts {
+    /// The excerpt of the next quarantined line (see [`quarantine_excerpt`]).
+    pub fn of(&mut self, raw: &str, max: usize) -> String {
+        let begins = raw.contains("-----BEGIN") && raw.contains("PRIVATE KEY");
+        let ends = raw.contains("-----END");
+        if self.in_key {
+            self.in_key = !ends;
+            return "[redacted:private-key]".into();
+        }
+        if begins && !ends {
+            self.in_key = true;
+        }
+        quarantine_excerpt(raw, max)
+    }
+}
+
+/// A marker in place of every run of 24 or more characters of the base64 alphabet that
+/// mixes letters and digits (or upper and lower case with `/`, `+`), as random keys do.
+pub fn mask_high_entropy(text: &str) -> String {
+    const MIN: usize = 24;
+    let bytes = text.as_bytes();
+    let in_run = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'=' | b'_' | b'-');
+    let mut out = String::with_capacity(text.len());
+    let mut i = 0;
+    let mut copied = 0;
+    while i < bytes.len() {
+        if !in_run(bytes[i]) {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < bytes.len() && in_run(bytes[i]) {
+            i += 1;
+        }
+        let run = &bytes[start..i];
+        if run.len() < MIN || text[..start].ends_with(MARKER_PREFIX) {
+            continue;
+        }
+        let digits = run.iter().filter(|b| b.is_ascii_digit()).count();
+        let upper = run.iter().any(u8::is_ascii_uppercase);
+        let lower = run.iter().any(u8::is_ascii_lowercase);
+        let letters = run.iter().any(u8::is_ascii_alphabetic);
+        let random = (digits >= 2 && letters)
+            || (upper && lower && run.iter().any(|b| matches!(b, b'+' | b'/')));
+        if random {
+            out.push_str(&text[copied..start]);
+            out.push_str("[redacted:high-entropy]");
+            copied = i;
+        }
+    }
+    out.push_str(&text[copied..]);
+    out
+}
+
 /// Redact every string inside a JSON value (used for `meta`).
 pub fn redact_json(value: &mut serde_json::Value) -> Vec<&'static str> {
     let mut names = Vec::new();
@@ -191,6 +492,23 @@ pub fn redact_json(value: &mut serde_json::Value) -> Vec<&'static str> {
             }
         }
         serde_json::Value::Object(map) => {
+            // A key can carry a secret too (`{"ghp_...": true}`): it is renamed.
+            let keys: Vec<String> = map
+                .keys()
+                .filter(|k| !find(k).is_empty())
+                .cloned()
+                .collect();
+            for k in keys {
+                let (clean, found) = redact(&k);
+                names.extend(found);
+                if let Some(v) = map.remove(&k) {
+                    let mut key = clean;
+                    while map.contains_key(&key) {
+                        key.push('_');
+                    }
+                    map.insert(key, v);
+                }
+            }
             for (_, item) in map.iter_mut() {
                 names.extend(redact_json(item));
             }
@@ -265,6 +583,84 @@ mod tests {
         assert!(
             clean.starts_with("     3→export KEY=[redacted:github-token]"),
             "{clean}"
+        );
+    }
+
+    #[test]
+    fn every_detector_finds_its_shape() {
+        let table = [
+            ("DATABASE_PASSWORD=correct-horse-42", "env-secret"),
+            ("export GITHUB_TOKEN=abcd1234efgh", "env-secret"),
+            ("db_password: hunter2hunter", "password"),
+            ("DefaultEndpointsProtocol=https;AccountName=acme;AccountKey=Zm9vYmFyYmF6cXV4Zm9vYmFyYmF6cXV4Zm9vYmFyYmF6cXV4MTIzNA==;EndpointSuffix=core.windows.net", "azure-storage-key"),
+            ("https://acme.blob.core.windows.net/c?sv=2022-11-02&sig=AbCdEfGhIjKlMnOpQrStUvWxYz0123456789%2B%2F%3D", "azure-sas-signature"),
+            ("npm token npm_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789", "npm-token"),
+            ("SG.AbCdEfGhIjKlMnOpQrStUv.WxYz0123456789AbCdEfGhIjKlMnOpQrStUvWxYz01234", "sendgrid-key"),
+            ("twilio SK0123456789abcdef0123456789abcdef", "twilio-key"),
+            ("post to https://hooks.slack.com/services/T0AAAAAAA/B0BBBBBBB/XxXxXxXxXxXxXxXxXxXxXxXx", "slack-webhook"),
+            ("https://discord.com/api/webhooks/123456789012345678/AbCdEfGhIjKlMnOpQrStUvWxYz_0123456789", "discord-webhook"),
+            ("the secret is wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY ok", "aws-secret-key"),
+            ("card 4111 1111 1111 1111 exp 12/29", "credit-card"),
+            ("oops 13 4111 1111 1111 1111", "credit-card"),
+            ("pypi-AgEIcHlwaS5vcmcCJDAwMDAwMDAwLTAwMDAtMDAwMC0wMDAwLTAwMDAwMDAwMDAwMAACKlszLCJhYmMiXQ", "pypi-token"),
+            ("dop_v1_0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", "digitalocean-token"),
+            ("shpat_0123456789abcdef0123456789abcdef", "shopify-token"),
+            ("key-0123456789abcdefABCDEF0123456789", "mailgun-key"),
+            ("bot 1234567890:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsawZ", "telegram-bot-token"),
+            ("ya29.a0AfH6SMBx0123456789abcdefghijklmnop", "google-oauth-token"),
+            ("hvs.CAESIJ0123456789abcdefghijklmnopqrstuv", "vault-token"),
+            ("AGE-SECRET-KEY-1QQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQ", "age-secret-key"),
+            ("Authorization: Basic dXNlcjpwYXNzd29yZA==", "basic-auth"),
+            ("dapi0123456789abcdef0123456789abcdef", "databricks-token"),
+            ("lin_api_0123456789abcdefABCDEF0123456789abcdefAB", "linear-key"),
+            ("sq0atp-0123456789abcdefABCDEF", "square-token"),
+            ("glpat-AbCdEfGhIjKlMnOpQrSt", "gitlab-token"),
+            ("xoxb-123456789012-abcdefghijkl", "slack-token"),
+            ("AIzaSyA0123456789abcdefghijklmnopqrstuv", "google-api-key"),
+            ("hf_AbCdEfGhIjKlMnOpQrStUvWxYz012345", "huggingface-token"),
+            ("sk-ant-api03-AbCdEfGhIjKlMnOpQrStUvWxYz", "anthropic-key"),
+            ("eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U", "jwt"),
+            ("x-api-key: abcdef0123456789abcdef", "secret-assignment"),
+            ("-----BEGIN PGP PRIVATE KEY BLOCK-----\nlQOYBF\n-----END PGP PRIVATE KEY BLOCK-----", "private-key"),
+            ("-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA", "private-key"),
+        ];
+        for (input, detector) in table {
+            let (clean, names) = redact(input);
+            assert_eq!(names, vec![detector], "redact({input:?}) -> {clean}");
+        }
+        assert!(shapes().len() >= 30, "{:?}", shapes());
+    }
+
+    #[test]
+    fn lookalikes_are_left_alone() {
+        for text in [
+            "commit 3f786850e387550fdab836ed7e6dc881de23001b fixed it",
+            "MAX_TOKENS=1024 and DREAM_BUDGET_TOKENS_PER_CYCLE=50000",
+            "order 1234567890123456 shipped",
+            "card 4111 1111 1111 1112 (not a valid checksum)",
+            "the basic functionality works",
+            "PRIMARY_KEY=id SORT_KEY=name",
+            "PASSWORD=$DB_PASSWORD from the environment",
+            "call me at +1 415 555 2671",
+            "path /home/user/projects/dream/crates/core/src/secrets.rs",
+        ] {
+            assert_eq!(redact(text), (text.to_string(), vec![]), "{text}");
+        }
+    }
+
+    #[test]
+    fn excerpts_are_redacted_before_they_are_cut_and_mask_unknown_keys() {
+        let line = format!(
+            "{}ghp_abcdefghijklmnopqrstuvwxyz0123456789",
+            "x ".repeat(95)
+        );
+        let e = quarantine_excerpt(&line, 200);
+        assert!(!e.contains("ghp_abc"), "{e}");
+        let pem_body = "MIIEowIBAAKCAQEA0Z3VS5JJcds3xfn/ygWyF8PbnGy0AHB7MhgHcTz6sE2I2yPB";
+        assert!(!quarantine_excerpt(pem_body, 200).contains("MIIEow"));
+        assert_eq!(
+            quarantine_excerpt("not json at all", 200),
+            "not json at all"
         );
     }
 

@@ -9,7 +9,7 @@
 //! The engine's own backstops go through the same gates. Nothing here does I/O or reads a
 //! clock: the cycle's day comes in as an argument.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use chrono::NaiveDate;
 
@@ -265,6 +265,20 @@ pub fn check_drop(p: &Drop, before: &Before, ledger: &Ledger) -> Checked {
                 "similarity {sim:.3} of {item_id} and {kept_id} is below {DUPLICATE_SIMILARITY}: not the same fact"
             ));
         }
+        let numbers = measures::numbers_agree(&item.text, &kept.text);
+        c.measure(
+            "numbers",
+            if numbers { "the same" } else { "differ" },
+            "the same",
+            numbers,
+        );
+        if !numbers {
+            c.refuse(format!(
+                "{item_id} and {kept_id} state different numbers ({} vs {}): not the same fact",
+                show_numbers(&item.text),
+                show_numbers(&kept.text)
+            ));
+        }
         let same = measures::polarity_agrees(&item.text, &kept.text);
         c.measure(
             "polarity",
@@ -470,6 +484,15 @@ pub fn new_proper_nouns(text: &str, sources: &[&str]) -> Vec<String> {
         .into_iter()
         .filter(|n| !written.contains(n) && !written_bases.contains(&base(n)))
         .collect()
+}
+
+fn show_numbers(text: &str) -> String {
+    let n = measures::numbers(text);
+    if n.is_empty() {
+        "none".into()
+    } else {
+        n.into_iter().collect::<Vec<_>>().join(", ")
+    }
 }
 
 fn quoted(items: &[String]) -> String {
@@ -740,22 +763,97 @@ pub fn check_forget(
     (c, verified)
 }
 
-/// Pairs of active facts the engine measures as duplicates: similarity >= 0.9 and the same
-/// polarity, each pair once, most similar first.
+/// The most duplicate partners the engine lists per fact: enough to drop every copy of a
+/// line pasted many times onto its first occurrence, without listing the n² pairs of n
+/// copies (2,000 copies of a line made two million pairs and minutes of checks).
+pub const MAX_PARTNERS: usize = 3;
+
+/// Pairs of active facts the engine measures as duplicates: similarity >= 0.9, the same
+/// polarity and the same numbers ("Hand note 17" and "Hand note 18" are two facts), each
+/// pair once, most similar first; each fact keeps its [`MAX_PARTNERS`] most similar
+/// partners (the earliest in file order on ties).
 pub fn duplicate_pairs(memory: &Memory) -> Vec<(String, String, f64)> {
-    let facts: Vec<(&Fact, BTreeSet<String>)> = memory
-        .facts()
-        .map(|(_, f)| (f, measures::content_tokens(&f.text)))
+    let all: Vec<&Fact> = memory.facts().map(|(_, f)| f).collect();
+    let mut pairs = Vec::new();
+    // Copies first: facts with the same normalised text pair with the first of them
+    // (similarity 1, the same polarity and numbers), so a line pasted n times costs n,
+    // not n² comparisons; only the first of each text is compared with the others.
+    let mut copies: HashMap<String, Vec<usize>> = HashMap::new();
+    let mut order = Vec::new();
+    for (i, f) in all.iter().enumerate() {
+        let key = measures::normalize(&f.text);
+        let entry = copies.entry(key.clone()).or_default();
+        if entry.is_empty() {
+            order.push(key);
+        }
+        entry.push(i);
+    }
+    let mut reps = Vec::new();
+    for key in &order {
+        let group = &copies[key];
+        // The copy the engine keeps of any pair of them (see [`engine_direction`]).
+        let keep = *group
+            .iter()
+            .max_by_key(|&&i| keep_rank(all[i]))
+            .expect("a group has a member");
+        for &i in group.iter().filter(|&&i| i != keep) {
+            let (a, b) = (all[keep].id.clone(), all[i].id.clone());
+            pairs.push(if a < b { (a, b, 1.0) } else { (b, a, 1.0) });
+        }
+        reps.push(keep);
+    }
+    reps.sort_unstable();
+    // Facts that state different numbers are never duplicates: only facts with the same
+    // numbers are compared (one group per set of numbers).
+    let mut groups: BTreeMap<BTreeSet<String>, Vec<usize>> = BTreeMap::new();
+    for &i in &reps {
+        groups
+            .entry(measures::numbers(&all[i].text))
+            .or_default()
+            .push(i);
+    }
+    for members in groups.values().filter(|m| m.len() > 1) {
+        similar_pairs(&all, members, &mut pairs);
+    }
+    pairs.sort_by(|a, b| b.2.total_cmp(&a.2).then(a.0.cmp(&b.0)).then(a.1.cmp(&b.1)));
+    pairs
+}
+
+/// The pairs at >= 0.9 among `members` (indexes into `all`), each member keeping its
+/// [`MAX_PARTNERS`] best.
+fn similar_pairs(all: &[&Fact], members: &[usize], pairs: &mut Vec<(String, String, f64)>) {
+    // Each text tokenised once (a pair is compared by counts, then polarity).
+    let facts: Vec<(&Fact, BTreeSet<String>, measures::Prepared)> = members
+        .iter()
+        .map(|&i| {
+            let f = all[i];
+            (
+                f,
+                measures::content_tokens(&f.text),
+                measures::Prepared::new(&f.text),
+            )
+        })
         .collect();
     // Shared-token counts through an inverted index: only pairs that share a word are
     // ever looked at.
     let mut index: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
-    for (i, (_, tokens)) in facts.iter().enumerate() {
+    for (i, (_, tokens, _)) in facts.iter().enumerate() {
         for t in tokens {
             index.entry(t.as_str()).or_default().push(i);
         }
     }
-    let mut pairs = Vec::new();
+    // Each fact's best partners so far: (similarity, partner), best first.
+    let mut best: Vec<Vec<(f64, usize)>> = vec![Vec::new(); facts.len()];
+    let offer = |list: &mut Vec<(f64, usize)>, sim: f64, other: usize| {
+        let at = list
+            .iter()
+            .position(|(s, o)| sim > *s || (sim == *s && other < *o))
+            .unwrap_or(list.len());
+        if at < MAX_PARTNERS {
+            list.insert(at, (sim, other));
+            list.truncate(MAX_PARTNERS);
+        }
+    };
     let mut shared = vec![0usize; facts.len()];
     for i in 0..facts.len() {
         let mut touched = Vec::new();
@@ -769,19 +867,28 @@ pub fn duplicate_pairs(memory: &Memory) -> Vec<(String, String, f64)> {
                 }
             }
         }
+        touched.sort_unstable();
         for j in touched {
             let smaller = facts[i].1.len().min(facts[j].1.len());
-            let sim = shared[j] as f64 / smaller as f64;
+            let sim = round3(shared[j] as f64 / smaller as f64);
             shared[j] = 0;
             if sim >= DUPLICATE_SIMILARITY
-                && measures::polarity_agrees(&facts[i].0.text, &facts[j].0.text)
+                && measures::polarity_agrees_prepared(&facts[i].2, &facts[j].2)
             {
-                pairs.push((facts[i].0.id.clone(), facts[j].0.id.clone(), round3(sim)));
+                offer(&mut best[i], sim, j);
+                offer(&mut best[j], sim, i);
             }
         }
     }
-    pairs.sort_by(|a, b| b.2.total_cmp(&a.2).then(a.0.cmp(&b.0)).then(a.1.cmp(&b.1)));
-    pairs
+    let mut seen = BTreeSet::new();
+    for (i, list) in best.iter().enumerate() {
+        for &(sim, j) in list {
+            let (a, b) = (i.min(j), i.max(j));
+            if seen.insert((a, b)) {
+                pairs.push((facts[a].0.id.clone(), facts[b].0.id.clone(), sim));
+            }
+        }
+    }
 }
 
 /// Which fact of a duplicate pair the engine keeps: the one that holds more of the other's
@@ -790,20 +897,31 @@ pub fn duplicate_pairs(memory: &Memory) -> Vec<(String, String, f64)> {
 pub fn engine_direction<'a>(a: &'a Fact, b: &'a Fact) -> (&'a Fact, &'a Fact) {
     let a_by_b = measures::coverage(&a.text, [b.text.as_str()]).value;
     let b_by_a = measures::coverage(&b.text, [a.text.as_str()]).value;
-    let key = |f: &Fact, covers_other: f64| {
-        (
-            (covers_other * 1000.0).round() as i64,
-            f.origin == Origin::Owner,
-            f.support.len(),
-            std::cmp::Reverse(f.first_seen),
-            std::cmp::Reverse(f.id.clone()),
-        )
-    };
+    let key = |f: &Fact, covers_other: f64| ((covers_other * 1000.0).round() as i64, keep_rank(f));
     if key(a, b_by_a) >= key(b, a_by_b) {
         (b, a)
     } else {
         (a, b)
     }
+}
+
+/// Between two facts that hold each other's words equally, the one kept: the owner's,
+/// then the one with more support, then the older, then the smaller id.
+#[allow(clippy::type_complexity)]
+fn keep_rank(
+    f: &Fact,
+) -> (
+    bool,
+    usize,
+    std::cmp::Reverse<chrono::NaiveDate>,
+    std::cmp::Reverse<String>,
+) {
+    (
+        f.origin == Origin::Owner,
+        f.support.len(),
+        std::cmp::Reverse(f.first_seen),
+        std::cmp::Reverse(f.id.clone()),
+    )
 }
 
 /// The block the engine moves a scratch fact to, by category: identity, preferences and
