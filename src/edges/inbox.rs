@@ -17,7 +17,8 @@ use sha2::{Digest, Sha256};
 
 use crate::error::{Context, Result};
 use dream_core::event::{hex, Event};
-use dream_core::ingested::Watermark;
+use dream_core::ingested::{Ingested, Quarantined, Watermark};
+use dream_core::secrets;
 
 /// The key a file's watermark is stored under: its path relative to the repo when inside it.
 pub fn file_key(root: &Path, path: &Path) -> String {
@@ -378,6 +379,31 @@ pub fn append(path: &Path, events: &[Event]) -> Result<()> {
         .context(ctx)?;
     let _ = FileExt::unlock(&file);
     Ok(())
+}
+
+/// Note an entry that was not read, in the report and the log.
+pub fn skipped(out: &mut Ingested, key: &str, why: &str) {
+    let key = secrets::shown(key, 200);
+    tracing::warn!(file = %key, "an inbox entry was not read: {why}");
+    out.skip(&key, why);
+}
+
+/// The quarantine record of a line: its reason and excerpt never show a secret (S8).
+pub fn quarantined(
+    key: &str,
+    line: &RawLine,
+    reason: &str,
+    excerpts: &mut secrets::Excerpts,
+) -> Quarantined {
+    let head = &line.bytes[..line.bytes.len().min(4096)];
+    Quarantined {
+        file: secrets::shown(key, 500),
+        line: line.line,
+        offset: line.offset,
+        reason: secrets::shown(reason, 500),
+        excerpt: excerpts.of(&String::from_utf8_lossy(head), 200),
+        hash: hex(&Sha256::digest(&line.bytes))[..16].to_string(),
+    }
 }
 
 #[cfg(test)]

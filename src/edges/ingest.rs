@@ -10,15 +10,13 @@ use std::path::Path;
 
 use chrono::{DateTime, Utc};
 use rusqlite::Connection;
-use sha2::{Digest, Sha256};
 
 use crate::edges::inbox::{self, file_key};
 use crate::edges::state;
 use crate::error::{Error, Result};
 use dream_core::config::Config;
-use dream_core::event::{self, hex};
+use dream_core::event;
 pub use dream_core::ingested::Ingested;
-use dream_core::ingested::Quarantined;
 use dream_core::secrets;
 
 /// Read every inbox file since its watermark and store what is new in `conn`. Lines are
@@ -36,7 +34,7 @@ pub fn run(
     let mut out = Ingested::default();
     let listing = inbox::scan(&dir);
     for (path, why) in &listing.skipped {
-        skipped(&mut out, &file_key(root, path), why);
+        inbox::skipped(&mut out, &file_key(root, path), why);
     }
     for path in listing.files {
         if crate::edges::sources::claims(config, root, &path) {
@@ -75,7 +73,7 @@ pub fn run(
         let chunk = match read {
             Ok(c) => c,
             Err(e) => {
-                skipped(&mut out, &key, &format!("cannot be read ({e})"));
+                inbox::skipped(&mut out, &key, &format!("cannot be read ({e})"));
                 continue;
             }
         };
@@ -89,13 +87,6 @@ pub fn run(
     }
     crate::edges::sources::run(conn, root, config, cycle, now, &mut out)?;
     Ok(out)
-}
-
-/// Note an entry that was not read, in the report and the log.
-pub fn skipped(out: &mut Ingested, key: &str, why: &str) {
-    let key = secrets::shown(key, 200);
-    tracing::warn!(file = %key, "an inbox entry was not read: {why}");
-    out.skip(&key, why);
 }
 
 /// Store one line: a new event, a duplicate, or a quarantine record.
@@ -151,28 +142,10 @@ fn ingest_line(
         }
     };
     if let Some(reason) = reason {
-        let q = quarantined(key, line, &reason, excerpts);
+        let q = inbox::quarantined(key, line, &reason, excerpts);
         if state::quarantine(conn, &q, cycle, now)? {
             out.quarantined_line(q);
         }
     }
     Ok(())
-}
-
-/// The quarantine record of a line: its reason and excerpt never show a secret (S8).
-pub fn quarantined(
-    key: &str,
-    line: &inbox::RawLine,
-    reason: &str,
-    excerpts: &mut secrets::Excerpts,
-) -> Quarantined {
-    let head = &line.bytes[..line.bytes.len().min(4096)];
-    Quarantined {
-        file: secrets::shown(key, 500),
-        line: line.line,
-        offset: line.offset,
-        reason: secrets::shown(reason, 500),
-        excerpt: excerpts.of(&String::from_utf8_lossy(head), 200),
-        hash: hex(&Sha256::digest(&line.bytes))[..16].to_string(),
-    }
 }

@@ -285,7 +285,7 @@ pub fn run(
         }
         let listing = list_all(&dir, &source.include, &source.exclude);
         for (path, why) in &listing.skipped {
-            crate::edges::ingest::skipped(out, &file_key(root, path), why);
+            inbox::skipped(out, &file_key(root, path), why);
         }
         for path in listing.files {
             let key = file_key(root, &path);
@@ -309,8 +309,7 @@ pub fn run(
                         Err(reason) => Some(reason),
                     };
                     if let Some(reason) = reason {
-                        let q =
-                            crate::edges::ingest::quarantined(&key, line, &reason, &mut excerpts);
+                        let q = inbox::quarantined(&key, line, &reason, &mut excerpts);
                         if state::quarantine(conn, &q, cycle, now)? {
                             rep.quarantined += 1;
                             out.quarantined_line(q);
@@ -330,7 +329,7 @@ pub fn run(
             let scanned = match mapped {
                 Ok(s) => s,
                 Err(e) => {
-                    crate::edges::ingest::skipped(out, &key, &format!("cannot be read ({e})"));
+                    inbox::skipped(out, &key, &format!("cannot be read ({e})"));
                     continue;
                 }
             };

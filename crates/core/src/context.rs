@@ -36,19 +36,8 @@ use crate::measures;
 use crate::memory::{Block, Fact, Memory, MAX_CITED};
 use crate::passes::gates::salience;
 
-/// The marker every text dream shows an agent carries. Events whose text contains it are
-/// stored as recalled.
-pub const MARKER: &str = "dream:recalled";
-
-/// The first line of everything dream prints for an agent.
-pub fn marker_line() -> String {
-    format!("<!-- {MARKER}: memory loaded from dream; recalled, not new evidence -->")
-}
-
-/// Whether a text carries dream's marker (it was read back from memory).
-pub fn carries_marker(text: &str) -> bool {
-    text.contains(MARKER)
-}
+// The marker lives with events, which are stored as recalled when they carry it.
+pub use crate::event::{carries_marker, marker_line, MARKER};
 
 /// A query result at least this relevant counts as relevant (see [`relevance`]).
 pub const RELEVANT: f64 = 0.2;

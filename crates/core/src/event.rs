@@ -288,7 +288,7 @@ pub fn from_object(mut obj: Map<String, Value>) -> Result<Parsed, String> {
     // Text that carries dream's own marker was read back from memory (a context printed
     // by `dream context`, a hook's output, a `recall` result, the Codex block), whoever
     // wrote the line: it never counts as new support (S8, no echo).
-    let recalled = recalled || crate::context::carries_marker(&text);
+    let recalled = recalled || carries_marker(&text);
     Ok(Parsed {
         event: Event {
             id,
@@ -327,6 +327,20 @@ fn optional_str(obj: &Map<String, Value>, key: &str) -> Result<Option<String>, S
             secrets::shown(&other.to_string(), 60)
         )),
     }
+}
+
+/// The marker every text dream shows an agent carries (`dream context`, recall). An event
+/// whose text contains it was read back from memory, and is stored as recalled.
+pub const MARKER: &str = "dream:recalled";
+
+/// The first line of everything dream prints for an agent.
+pub fn marker_line() -> String {
+    format!("<!-- {MARKER}: memory loaded from dream; recalled, not new evidence -->")
+}
+
+/// Whether a text carries dream's marker (it was read back from memory).
+pub fn carries_marker(text: &str) -> bool {
+    text.contains(MARKER)
 }
 
 #[cfg(test)]
