@@ -224,7 +224,7 @@ fn reflect(
             .calls("reflect", 0, total, ctx.budget.spend().spent);
     }
     let results = parallel_map(&todo, workers(llm, config), |call| {
-        let result = ctx.call(llm.estimate_reflect(&call.req), || llm.reflect(&call.req));
+        let result = ctx.call("reflect", llm.estimate_reflect(&call.req), || llm.reflect(&call.req));
         let n = done.fetch_add(1, Ordering::SeqCst) + 1;
         if show {
             let spent = ctx.budget.spend().spent;
@@ -495,7 +495,7 @@ fn judge(
         ctx.progress.stage("judge");
     }
     let results = parallel_map(&batches, workers(llm, config), |req| {
-        ctx.call(llm.estimate_judge(req), || llm.judge(req))
+        ctx.call("judge", llm.estimate_judge(req), || llm.judge(req))
     });
     let mut out = HashMap::new();
     for (req, result) in batches.iter().zip(results) {

@@ -60,19 +60,21 @@ pub struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
-    /// Make one model call under the budget ([`Budget::call`]), unless an earlier call of
-    /// this cycle found the server unavailable: one that could not be reached, or did not
-    /// answer within `llm.timeout_secs` (a local server is then still busy with the
-    /// abandoned request, so the next call would only queue behind it).
+    /// Make one model call of `stage` under the budget ([`Budget::call`], which books it to
+    /// the stage), unless an earlier call of this cycle found the server unavailable: one
+    /// that could not be reached, or did not answer within `llm.timeout_secs` (a local
+    /// server is then still busy with the abandoned request, so the next call would only
+    /// queue behind it).
     pub fn call<T>(
         &self,
+        stage: &str,
         estimate: u64,
         f: impl FnOnce() -> Result<Reply<T>, LlmError>,
     ) -> Result<Reply<T>, CallError> {
         if let Some(why) = self.unavailable.get() {
             return Err(CallError::Skipped(why.clone()));
         }
-        let result = self.budget.call(estimate, f);
+        let result = self.budget.call(stage, estimate, f);
         if let Err(CallError::Failed(e)) = &result {
             if matches!(e.kind, LlmErrorKind::Unreachable | LlmErrorKind::Timeout) {
                 let _ = self.unavailable.set(e.message.clone());

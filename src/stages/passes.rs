@@ -237,7 +237,7 @@ fn ask<T>(
     if !ctx.llm.offline() {
         ctx.progress.stage(pass.as_str());
     }
-    match ctx.call(estimate, f) {
+    match ctx.call(pass.as_str(), estimate, f) {
         Ok(reply) => {
             for note in reply.notes {
                 if !work.report.notes.contains(&note) {

@@ -62,9 +62,8 @@ fn run(g: &Global, a: &BenchArgs) -> Result<i32> {
     // with its token usage; --fake-latency-ms adds a delay to every reply.
     let fake = a.fake_llm.then(|| {
         let fake = dream_testkit::fake_llm::FakeLlm::start();
-        fake.on("reflect", dream_testkit::fake_llm::echo_reflect);
-        fake.on("judge", dream_testkit::fake_llm::agreeable_judge);
         fake.set_latency(std::time::Duration::from_millis(a.fake_latency_ms));
+        fake.set_prefix_cache(true);
         fake
     });
     let llm_url = match &fake {
@@ -92,13 +91,15 @@ fn run(g: &Global, a: &BenchArgs) -> Result<i32> {
                 ..d
             }
         },
-        token_events: a.token_events,
+        token_events: a.token_events.clone(),
+        token_days: a.token_days,
+        cycles_per_day: a.cycles_per_day.clone(),
         llm_url,
         llm_model: a.llm_model.clone(),
         seed: a.seed,
         facts: a.facts,
     };
-    let report = bench::run(&opts)?;
+    let report = bench::run(&opts, fake.as_ref())?;
     if a.json {
         eprint!("{}", bench::render(&report));
         dream::cmd::print_json(&report)?;
@@ -200,9 +201,19 @@ pub struct BenchArgs {
     #[arg(long)]
     pub lsh_probes: Option<usize>,
 
-    /// Events of the token scenario.
-    #[arg(long, default_value_t = 2_000)]
-    pub token_events: usize,
+    /// Events of the token scenario (several sizes: 1000,5000).
+    #[arg(long, value_delimiter = ',', default_value = "2000")]
+    pub token_events: Vec<usize>,
+
+    /// Days the token scenario's events span.
+    #[arg(long, default_value_t = 7)]
+    pub token_days: u32,
+
+    /// The token scenario's schedules, in cycles a day: 0 is one cycle over all the events
+    /// at the end; 1 an evening cycle each day as the timer runs it; 2 a cycle every 12
+    /// hours (several: 0,1,2). Each daily schedule is compared with the one cycle.
+    #[arg(long, value_delimiter = ',', default_value = "0,1")]
+    pub cycles_per_day: Vec<u32>,
 
     /// Base URL of an OpenAI-compatible server for the token scenario (for example the
     /// fake server's http://127.0.0.1:PORT/v1); without it the scenario reports offline.

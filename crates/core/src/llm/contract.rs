@@ -121,6 +121,12 @@ pub struct Verdict {
 pub struct Usage {
     pub prompt_tokens: u64,
     pub completion_tokens: u64,
+    /// Of the prompt tokens, those the server reported it took from its prompt cache (0
+    /// when it reported none): OpenAI's `usage.prompt_tokens_details.cached_tokens`,
+    /// llama.cpp's `timings.cache_n` or `tokens_cached`. They are counted in the prompt and
+    /// charged like any other token; a server may bill them for less.
+    #[serde(default)]
+    pub cached_tokens: u64,
     /// False when the server reported no usage and the estimate was charged.
     pub reported: bool,
 }
