@@ -32,8 +32,8 @@ use serde_json::{json, Value};
 use crate::error::{Error, Result};
 use dream_core::config::Config;
 use dream_core::llm::{
-    prompts, ChatCall, JudgeReply, JudgeRequest, Llm, LlmError, LlmErrorKind, ReflectReply,
-    ReflectRequest, Reply, Usage,
+    prompts, ChatCall, JudgeReply, JudgeRequest, Llm, LlmError, LlmErrorKind, ReflectPrompt,
+    ReflectReply, ReflectRequest, Reply, Usage,
 };
 
 /// The longest `Retry-After` dream waits; a server asking for more fails the call.
@@ -627,6 +627,16 @@ impl Llm for OpenAi {
 
     fn reflect(&self, req: &ReflectRequest) -> Result<Reply<ReflectReply>, LlmError> {
         self.chat_json(&prompts::reflect_call(req, self.max_tokens))?
+            .parsed(prompts::parse_reflect)
+    }
+
+    fn estimate_reflect_prompt(&self, prompt: &ReflectPrompt) -> u64 {
+        self.estimate_chat(&prompts::reflect_prompt_call(prompt, self.max_tokens))
+    }
+
+    /// One call for the whole prompt, however many clusters it holds.
+    fn reflect_prompt(&self, prompt: &ReflectPrompt) -> Result<Reply<ReflectReply>, LlmError> {
+        self.chat_json(&prompts::reflect_prompt_call(prompt, self.max_tokens))?
             .parsed(prompts::parse_reflect)
     }
 

@@ -4,7 +4,8 @@
 //! [`StageCommit`] (files plus commit message) for `cycle` to commit. Stages may write rows
 //! into the state transaction `tx`, which `cycle` commits only after every git commit.
 //!
-//! `consolidate` is the evening's main stage (cluster, reflect, gate, judge, route, apply),
+//! `consolidate` is the evening's main stage (cluster, reflect, gate, judge, route, apply;
+//! `reflect_plan` builds its reflect calls),
 //! `passes` the maintenance passes, `skills` recurring procedures, `digest` the page for a
 //! person, `context` the capped file agents import, `oplog` the journal lines a cycle
 //! leaves. `cycle` orders them.
@@ -14,6 +15,7 @@ pub mod context;
 pub mod digest;
 pub mod oplog;
 pub mod passes;
+pub mod reflect_plan;
 pub mod skills;
 
 use std::path::Path;

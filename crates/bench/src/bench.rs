@@ -164,10 +164,7 @@ fn round2(x: f64) -> f64 {
 }
 
 /// Run the benchmark.
-pub fn run(
-    opts: &Options,
-    fake: Option<&dream_testkit::fake_llm::FakeLlm>,
-) -> Result<BenchReport> {
+pub fn run(opts: &Options, fake: Option<&dream_testkit::fake_llm::FakeLlm>) -> Result<BenchReport> {
     let temp;
     let dir = match &opts.dir {
         Some(d) => {
@@ -252,8 +249,20 @@ fn spec(
     prefix: &str,
     themes: usize,
 ) -> Spec {
+    spec_of(opts.seed, stream, events, start, days, prefix, themes)
+}
+
+fn spec_of(
+    seed: u64,
+    stream: u64,
+    events: usize,
+    start: DateTime<Utc>,
+    days: u32,
+    prefix: &str,
+    themes: usize,
+) -> Spec {
     Spec {
-        seed: opts.seed,
+        seed,
         stream,
         events,
         start,
@@ -1018,10 +1027,16 @@ pub fn same_clusters(exact: &cluster::Clustering, other: &cluster::Clustering) -
 /// The token scenario's workload: `events` events over `days` days ending on the benchmark's
 /// last day, 40 themes (the same for every size, so a larger stream restates them more).
 pub fn token_workload(opts: &Options, events: usize) -> synth::Workload {
+    token_workload_of(opts.seed, opts.token_days, events)
+}
+
+/// The token workload of a seed, days and events (also what `dream-bench fake-server`
+/// writes for the mem0 comparison).
+pub fn token_workload_of(seed: u64, days: u32, events: usize) -> synth::Workload {
     let today = midnight_of(now());
-    let days = opts.token_days.max(1);
-    synth::generate(&spec(
-        opts,
+    let days = days.max(1);
+    synth::generate(&spec_of(
+        seed,
         6,
         events,
         today - Duration::days(i64::from(days) - 1),
@@ -1111,16 +1126,16 @@ fn split_request(r: &dream_testkit::fake_llm::Recorded) -> StageTokens {
         let input: serde_json::Value = serde_json::from_str(user).unwrap_or_default();
         let chars = |v: &serde_json::Value| v.to_string().chars().count() as u64;
         let (mut new, mut context) = (0u64, 0u64);
-        for e in input["events"].as_array().into_iter().flatten() {
-            if e["new"] == true {
-                new += chars(e);
-            } else {
-                context += chars(e);
+        for c in input["clusters"].as_array().into_iter().flatten() {
+            for e in c["events"].as_array().into_iter().flatten() {
+                if e["new"] == true {
+                    new += chars(e);
+                } else {
+                    context += chars(e);
+                }
             }
-        }
-        for (k, v) in input.as_object().into_iter().flatten() {
-            if k != "events" && (v.is_array() || v.is_object()) {
-                context += chars(v);
+            if let Some(k) = c.get("known") {
+                context += chars(k);
             }
         }
         let all = (user.chars().count() as u64).max(1);
@@ -1138,7 +1153,9 @@ fn split_requests(reqs: &[dream_testkit::fake_llm::Recorded]) -> BTreeMap<String
         .iter()
         .filter(|r| r.path.ends_with("/chat/completions") && r.status == 200)
     {
-        out.entry(r.stage.clone()).or_default().add(&split_request(r));
+        out.entry(r.stage.clone())
+            .or_default()
+            .add(&split_request(r));
     }
     out
 }
@@ -1297,7 +1314,12 @@ fn tokens(
 ) -> Result<Vec<ScenarioResult>> {
     let mut out = Vec::new();
     for &events in &opts.token_events {
-        out.push(tokens_at(opts, fake, &dir.join(format!("e{events}")), events)?);
+        out.push(tokens_at(
+            opts,
+            fake,
+            &dir.join(format!("e{events}")),
+            events,
+        )?);
     }
     Ok(out)
 }
@@ -1715,7 +1737,15 @@ fn render_schedule(o: &mut String, r: &ScheduleRun) {
     let _ = writeln!(
         o,
         "    {:<10} {:>6} {:>13} {:>11} {:>9} {:>9} {:>11} {:>9} {:>10}",
-        "stage", "calls", "instructions", "new events", "context", "input", "completion", "cached", "total"
+        "stage",
+        "calls",
+        "instructions",
+        "new events",
+        "context",
+        "input",
+        "completion",
+        "cached",
+        "total"
     );
     for (stage, t) in &r.stages {
         let _ = writeln!(

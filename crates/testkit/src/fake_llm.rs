@@ -80,22 +80,78 @@ pub struct JudgeCandidate {
     pub neighbours: Vec<String>,
 }
 
+/// One cluster of a reflect call: its number, what memory already holds from its earlier
+/// events (`known`: fact or card id, text, and those events' ids), and its events.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SentCluster {
+    pub cluster: u64,
+    pub known: Vec<SentKnown>,
+    pub events: Vec<SentEvent>,
+}
+
+/// A known item of a reflect call's cluster.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SentKnown {
+    pub id: String,
+    pub text: String,
+    pub pending: bool,
+    pub events: Vec<String>,
+}
+
+fn sent_events(v: &Value) -> Vec<SentEvent> {
+    v.as_array()
+        .map(|a| {
+            a.iter()
+                .map(|e| SentEvent {
+                    id: e["id"].as_str().unwrap_or_default().into(),
+                    text: e["text"].as_str().unwrap_or_default().into(),
+                    trust: e["trust"].as_str().unwrap_or_default().into(),
+                    new: e["new"].as_bool().unwrap_or(false),
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 impl Call {
-    /// The events of a reflect call.
-    pub fn events(&self) -> Vec<SentEvent> {
-        self.input["events"]
+    /// The clusters of a reflect call (`{"clusters":[...]}`).
+    pub fn clusters(&self) -> Vec<SentCluster> {
+        self.input["clusters"]
             .as_array()
             .map(|a| {
                 a.iter()
-                    .map(|e| SentEvent {
-                        id: e["id"].as_str().unwrap_or_default().into(),
-                        text: e["text"].as_str().unwrap_or_default().into(),
-                        trust: e["trust"].as_str().unwrap_or_default().into(),
-                        new: e["new"].as_bool().unwrap_or(false),
+                    .map(|c| SentCluster {
+                        cluster: c["cluster"].as_u64().unwrap_or_default(),
+                        known: c["known"]
+                            .as_array()
+                            .map(|k| {
+                                k.iter()
+                                    .map(|k| SentKnown {
+                                        id: k["id"].as_str().unwrap_or_default().into(),
+                                        text: k["text"].as_str().unwrap_or_default().into(),
+                                        pending: k["pending"].as_bool().unwrap_or(false),
+                                        events: k["events"]
+                                            .as_array()
+                                            .map(|ids| {
+                                                ids.iter()
+                                                    .filter_map(|i| i.as_str().map(String::from))
+                                                    .collect()
+                                            })
+                                            .unwrap_or_default(),
+                                    })
+                                    .collect()
+                            })
+                            .unwrap_or_default(),
+                        events: sent_events(&c["events"]),
                     })
                     .collect()
             })
             .unwrap_or_default()
+    }
+
+    /// The events a reflect call shows in full, over all its clusters.
+    pub fn events(&self) -> Vec<SentEvent> {
+        self.clusters().into_iter().flat_map(|c| c.events).collect()
     }
 
     /// The candidates of a judge call.
@@ -604,7 +660,11 @@ fn answer(
         );
     }
     if path.ends_with("/fake/usage") {
-        return (200, usage_summary(&shared.log.lock().unwrap()).to_string(), Vec::new());
+        return (
+            200,
+            usage_summary(&shared.log.lock().unwrap()).to_string(),
+            Vec::new(),
+        );
     }
     if !path.ends_with("/chat/completions") {
         return error(404, &format!("no route for {path}"));
@@ -715,9 +775,7 @@ fn usage_summary(log: &[Recorded]) -> Value {
         s[2] += r.completion_tokens;
         s[3] += r.cached_tokens;
     }
-    let row = |s: &[u64; 4]| {
-        json!({"calls": s[0], "prompt_tokens": s[1], "completion_tokens": s[2], "cached_tokens": s[3], "total_tokens": s[1] + s[2]})
-    };
+    let row = |s: &[u64; 4]| json!({"calls": s[0], "prompt_tokens": s[1], "completion_tokens": s[2], "cached_tokens": s[3], "total_tokens": s[1] + s[2]});
     let mut total = [0u64; 4];
     for s in stages.values() {
         for (t, v) in total.iter_mut().zip(s) {
@@ -738,24 +796,65 @@ fn usage_summary(log: &[Recorded]) -> Value {
     })
 }
 
-/// The default reflect handler: for a cluster with a new owner event, propose that
-/// event's text verbatim, citing every event of the cluster, with confidence 0.9 and
-/// block and category from the offline phrase rules. Nothing otherwise.
+/// A handler for another memory tool's extraction call (mem0 2.x's additive extraction,
+/// for the comparison benchmark): each `user:` line of the prompt's `## New Messages`
+/// section becomes one memory, as [`echo_reflect`] proposes the owner's sentence. The
+/// reply is `{"memory": [{"id", "text"}]}`; a prompt without that section gets none.
+pub fn mem0_extract(call: &Call) -> Answer {
+    let messages = call.body["messages"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let user = messages
+        .iter()
+        .rev()
+        .find(|m| m["role"] == "user")
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or_default();
+    let section = user
+        .split_once("## New Messages")
+        .map(|(_, rest)| rest.split("\n## ").next().unwrap_or_default())
+        .unwrap_or_default();
+    let memory: Vec<Value> = section
+        .lines()
+        .filter_map(|l| l.strip_prefix("user: "))
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .enumerate()
+        .map(|(i, t)| json!({"id": i.to_string(), "text": t}))
+        .collect();
+    Answer::json(json!({ "memory": memory }))
+}
+
+/// The default reflect handler: for each cluster with a new owner event, propose that
+/// event's text verbatim, citing every event of the cluster (those shown, and the earlier
+/// ones its known items list), with confidence 0.9 and block and category from the
+/// offline phrase rules. Nothing for a cluster without one.
 pub fn echo_reflect(call: &Call) -> Answer {
-    let events = call.events();
-    let Some(first) = events.iter().find(|e| e.new && e.trust == "owner") else {
-        return Answer::json(json!({"candidates": []}));
-    };
-    let (category, block) = classify(&first.text);
-    let ids: Vec<&str> = events.iter().map(|e| e.id.as_str()).collect();
-    Answer::json(json!({"candidates": [{
-        "text": first.text,
-        "category": category,
-        "block": block.as_str(),
-        "supportingEventIds": ids,
-        "confidence": 0.9,
-        "reason": "stated by the user and restated",
-    }]}))
+    let mut candidates = Vec::new();
+    for c in call.clusters() {
+        let Some(first) = c.events.iter().find(|e| e.new && e.trust == "owner") else {
+            continue;
+        };
+        let (category, block) = classify(&first.text);
+        let mut ids: Vec<&str> = c.events.iter().map(|e| e.id.as_str()).collect();
+        for k in &c.known {
+            for id in &k.events {
+                if !ids.contains(&id.as_str()) {
+                    ids.push(id);
+                }
+            }
+        }
+        candidates.push(json!({
+            "text": first.text,
+            "category": category,
+            "block": block.as_str(),
+            "supportingEventIds": ids,
+            "confidence": 0.9,
+            "reason": "stated by the user and restated",
+        }));
+    }
+    Answer::json(json!({ "candidates": candidates }))
 }
 
 /// The default judge handler: no contradiction, no duplicate, for every candidate.
