@@ -357,7 +357,10 @@ impl Report {
                 .map(|(stage, s)| format!("{stage} {} ({} calls)", s.spent, s.calls))
                 .collect();
             let cached = if t.cached > 0 {
-                format!("; {} of the prompt tokens were cached by the server", t.cached)
+                format!(
+                    "; {} of the prompt tokens were cached by the server",
+                    t.cached
+                )
             } else {
                 String::new()
             };

@@ -292,17 +292,27 @@ mod tests {
         };
         // A reply that did not parse, with usage: the usage, even above the estimate.
         assert!(b
-            .call("reflect", 800, failing(LlmErrorKind::Garbled, Some(reported)))
+            .call(
+                "reflect",
+                800,
+                failing(LlmErrorKind::Garbled, Some(reported))
+            )
             .is_err());
         assert_eq!(b.spend().spent, 1000);
         // Without usage: the estimate.
-        assert!(b.call("reflect", 800, failing(LlmErrorKind::Garbled, None)).is_err());
+        assert!(b
+            .call("reflect", 800, failing(LlmErrorKind::Garbled, None))
+            .is_err());
         assert_eq!(b.spend().spent, 1800);
         // A timeout: the estimate (the server may finish it).
-        assert!(b.call("judge", 500, failing(LlmErrorKind::Timeout, None)).is_err());
+        assert!(b
+            .call("judge", 500, failing(LlmErrorKind::Timeout, None))
+            .is_err());
         assert_eq!(b.spend().spent, 2300);
         // An error status: nothing was reported, nothing charged.
-        assert!(b.call("judge", 500, failing(LlmErrorKind::Server, None)).is_err());
+        assert!(b
+            .call("judge", 500, failing(LlmErrorKind::Server, None))
+            .is_err());
         assert_eq!(b.spend().spent, 2300);
         assert_eq!(b.spend().calls, 4);
         // Nothing reached the server: no charge, and not a call.
