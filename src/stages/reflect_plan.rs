@@ -227,9 +227,9 @@ fn model_calls(
         let mut taken: HashSet<usize> = HashSet::new();
         for (&f, ks) in &by_fact {
             let (block, fact) = facts[f];
-            if !cited.contains_key(&f) {
+            if let std::collections::hash_map::Entry::Vacant(slot) = cited.entry(f) {
                 let older = state::events_by_ids(tx, &fact.support)?;
-                cited.insert(f, older.iter().map(view_of).collect());
+                slot.insert(older.iter().map(view_of).collect());
             }
             let fresh: HashSet<&str> = ks.iter().map(|&k| events[k].1.id.as_str()).collect();
             let mut evidence: Vec<EventView> = ks.iter().map(|&k| events[k].1.clone()).collect();
@@ -261,9 +261,9 @@ fn model_calls(
         let to_model: HashSet<usize> = (0..events.len())
             .filter(|&k| restates[k].is_empty() || !restates[k].iter().all(|f| taken.contains(f)))
             .collect();
-        for k in 0..events.len() {
+        for (k, (seq, _)) in events.iter().enumerate() {
             if !to_model.contains(&k) {
-                out.restated_seen.push(events[k].0);
+                out.restated_seen.push(*seq);
             }
         }
         let new: Vec<(i64, EventView)> = events

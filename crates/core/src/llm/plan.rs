@@ -470,9 +470,9 @@ mod tests {
             assert!(p.iter().map(Share::len).sum::<usize>() <= 8);
             assert!(p.len() <= 3);
             for s in p {
-                for k in s.from..s.to {
-                    assert!(!seen[s.cluster][k], "an event in two prompts");
-                    seen[s.cluster][k] = true;
+                for x in &mut seen[s.cluster][s.from..s.to] {
+                    assert!(!*x, "an event in two prompts");
+                    *x = true;
                 }
             }
         }
