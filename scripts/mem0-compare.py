@@ -172,7 +172,7 @@ def child(url, events_file, mode, store):
         for _, evs in sorted(sessions.items(), key=lambda kv: kv[1][0]["ts"]):
             m.add([message(e) for e in evs], user_id="bench")
             adds += 1
-    stored = m.get_all(filters={"user_id": "bench"}, limit=100000)
+    stored = m.get_all(filters={"user_id": "bench"}, top_k=1000000)
     n = len(stored.get("results", stored) if isinstance(stored, dict) else stored)
     print(json.dumps({"adds": adds, "memories": n}))
 

@@ -1149,6 +1149,7 @@ fn each_event_is_sent_to_the_model_once_and_a_verbatim_restatement_needs_no_call
         .concat(),
     );
     seen.lock().unwrap().clear();
+    let (merges, promotes) = (fake.calls("merge").len(), fake.calls("promote").len());
     let out = dream(
         &env,
         &fake,
@@ -1192,4 +1193,17 @@ fn each_event_is_sent_to_the_model_once_and_a_verbatim_restatement_needs_no_call
     let human = env.read("memory/human.md");
     assert!(human.contains("lis-4"), "{human}");
     assert!(human.contains("pn-3"), "{human}");
+    // The passes are shown only what changed: promote the one new fact; merge nothing (the
+    // new fact shares no word with the other fact of its block), so it makes no call.
+    assert_eq!(fake.calls("merge").len(), merges, "no merge call");
+    let promote = fake.calls("promote");
+    assert_eq!(promote.len(), promotes + 1);
+    let user = promote.last().unwrap().body["messages"][1]["content"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        user.contains("peanuts") && !user.contains("Lisbon"),
+        "{user}"
+    );
 }

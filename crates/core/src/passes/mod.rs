@@ -1,10 +1,12 @@
 //! The maintenance passes' pure half (SPEC S4 step 9): `gates` checks every dedupe,
-//! merge, promote and forget proposal against the pre-pass state, and `record` is the
-//! commit-line format those mutations are written in and `dream verify` reads back.
+//! merge, promote and forget proposal against the pre-pass state, `record` is the
+//! commit-line format those mutations are written in and `dream verify` reads back, and
+//! `review` decides which facts the merge and promote passes are shown (what changed).
 //! The sequencing (ask the model, gate, apply, commit) is `dream::stages::passes`.
 
 pub mod gates;
 pub mod record;
+pub mod review;
 
 use crate::commit::Stage;
 
