@@ -308,6 +308,7 @@ fn run_locked(
         );
     }
     work.report.tokens = Tokens::from_spend(config.budget.tokens_per_cycle, spend);
+    work.report.tokens.stages = ctx.budget.stages();
     work.report.tokens.calibration = llm
         .tokenizer_key()
         .zip(llm.calibration())

@@ -131,13 +131,18 @@ fn one_gate_refusing_nearly_every_candidate_is_named() {
     let start = "2026-11-04T09:00:00Z".parse().unwrap();
     env.write_inbox("topics.jsonl", &topic_events(12, 2, start));
     let fake = FakeLlm::start();
-    // A model that cites an event id nobody sent, for every cluster.
+    // A model that cites an event id nobody sent, for every cluster (a prompt may carry
+    // several).
     fake.on("reflect", |call| {
-        let text = call.events()[0].text.clone();
-        Answer::json(
-            json!({"candidates": [{"text": text, "category": "knowledge", "block": "scratch",
-            "supportingEventIds": ["e_made_up"], "confidence": 0.9, "reason": "seen"}]}),
-        )
+        let candidates: Vec<_> = call
+            .clusters()
+            .iter()
+            .map(|c| {
+                json!({"text": c.events[0].text, "category": "knowledge", "block": "scratch",
+                "supportingEventIds": ["e_made_up"], "confidence": 0.9, "reason": "seen"})
+            })
+            .collect();
+        Answer::json(json!({ "candidates": candidates }))
     });
     let (code, r) = run(&env, &model(&fake), &["--now", &evening(6)]);
     assert_eq!(code, 10, "{r}");

@@ -223,7 +223,9 @@ fn a_cycle_promotes_queues_and_refuses_exactly_as_the_model_scripted() {
         };
         Answer::json(json!({ "candidates": candidates }))
     });
-    let report = run(&env, &fake, &[]);
+    // Room for one cluster's reply per call, so each cluster is a prompt of its own and the
+    // script above answers it (at 1024 the three clusters share one prompt).
+    let report = run(&env, &fake, &[("DREAM_LLM_MAX_TOKENS", "256")]);
 
     assert_eq!(report["provider"], "openai:fake-model");
     assert_eq!(report["window"]["reflected"], 3, "{report}");
@@ -646,7 +648,15 @@ fn a_server_that_refuses_json_mode_is_asked_without_it_from_then_on() {
     .concat();
     let (env, fake) = setup(&events);
     fake.refuse_json_mode();
-    let report = run(&env, &fake, &[("DREAM_LLM_CONCURRENCY", "1")]);
+    // One cluster a prompt (room for one reply), so there are two calls after the refusal.
+    let report = run(
+        &env,
+        &fake,
+        &[
+            ("DREAM_LLM_CONCURRENCY", "1"),
+            ("DREAM_LLM_MAX_TOKENS", "256"),
+        ],
+    );
     assert_eq!(routes(&report), (1, 1, 0, 0), "{report}");
     let calls = fake.calls("reflect");
     let modes: Vec<(bool, u16)> = calls.iter().map(|c| (c.json_mode, c.status)).collect();
@@ -906,7 +916,15 @@ fn independent_calls_run_llm_concurrency_at_a_time() {
     let start = "2026-11-03T09:00:00Z".parse().unwrap();
     let (env, fake) = setup(&dream_testkit::fake_llm::topic_events(8, 2, start));
     fake.set_latency(Duration::from_millis(150));
-    let report = run(&env, &fake, &[("DREAM_LLM_CONCURRENCY", "3")]);
+    // One cluster a prompt (room for one reply each), so the eight are eight calls.
+    let report = run(
+        &env,
+        &fake,
+        &[
+            ("DREAM_LLM_CONCURRENCY", "3"),
+            ("DREAM_LLM_MAX_TOKENS", "256"),
+        ],
+    );
     assert_eq!(report["window"]["reflected"], 8, "{report}");
     assert_eq!(
         fake.max_in_flight(),
@@ -1075,4 +1093,121 @@ proptest! {
             );
         }
     }
+}
+
+/// Issue 19: each event's text is sent to the model once. The first cycle's three clusters
+/// share one prompt; the next day's cycle sends only the new events, with what the earlier
+/// ones came to (the fact or card citing them, by id and text, with those events' ids)
+/// instead of their text; an event that says a fact again word for word needs no call and
+/// reinforces it; the gates still check each proposal against the full text of the events
+/// it cites.
+#[test]
+fn each_event_is_sent_to_the_model_once_and_a_verbatim_restatement_needs_no_call() {
+    use std::sync::{Arc, Mutex};
+    let events = [
+        lisbon(),
+        ev("pn-1", 4, "s2", "I am allergic to peanuts and hazelnuts."),
+        ev(
+            "pn-2",
+            5,
+            "s3",
+            "Note that I am allergic to peanuts and hazelnuts.",
+        ),
+    ]
+    .concat();
+    let (env, fake) = setup(&events);
+    let seen: Arc<Mutex<Vec<Vec<dream_testkit::fake_llm::SentCluster>>>> = Arc::default();
+    let log = seen.clone();
+    fake.on("reflect", move |call| {
+        log.lock().unwrap().push(call.clusters());
+        dream_testkit::fake_llm::echo_reflect(call)
+    });
+    let first = run(&env, &fake, &[]);
+    assert_eq!(routes(&first), (1, 1, 0, 0), "{first}");
+    {
+        let calls = seen.lock().unwrap();
+        assert_eq!(
+            calls.len(),
+            1,
+            "two small clusters share one prompt: {calls:?}"
+        );
+        assert_eq!(calls[0].len(), 2);
+        assert!(calls[0].iter().all(|c| c.known.is_empty()));
+    }
+    let facts = env.facts().join("\n");
+    assert!(facts.contains("I live in Lisbon with two cats."), "{facts}");
+
+    // The next day: the fact said again word for word, and a new detail about the allergy.
+    env.write_inbox(
+        "agent-2.jsonl",
+        &[
+            json!({"id": "lis-4", "ts": "2026-11-07T10:00:00Z", "kind": "message", "actor": "user",
+                   "session": "s4", "text": "I live in Lisbon with two cats."})
+            .to_string()
+                + "\n",
+            json!({"id": "pn-3", "ts": "2026-11-07T11:00:00Z", "kind": "message", "actor": "user",
+                   "session": "s4", "text": "Careful: I am allergic to peanuts and hazelnuts."})
+            .to_string()
+                + "\n",
+        ]
+        .concat(),
+    );
+    seen.lock().unwrap().clear();
+    let (merges, promotes) = (fake.calls("merge").len(), fake.calls("promote").len());
+    let out = dream(
+        &env,
+        &fake,
+        &[],
+        &["run", "--now", "2026-11-07T21:00:00Z", "--json"],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let second: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let calls = seen.lock().unwrap().clone();
+    let shown: Vec<String> = calls
+        .iter()
+        .flatten()
+        .flat_map(|c| c.events.iter().map(|e| e.id.clone()))
+        .collect();
+    assert_eq!(
+        shown,
+        vec!["pn-3".to_string()],
+        "only the new event that says something new: {calls:?} {second}"
+    );
+    let pn = calls
+        .iter()
+        .flatten()
+        .find(|c| !c.events.is_empty())
+        .unwrap();
+    assert_eq!(pn.known.len(), 1, "{pn:?}");
+    assert_eq!(pn.known[0].text, "I am allergic to peanuts and hazelnuts.");
+    assert_eq!(
+        pn.known[0].events,
+        vec!["pn-1".to_string(), "pn-2".to_string()]
+    );
+    assert!(
+        notes(&second).contains("said a fact again word for word"),
+        "{second}"
+    );
+    // The Lisbon fact is reinforced by lis-4 without a call; the allergy, now cited by
+    // three events (pn-3 plus the two the known item lists), is checked against their
+    // full text and promoted.
+    let (promoted, _, reinforced, refused) = routes(&second);
+    assert_eq!((reinforced, refused), (1, 0), "{second}");
+    assert_eq!(promoted, 1, "{second}");
+    let human = env.read("memory/human.md");
+    assert!(human.contains("lis-4"), "{human}");
+    assert!(human.contains("pn-3"), "{human}");
+    // The passes are shown only what changed: promote the one new fact; merge nothing (the
+    // new fact shares no word with the other fact of its block), so it makes no call.
+    assert_eq!(fake.calls("merge").len(), merges, "no merge call");
+    let promote = fake.calls("promote");
+    assert_eq!(promote.len(), promotes + 1);
+    let user = promote.last().unwrap().body["messages"][1]["content"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        user.contains("peanuts") && !user.contains("Lisbon"),
+        "{user}"
+    );
 }

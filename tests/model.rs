@@ -87,6 +87,16 @@ fn a_reply_that_does_not_parse_is_charged_what_the_server_counted_and_calibrates
     assert_eq!(report["window"]["pending"], 1);
 }
 
+/// The events a reflect call shows in full, over all its clusters.
+fn shown(input: &Value) -> Vec<Value> {
+    input["clusters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|c| c["events"].as_array().unwrap().clone())
+        .collect()
+}
+
 #[test]
 fn a_cluster_larger_than_the_prompt_cap_is_sent_in_prompts_and_only_what_was_sent_is_seen() {
     // One topic restated on five days: one cluster of five new events, two per prompt.
@@ -148,10 +158,8 @@ fn a_cluster_larger_than_the_prompt_cap_is_sent_in_prompts_and_only_what_was_sen
         .flat_map(|r| {
             let input: Value =
                 serde_json::from_str(r.body["messages"][1]["content"].as_str().unwrap()).unwrap();
-            input["events"]
-                .as_array()
-                .unwrap()
-                .iter()
+            shown(&input)
+                .into_iter()
                 .filter(|e| e["new"] == true)
                 .map(|e| e["id"].as_str().unwrap().to_string())
                 .collect::<Vec<_>>()
@@ -173,7 +181,7 @@ fn a_cluster_larger_than_the_prompt_cap_is_sent_in_prompts_and_only_what_was_sen
     for r in &fake.calls("reflect")[before..] {
         let input: Value =
             serde_json::from_str(r.body["messages"][1]["content"].as_str().unwrap()).unwrap();
-        let events = input["events"].as_array().unwrap();
+        let events = shown(&input);
         assert!(events.len() <= 2, "never more than the cap in one prompt");
         for e in events.iter().filter(|e| e["new"] == true) {
             all.push(e["id"].as_str().unwrap().to_string());
@@ -201,7 +209,11 @@ fn a_down_server_costs_nothing_and_is_not_called_again_in_the_cycle() {
     let out = dream(
         &env,
         &fake,
-        &[("DREAM_LLM_BASE_URL", &url), ("DREAM_LLM_CONCURRENCY", "1")],
+        &[
+            ("DREAM_LLM_BASE_URL", &url),
+            ("DREAM_LLM_CONCURRENCY", "1"),
+            ("DREAM_LLM_MAX_TOKENS", "256"),
+        ],
         &["run", "--now", NOW],
     );
     assert!(out.status.success(), "{}", stderr(&out));
@@ -229,8 +241,8 @@ fn a_down_server_costs_nothing_and_is_not_called_again_in_the_cycle() {
         report["tokens"]["unanswered"], 1,
         "one try, then no more: {report}"
     );
-    // Back up: everything waited.
-    let report = run(&env, &fake, &[]);
+    // Back up: everything waited (one cluster a prompt: room for one reply of 256 tokens).
+    let report = run(&env, &fake, &[("DREAM_LLM_MAX_TOKENS", "256")]);
     assert_eq!(report["window"]["reflected"], 4, "{report}");
 }
 
@@ -240,9 +252,11 @@ fn a_hung_server_is_not_queued_behind_and_the_timeout_says_what_to_raise() {
     fake.on("reflect", |c| {
         echo_reflect(c).delayed(Duration::from_millis(2500))
     });
+    // One cluster a prompt (room for one reply each), so three calls to wait behind.
     let vars = [
         ("DREAM_LLM_TIMEOUT_SECS", "1"),
         ("DREAM_LLM_CONCURRENCY", "1"),
+        ("DREAM_LLM_MAX_TOKENS", "256"),
     ];
     let report = report_of(&dream(&env, &fake, &vars, &["run", "--now", NOW, "--json"]));
     assert_eq!(fake.calls("reflect").len(), 1, "{report}");
@@ -446,6 +460,8 @@ fn a_running_cycle_shows_its_progress_and_status_sees_it() {
         .env("DREAM_LLM_BASE_URL", fake.base_url())
         .env("DREAM_LLM_MODEL", "fake-model")
         .env("DREAM_LLM_CONCURRENCY", "1")
+        // One cluster a prompt, so the progress line counts two calls.
+        .env("DREAM_LLM_MAX_TOKENS", "256")
         .env_remove("JOURNAL_STREAM")
         .args(["run", "--now", NOW])
         .stdout(std::process::Stdio::piped())

@@ -322,6 +322,7 @@ impl Llm for Scripted {
             usage: Usage {
                 prompt_tokens: 100,
                 completion_tokens: 20,
+                cached_tokens: 0,
                 reported: true,
             },
             notes: vec![],

@@ -930,6 +930,28 @@ pub fn last_reflect_failures(conn: &Connection) -> Result<Vec<dream_core::llm::p
         .unwrap_or_default())
 }
 
+/// The stages the last recorded cycle reported degraded (`degraded[].stage`): a pass that
+/// degraded reviewed nothing, so the next cycle shows it every fact again.
+pub fn last_degraded_stages(conn: &Connection) -> Result<Vec<String>> {
+    let mut stmt = conn
+        .prepare(
+            "SELECT json_extract(d.value, '$.stage') FROM
+               (SELECT report FROM cycles ORDER BY finished DESC LIMIT 1) c,
+               json_each(c.report, '$.degraded') d",
+        )
+        .context(|| "reading the last cycle's degraded stages".into())?;
+    let rows = stmt
+        .query_map([], |r| r.get::<_, Option<String>>(0))
+        .context(|| "reading the last cycle's degraded stages".into())?;
+    let mut out = Vec::new();
+    for r in rows {
+        if let Some(s) = r.context(|| "reading the last cycle's degraded stages".into())? {
+            out.push(s);
+        }
+    }
+    Ok(out)
+}
+
 /// Record what happened to a candidate in a cycle (for `dream explain`).
 pub fn put_candidate(
     conn: &Connection,

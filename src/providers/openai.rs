@@ -32,8 +32,8 @@ use serde_json::{json, Value};
 use crate::error::{Error, Result};
 use dream_core::config::Config;
 use dream_core::llm::{
-    prompts, ChatCall, JudgeReply, JudgeRequest, Llm, LlmError, LlmErrorKind, ReflectReply,
-    ReflectRequest, Reply, Usage,
+    prompts, ChatCall, JudgeReply, JudgeRequest, Llm, LlmError, LlmErrorKind, ReflectPrompt,
+    ReflectReply, ReflectRequest, Reply, Usage,
 };
 
 /// The longest `Retry-After` dream waits; a server asking for more fails the call.
@@ -402,6 +402,20 @@ pub fn excerpt(body: &str) -> String {
     }
 }
 
+/// The prompt tokens a completion says its server took from its prompt cache: OpenAI's
+/// (and vLLM's) `usage.prompt_tokens_details.cached_tokens`, else llama.cpp's
+/// `timings.cache_n`, else its older `tokens_cached`; 0 when the server says nothing.
+pub fn cached_tokens(completion: &Value) -> u64 {
+    [
+        "/usage/prompt_tokens_details/cached_tokens",
+        "/timings/cache_n",
+        "/tokens_cached",
+    ]
+    .iter()
+    .find_map(|p| completion.pointer(p).and_then(Value::as_u64))
+    .unwrap_or(0)
+}
+
 /// The `openai` chat provider.
 pub struct OpenAi {
     endpoint: Endpoint,
@@ -538,6 +552,7 @@ impl OpenAi {
                 Usage {
                     prompt_tokens: p,
                     completion_tokens: c,
+                    cached_tokens: cached_tokens(&parsed).min(p),
                     reported: true,
                 }
             }
@@ -615,6 +630,16 @@ impl Llm for OpenAi {
             .parsed(prompts::parse_reflect)
     }
 
+    fn estimate_reflect_prompt(&self, prompt: &ReflectPrompt) -> u64 {
+        self.estimate_chat(&prompts::reflect_prompt_call(prompt, self.max_tokens))
+    }
+
+    /// One call for the whole prompt, however many clusters it holds.
+    fn reflect_prompt(&self, prompt: &ReflectPrompt) -> Result<Reply<ReflectReply>, LlmError> {
+        self.chat_json(&prompts::reflect_prompt_call(prompt, self.max_tokens))?
+            .parsed(prompts::parse_reflect)
+    }
+
     fn estimate_judge(&self, req: &JudgeRequest) -> u64 {
         self.estimate_chat(&prompts::judge_call(req, self.max_tokens))
     }
@@ -686,6 +711,18 @@ mod tests {
         // About four characters per token for English: the estimate must be above that.
         assert!(prompt_estimate("", &text) > text.len() as u64 / 4);
         assert!(prompt_estimate("", "") > 0);
+    }
+
+    #[test]
+    fn cached_tokens_are_read_as_openai_and_llama_cpp_report_them() {
+        let openai = json!({"usage": {"prompt_tokens": 2000, "completion_tokens": 9,
+            "prompt_tokens_details": {"cached_tokens": 1920}}});
+        assert_eq!(cached_tokens(&openai), 1920);
+        let llama = json!({"usage": {"prompt_tokens": 700, "completion_tokens": 9},
+            "timings": {"cache_n": 412, "prompt_n": 288}});
+        assert_eq!(cached_tokens(&llama), 412);
+        assert_eq!(cached_tokens(&json!({"tokens_cached": 33})), 33);
+        assert_eq!(cached_tokens(&json!({"usage": {"prompt_tokens": 5}})), 0);
     }
 
     #[test]

@@ -13,7 +13,7 @@ use rusqlite::Connection;
 use crate::edges::state::{self, Stored};
 use crate::edges::store::Change;
 use crate::error::{Error, Result};
-use crate::stages::{parallel_map, Ctx, Work};
+use crate::stages::{parallel_map, reflect_plan, Ctx, Work};
 use dream_core::cluster;
 use dream_core::commit::Stage;
 use dream_core::config::Config;
@@ -21,8 +21,7 @@ use dream_core::gates::{self, Evidence, Gated};
 use dream_core::llm::budget::CallError;
 use dream_core::llm::plan::{self, Failure};
 use dream_core::llm::{
-    EventView, FactView, JudgeItem, JudgeRequest, Llm, LlmErrorKind, Proposal, ReflectRequest,
-    Verdict,
+    EventView, FactView, JudgeItem, JudgeRequest, Llm, LlmErrorKind, Proposal, Verdict,
 };
 use dream_core::memory::{
     self, text_id, unique_id, Card, Decision, Excerpt, Fact, GateResult, Memory, Origin,
@@ -217,10 +216,23 @@ fn reflect(
     work.lap("cluster");
 
     let llm = ctx.llm;
-    let model = llm.tokenizer_key().unwrap_or_else(|| llm.name());
-    let mut calls: Vec<Call> = Vec::with_capacity(selected.len());
-    for (n, c) in selected.iter().enumerate() {
-        calls.extend(cluster_calls(tx, n, c, &work.window, config, &model)?);
+    let input = reflect_plan::Input {
+        selected: &selected,
+        window: &work.window,
+        memory: &work.memory,
+        cards: &work.cards,
+    };
+    let planned = reflect_plan::plan(tx, &input, config, llm)?;
+    let mut calls = planned.calls;
+    let mut proposals = planned.restated;
+    if !planned.restated_seen.is_empty() {
+        work.report.window.seen += planned.restated_seen.len();
+        work.report.notes.push(format!(
+            "{} new events said a fact again word for word: the engine proposed the fact with them ({} proposals) and no model read them",
+            planned.restated_seen.len(),
+            proposals.len()
+        ));
+        looked_at.extend(planned.restated_seen);
     }
     // Oldest new event first, across clusters: when the budget admits only some prompts,
     // the events that have waited longest go out, so none starves behind busy clusters.
@@ -229,14 +241,15 @@ fn reflect(
     for call in &calls {
         if tracing::enabled!(tracing::Level::DEBUG) {
             let texts: Vec<String> = call
-                .req
-                .events
+                .prompt
+                .parts
                 .iter()
+                .flat_map(|p| &p.events)
                 .map(|e| memory::excerpt(&e.text, 60))
                 .collect();
             tracing::debug!(
                 cluster = %call.label,
-                events = call.req.events.len(),
+                events = call.prompt.shown(),
                 new = call.new.len(),
                 "cluster: {}",
                 texts.join(" | ")
@@ -248,11 +261,13 @@ fn reflect(
     let previous = state::last_reflect_failures(tx)?;
     let mut failures: Vec<Failure> = Vec::new();
     let mut held: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    let mut todo: Vec<Call> = Vec::with_capacity(calls.len());
+    let mut todo: Vec<reflect_plan::Call> = Vec::with_capacity(calls.len());
     for call in calls {
         match plan::held(&previous, &call.key) {
             Some(f) => {
-                held.entry(f.way.clone()).or_default().push(call.label);
+                held.entry(f.way.clone())
+                    .or_default()
+                    .extend(call.label.split('+').map(str::to_string));
                 failures.push(Failure {
                     held: true,
                     ..f.clone()
@@ -271,7 +286,9 @@ fn reflect(
             .calls("reflect", 0, total, ctx.budget.spend().spent);
     }
     let results = parallel_map(&todo, workers(llm, config), |call| {
-        let result = ctx.call(llm.estimate_reflect(&call.req), || llm.reflect(&call.req));
+        let result = ctx.call("reflect", llm.estimate_reflect_prompt(&call.prompt), || {
+            llm.reflect_prompt(&call.prompt)
+        });
         let n = done.fetch_add(1, Ordering::SeqCst) + 1;
         if show {
             let spent = ctx.budget.spend().spent;
@@ -287,14 +304,15 @@ fn reflect(
         }
         result
     });
-    let mut proposals = Vec::new();
     let mut budget_pending = 0;
     let mut failed: BTreeMap<String, Vec<String>> = BTreeMap::new();
     let mut skipped: Vec<String> = Vec::new();
     for (call, result) in todo.into_iter().zip(results) {
+        // A prompt may carry several small clusters (`reflect_plan`): counts are of clusters.
+        let clusters = call.prompt.parts.len();
         match result {
             Ok(reply) => {
-                work.report.window.reflected += 1;
+                work.report.window.reflected += clusters;
                 for note in reply.notes {
                     if !work.report.notes.contains(&note) {
                         work.report.notes.push(note);
@@ -305,20 +323,21 @@ fn reflect(
                 work.report.window.seen += call.new.len();
                 looked_at.extend(call.new);
                 for p in reply.value.candidates {
-                    proposals.push((p, call.req.events.clone()));
+                    let sent = call.prompt.evidence_for(&p);
+                    proposals.push((p, sent));
                 }
             }
-            Err(CallError::Budget) => budget_pending += 1,
+            Err(CallError::Budget) => budget_pending += clusters,
             // A refused key is configuration: stop before anything is consumed.
             Err(CallError::Failed(e)) if e.kind == LlmErrorKind::Auth => {
                 return Err(Error::Auth(e.message))
             }
             Err(CallError::Failed(e)) => {
-                work.report.window.pending += 1;
+                work.report.window.pending += clusters;
                 let mut reason = e.to_string();
                 if let Some(way) = plan::way(e.kind) {
                     let f =
-                        plan::record(&previous, &call.key, way, &e.message, call.req.events.len());
+                        plan::record(&previous, &call.key, way, &e.message, call.prompt.shown());
                     if f.tries >= plan::MAX_SAME_FAILURES {
                         reason = format!(
                             "{reason} (failed this way {} cycles running, so it is held from now on: {})",
@@ -331,7 +350,7 @@ fn reflect(
                 failed.entry(reason).or_default().push(call.label);
             }
             Err(CallError::Skipped(_)) => {
-                work.report.window.pending += 1;
+                work.report.window.pending += clusters;
                 skipped.push(call.label);
             }
         }
@@ -410,77 +429,6 @@ fn list(labels: &[String]) -> String {
     s
 }
 
-/// One reflect call: one prompt of one cluster.
-struct Call {
-    req: ReflectRequest,
-    /// `3`, or `3 part 2/5` for a cluster larger than the prompt cap.
-    label: String,
-    /// Row ids of the new events it shows: marked as seen when the call succeeds.
-    new: Vec<i64>,
-    /// What it sends ([`plan::key`]).
-    key: String,
-    /// When its oldest new event happened (Unix seconds).
-    oldest: i64,
-}
-
-/// The calls for one cluster: its new events split into prompts of at most
-/// `cluster.max_events_per_prompt` (see [`plan::prompts`]); only those events' texts are
-/// read.
-fn cluster_calls(
-    tx: &Connection,
-    n: usize,
-    members: &[usize],
-    window: &state::Window,
-    config: &Config,
-    model: &str,
-) -> Result<Vec<Call>> {
-    let view: Vec<plan::Member<'_>> = members
-        .iter()
-        .map(|&i| plan::Member {
-            id: &window.ids[i],
-            ts: window.ts[i],
-            reflected: window.reflected[i],
-        })
-        .collect();
-    let prompts = plan::prompts(&view, config.cluster.max_events_per_prompt);
-    let parts = prompts.len();
-    let mut out = Vec::with_capacity(parts);
-    for (p, prompt) in prompts.into_iter().enumerate() {
-        let seqs: Vec<i64> = prompt
-            .events
-            .iter()
-            .map(|&k| window.seq[members[k]])
-            .collect();
-        let events: Vec<EventView> = state::events_by_seq(tx, &seqs)?
-            .iter()
-            .map(view_of)
-            .collect();
-        let key = plan::key(
-            model,
-            config.llm.max_tokens,
-            config.llm.timeout_secs,
-            events.iter().map(|e| e.id.as_str()),
-        );
-        out.push(Call {
-            req: ReflectRequest { cluster: n, events },
-            label: if parts == 1 {
-                n.to_string()
-            } else {
-                format!("{n} part {}/{parts}", p + 1)
-            },
-            new: prompt.new.iter().map(|&k| window.seq[members[k]]).collect(),
-            key,
-            oldest: prompt
-                .new
-                .iter()
-                .map(|&k| window.ts[members[k]])
-                .min()
-                .unwrap_or(i64::MAX),
-        });
-    }
-    Ok(out)
-}
-
 /// Calls in flight at once: `llm.concurrency` for a model; for the offline provider, which
 /// computes rather than waits, one per core (its answers keep their order either way).
 fn workers(llm: &dyn Llm, config: &Config) -> usize {
@@ -517,18 +465,25 @@ fn judge(
         if !seen.insert(id.clone()) {
             continue;
         }
-        let neighbours: Vec<FactView> =
-            route::nearest_cached(memory, &g.text, JUDGE_NEIGHBOURS, restating, texts)
-                .into_iter()
-                .filter_map(|n| memory.get(&n.fact_id))
-                .map(|(b, f)| FactView {
-                    id: f.id.clone(),
-                    block: b.as_str().into(),
-                    category: f.category.clone(),
-                    text: f.text.clone(),
-                })
-                .collect();
-        if !neighbours.is_empty() {
+        let near = route::nearest_cached(memory, &g.text, JUDGE_NEIGHBOURS, restating, texts);
+        let shown = plan::judge_neighbours(&near);
+        let neighbours: Vec<FactView> = near
+            .into_iter()
+            .take(shown)
+            .filter_map(|n| memory.get(&n.fact_id))
+            .map(|(b, f)| FactView {
+                id: f.id.clone(),
+                block: b.as_str().into(),
+                category: f.category.clone(),
+                text: f.text.clone(),
+            })
+            .collect();
+        // Only what changed: a candidate that merely says its nearest fact again cannot
+        // contradict it, and routing reinforces that fact.
+        let restates = neighbours
+            .first()
+            .is_some_and(|f| plan::plain_restatement(&g.text, &f.text));
+        if !neighbours.is_empty() && !restates {
             items.push(JudgeItem {
                 candidate_id: id,
                 text: g.text.clone(),
@@ -544,7 +499,7 @@ fn judge(
         ctx.progress.stage("judge");
     }
     let results = parallel_map(&batches, workers(llm, config), |req| {
-        ctx.call(llm.estimate_judge(req), || llm.judge(req))
+        ctx.call("judge", llm.estimate_judge(req), || llm.judge(req))
     });
     let mut out = HashMap::new();
     for (req, result) in batches.iter().zip(results) {

@@ -4,7 +4,8 @@
 //! [`StageCommit`] (files plus commit message) for `cycle` to commit. Stages may write rows
 //! into the state transaction `tx`, which `cycle` commits only after every git commit.
 //!
-//! `consolidate` is the evening's main stage (cluster, reflect, gate, judge, route, apply),
+//! `consolidate` is the evening's main stage (cluster, reflect, gate, judge, route, apply;
+//! `reflect_plan` builds its reflect calls),
 //! `passes` the maintenance passes, `skills` recurring procedures, `digest` the page for a
 //! person, `context` the capped file agents import, `oplog` the journal lines a cycle
 //! leaves. `cycle` orders them.
@@ -14,6 +15,7 @@ pub mod context;
 pub mod digest;
 pub mod oplog;
 pub mod passes;
+pub mod reflect_plan;
 pub mod skills;
 
 use std::path::Path;
@@ -62,19 +64,21 @@ pub struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
-    /// Make one model call under the budget ([`Budget::call`]), unless an earlier call of
-    /// this cycle found the server unavailable: one that could not be reached, or did not
-    /// answer within `llm.timeout_secs` (a local server is then still busy with the
-    /// abandoned request, so the next call would only queue behind it).
+    /// Make one model call of `stage` under the budget ([`Budget::call`], which books it to
+    /// the stage), unless an earlier call of this cycle found the server unavailable: one
+    /// that could not be reached, or did not answer within `llm.timeout_secs` (a local
+    /// server is then still busy with the abandoned request, so the next call would only
+    /// queue behind it).
     pub fn call<T>(
         &self,
+        stage: &str,
         estimate: u64,
         f: impl FnOnce() -> Result<Reply<T>, LlmError>,
     ) -> Result<Reply<T>, CallError> {
         if let Some(why) = self.unavailable.get() {
             return Err(CallError::Skipped(why.clone()));
         }
-        let result = self.budget.call(estimate, f);
+        let result = self.budget.call(stage, estimate, f);
         if let Err(CallError::Failed(e)) = &result {
             if matches!(e.kind, LlmErrorKind::Unreachable | LlmErrorKind::Timeout) {
                 let _ = self.unavailable.set(e.message.clone());

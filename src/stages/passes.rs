@@ -33,7 +33,7 @@ use dream_core::llm::passes::{
 };
 use dream_core::llm::{LlmError, Reply};
 use dream_core::memory::{self, one_line, Archived, Block, Fact, Memory, Origin};
-use dream_core::passes::Pass;
+use dream_core::passes::{review, Pass};
 use dream_core::report::{Degraded, MutationRow, PassSummary};
 
 use dream_core::passes::gates::{
@@ -218,12 +218,21 @@ pub fn run(ctx: &Ctx<'_>, tx: &Connection, work: &mut Work) -> Result<()> {
         } else {
             BTreeMap::new()
         };
+    // What the merge and promote passes are shown: what this cycle changed, against memory
+    // as the cycle found it (the store's, hand edits recorded), unless they cannot know
+    // what they reviewed (see `dream_core::passes::review`).
+    let start = store.load_memory(ctx.today)?;
+    let hand_edited = work.report.commits.iter().any(|c| c.stage == "manual");
+    let degraded = crate::edges::state::last_degraded_stages(tx)?;
     let mut guard = LossGuard::new(
         work.memory.len(),
         &ctx.config.retention,
         ctx.opts.allow_loss,
     );
     for pass in PASSES {
+        let all = start.is_empty() || hand_edited || degraded.iter().any(|d| d == pass.as_str());
+        // Against the memory this pass finds: a merge just made is new to promote.
+        let changed = (!all).then(|| review::changed(&start, &work.memory));
         let memory_before = work.memory.clone();
         let archive_before = archive.text.clone();
         let before = Before::new(&work.memory, archive.ids.clone(), pinned.clone())
@@ -232,8 +241,16 @@ pub fn run(ctx: &Ctx<'_>, tx: &Connection, work: &mut Work) -> Result<()> {
         let mut out = Outcome::new(pass);
         match pass {
             Pass::Dedupe => dedupe(ctx, &before, work, &mut archive, &mut guard, &mut out),
-            Pass::Merge => merge(ctx, &before, work, &mut archive, &mut guard, &mut out),
-            Pass::Promote => promote(ctx, &before, work, &mut out),
+            Pass::Merge => merge(
+                ctx,
+                &before,
+                work,
+                &mut archive,
+                &mut guard,
+                &mut out,
+                changed.as_ref(),
+            ),
+            Pass::Promote => promote(ctx, &before, work, &mut out, changed.as_ref()),
             Pass::Forget => forget(ctx, &before, work, &mut archive, &mut guard, &mut out),
         }
         let tokens = ctx.budget.spend().spent.saturating_sub(spent);
@@ -293,7 +310,7 @@ fn ask<T>(
     if !ctx.llm.offline() {
         ctx.progress.stage(pass.as_str());
     }
-    match ctx.call(estimate, f) {
+    match ctx.call(pass.as_str(), estimate, f) {
         Ok(reply) => {
             for note in reply.notes {
                 if !work.report.notes.contains(&note) {
@@ -323,8 +340,14 @@ fn ask<T>(
 }
 
 fn views(memory: &Memory) -> Vec<PassFact> {
+    views_of(memory, None)
+}
+
+/// The facts a pass is shown: those of `only` when given, else all.
+fn views_of(memory: &Memory, only: Option<&BTreeSet<String>>) -> Vec<PassFact> {
     memory
         .facts()
+        .filter(|(_, f)| only.is_none_or(|o| o.contains(&f.id)))
         .map(|(b, f)| PassFact {
             id: f.id.clone(),
             block: b.as_str().into(),
@@ -489,10 +512,13 @@ fn merge(
     archive: &mut Archive,
     guard: &mut LossGuard,
     out: &mut Outcome,
+    changed: Option<&BTreeSet<String>>,
 ) {
+    // Only what changed, and the facts of its block it shares a word with (`review`).
+    let shown = changed.map(|c| review::merge_scope(&work.memory, c));
     let mut per_block: BTreeMap<Block, usize> = BTreeMap::new();
     for (b, f) in work.memory.facts() {
-        if f.origin != Origin::Owner {
+        if f.origin != Origin::Owner && shown.as_ref().is_none_or(|s| s.contains(&f.id)) {
             *per_block.entry(b).or_default() += 1;
         }
     }
@@ -501,7 +527,7 @@ fn merge(
         return;
     }
     let req = MergeRequest {
-        facts: views(&work.memory),
+        facts: views_of(&work.memory, shown.as_ref()),
         max_tokens: ctx.config.llm.max_tokens,
     };
     let llm = ctx.llm;
@@ -606,11 +632,18 @@ fn apply_merge(
 
 // ---- promote ----
 
-fn promote(ctx: &Ctx<'_>, before: &Before, work: &mut Work, out: &mut Outcome) {
+fn promote(
+    ctx: &Ctx<'_>,
+    before: &Before,
+    work: &mut Work,
+    out: &mut Outcome,
+    changed: Option<&BTreeSet<String>>,
+) {
     let mut ledger = Ledger::default();
-    if !work.memory.is_empty() {
+    // Only the facts this cycle added, reworded or moved (`review`): none, no call.
+    if !work.memory.is_empty() && changed.is_none_or(|c| !c.is_empty()) {
         let req = PromoteRequest {
-            facts: views(&work.memory),
+            facts: views_of(&work.memory, changed),
             target_blocks: TARGET_BLOCKS
                 .iter()
                 .map(|b| b.as_str().to_string())

@@ -534,7 +534,9 @@ pub fn run(ctx: &Ctx<'_>, tx: &Connection, work: &mut Work) -> Result<()> {
         .map(|(p, id)| request(p, id, &instances, ctx.config.llm.max_tokens))
         .collect();
     let results = parallel_map(&requests, workers(ctx), |r| {
-        ctx.call(ctx.llm.estimate_skill(r), || ctx.llm.draft_skill(r))
+        ctx.call("skills", ctx.llm.estimate_skill(r), || {
+            ctx.llm.draft_skill(r)
+        })
     });
 
     let mut taken: BTreeSet<String> = known.iter().map(|k| k.name.clone()).collect();

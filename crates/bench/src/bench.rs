@@ -59,8 +59,12 @@ pub struct Options {
     pub linfa_up_to: usize,
     /// The index the clustering scenario measures.
     pub lsh: SignLsh,
-    /// Events of the token-efficiency workload.
-    pub token_events: usize,
+    /// Sizes of the token-efficiency workload, in events.
+    pub token_events: Vec<usize>,
+    /// Days the token workload spans.
+    pub token_days: u32,
+    /// Schedules of the token scenario: cycles a day (0: one cycle over everything).
+    pub cycles_per_day: Vec<u32>,
     /// An OpenAI-compatible base URL for the token scenario (for example the fake server).
     pub llm_url: Option<String>,
     pub llm_model: String,
@@ -105,6 +109,9 @@ pub struct ScenarioResult {
     pub notes: Vec<String>,
     /// Scenario-specific figures (recall, ratios, baselines).
     pub extra: BTreeMap<String, f64>,
+    /// The token scenario's schedules, each with where its tokens went.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub schedules: Vec<ScheduleRun>,
 }
 
 /// Figures of one measured cycle.
@@ -156,7 +163,7 @@ fn round2(x: f64) -> f64 {
 }
 
 /// Run the benchmark.
-pub fn run(opts: &Options) -> Result<BenchReport> {
+pub fn run(opts: &Options, fake: Option<&dream_testkit::fake_llm::FakeLlm>) -> Result<BenchReport> {
     let temp;
     let dir = match &opts.dir {
         Some(d) => {
@@ -183,7 +190,7 @@ pub fn run(opts: &Options) -> Result<BenchReport> {
             "heavy" | "idle" => scenarios.extend(heavy(opts, &dir.join("heavy"))?),
             "incremental" => scenarios.push(incremental(opts, &dir.join("incremental"))?),
             "cluster" => scenarios.push(cluster_scaling(opts)?),
-            "tokens" => scenarios.push(tokens(opts, &dir.join("tokens"))?),
+            "tokens" => scenarios.extend(tokens(opts, fake, &dir.join("tokens"))?),
             "agents" => scenarios.push(agents(opts, &dir.join("agents"))?),
             other => {
                 return Err(Error::Usage(format!(
@@ -241,8 +248,20 @@ fn spec(
     prefix: &str,
     themes: usize,
 ) -> Spec {
+    spec_of(opts.seed, stream, events, start, days, prefix, themes)
+}
+
+fn spec_of(
+    seed: u64,
+    stream: u64,
+    events: usize,
+    start: DateTime<Utc>,
+    days: u32,
+    prefix: &str,
+    themes: usize,
+) -> Spec {
     Spec {
-        seed: opts.seed,
+        seed,
         stream,
         events,
         start,
@@ -602,6 +621,7 @@ fn heavy(opts: &Options, dir: &Path) -> Result<Vec<ScenarioResult>> {
             "the window's older {old} events were ingested and consolidated by 13 daily cycles beforehand ({prepared_how})"
         )],
         extra: BTreeMap::new(),
+        schedules: Vec::new(),
     };
     let m = median_figures(&idle);
     let idle = ScenarioResult {
@@ -619,6 +639,7 @@ fn heavy(opts: &Options, dir: &Path) -> Result<Vec<ScenarioResult>> {
         median: m,
         runs: idle,
         extra: BTreeMap::new(),
+        schedules: Vec::new(),
     };
     Ok(vec![heavy, idle])
 }
@@ -709,6 +730,7 @@ fn incremental(opts: &Options, dir: &Path) -> Result<ScenarioResult> {
             "median figures are those over the history; `runs` lists the runs over the history, then those over the empty repository".into(),
         ],
         extra,
+        schedules: Vec::new(),
     })
 }
 
@@ -895,6 +917,7 @@ fn cluster_scaling(opts: &Options) -> Result<ScenarioResult> {
         targets,
         notes,
         extra,
+        schedules: Vec::new(),
     })
 }
 
@@ -995,26 +1018,276 @@ pub fn same_clusters(exact: &cluster::Clustering, other: &cluster::Clustering) -
     same as f64 / exact.clusters.len() as f64
 }
 
-/// Tokens per promoted fact through an OpenAI-compatible server, beside a per-event
-/// extractor on the same workload.
-fn tokens(opts: &Options, dir: &Path) -> Result<ScenarioResult> {
-    let now = now();
-    let today = midnight_of(now);
-    let w = synth::generate(&Spec {
-        ..spec(
-            opts,
-            6,
-            opts.token_events,
-            today - Duration::days(6),
-            7,
-            "t-",
-            40,
-        )
-    });
-    let repo = dir.join("repo");
-    new_repo(&repo)?;
-    let mut notes = Vec::new();
-    let mut extra = BTreeMap::new();
+/// The token scenario's workload: `events` events over `days` days ending on the benchmark's
+/// last day, 40 themes (the same for every size, so a larger stream restates them more).
+pub fn token_workload(opts: &Options, events: usize) -> synth::Workload {
+    token_workload_of(opts.seed, opts.token_days, events)
+}
+
+/// The token workload of a seed, days and events (also what `dream-bench fake-server`
+/// writes for the mem0 comparison).
+pub fn token_workload_of(seed: u64, days: u32, events: usize) -> synth::Workload {
+    let today = midnight_of(now());
+    let days = days.max(1);
+    synth::generate(&spec_of(
+        seed,
+        6,
+        events,
+        today - Duration::days(i64::from(days) - 1),
+        days,
+        "t-",
+        TOKEN_THEMES,
+    ))
+}
+
+/// Themes of the token workload.
+const TOKEN_THEMES: usize = 40;
+
+/// The clock of each cycle when `per_day` cycles run on each of `days` days ending on the
+/// benchmark's last day: evenly spaced, the last of each day at 23:00 (one a day: 23:00;
+/// two: 11:00 and 23:00). `per_day` 0 is one cycle over everything, at the end.
+pub fn schedule(days: u32, per_day: u32) -> Vec<DateTime<Utc>> {
+    let end = now();
+    if per_day == 0 {
+        return vec![end];
+    }
+    let step = Duration::minutes(24 * 60 / i64::from(per_day));
+    let mut out = Vec::new();
+    for d in (0..i64::from(days.max(1))).rev() {
+        let evening = end - Duration::days(d);
+        for k in (0..i64::from(per_day)).rev() {
+            out.push(evening - step * k as i32);
+        }
+    }
+    out
+}
+
+/// What one stage's calls were sent and cost, as the fake server counted them.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct StageTokens {
+    pub calls: u64,
+    /// The system prompt and the chat framing: the same for every call of the stage.
+    pub instructions: u64,
+    /// Reflect: the new events' share of the user message (their first showing).
+    pub new_events: u64,
+    /// Reflect: what was sent about what the model saw before: earlier events, and facts
+    /// and cards they support.
+    pub context: u64,
+    /// The rest of the user message (for stages other than reflect: all of it).
+    pub input: u64,
+    pub completion: u64,
+    /// Prompt tokens the server reported as cached.
+    pub cached: u64,
+    pub total: u64,
+}
+
+impl StageTokens {
+    fn add(&mut self, o: &StageTokens) {
+        self.calls += o.calls;
+        self.instructions += o.instructions;
+        self.new_events += o.new_events;
+        self.context += o.context;
+        self.input += o.input;
+        self.completion += o.completion;
+        self.cached += o.cached;
+        self.total += o.total;
+    }
+}
+
+/// One chat request split into what it was spent on: the fake charges each message a
+/// quarter of its characters plus 4 (and 3 for the reply's priming); the user message's
+/// tokens are shared out over its parts by characters.
+fn split_request(r: &dream_testkit::fake_llm::Recorded) -> StageTokens {
+    use dream_testkit::fake_llm::count_tokens;
+    let messages = r.body["messages"].as_array().cloned().unwrap_or_default();
+    let user = messages
+        .iter()
+        .rev()
+        .find(|m| m["role"] == "user")
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or_default();
+    let user_tokens = count_tokens(user) + 4;
+    let mut t = StageTokens {
+        calls: 1,
+        instructions: r.prompt_tokens.saturating_sub(user_tokens),
+        input: user_tokens.min(r.prompt_tokens),
+        completion: r.completion_tokens,
+        cached: r.cached_tokens,
+        total: r.prompt_tokens + r.completion_tokens,
+        ..StageTokens::default()
+    };
+    if r.stage == "reflect" {
+        let input: serde_json::Value = serde_json::from_str(user).unwrap_or_default();
+        let chars = |v: &serde_json::Value| v.to_string().chars().count() as u64;
+        let (mut new, mut context) = (0u64, 0u64);
+        for c in input["clusters"].as_array().into_iter().flatten() {
+            for e in c["events"].as_array().into_iter().flatten() {
+                if e["new"] == true {
+                    new += chars(e);
+                } else {
+                    context += chars(e);
+                }
+            }
+            if let Some(k) = c.get("known") {
+                context += chars(k);
+            }
+        }
+        let all = (user.chars().count() as u64).max(1);
+        t.new_events = t.input * new / all;
+        t.context = t.input * context / all;
+        t.input -= t.new_events + t.context;
+    }
+    t
+}
+
+/// The fake server's requests, per stage.
+fn split_requests(reqs: &[dream_testkit::fake_llm::Recorded]) -> BTreeMap<String, StageTokens> {
+    let mut out: BTreeMap<String, StageTokens> = BTreeMap::new();
+    for r in reqs
+        .iter()
+        .filter(|r| r.path.ends_with("/chat/completions") && r.status == 200)
+    {
+        out.entry(r.stage.clone())
+            .or_default()
+            .add(&split_request(r));
+    }
+    out
+}
+
+/// One schedule's run of the token workload.
+#[derive(Debug, Clone, Serialize)]
+pub struct ScheduleRun {
+    /// `one cycle`, `1 cycle a day`, ...
+    pub schedule: String,
+    pub cycles_per_day: u32,
+    pub cycles: usize,
+    pub events: usize,
+    pub tokens: u64,
+    pub calls: u64,
+    pub cached: u64,
+    pub tokens_per_event: f64,
+    /// Per stage: from the fake server's requests when it runs in this process, else the
+    /// totals the cycles' reports give (no split of the prompt).
+    pub stages: BTreeMap<String, StageTokens>,
+    /// Tokens of each cycle, in order.
+    pub per_cycle: Vec<u64>,
+    /// Active facts at the end, and how many of the workload's themes one of them states.
+    pub facts: usize,
+    pub themes_stated: usize,
+    /// Pending review cards at the end, and the themes only a card states.
+    pub cards: usize,
+    pub themes_only_in_cards: usize,
+    pub promoted: u64,
+    pub reinforced: u64,
+    pub queued: u64,
+    pub refused: u64,
+}
+
+/// Run the token workload on a fresh repository under one schedule: the events of each
+/// cycle's stretch of time are written to the inbox just before it runs. A one-cycle
+/// schedule's cycle runs in a child process (`dream-bench cycle`, for its wall time and
+/// memory); a daily schedule's cycles run in this process, as the repositories of the
+/// other scenarios are prepared.
+fn run_schedule(
+    opts: &Options,
+    fake: Option<&dream_testkit::fake_llm::FakeLlm>,
+    repo: &Path,
+    w: &synth::Workload,
+    per_day: u32,
+) -> Result<(ScheduleRun, Option<Figures>)> {
+    let keys = token_config(opts);
+    new_repo(repo)?;
+    set_config(repo, &keys)?;
+    let times = schedule(opts.token_days, per_day);
+    let mut per_cycle = Vec::new();
+    let mut reports: Vec<serde_json::Value> = Vec::new();
+    let mut child = None;
+    let mut from: Option<DateTime<Utc>> = None;
+    let first_request = fake.map_or(0, |f| f.requests().len());
+    for (i, t) in times.iter().enumerate() {
+        let batch: Vec<Event> = w
+            .events
+            .iter()
+            .filter(|e| from.is_none_or(|f| e.ts > f) && (e.ts <= *t || i + 1 == times.len()))
+            .cloned()
+            .collect();
+        from = Some(*t);
+        write_events(repo, &format!("t-{i:03}.jsonl"), &batch)?;
+        let report = if per_day == 0 {
+            let r = measure_cycle(opts, repo, *t)?;
+            child = Some(figures(&r.report, r.wall_ms, r.peak_rss_mb));
+            r.report
+        } else {
+            let r = cycle_here(repo, *t)?;
+            serde_json::to_value(&r).map_err(|e| Error::Other(e.to_string()))?
+        };
+        per_cycle.push(report["tokens"]["spent"].as_u64().unwrap_or(0));
+        reports.push(report);
+    }
+    let n = |r: &serde_json::Value, p: &str| r.pointer(p).and_then(|v| v.as_u64()).unwrap_or(0);
+    let sum = |p: &str| reports.iter().map(|r| n(r, p)).sum::<u64>();
+    let stages = match fake {
+        Some(f) => split_requests(&f.requests()[first_request..]),
+        None => {
+            let mut out: BTreeMap<String, StageTokens> = BTreeMap::new();
+            for r in &reports {
+                for (stage, v) in r["tokens"]["stages"].as_object().into_iter().flatten() {
+                    let s = out.entry(stage.clone()).or_default();
+                    s.calls += n(v, "/calls");
+                    s.input += n(v, "/prompt");
+                    s.completion += n(v, "/completion");
+                    s.cached += n(v, "/cached");
+                    s.total += n(v, "/spent");
+                }
+            }
+            out
+        }
+    };
+    let store = dream::edges::store::Store::open(repo)?;
+    let memory = store.load_memory(now().date_naive())?;
+    let (cards, _) = store.pending_cards()?;
+    let stated = |text: &str, theme: &str| dream_core::measures::similarity(theme, text) >= 0.9;
+    let in_facts: Vec<bool> = w
+        .themes
+        .iter()
+        .map(|t| memory.facts().any(|(_, f)| stated(&f.text, t)))
+        .collect();
+    let only_cards = w
+        .themes
+        .iter()
+        .zip(&in_facts)
+        .filter(|(t, found)| !**found && cards.iter().any(|c| stated(&c.text, t)))
+        .count();
+    let tokens = sum("/tokens/spent");
+    let run = ScheduleRun {
+        schedule: match per_day {
+            0 => "one cycle".into(),
+            1 => "1 cycle a day".into(),
+            k => format!("{k} cycles a day"),
+        },
+        cycles_per_day: per_day,
+        cycles: times.len(),
+        events: w.events.len(),
+        tokens,
+        calls: sum("/tokens/calls"),
+        cached: sum("/tokens/cached"),
+        tokens_per_event: round2(tokens as f64 / w.events.len().max(1) as f64),
+        stages,
+        per_cycle,
+        facts: memory.facts().count(),
+        themes_stated: in_facts.iter().filter(|f| **f).count(),
+        cards: cards.len(),
+        themes_only_in_cards: only_cards,
+        promoted: sum("/candidates/promoted"),
+        reinforced: sum("/candidates/reinforced"),
+        queued: sum("/candidates/queued"),
+        refused: sum("/candidates/refused"),
+    };
+    Ok((run, child))
+}
+
+/// The config keys of the token scenario's repositories.
+fn token_config(opts: &Options) -> Vec<(&'static str, toml::Value)> {
     let mut keys: Vec<(&str, toml::Value)> =
         vec![("budget.tokens_per_cycle", toml::Value::Integer(1 << 40))];
     if let Some(url) = &opts.llm_url {
@@ -1022,42 +1295,104 @@ fn tokens(opts: &Options, dir: &Path) -> Result<ScenarioResult> {
         keys.push(("llm.base_url", toml::Value::String(url.clone())));
         keys.push(("llm.model", toml::Value::String(opts.llm_model.clone())));
     }
-    set_config(&repo, &keys)?;
-    let config = dream::config::load(&repo)?;
+    keys
+}
+
+/// Tokens through an OpenAI-compatible server on the schedules of `--cycles-per-day` (one
+/// cycle over everything, a cycle a day, ...), per event and per promoted fact, with where
+/// they went; beside a per-event extractor on the same workload.
+fn tokens(
+    opts: &Options,
+    fake: Option<&dream_testkit::fake_llm::FakeLlm>,
+    dir: &Path,
+) -> Result<Vec<ScenarioResult>> {
+    let mut out = Vec::new();
+    for &events in &opts.token_events {
+        out.push(tokens_at(
+            opts,
+            fake,
+            &dir.join(format!("e{events}")),
+            events,
+        )?);
+    }
+    Ok(out)
+}
+
+fn tokens_at(
+    opts: &Options,
+    fake: Option<&dream_testkit::fake_llm::FakeLlm>,
+    dir: &Path,
+    events: usize,
+) -> Result<ScenarioResult> {
+    let w = token_workload(opts, events);
+    let mut notes = Vec::new();
+    let mut extra = BTreeMap::new();
+    let days = opts.token_days.max(1);
+    let description = format!(
+        "{events} events over {days} days: tokens per event on each schedule, and per promoted fact against a per-event extractor"
+    );
+    let params = serde_json::json!({
+        "events": events, "days": days, "themes": TOKEN_THEMES,
+        "cycles_per_day": opts.cycles_per_day, "llm_url": opts.llm_url, "model": opts.llm_model,
+    });
+    // Whether the repositories' provider takes prompts at all.
+    let probe = dir.join("probe");
+    new_repo(&probe)?;
+    set_config(&probe, &token_config(opts))?;
+    let config = dream::config::load(&probe)?;
     let provider = match dream::providers::llm(&config) {
-        Ok(p) => p,
-        Err(e) => {
-            notes.push(format!(
-                "no LLM figures: {e}; this scenario needs the openai provider and --llm-url pointing at an OpenAI-compatible server (the fake one in tests)"
-            ));
+        Ok(p) if !p.offline() => p,
+        Ok(_) | Err(_) => {
+            notes.push("no LLM figures: this scenario needs the openai provider: run with --fake-llm (the tests' fake server) or --llm-url URL (any OpenAI-compatible server)".into());
             return Ok(ScenarioResult {
                 name: "tokens".into(),
-                description: "tokens per promoted fact, against a per-event extractor".into(),
-                params: serde_json::json!({"events": opts.token_events, "llm_url": opts.llm_url}),
+                description,
+                params,
                 median: Figures::default(),
                 runs: Vec::new(),
                 targets: Vec::new(),
                 notes,
                 extra,
+                schedules: Vec::new(),
             });
         }
     };
-    write_events(&repo, "workload.jsonl", &w.events)?;
-    let r = measure_cycle(opts, &repo, now)?;
-    let f = figures(&r.report, r.wall_ms, r.peak_rss_mb);
-    let promoted = f.promoted.max(0.0);
-    extra.insert("dream_tokens".into(), f.tokens);
-    extra.insert("dream_calls".into(), f.llm_calls);
-    extra.insert("dream_promoted".into(), promoted);
+    let mut schedules = Vec::new();
+    let mut batch: Option<Figures> = None;
+    for &per_day in &opts.cycles_per_day {
+        let (run, child) = run_schedule(opts, fake, &dir.join(format!("c{per_day}")), &w, per_day)?;
+        if child.is_some() {
+            batch = child;
+        }
+        schedules.push(run);
+    }
     let mut targets = Vec::new();
-    if provider.offline() {
-        notes.push("offline provider: no tokens are spent; run with --llm-url URL (an OpenAI-compatible server, for example the fake one) for the LLM figures".into());
-    } else {
-        // The baseline: a per-event extractor (one call per event, as mem0-style tools make)
-        // with the same instructions as dream's reflect step, through the same provider, so
-        // the difference is what consolidation changes: which events are asked about, and how
-        // many at once. (mem0 also makes an update call per extracted fact and uses a longer
-        // prompt, so this baseline is the cheaper one.)
+    let one = schedules.iter().find(|s| s.cycles_per_day == 0).cloned();
+    if let Some(one) = &one {
+        for s in schedules.iter().filter(|s| s.cycles_per_day > 0) {
+            targets.push(Target::at_most(
+                &format!("tokens per event, {} / one cycle", s.schedule),
+                s.tokens_per_event / one.tokens_per_event.max(f64::MIN_POSITIVE),
+                1.5,
+                "x",
+            ));
+        }
+    }
+    for s in &schedules {
+        let k = format!("c{}", s.cycles_per_day);
+        extra.insert(format!("{k}_tokens"), s.tokens as f64);
+        extra.insert(format!("{k}_calls"), s.calls as f64);
+        extra.insert(format!("{k}_tokens_per_event"), s.tokens_per_event);
+        extra.insert(format!("{k}_facts"), s.facts as f64);
+        extra.insert(format!("{k}_themes_stated"), s.themes_stated as f64);
+    }
+
+    // The baseline: a per-event extractor (one call per event, as mem0-style tools make)
+    // with the same instructions as dream's reflect step, through the same provider, so
+    // the difference is what consolidation changes: which events are asked about, and how
+    // many at once. (mem0 also makes an update call per extracted fact and uses a longer
+    // prompt, so this baseline is the cheaper one; scripts/mem0-compare.py measures mem0.)
+    if let Some(one) = &one {
         let (mut spent, mut calls, mut failed) = (0u64, 0u64, 0u64);
         let started = Instant::now();
         for event in &w.events {
@@ -1086,9 +1421,12 @@ fn tokens(opts: &Options, dir: &Path) -> Result<ScenarioResult> {
             "baseline_wall_ms".into(),
             round2(started.elapsed().as_secs_f64() * 1000.0),
         );
-        extra.insert("dream_wall_ms".into(), round2(f.wall_ms));
+        if let Some(f) = &batch {
+            extra.insert("dream_wall_ms".into(), round2(f.wall_ms));
+        }
+        let promoted = one.promoted as f64;
         if promoted > 0.0 {
-            let dream_per_fact = f.tokens / promoted;
+            let dream_per_fact = one.tokens as f64 / promoted;
             let base_per_fact = spent as f64 / promoted;
             extra.insert("dream_tokens_per_fact".into(), round2(dream_per_fact));
             extra.insert("baseline_tokens_per_fact".into(), round2(base_per_fact));
@@ -1105,18 +1443,19 @@ fn tokens(opts: &Options, dir: &Path) -> Result<ScenarioResult> {
         }
         notes.push("the baseline's tokens are divided by dream's promoted facts: both read the same events, and a per-event extractor can at best find the same facts".into());
     }
+    if fake.is_none() {
+        notes.push("not the in-process fake server: stage figures are the cycles' reports (prompt and completion), without the split of the prompt".into());
+    }
     Ok(ScenarioResult {
         name: "tokens".into(),
-        description: format!(
-            "{} events over 7 days: tokens per promoted fact, against a per-event extractor",
-            opts.token_events
-        ),
-        params: serde_json::json!({"events": opts.token_events, "themes": 40, "llm_url": opts.llm_url, "model": opts.llm_model}),
-        median: f.clone(),
-        runs: vec![f],
+        description,
+        params,
+        median: batch.clone().unwrap_or_default(),
+        runs: batch.into_iter().collect(),
         targets,
         notes,
         extra,
+        schedules,
     })
 }
 
@@ -1302,6 +1641,7 @@ fn agents(opts: &Options, dir: &Path) -> Result<ScenarioResult> {
             "the first recall embeds every fact once ({first_ms:.1} ms with the builtin embedder); later calls reuse the vectors"
         )],
         extra,
+        schedules: Vec::new(),
     })
 }
 
@@ -1345,6 +1685,9 @@ pub fn render(b: &BenchReport) -> String {
         for (k, v) in &s.extra {
             let _ = writeln!(o, "  {k:<36} {v}");
         }
+        for r in &s.schedules {
+            render_schedule(&mut o, r);
+        }
         for t in &s.targets {
             let _ = writeln!(
                 o,
@@ -1362,6 +1705,61 @@ pub fn render(b: &BenchReport) -> String {
         }
     }
     o
+}
+
+/// One schedule of the token scenario: its totals, then a row per stage.
+fn render_schedule(o: &mut String, r: &ScheduleRun) {
+    use std::fmt::Write as _;
+    let _ = writeln!(
+        o,
+        "  {} ({} cycles): {} tokens, {} calls, {} tokens per event, {} cached; {} facts stating {}/{} themes ({} more only in cards); {} promoted, {} reinforced, {} queued, {} refused",
+        r.schedule,
+        r.cycles,
+        r.tokens,
+        r.calls,
+        r.tokens_per_event,
+        r.cached,
+        r.facts,
+        r.themes_stated,
+        TOKEN_THEMES,
+        r.themes_only_in_cards,
+        r.promoted,
+        r.reinforced,
+        r.queued,
+        r.refused
+    );
+    let _ = writeln!(
+        o,
+        "    {:<10} {:>6} {:>13} {:>11} {:>9} {:>9} {:>11} {:>9} {:>10}",
+        "stage",
+        "calls",
+        "instructions",
+        "new events",
+        "context",
+        "input",
+        "completion",
+        "cached",
+        "total"
+    );
+    for (stage, t) in &r.stages {
+        let _ = writeln!(
+            o,
+            "    {:<10} {:>6} {:>13} {:>11} {:>9} {:>9} {:>11} {:>9} {:>10}",
+            if stage.is_empty() { "(none)" } else { stage },
+            t.calls,
+            t.instructions,
+            t.new_events,
+            t.context,
+            t.input,
+            t.completion,
+            t.cached,
+            t.total
+        );
+    }
+    if r.per_cycle.len() > 1 {
+        let cycles: Vec<String> = r.per_cycle.iter().map(u64::to_string).collect();
+        let _ = writeln!(o, "    per cycle: {}", cycles.join(", "));
+    }
 }
 
 #[cfg(test)]

@@ -31,6 +31,29 @@ enum Command {
     /// One `dream run --json` cycle that also reports its own peak memory (what the
     /// benchmark measures in a child process).
     Cycle(RunArgs),
+    /// Serve the tests' fake OpenAI-compatible server on loopback for another process (the
+    /// mem0 comparison, scripts/mem0-compare.py): write the token scenario's events as
+    /// JSON lines, print the server's base URL on one line, and serve until stdin closes.
+    /// A request without `X-Dream-Stage` (another tool's) is answered as mem0's extraction
+    /// call expects: each `user:` line of its new messages as one memory. `GET
+    /// /fake/usage` answers the calls and tokens counted so far.
+    FakeServer(FakeServerArgs),
+}
+
+#[derive(Debug, Args)]
+struct FakeServerArgs {
+    /// Where to write the workload's events (JSON lines, oldest first).
+    #[arg(long, value_name = "FILE")]
+    events_out: PathBuf,
+    /// Events of the workload (as --token-events).
+    #[arg(long, default_value_t = 2000)]
+    events: usize,
+    /// Days the events span (as --token-days).
+    #[arg(long, default_value_t = 7)]
+    days: u32,
+    /// Seed of the synthetic workload (as --seed).
+    #[arg(long, default_value_t = 7)]
+    seed: u64,
 }
 
 fn main() {
@@ -38,6 +61,7 @@ fn main() {
     dream::cli::init_logging(&cli.global);
     let result = match &cli.command {
         Some(Command::Cycle(a)) => cycle(&cli.global, a),
+        Some(Command::FakeServer(a)) => fake_server(a),
         None => run(&cli.global, &cli.bench),
     };
     match result {
@@ -62,9 +86,8 @@ fn run(g: &Global, a: &BenchArgs) -> Result<i32> {
     // with its token usage; --fake-latency-ms adds a delay to every reply.
     let fake = a.fake_llm.then(|| {
         let fake = dream_testkit::fake_llm::FakeLlm::start();
-        fake.on("reflect", dream_testkit::fake_llm::echo_reflect);
-        fake.on("judge", dream_testkit::fake_llm::agreeable_judge);
         fake.set_latency(std::time::Duration::from_millis(a.fake_latency_ms));
+        fake.set_prefix_cache(true);
         fake
     });
     let llm_url = match &fake {
@@ -92,13 +115,15 @@ fn run(g: &Global, a: &BenchArgs) -> Result<i32> {
                 ..d
             }
         },
-        token_events: a.token_events,
+        token_events: a.token_events.clone(),
+        token_days: a.token_days,
+        cycles_per_day: a.cycles_per_day.clone(),
         llm_url,
         llm_model: a.llm_model.clone(),
         seed: a.seed,
         facts: a.facts,
     };
-    let report = bench::run(&opts)?;
+    let report = bench::run(&opts, fake.as_ref())?;
     if a.json {
         eprint!("{}", bench::render(&report));
         dream::cmd::print_json(&report)?;
@@ -128,6 +153,29 @@ fn cycle(g: &Global, a: &RunArgs) -> Result<i32> {
         "report": report,
         "peak_rss_kb": bench::peak_rss_kb(),
     }))?;
+    Ok(EXIT_OK)
+}
+
+fn fake_server(a: &FakeServerArgs) -> Result<i32> {
+    use std::io::{BufRead, Write};
+    let w = bench::token_workload_of(a.seed, a.days, a.events);
+    let mut text = String::with_capacity(w.events.len() * 200);
+    for e in &w.events {
+        text.push_str(&e.to_line());
+        text.push('\n');
+    }
+    std::fs::write(&a.events_out, text)
+        .context(|| format!("writing {}", a.events_out.display()))?;
+    let fake = dream_testkit::fake_llm::FakeLlm::start();
+    fake.on("", dream_testkit::fake_llm::mem0_extract);
+    println!("{}", fake.base_url());
+    std::io::stdout().flush().ok();
+    // Serve until whoever started us closes our stdin.
+    for line in std::io::stdin().lock().lines() {
+        if line.is_err() {
+            break;
+        }
+    }
     Ok(EXIT_OK)
 }
 
@@ -201,9 +249,19 @@ pub struct BenchArgs {
     #[arg(long)]
     pub lsh_probes: Option<usize>,
 
-    /// Events of the token scenario.
-    #[arg(long, default_value_t = 2_000)]
-    pub token_events: usize,
+    /// Events of the token scenario (several sizes: 1000,5000).
+    #[arg(long, value_delimiter = ',', default_value = "2000")]
+    pub token_events: Vec<usize>,
+
+    /// Days the token scenario's events span.
+    #[arg(long, default_value_t = 7)]
+    pub token_days: u32,
+
+    /// The token scenario's schedules, in cycles a day: 0 is one cycle over all the events
+    /// at the end; 1 an evening cycle each day as the timer runs it; 2 a cycle every 12
+    /// hours (several: 0,1,2). Each daily schedule is compared with the one cycle.
+    #[arg(long, value_delimiter = ',', default_value = "0,1")]
+    pub cycles_per_day: Vec<u32>,
 
     /// Base URL of an OpenAI-compatible server for the token scenario (for example the
     /// fake server's http://127.0.0.1:PORT/v1); without it the scenario reports offline.

@@ -180,6 +180,12 @@ pub struct Tokens {
     pub unanswered: u64,
     /// Calls not started because they could have crossed the cap.
     pub refused_calls: u64,
+    /// Of the tokens spent, prompt tokens the server reported as cached (see `Usage`).
+    pub cached: u64,
+    /// Where the tokens went: each stage's calls and charge (reflect, judge, the passes,
+    /// skills), with the prompt, completion and cached tokens servers reported.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub stages: BTreeMap<String, crate::llm::budget::StageSpend>,
     /// What the cycle learnt about the model's tokenizer, for the next cycle's estimates.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub calibration: Option<Calibration>,
@@ -201,6 +207,8 @@ impl Tokens {
             calls: s.calls,
             unanswered: s.unanswered,
             refused_calls: s.refused,
+            cached: s.cached,
+            stages: BTreeMap::new(),
             calibration: None,
         }
     }
@@ -380,6 +388,22 @@ impl Report {
                 String::new()
             }
         );
+        if !t.stages.is_empty() {
+            let by: Vec<String> = t
+                .stages
+                .iter()
+                .map(|(stage, s)| format!("{stage} {} ({} calls)", s.spent, s.calls))
+                .collect();
+            let cached = if t.cached > 0 {
+                format!(
+                    "; {} of the prompt tokens were cached by the server",
+                    t.cached
+                )
+            } else {
+                String::new()
+            };
+            let _ = writeln!(o, "              {}{cached}", by.join(", "));
+        }
         if t.spent > t.cap {
             let _ = writeln!(
                 o,

@@ -21,7 +21,13 @@
 //!   counts more than dream estimates), honours `max_tokens` by cutting the reply off with
 //!   `finish_reason: "length"`, and reports `usage`;
 //! - records every request ([`Recorded`]) so tests can assert on usage sums, calls after
-//!   the cap, retries and the concurrency it observed.
+//!   the cap, retries and the concurrency it observed;
+//! - with [`FakeLlm::set_prefix_cache`], plays a server that caches prompt prefixes (vLLM,
+//!   llama.cpp, OpenAI): the leading messages of a request that an earlier request began
+//!   with, word for word, are reported as `usage.prompt_tokens_details.cached_tokens`;
+//! - answers `GET /fake/usage` with what it counted so far (calls and tokens, in total and
+//!   per stage), for a benchmark that drives it from another process (`dream-bench
+//!   fake-server`, and through it the mem0 comparison script).
 //!
 //! With [`FakeLlm::set_latency`] it adds latency to every chat call, for the concurrency
 //! benchmark (`benches/concurrency.rs`). [`topic_events`] writes synthetic inbox lines
@@ -74,22 +80,78 @@ pub struct JudgeCandidate {
     pub neighbours: Vec<String>,
 }
 
+/// One cluster of a reflect call: its number, what memory already holds from its earlier
+/// events (`known`: fact or card id, text, and those events' ids), and its events.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SentCluster {
+    pub cluster: u64,
+    pub known: Vec<SentKnown>,
+    pub events: Vec<SentEvent>,
+}
+
+/// A known item of a reflect call's cluster.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SentKnown {
+    pub id: String,
+    pub text: String,
+    pub pending: bool,
+    pub events: Vec<String>,
+}
+
+fn sent_events(v: &Value) -> Vec<SentEvent> {
+    v.as_array()
+        .map(|a| {
+            a.iter()
+                .map(|e| SentEvent {
+                    id: e["id"].as_str().unwrap_or_default().into(),
+                    text: e["text"].as_str().unwrap_or_default().into(),
+                    trust: e["trust"].as_str().unwrap_or_default().into(),
+                    new: e["new"].as_bool().unwrap_or(false),
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 impl Call {
-    /// The events of a reflect call.
-    pub fn events(&self) -> Vec<SentEvent> {
-        self.input["events"]
+    /// The clusters of a reflect call (`{"clusters":[...]}`).
+    pub fn clusters(&self) -> Vec<SentCluster> {
+        self.input["clusters"]
             .as_array()
             .map(|a| {
                 a.iter()
-                    .map(|e| SentEvent {
-                        id: e["id"].as_str().unwrap_or_default().into(),
-                        text: e["text"].as_str().unwrap_or_default().into(),
-                        trust: e["trust"].as_str().unwrap_or_default().into(),
-                        new: e["new"].as_bool().unwrap_or(false),
+                    .map(|c| SentCluster {
+                        cluster: c["cluster"].as_u64().unwrap_or_default(),
+                        known: c["known"]
+                            .as_array()
+                            .map(|k| {
+                                k.iter()
+                                    .map(|k| SentKnown {
+                                        id: k["id"].as_str().unwrap_or_default().into(),
+                                        text: k["text"].as_str().unwrap_or_default().into(),
+                                        pending: k["pending"].as_bool().unwrap_or(false),
+                                        events: k["events"]
+                                            .as_array()
+                                            .map(|ids| {
+                                                ids.iter()
+                                                    .filter_map(|i| i.as_str().map(String::from))
+                                                    .collect()
+                                            })
+                                            .unwrap_or_default(),
+                                    })
+                                    .collect()
+                            })
+                            .unwrap_or_default(),
+                        events: sent_events(&c["events"]),
                     })
                     .collect()
             })
             .unwrap_or_default()
+    }
+
+    /// The events a reflect call shows in full, over all its clusters.
+    pub fn events(&self) -> Vec<SentEvent> {
+        self.clusters().into_iter().flat_map(|c| c.events).collect()
     }
 
     /// The candidates of a judge call.
@@ -247,6 +309,8 @@ pub struct Recorded {
     /// Tokens the fake counted (and reported, when `usage_reported`).
     pub prompt_tokens: u64,
     pub completion_tokens: u64,
+    /// Of the prompt tokens, those a prefix cache held (see [`FakeLlm::set_prefix_cache`]).
+    pub cached_tokens: u64,
     pub usage_reported: bool,
     pub authorization: Option<String>,
     pub body: Value,
@@ -269,6 +333,7 @@ struct Settings {
     refuse_json_mode: bool,
     api_key: Option<String>,
     token_scale: f64,
+    prefix_cache: bool,
 }
 
 struct Shared {
@@ -280,6 +345,8 @@ struct Shared {
     max_in_flight: AtomicUsize,
     epoch: Instant,
     embedder: Builtin,
+    /// Hashes of the message prefixes seen so far (for the prefix cache).
+    prefixes: Mutex<std::collections::HashSet<u64>>,
 }
 
 /// The running fake server. Dropping it stops it.
@@ -295,8 +362,15 @@ impl FakeLlm {
     /// Start on an ephemeral port of 127.0.0.1, with the default handlers:
     /// [`echo_reflect`] for reflect, [`agreeable_judge`] for judge, `{}` for other stages.
     pub fn start() -> FakeLlm {
+        FakeLlm::start_on(0).expect("the fake LLM server binds to loopback")
+    }
+
+    /// [`FakeLlm::start`] on this port of 127.0.0.1 (0: an ephemeral one), or why it could
+    /// not bind.
+    pub fn start_on(port: u16) -> Result<FakeLlm, String> {
         let server = Arc::new(
-            tiny_http::Server::http("127.0.0.1:0").expect("the fake LLM server binds to loopback"),
+            tiny_http::Server::http(("127.0.0.1", port))
+                .map_err(|e| format!("cannot listen on 127.0.0.1:{port}: {e}"))?,
         );
         let addr = server.server_addr().to_ip().expect("an IP address");
         let mut handlers: HashMap<String, Handler> = HashMap::new();
@@ -309,6 +383,7 @@ impl FakeLlm {
                 refuse_json_mode: false,
                 api_key: None,
                 token_scale: 1.0,
+                prefix_cache: false,
             }),
             log: Mutex::new(Vec::new()),
             seq: Mutex::new((0, HashMap::new())),
@@ -316,6 +391,7 @@ impl FakeLlm {
             max_in_flight: AtomicUsize::new(0),
             epoch: Instant::now(),
             embedder: Builtin::new(64),
+            prefixes: Mutex::new(std::collections::HashSet::new()),
         });
         let stopping = Arc::new(AtomicBool::new(false));
         let thread = {
@@ -331,13 +407,13 @@ impl FakeLlm {
                 }
             })
         };
-        FakeLlm {
+        Ok(FakeLlm {
             addr,
             server,
             shared,
             stopping,
             thread: Some(thread),
-        }
+        })
     }
 
     /// `http://127.0.0.1:PORT/v1`, for `llm.base_url`.
@@ -373,6 +449,14 @@ impl FakeLlm {
     /// counts more than dream estimates).
     pub fn set_token_scale(&self, scale: f64) {
         self.shared.settings.lock().unwrap().token_scale = scale;
+    }
+
+    /// Report the leading messages of a prompt that an earlier request began with, word for
+    /// word, as cached (`usage.prompt_tokens_details.cached_tokens`), as a server with a
+    /// prefix cache does. The fake caches whole messages only, and any length of them
+    /// (OpenAI caches only prompts of 1,024 tokens or more; vLLM and llama.cpp any).
+    pub fn set_prefix_cache(&self, on: bool) {
+        self.shared.settings.lock().unwrap().prefix_cache = on;
     }
 
     /// Every request so far (answered or not yet), in arrival order.
@@ -467,6 +551,7 @@ fn handle(shared: &Shared, mut request: tiny_http::Request) {
             .unwrap_or(u64::MAX),
         prompt_tokens: 0,
         completion_tokens: 0,
+        cached_tokens: 0,
         usage_reported: false,
         authorization: authorization.clone(),
         body: body.clone(),
@@ -567,9 +652,17 @@ fn answer(
             })
             .collect();
         let tokens: u64 = inputs.iter().map(|t| count_tokens(t)).sum();
+        rec.prompt_tokens = tokens;
         return (
             200,
             json!({"object": "list", "data": data, "model": body["model"], "usage": {"prompt_tokens": tokens, "total_tokens": tokens}}).to_string(),
+            Vec::new(),
+        );
+    }
+    if path.ends_with("/fake/usage") {
+        return (
+            200,
+            usage_summary(&shared.log.lock().unwrap()).to_string(),
             Vec::new(),
         );
     }
@@ -609,12 +702,19 @@ fn answer(
             headers,
         } => (code, body, headers),
         Kind::Content { text, finish } => {
-            let plain: u64 = messages
+            let per_message: Vec<u64> = messages
                 .iter()
                 .map(|m| count_tokens(m["content"].as_str().unwrap_or_default()) + 4)
-                .sum::<u64>()
-                + 3;
+                .collect();
+            let plain: u64 = per_message.iter().sum::<u64>() + 3;
             let prompt = (plain as f64 * settings.token_scale).ceil() as u64;
+            let cached = if settings.prefix_cache {
+                let held = cached_messages(shared, &messages);
+                let plain: u64 = per_message[..held].iter().sum();
+                ((plain as f64 * settings.token_scale).floor() as u64).min(prompt)
+            } else {
+                0
+            };
             let (text, finish) = if count_tokens(&text) > rec.max_tokens {
                 let keep = (rec.max_tokens as usize).saturating_mul(4);
                 (text.chars().take(keep).collect::<String>(), "length")
@@ -624,6 +724,7 @@ fn answer(
             let completion = count_tokens(&text);
             rec.prompt_tokens = prompt;
             rec.completion_tokens = completion;
+            rec.cached_tokens = cached;
             rec.usage_reported = a.usage;
             let mut reply = json!({
                 "id": format!("chatcmpl-fake-{}", rec.n),
@@ -634,30 +735,126 @@ fn answer(
             });
             if a.usage {
                 reply["usage"] = json!({"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion});
+                if settings.prefix_cache {
+                    reply["usage"]["prompt_tokens_details"] = json!({"cached_tokens": cached});
+                }
             }
             (200, reply.to_string(), Vec::new())
         }
     }
 }
 
-/// The default reflect handler: for a cluster with a new owner event, propose that
-/// event's text verbatim, citing every event of the cluster, with confidence 0.9 and
-/// block and category from the offline phrase rules. Nothing otherwise.
+/// How many leading messages of this prompt an earlier request began with, word for word;
+/// then remembers this prompt's prefixes.
+fn cached_messages(shared: &Shared, messages: &[Value]) -> usize {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    let mut hashes = Vec::with_capacity(messages.len());
+    for m in messages {
+        m["role"].as_str().unwrap_or_default().hash(&mut hasher);
+        m["content"].as_str().unwrap_or_default().hash(&mut hasher);
+        hashes.push(hasher.finish());
+    }
+    let mut seen = shared.prefixes.lock().unwrap();
+    let held = hashes.iter().take_while(|h| seen.contains(h)).count();
+    seen.extend(hashes);
+    held
+}
+
+/// What `GET /fake/usage` answers: the chat calls answered so far and their tokens, in
+/// total and per stage (an empty stage: a client that sends no `X-Dream-Stage`).
+fn usage_summary(log: &[Recorded]) -> Value {
+    let mut stages: std::collections::BTreeMap<String, [u64; 4]> = Default::default();
+    for r in log
+        .iter()
+        .filter(|r| r.path.ends_with("/chat/completions") && r.status == 200)
+    {
+        let s = stages.entry(r.stage.clone()).or_default();
+        s[0] += 1;
+        s[1] += r.prompt_tokens;
+        s[2] += r.completion_tokens;
+        s[3] += r.cached_tokens;
+    }
+    let row = |s: &[u64; 4]| json!({"calls": s[0], "prompt_tokens": s[1], "completion_tokens": s[2], "cached_tokens": s[3], "total_tokens": s[1] + s[2]});
+    let mut total = [0u64; 4];
+    for s in stages.values() {
+        for (t, v) in total.iter_mut().zip(s) {
+            *t += v;
+        }
+    }
+    let embeddings: Vec<&Recorded> = log
+        .iter()
+        .filter(|r| r.path.ends_with("/embeddings") && r.status == 200)
+        .collect();
+    json!({
+        "total": row(&total),
+        "stages": stages.iter().map(|(k, v)| (k.clone(), row(v))).collect::<serde_json::Map<_, _>>(),
+        "embeddings": {
+            "requests": embeddings.len(),
+            "tokens": embeddings.iter().map(|r| r.prompt_tokens).sum::<u64>(),
+        },
+    })
+}
+
+/// A handler for another memory tool's extraction call (mem0 2.x's additive extraction,
+/// for the comparison benchmark): each `user:` line of the prompt's `## New Messages`
+/// section becomes one memory, as [`echo_reflect`] proposes the owner's sentence. The
+/// reply is `{"memory": [{"id", "text"}]}`; a prompt without that section gets none.
+pub fn mem0_extract(call: &Call) -> Answer {
+    let messages = call.body["messages"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let user = messages
+        .iter()
+        .rev()
+        .find(|m| m["role"] == "user")
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or_default();
+    let section = user
+        .split_once("## New Messages")
+        .map(|(_, rest)| rest.split("\n## ").next().unwrap_or_default())
+        .unwrap_or_default();
+    let memory: Vec<Value> = section
+        .lines()
+        .filter_map(|l| l.strip_prefix("user: "))
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .enumerate()
+        .map(|(i, t)| json!({"id": i.to_string(), "text": t}))
+        .collect();
+    Answer::json(json!({ "memory": memory }))
+}
+
+/// The default reflect handler: for each cluster with a new owner event, propose that
+/// event's text verbatim, citing every event of the cluster (those shown, and the earlier
+/// ones its known items list), with confidence 0.9 and block and category from the
+/// offline phrase rules. Nothing for a cluster without one.
 pub fn echo_reflect(call: &Call) -> Answer {
-    let events = call.events();
-    let Some(first) = events.iter().find(|e| e.new && e.trust == "owner") else {
-        return Answer::json(json!({"candidates": []}));
-    };
-    let (category, block) = classify(&first.text);
-    let ids: Vec<&str> = events.iter().map(|e| e.id.as_str()).collect();
-    Answer::json(json!({"candidates": [{
-        "text": first.text,
-        "category": category,
-        "block": block.as_str(),
-        "supportingEventIds": ids,
-        "confidence": 0.9,
-        "reason": "stated by the user and restated",
-    }]}))
+    let mut candidates = Vec::new();
+    for c in call.clusters() {
+        let Some(first) = c.events.iter().find(|e| e.new && e.trust == "owner") else {
+            continue;
+        };
+        let (category, block) = classify(&first.text);
+        let mut ids: Vec<&str> = c.events.iter().map(|e| e.id.as_str()).collect();
+        for k in &c.known {
+            for id in &k.events {
+                if !ids.contains(&id.as_str()) {
+                    ids.push(id);
+                }
+            }
+        }
+        candidates.push(json!({
+            "text": first.text,
+            "category": category,
+            "block": block.as_str(),
+            "supportingEventIds": ids,
+            "confidence": 0.9,
+            "reason": "stated by the user and restated",
+        }));
+    }
+    Answer::json(json!({ "candidates": candidates }))
 }
 
 /// The default judge handler: no contradiction, no duplicate, for every candidate.

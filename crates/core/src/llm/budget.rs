@@ -17,10 +17,17 @@
 //!
 //! A timed-out call is charged its estimate because the server may still be working on it
 //! (llama.cpp's server finishes an abandoned request) and may count it.
+//!
+//! Every charge is also booked to the stage that made the call ([`Budget::stages`]), with
+//! the prompt, completion and cached tokens the server reported, so a report can say where
+//! a cycle's tokens went.
 
+use std::collections::BTreeMap;
 use std::sync::Mutex;
 
 use serde::Serialize;
+
+use super::contract::Usage;
 
 /// The token count dream charges for a text before any calibration: half its bytes,
 /// rounded up. Any tokenizer whose tokens average two bytes or more counts no more than
@@ -56,11 +63,28 @@ pub struct Spend {
     /// A server counted more tokens than estimated and the spend crossed the cap (the
     /// cycle logs it; later estimates are scaled up).
     pub overrun: bool,
+    /// Of the tokens charged, prompt tokens the servers reported as cached.
+    pub cached: u64,
+}
+
+/// What one stage's calls were charged.
+#[derive(Debug, Default, Clone, Copy, Serialize, PartialEq, Eq)]
+pub struct StageSpend {
+    /// Calls the server answered (or may have), as [`Spend::calls`].
+    pub calls: u64,
+    /// Tokens charged.
+    pub spent: u64,
+    /// Of them, as the server reported them: prompt, completion, and the prompt tokens it
+    /// took from its cache (calls charged their estimate report none).
+    pub prompt: u64,
+    pub completion: u64,
+    pub cached: u64,
 }
 
 #[derive(Debug, Default)]
 struct Inner {
     spend: Spend,
+    stages: BTreeMap<String, StageSpend>,
 }
 
 /// Permission to make one call; settle it when the call returns.
@@ -103,9 +127,15 @@ impl Budget {
     /// Release a reservation and charge what the call used. A free call (the offline
     /// provider's) is not a model call and is not counted.
     pub fn settle(&self, r: Reservation, used: u64) {
+        self.settle_for("", r, used, None);
+    }
+
+    /// [`Budget::settle`], booked to `stage` with the usage the server reported (if any).
+    pub fn settle_for(&self, stage: &str, r: Reservation, used: u64, usage: Option<&Usage>) {
         let mut inner = self.inner.lock().expect("budget lock");
         inner.spend.reserved -= r.amount;
-        if r.amount > 0 || used > 0 {
+        let counted = r.amount > 0 || used > 0;
+        if counted {
             inner.spend.calls += 1;
         }
         let before = inner.spend.spent;
@@ -113,6 +143,23 @@ impl Budget {
         if before <= self.cap && inner.spend.spent > self.cap {
             inner.spend.overrun = true;
         }
+        let cached = usage.map_or(0, |u| u.cached_tokens.min(u.prompt_tokens));
+        inner.spend.cached += cached;
+        if counted {
+            let s = inner.stages.entry(stage.to_string()).or_default();
+            s.calls += 1;
+            s.spent += used;
+            if let Some(u) = usage {
+                s.prompt += u.prompt_tokens;
+                s.completion += u.completion_tokens;
+                s.cached += cached;
+            }
+        }
+    }
+
+    /// What each stage's calls were charged so far (stages with no charged call absent).
+    pub fn stages(&self) -> BTreeMap<String, StageSpend> {
+        self.inner.lock().expect("budget lock").stages.clone()
     }
 
     /// Release the reservation of a call that never reached the server: nothing is
@@ -159,22 +206,23 @@ impl std::fmt::Display for CallError {
 }
 
 impl Budget {
-    /// Make one call under the budget: reserve `estimate`, call, and charge it as the
-    /// module's table says.
+    /// Make one call of `stage` under the budget: reserve `estimate`, call, and charge it
+    /// as the module's table says.
     pub fn call<T>(
         &self,
+        stage: &str,
         estimate: u64,
         f: impl FnOnce() -> Result<super::Reply<T>, super::LlmError>,
     ) -> Result<super::Reply<T>, CallError> {
         let reservation = self.reserve(estimate).ok_or(CallError::Budget)?;
         match f() {
             Ok(reply) => {
-                let used = if reply.usage.reported {
-                    reply.usage.total()
+                let (used, usage) = if reply.usage.reported {
+                    (reply.usage.total(), Some(&reply.usage))
                 } else {
-                    estimate
+                    (estimate, None)
                 };
-                self.settle(reservation, used);
+                self.settle_for(stage, reservation, used, usage);
                 Ok(reply)
             }
             Err(e) if e.kind == super::LlmErrorKind::Unreachable => {
@@ -182,7 +230,7 @@ impl Budget {
                 Err(CallError::Failed(e))
             }
             Err(e) => {
-                self.settle(reservation, e.charge(estimate));
+                self.settle_for(stage, reservation, e.charge(estimate), e.usage.as_ref());
                 Err(CallError::Failed(e))
             }
         }
@@ -192,7 +240,7 @@ impl Budget {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::llm::{LlmError, LlmErrorKind, Reply, Usage};
+    use crate::llm::{LlmError, LlmErrorKind, Reply};
 
     #[test]
     fn a_call_that_could_cross_the_cap_is_not_started() {
@@ -211,6 +259,7 @@ mod tests {
                 unanswered: 0,
                 refused: 1,
                 overrun: false,
+                cached: 0,
             }
         );
         assert!(b.exhausted());
@@ -238,31 +287,57 @@ mod tests {
         let reported = Usage {
             prompt_tokens: 700,
             completion_tokens: 300,
+            cached_tokens: 200,
             reported: true,
         };
         // A reply that did not parse, with usage: the usage, even above the estimate.
         assert!(b
-            .call(800, failing(LlmErrorKind::Garbled, Some(reported)))
+            .call(
+                "reflect",
+                800,
+                failing(LlmErrorKind::Garbled, Some(reported))
+            )
             .is_err());
         assert_eq!(b.spend().spent, 1000);
         // Without usage: the estimate.
-        assert!(b.call(800, failing(LlmErrorKind::Garbled, None)).is_err());
+        assert!(b
+            .call("reflect", 800, failing(LlmErrorKind::Garbled, None))
+            .is_err());
         assert_eq!(b.spend().spent, 1800);
         // A timeout: the estimate (the server may finish it).
-        assert!(b.call(500, failing(LlmErrorKind::Timeout, None)).is_err());
+        assert!(b
+            .call("judge", 500, failing(LlmErrorKind::Timeout, None))
+            .is_err());
         assert_eq!(b.spend().spent, 2300);
         // An error status: nothing was reported, nothing charged.
-        assert!(b.call(500, failing(LlmErrorKind::Server, None)).is_err());
+        assert!(b
+            .call("judge", 500, failing(LlmErrorKind::Server, None))
+            .is_err());
         assert_eq!(b.spend().spent, 2300);
         assert_eq!(b.spend().calls, 4);
         // Nothing reached the server: no charge, and not a call.
         assert!(b
-            .call(500, failing(LlmErrorKind::Unreachable, None))
+            .call("judge", 500, failing(LlmErrorKind::Unreachable, None))
             .is_err());
         let s = b.spend();
         assert_eq!(
             (s.spent, s.calls, s.unanswered, s.reserved),
             (2300, 4, 1, 0)
         );
+        // Booked per stage, with what the server reported (cached tokens among the prompt's).
+        assert_eq!(s.cached, 200);
+        let stages = b.stages();
+        assert_eq!(
+            stages["reflect"],
+            StageSpend {
+                calls: 2,
+                spent: 1800,
+                prompt: 700,
+                completion: 300,
+                cached: 200
+            }
+        );
+        assert_eq!((stages["judge"].calls, stages["judge"].spent), (2, 500));
+        assert_eq!(stages.len(), 2, "an unanswered call is no stage's call");
     }
 }

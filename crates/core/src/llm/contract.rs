@@ -55,6 +55,110 @@ pub struct ReflectRequest {
     pub events: Vec<EventView>,
 }
 
+/// What one reflect call sends: one cluster or several. A model charges every call its
+/// instructions, so the clusters a cycle reflects on share prompts of at most
+/// `cluster.max_events_per_prompt` events (see `plan::pack`); the offline reflector, which
+/// charges nothing, gets one cluster per call.
+#[derive(Debug, Clone, Serialize)]
+pub struct ReflectPrompt {
+    pub parts: Vec<ReflectPart>,
+}
+
+/// One cluster's share of a reflect prompt.
+#[derive(Debug, Clone, Serialize)]
+pub struct ReflectPart {
+    pub cluster: usize,
+    /// What the cluster's earlier events came to: facts and pending cards, shown by id and
+    /// text with the ids of those events (their text is not sent again).
+    pub known: Vec<Known>,
+    /// Events shown in full, oldest first: a model's only the new ones; the offline
+    /// reflector's the earlier ones too.
+    pub events: Vec<EventView>,
+}
+
+/// A fact or a pending card that a cluster's earlier events support, as context.
+#[derive(Debug, Clone, Serialize)]
+pub struct Known {
+    pub id: String,
+    pub text: String,
+    /// A candidate waiting for a person's review, not yet a fact.
+    pub pending: bool,
+    /// The cluster's earlier events it cites: a model sees their ids only; their full text
+    /// is kept so the gates check a proposal that cites them against it.
+    pub events: Vec<EventView>,
+}
+
+impl ReflectPrompt {
+    /// A prompt of one cluster.
+    pub fn single(req: &ReflectRequest) -> ReflectPrompt {
+        ReflectPrompt {
+            parts: vec![ReflectPart {
+                cluster: req.cluster,
+                known: Vec::new(),
+                events: req.events.clone(),
+            }],
+        }
+    }
+
+    /// Each cluster as a request of its own: the events shown in full (what the offline
+    /// reflector reads).
+    pub fn requests(&self) -> impl Iterator<Item = ReflectRequest> + '_ {
+        self.parts.iter().map(|p| ReflectRequest {
+            cluster: p.cluster,
+            events: p.events.clone(),
+        })
+    }
+
+    /// Events shown in full, over every cluster.
+    pub fn shown(&self) -> usize {
+        self.parts.iter().map(|p| p.events.len()).sum()
+    }
+
+    /// Every event a proposal from this prompt may cite: shown in full or listed under a
+    /// known item, over every cluster (for the held-call key).
+    pub fn ids(&self) -> impl Iterator<Item = &str> + '_ {
+        self.parts.iter().flat_map(|p| {
+            p.events
+                .iter()
+                .chain(p.known.iter().flat_map(|k| &k.events))
+                .map(|e| e.id.as_str())
+        })
+    }
+
+    /// The events the gates check a proposal from this prompt against: those of the one
+    /// cluster it cites (the part holding most of its cited ids; the first on a tie or when
+    /// it cites none), shown in full or listed under a known item. An id of another
+    /// cluster is then not among them, and the ids gate refuses it: a candidate is made of
+    /// one cluster's events, as with a prompt per cluster.
+    pub fn evidence_for(&self, p: &Proposal) -> Vec<EventView> {
+        let cited: std::collections::HashSet<&str> =
+            p.supporting_event_ids.iter().map(String::as_str).collect();
+        let mut best: Option<(usize, usize)> = None;
+        for (i, part) in self.parts.iter().enumerate() {
+            let hits = part_events(part)
+                .filter(|e| cited.contains(e.id.as_str()))
+                .count();
+            if best.is_none_or(|(_, b)| hits > b) {
+                best = Some((i, hits));
+            }
+        }
+        let mut seen = std::collections::HashSet::new();
+        best.map(|(i, _)| {
+            part_events(&self.parts[i])
+                .filter(|e| seen.insert(e.id.clone()))
+                .cloned()
+                .collect()
+        })
+        .unwrap_or_default()
+    }
+}
+
+fn part_events(p: &ReflectPart) -> impl Iterator<Item = &EventView> {
+    p.events
+        .iter()
+        .chain(p.known.iter().flat_map(|k| &k.events))
+}
+
 /// One proposed candidate fact, exactly as the contract names its fields.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -121,6 +225,12 @@ pub struct Verdict {
 pub struct Usage {
     pub prompt_tokens: u64,
     pub completion_tokens: u64,
+    /// Of the prompt tokens, those the server reported it took from its prompt cache (0
+    /// when it reported none): OpenAI's `usage.prompt_tokens_details.cached_tokens`,
+    /// llama.cpp's `timings.cache_n` or `tokens_cached`. They are counted in the prompt and
+    /// charged like any other token; a server may bill them for less.
+    #[serde(default)]
+    pub cached_tokens: u64,
     /// False when the server reported no usage and the estimate was charged.
     pub reported: bool,
 }

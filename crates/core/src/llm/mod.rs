@@ -54,6 +54,32 @@ pub trait Llm: Send + Sync {
 
     fn reflect(&self, req: &ReflectRequest) -> Result<Reply<ReflectReply>, LlmError>;
 
+    /// As [`Llm::estimate_reflect`], for a prompt of one or more clusters.
+    fn estimate_reflect_prompt(&self, prompt: &ReflectPrompt) -> u64 {
+        prompt.requests().map(|r| self.estimate_reflect(&r)).sum()
+    }
+
+    /// Reflect on a prompt of one or more clusters (see [`ReflectPrompt`]). The default
+    /// asks [`Llm::reflect`] once per cluster and joins the answers; a model provider sends
+    /// the prompt as one call.
+    fn reflect_prompt(&self, prompt: &ReflectPrompt) -> Result<Reply<ReflectReply>, LlmError> {
+        let mut out = Reply::free(ReflectReply::default());
+        for req in prompt.requests() {
+            let reply = self.reflect(&req)?;
+            out.value.candidates.extend(reply.value.candidates);
+            out.usage.prompt_tokens += reply.usage.prompt_tokens;
+            out.usage.completion_tokens += reply.usage.completion_tokens;
+            out.usage.cached_tokens += reply.usage.cached_tokens;
+            out.usage.reported |= reply.usage.reported;
+            for n in reply.notes {
+                if !out.notes.contains(&n) {
+                    out.notes.push(n);
+                }
+            }
+        }
+        Ok(out)
+    }
+
     /// As [`Llm::estimate_reflect`], for a judge batch.
     fn estimate_judge(&self, _req: &JudgeRequest) -> u64 {
         0

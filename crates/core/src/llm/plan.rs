@@ -1,14 +1,25 @@
 //! What the reflect stage sends, and what it holds back (SPEC S4 step 5, S5).
 //!
-//! Two decisions, both pure:
+//! The decisions, all pure:
 //!
 //! - **Prompts.** A prompt holds at most `cluster.max_events_per_prompt` events, and only an
 //!   event that was in a prompt counts as seen: a cluster with more new events than that is
-//!   split into several prompts of balanced size, oldest new events first, each filled up
-//!   with the cluster's most recent earlier events as context. A prompt the budget does not
-//!   admit leaves its events new for the next cycle. The cycle sends prompts oldest new
-//!   event first, across clusters too, so the events that waited longest go out first and
-//!   none starves while newer ones are served.
+//!   split into several prompts of balanced size, oldest new events first. A prompt the
+//!   budget does not admit leaves its events new for the next cycle. The cycle sends
+//!   prompts oldest new event first, across clusters too, so the events that waited
+//!   longest go out first and none starves while newer ones are served.
+//! - **Each event's text is paid for once** (with a model; the offline reflector, which
+//!   charges nothing and counts restatements itself, gets each cluster whole, its earlier
+//!   events filled up as context: [`prompts`]). A model is shown a cluster's new events in
+//!   full, and what its earlier events came to as [`Known`](super::Known) items: the facts
+//!   and pending cards that cite them, by id and one line, with those events' ids
+//!   ([`Supports`]); their text is not sent again, but the gates still check a proposal
+//!   that cites them against it. Small clusters share a prompt ([`pack`]), since every call
+//!   pays the instructions again. A new event that says a fact again word for word
+//!   ([`FactIndex`]) needs no call at all: the engine proposes the fact's own text with it,
+//!   the gates check that like any proposal, and routing reinforces the fact. And the judge
+//!   is not asked about a candidate that merely repeats a fact ([`plain_restatement`]): no
+//!   contradiction could be found, and routing reinforces it.
 //! - **Held calls.** A call that failed the same way in [`MAX_SAME_FAILURES`] cycles running
 //!   (cut off at the token limit, a reply that is not the contract, a timeout) would fail
 //!   again and be paid for again, so it is held: not sent, its events left pending, and the
@@ -23,6 +34,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::LlmErrorKind;
+use crate::{measures, phrases};
 
 /// Cycles running in which a call may fail the same way before it is held.
 pub const MAX_SAME_FAILURES: u32 = 2;
@@ -81,6 +93,208 @@ pub fn prompts(members: &[Member<'_>], cap: usize) -> Vec<Prompt> {
             }
         })
         .collect()
+}
+
+/// A share of one cluster's new events in a packed prompt: positions `from..to` of that
+/// cluster's new events (oldest first).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Share {
+    /// The cluster, by position in the list given to [`pack`].
+    pub cluster: usize,
+    pub from: usize,
+    pub to: usize,
+}
+
+impl Share {
+    pub fn len(&self) -> usize {
+        self.to - self.from
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.to == self.from
+    }
+}
+
+/// Reply tokens a cluster may take: a candidate of up to 300 characters with its ids and
+/// fields. A prompt holds no more clusters than `llm.max_tokens` has room for
+/// ([`clusters_per_prompt`]), so packing clusters never gets a reply cut off.
+pub const REPLY_TOKENS_PER_CLUSTER: u64 = 256;
+
+/// The most clusters one prompt may hold under `max_tokens` (at least one).
+pub fn clusters_per_prompt(max_tokens: u64) -> usize {
+    (max_tokens / REPLY_TOKENS_PER_CLUSTER).max(1) as usize
+}
+
+/// Pack clusters' new events into prompts of at most `cap` events and `max_parts` clusters
+/// for a model: a cluster with more new events than `cap` is split into balanced parts (as
+/// [`prompts`] splits it), then the parts, oldest first, each go into the first prompt with
+/// room for them (first fit). `new[c]` holds cluster `c`'s new events' times, oldest
+/// first. Every new event is in exactly one prompt, a part is never split further, and
+/// prompts come oldest event first.
+pub fn pack(new: &[Vec<i64>], cap: usize, max_parts: usize) -> Vec<Vec<Share>> {
+    let cap = cap.max(1);
+    let max_parts = max_parts.max(1);
+    let mut parts: Vec<(i64, Share)> = Vec::new();
+    for (c, times) in new.iter().enumerate() {
+        let n = times.len();
+        let k = n.div_ceil(cap);
+        for p in 0..k {
+            let share = Share {
+                cluster: c,
+                from: p * n / k,
+                to: (p + 1) * n / k,
+            };
+            parts.push((times[share.from], share));
+        }
+    }
+    parts.sort_by_key(|(t, s)| (*t, s.cluster, s.from));
+    let mut prompts: Vec<(usize, Vec<Share>)> = Vec::new();
+    for (_, share) in parts {
+        match prompts
+            .iter_mut()
+            .find(|(used, shares)| used + share.len() <= cap && shares.len() < max_parts)
+        {
+            Some((used, shares)) => {
+                *used += share.len();
+                shares.push(share);
+            }
+            None => prompts.push((share.len(), vec![share])),
+        }
+    }
+    prompts.into_iter().map(|(_, s)| s).collect()
+}
+
+/// Most known items shown for one cluster (those citing most of its earlier events).
+pub const MAX_KNOWN: usize = 10;
+
+/// Which facts and cards cite which events: built once per cycle from every active fact's
+/// and pending card's supporting ids, then asked what each cluster's earlier events came to.
+pub struct Supports<'a> {
+    by_event: std::collections::HashMap<&'a str, Vec<usize>>,
+}
+
+impl<'a> Supports<'a> {
+    /// `items[i]` is the supporting event ids of item `i` (a fact or a card).
+    pub fn new(items: impl IntoIterator<Item = &'a [String]>) -> Supports<'a> {
+        let mut by_event: std::collections::HashMap<&str, Vec<usize>> = Default::default();
+        for (i, ids) in items.into_iter().enumerate() {
+            for id in ids {
+                let v = by_event.entry(id.as_str()).or_default();
+                if v.last() != Some(&i) {
+                    v.push(i);
+                }
+            }
+        }
+        Supports { by_event }
+    }
+
+    /// The items that cite some of `earlier` (a cluster's earlier events, most recent
+    /// first), each with the positions in `earlier` of those it cites (at most
+    /// `max_events`, the most recent): the items citing most of them first, at most
+    /// [`MAX_KNOWN`]. An earlier event no item cites is in none: it came to nothing.
+    pub fn known(&self, earlier: &[&str], max_events: usize) -> Vec<(usize, Vec<usize>)> {
+        let mut hits: std::collections::BTreeMap<usize, Vec<usize>> = Default::default();
+        for (k, id) in earlier.iter().enumerate() {
+            for &item in self.by_event.get(id).into_iter().flatten() {
+                hits.entry(item).or_default().push(k);
+            }
+        }
+        let mut out: Vec<(usize, Vec<usize>)> = hits.into_iter().collect();
+        out.sort_by(|a, b| b.1.len().cmp(&a.1.len()).then(a.0.cmp(&b.0)));
+        out.truncate(MAX_KNOWN);
+        for (_, events) in &mut out {
+            events.truncate(max_events.max(1));
+        }
+        out
+    }
+}
+
+/// Active facts by their content words, to find the new events that say a fact again word
+/// for word.
+pub struct FactIndex {
+    by_words: std::collections::HashMap<Vec<String>, Vec<usize>>,
+    texts: Vec<String>,
+}
+
+impl FactIndex {
+    pub fn new<'a>(facts: impl IntoIterator<Item = &'a str>) -> FactIndex {
+        let mut by_words: std::collections::HashMap<Vec<String>, Vec<usize>> = Default::default();
+        let mut texts = Vec::new();
+        for (i, text) in facts.into_iter().enumerate() {
+            let words = measures::content_token_seq(text);
+            if !words.is_empty() {
+                by_words.entry(words).or_default().push(i);
+            }
+            texts.push(text.to_string());
+        }
+        FactIndex { by_words, texts }
+    }
+
+    /// The facts an event says again and says nothing beyond: each of its sentences has
+    /// exactly the content words of a fact, in the same order (so a reversed preference is
+    /// not a restatement), and agrees with it in polarity,
+    /// and every name and number of those facts is in the event. Empty when any sentence
+    /// says something else (a lead-in, a new detail, small talk): a model reads that event.
+    pub fn restated(&self, event: &str) -> Vec<usize> {
+        let mut out: Vec<usize> = Vec::new();
+        for sentence in phrases::sentences(event) {
+            let words = measures::content_token_seq(&sentence);
+            let fact = self.by_words.get(&words).and_then(|facts| {
+                facts
+                    .iter()
+                    .copied()
+                    .find(|&f| measures::polarity_agrees(&sentence, &self.texts[f]))
+            });
+            match fact {
+                Some(f) => {
+                    if !out.contains(&f) {
+                        out.push(f);
+                    }
+                }
+                None => return Vec::new(),
+            }
+        }
+        if out
+            .iter()
+            .any(|&f| !measures::invented_entities(&self.texts[f], &[event]).is_empty())
+        {
+            return Vec::new();
+        }
+        out
+    }
+}
+
+/// Whether a candidate only says a fact again: the same content words in the same order,
+/// the same polarity, the same names and numbers. No judge could find the two in conflict
+/// (a reversed order, an added "used to", a changed number or a negation all fail this),
+/// so the judge is not asked, and routing reinforces the fact.
+pub fn plain_restatement(candidate: &str, fact: &str) -> bool {
+    let words = measures::content_token_seq(candidate);
+    !words.is_empty()
+        && words == measures::content_token_seq(fact)
+        && measures::polarity_agrees(candidate, fact)
+        && same_entities(candidate, fact)
+}
+
+/// How many of a candidate's nearest facts (restatements first, then most similar) the
+/// judge is shown: only the first when routing reinforces it unless the judge finds the two
+/// in conflict (the candidate restates it: `route::restates`), since a verdict about any
+/// other fact changes nothing then; else all of them.
+pub fn judge_neighbours(near: &[crate::route::Near]) -> usize {
+    match near.first() {
+        Some(top) if top.restates => 1,
+        _ => near.len(),
+    }
+}
+
+fn same_entities(a: &str, b: &str) -> bool {
+    let key = |t: &str| -> BTreeSet<String> {
+        measures::entities(t)
+            .into_iter()
+            .map(|e| e.text.to_lowercase())
+            .collect()
+    };
+    key(a) == key(b)
 }
 
 /// A reflect call that failed in a way that would repeat, as a cycle records it (in its
@@ -243,5 +457,91 @@ mod tests {
         assert_eq!(other.tries, 1);
         assert_eq!(way(LlmErrorKind::Server), None, "a 5xx never holds a call");
         assert_eq!(way(LlmErrorKind::Unreachable), None);
+    }
+
+    #[test]
+    fn packing_puts_every_new_event_in_one_prompt_within_both_limits() {
+        // Five small clusters, one large one; cap 8 events, at most 3 clusters a prompt.
+        let t = |n: usize, start: i64| (0..n as i64).map(|i| start + i).collect::<Vec<_>>();
+        let new = vec![t(2, 10), t(3, 5), t(1, 30), t(19, 0), t(2, 40), t(1, 20)];
+        let prompts = pack(&new, 8, 3);
+        let mut seen: Vec<Vec<bool>> = new.iter().map(|c| vec![false; c.len()]).collect();
+        for p in &prompts {
+            assert!(p.iter().map(Share::len).sum::<usize>() <= 8);
+            assert!(p.len() <= 3);
+            for s in p {
+                for x in &mut seen[s.cluster][s.from..s.to] {
+                    assert!(!*x, "an event in two prompts");
+                    *x = true;
+                }
+            }
+        }
+        assert!(seen.iter().flatten().all(|x| *x), "every new event is sent");
+        // The 19-event cluster is split in three balanced parts (7, 6, 6 or so), and the
+        // small clusters share prompts: fewer calls than one per cluster part.
+        let parts_of_big: Vec<usize> = prompts
+            .iter()
+            .flatten()
+            .filter(|s| s.cluster == 3)
+            .map(Share::len)
+            .collect();
+        assert_eq!(parts_of_big.len(), 3);
+        assert!(parts_of_big.iter().all(|n| (6..=7).contains(n)));
+        assert!(prompts.len() < 3 + 5, "{prompts:?}");
+        // One cluster a prompt when max_tokens leaves room for one reply only.
+        assert!(pack(&new, 8, clusters_per_prompt(100))
+            .iter()
+            .all(|p| p.len() == 1));
+    }
+
+    #[test]
+    fn a_restatement_is_the_same_words_in_order_and_nothing_more() {
+        let idx = FactIndex::new([
+            "I prefer tabs over spaces.",
+            "The staging server is db-7 in Frankfurt.",
+        ]);
+        assert_eq!(idx.restated("I prefer tabs over spaces."), vec![0]);
+        assert_eq!(idx.restated("i prefer TABS over spaces"), vec![0]);
+        // A reversed preference, a negation, a new detail or a lead-in is not one.
+        assert!(idx.restated("I prefer spaces over tabs.").is_empty());
+        assert!(idx
+            .restated("I no longer prefer tabs over spaces.")
+            .is_empty());
+        assert!(idx
+            .restated("I prefer tabs over spaces. Also my cat is called Miso.")
+            .is_empty());
+        assert!(idx
+            .restated("The staging server is db-8 in Frankfurt.")
+            .is_empty());
+        assert_eq!(
+            idx.restated("The staging server is db-7 in Frankfurt."),
+            vec![1]
+        );
+
+        assert!(plain_restatement(
+            "I prefer tabs over spaces",
+            "I prefer tabs over spaces."
+        ));
+        assert!(!plain_restatement(
+            "I used to prefer tabs over spaces.",
+            "I prefer tabs over spaces."
+        ));
+        assert!(!plain_restatement(
+            "I don't prefer tabs over spaces.",
+            "I prefer tabs over spaces."
+        ));
+    }
+
+    #[test]
+    fn known_items_are_the_facts_citing_a_clusters_earlier_events() {
+        let f1 = vec!["e1".to_string(), "e2".to_string(), "e3".to_string()];
+        let f2 = vec!["e9".to_string()];
+        let card = vec!["e3".to_string(), "e4".to_string()];
+        let s = Supports::new([f1.as_slice(), f2.as_slice(), card.as_slice()]);
+        // Earlier events most recent first; e5 came to nothing.
+        let k = s.known(&["e5", "e4", "e3", "e2", "e1"], 2);
+        // f1 cites three of them (capped at the two most recent), the card two; f2 none.
+        assert_eq!(k, vec![(0, vec![2, 3]), (2, vec![1, 2])]);
+        assert!(s.known(&["e5"], 10).is_empty());
     }
 }
