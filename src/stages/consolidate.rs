@@ -611,6 +611,7 @@ fn apply(
         block: g.block.as_str().into(),
         category: g.category.clone(),
         reason: reason.clone(),
+        proposer: g.reason.clone(),
     });
     let record = serde_json::json!({
         "text": g.text,

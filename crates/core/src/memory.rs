@@ -169,6 +169,20 @@ pub fn text_id(prefix: &str, text: &str) -> String {
     format!("{prefix}_{}", &hex(&digest)[..8])
 }
 
+static EPISODE_DAY: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+    regex::Regex::new(r"^\d{1,2} [A-Z][a-z]+ \d{4}(?:: |, )").expect("a valid pattern")
+});
+
+/// An episode's text without the day it starts with ("8 May 2023: I sold my bike." is "I
+/// sold my bike."; "8 May 2023, Ana: I sold my bike." is "Ana: I sold my bike."). Any other
+/// text is itself. Restatements are compared by what they say, not by when.
+pub fn episode_body(text: &str) -> &str {
+    match EPISODE_DAY.find(text) {
+        Some(m) => &text[m.end()..],
+        None => text,
+    }
+}
+
 /// Make a proposed text fit on one fact line: white space collapsed, no comment markers.
 pub fn one_line(text: &str) -> String {
     let collapsed = text.split_whitespace().collect::<Vec<_>>().join(" ");

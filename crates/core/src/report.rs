@@ -91,6 +91,9 @@ pub struct DecisionRow {
     pub block: String,
     pub category: String,
     pub reason: String,
+    /// The proposer's own reason (the model's, or the offline reflector's).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub proposer: String,
 }
 
 /// What one maintenance pass did. Model proposals balance
