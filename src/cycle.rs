@@ -120,6 +120,7 @@ pub fn run(
         report,
         stages: Vec::new(),
         timer: Instant::now(),
+        archive: None,
     };
     adopt_hand_written(&ctx, &mut work, committed.as_ref());
 

@@ -95,7 +95,7 @@ fn routes(report: &Value) -> (u64, u64, u64, u64) {
     let n = |k: &str| c[k].as_u64().unwrap();
     assert_eq!(
         n("proposed"),
-        n("promoted") + n("queued") + n("reinforced") + n("refused"),
+        n("promoted") + n("episodes") + n("queued") + n("reinforced") + n("refused"),
         "{c}"
     );
     (n("promoted"), n("queued"), n("reinforced"), n("refused"))
@@ -258,7 +258,7 @@ fn a_cycle_promotes_queues_and_refuses_exactly_as_the_model_scripted() {
     }
     let (subject, message) = &env.commits()[0];
     assert!(
-        subject.contains("1 promoted, 1 queued, 0 reinforced, 4 refused"),
+        subject.contains("1 promoted, 0 episodes, 1 queued, 0 reinforced, 4 refused"),
         "{subject}"
     );
     assert!(message.contains("invented name \"Smith\""), "{message}");
@@ -643,7 +643,8 @@ fn a_server_that_refuses_json_mode_is_asked_without_it_from_then_on() {
     let (env, fake) = setup(&events);
     fake.refuse_json_mode();
     let report = run(&env, &fake, &[("DREAM_LLM_CONCURRENCY", "1")]);
-    assert_eq!(routes(&report), (1, 1, 0, 0), "{report}");
+    assert_eq!(routes(&report), (1, 0, 0, 0), "{report}");
+    assert_eq!(count(&report, "episodes"), 1, "said twice: an episode");
     let calls = fake.calls("reflect");
     let modes: Vec<(bool, u16)> = calls.iter().map(|c| (c.json_mode, c.status)).collect();
     assert_eq!(
@@ -828,7 +829,7 @@ fn the_budget_leaves_clusters_pending_and_holds_under_concurrency() {
     );
     assert_eq!(report["window"]["pending"], 0);
     assert_eq!(fake.calls("reflect").len(), 6);
-    let promoted_or_queued: u64 = ["promoted", "queued"]
+    let promoted_or_queued: u64 = ["promoted", "episodes", "queued"]
         .iter()
         .map(|k| count(&report, k))
         .sum();
@@ -846,7 +847,7 @@ fn a_server_that_counts_more_than_estimated_is_logged_and_estimates_learn_from_i
         &env,
         &fake,
         &vars,
-        &["run", "--now", NOW, "--budget", "1000"],
+        &["run", "--now", NOW, "--budget", "1500"],
     );
     assert!(
         out.status.success(),
@@ -872,7 +873,7 @@ fn a_server_that_counts_more_than_estimated_is_logged_and_estimates_learn_from_i
         &env,
         &fake,
         &vars,
-        &["run", "--now", NOW, "--json", "--budget", "3800"],
+        &["run", "--now", NOW, "--json", "--budget", "5500"],
     );
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
     let first = &fake.calls("reflect")[0];
@@ -882,7 +883,7 @@ fn a_server_that_counts_more_than_estimated_is_logged_and_estimates_learn_from_i
         m[1]["content"].as_str().unwrap(),
     ) + 50;
     assert!(
-        first.tokens() + plain <= 3800,
+        first.tokens() + plain <= 5500,
         "the plain estimate would start a second call"
     );
     assert_eq!(
@@ -893,7 +894,7 @@ fn a_server_that_counts_more_than_estimated_is_logged_and_estimates_learn_from_i
         (Some(1), Some(1)),
         "{report}"
     );
-    assert!(fake.tokens_used() <= 3800);
+    assert!(fake.tokens_used() <= 5500);
 }
 
 #[test]

@@ -4,6 +4,7 @@
 
 mod util;
 
+mod episodes;
 mod llm;
 mod measure;
 mod ops;

@@ -38,6 +38,8 @@ pub const RETENTION_CATEGORIES: &[u64] = &[1, 2, 4];
 #[derive(Debug, Clone)]
 pub struct Conversation {
     pub sample_id: String,
+    /// The two speakers (`speaker_a`, `speaker_b`).
+    pub speakers: Vec<String>,
     /// Sessions in time order.
     pub sessions: Vec<Session>,
     pub qa: Vec<Qa>,
@@ -164,6 +166,11 @@ pub fn convert(item: &Value) -> Result<Conversation, String> {
     let conv = item["conversation"]
         .as_object()
         .ok_or("missing the `conversation` object")?;
+    let speakers: Vec<String> = ["speaker_a", "speaker_b"]
+        .iter()
+        .filter_map(|k| conv.get(*k).and_then(Value::as_str))
+        .map(str::to_string)
+        .collect();
     let mut sessions = Vec::new();
     let mut skipped = Vec::new();
     for (key, value) in conv {
@@ -247,6 +254,7 @@ pub fn convert(item: &Value) -> Result<Conversation, String> {
         .unwrap_or_default();
     Ok(Conversation {
         sample_id,
+        speakers,
         sessions,
         qa,
         skipped,
@@ -396,11 +404,31 @@ fn words(text: &str) -> usize {
     measures::tokens(text).len()
 }
 
-/// Measure what a replay left: `facts` (durable) and `cards` (pending) of one conversation.
-pub fn measure(conv: &Conversation, facts: &[Item], cards: &[Item]) -> Counts {
+/// Measure what a replay left: `facts` (durable facts and episodes) and `cards` (pending)
+/// of one conversation. A fact traces to its events' texts and to who wrote them and when,
+/// as `dream verify` reads them (the speaker, `owner_names`, the day, relative dates).
+pub fn measure(
+    conv: &Conversation,
+    facts: &[Item],
+    cards: &[Item],
+    owner_names: &[String],
+) -> Counts {
     let texts: HashMap<&str, &str> = conv
         .events()
         .map(|e| (e.id.as_str(), e.text.as_str()))
+        .collect();
+    let traced: HashMap<&str, String> = conv
+        .events()
+        .map(|e| {
+            (
+                e.id.as_str(),
+                format!(
+                    "{}\n{}",
+                    e.text,
+                    crate::human::verify::who_and_when(e, owner_names)
+                ),
+            )
+        })
         .collect();
     let mut c = Counts {
         facts: facts.iter().filter(|f| !f.episode).count(),
@@ -493,7 +521,7 @@ pub fn measure(conv: &Conversation, facts: &[Item], cards: &[Item]) -> Counts {
             let sources: Option<Vec<&str>> = f
                 .support
                 .iter()
-                .map(|id| texts.get(id.as_str()).copied())
+                .map(|id| traced.get(id.as_str()).map(String::as_str))
                 .collect();
             match sources {
                 Some(s) if !s.is_empty() => measures::coverage(&f.text, s).value >= 1.0,
@@ -606,7 +634,7 @@ mod tests {
             support: vec!["conv-x:D1:2".into()],
             episode: false,
         }];
-        let m = measure(c, &facts, &cards);
+        let m = measure(c, &facts, &cards, &[]);
         // Category 4 "Pixel" is in a fact; category 2 "2023" only in a card; 3 and 5 do not count.
         assert_eq!(
             (m.questions, m.retained_in_facts, m.retained_with_cards),

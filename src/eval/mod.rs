@@ -155,6 +155,11 @@ pub fn run_locomo(path: &Path, opts: &Options) -> Result<EvalReport> {
             write_atomic(&dir.join(dream_core::config::FILE), t.as_bytes())?;
         }
         let mut config = crate::config::load(&dir)?;
+        // The two speakers are the people this memory belongs to, as a user names
+        // themselves in `owner.names`.
+        if config.owner.names.is_empty() {
+            config.owner.names = conv.speakers.clone();
+        }
         if let Some(e) = &opts.llm {
             config.llm.provider = "openai".into();
             config.llm.base_url = e.base_url.clone();
@@ -211,7 +216,7 @@ pub fn run_locomo(path: &Path, opts: &Options) -> Result<EvalReport> {
                 episode: false,
             })
             .collect();
-        let mut counts = locomo::measure(conv, &facts, &cards);
+        let mut counts = locomo::measure(conv, &facts, &cards, &config.owner.names);
         counts.cycles = cycles;
         counts.tokens = tokens;
         counts.calls = calls;

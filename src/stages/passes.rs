@@ -14,14 +14,13 @@
 //! `archive/facts.md` with their reason and policy; merged and kept facts take the union
 //! of the supporting events.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use rusqlite::Connection;
 
 use crate::edges::store::Change;
-use crate::edges::store::Store;
 use crate::error::Result;
-use crate::stages::{Ctx, Work};
+use crate::stages::{Archive, Ctx, Work};
 use dream_core::commit::Message;
 use dream_core::llm::budget::CallError;
 use dream_core::llm::passes::{
@@ -29,7 +28,7 @@ use dream_core::llm::passes::{
     PassFact, Promote, PromoteRequest,
 };
 use dream_core::llm::{LlmError, Reply};
-use dream_core::memory::{self, one_line, Archived, Block, Fact, Memory, Origin};
+use dream_core::memory::{self, one_line, Archived, Block, BlockFile, Fact, Memory, Origin};
 use dream_core::passes::Pass;
 use dream_core::report::{Degraded, MutationRow, PassSummary};
 
@@ -40,33 +39,6 @@ use dream_core::passes::record::{Counts, Line};
 
 /// The passes, in the order they run.
 pub const PASSES: [Pass; 4] = Pass::ALL;
-
-/// The archive file as it will be committed, and the ids it holds.
-struct Archive {
-    text: String,
-    ids: BTreeSet<String>,
-}
-
-impl Archive {
-    fn load(text: Option<String>) -> Archive {
-        let text = text.unwrap_or_else(memory::archive_header);
-        let ids = text
-            .lines()
-            .filter_map(Archived::parse)
-            .map(|a| a.fact.id)
-            .collect();
-        Archive { text, ids }
-    }
-
-    fn push(&mut self, entry: Archived) {
-        if !self.text.is_empty() && !self.text.ends_with('\n') {
-            self.text.push('\n');
-        }
-        self.text.push_str(&entry.render());
-        self.text.push('\n');
-        self.ids.insert(entry.fact.id);
-    }
-}
 
 /// What one pass did: its commit lines and report rows.
 struct Outcome {
@@ -169,10 +141,12 @@ impl Outcome {
     }
 }
 
-/// Run the four passes over `work.memory`, each one stage when it changed something.
+/// Run the four passes over the durable blocks of `work.memory`, each one stage when it
+/// changed something. The episodes are held aside while a pass runs: their own rules
+/// (`episodes.rs`: restatement, expiry, a cap) govern them, not the passes'; a pass may
+/// still move an event out of scratch into the episodes.
 pub fn run(ctx: &Ctx<'_>, _tx: &Connection, work: &mut Work) -> Result<()> {
-    let store = Store::open(ctx.root)?;
-    let mut archive = Archive::load(store.read(memory::ARCHIVE)?);
+    let mut archive = Archive::load(ctx, work)?;
     let pinned: BTreeMap<String, String> = work
         .cards
         .iter()
@@ -181,7 +155,12 @@ pub fn run(ctx: &Ctx<'_>, _tx: &Connection, work: &mut Work) -> Result<()> {
     for pass in PASSES {
         let memory_before = work.memory.clone();
         let archive_before = archive.text.clone();
-        let before = Before::new(&work.memory, archive.ids.clone(), pinned.clone());
+        let held = std::mem::replace(
+            work.memory.block_mut(Block::Episodes),
+            BlockFile::empty(Block::Episodes),
+        );
+        let before = Before::new(&work.memory, archive.ids.clone(), pinned.clone())
+            .with_episodes(held.facts().map(|f| f.id.clone()).collect());
         let spent = ctx.budget.spend().spent;
         let mut out = Outcome::new(pass);
         match pass {
@@ -189,6 +168,34 @@ pub fn run(ctx: &Ctx<'_>, _tx: &Connection, work: &mut Work) -> Result<()> {
             Pass::Merge => merge(ctx, &before, work, &mut archive, &mut out),
             Pass::Promote => promote(ctx, &before, work, &mut out),
             Pass::Forget => forget(ctx, &before, work, &mut archive, &mut out),
+        }
+        // The episodes back, with whatever the pass moved into them.
+        let moved_in: Vec<Fact> = work
+            .memory
+            .block(Block::Episodes)
+            .facts()
+            .cloned()
+            .collect();
+        *work.memory.block_mut(Block::Episodes) = held;
+        let moved = !moved_in.is_empty();
+        for f in moved_in {
+            work.memory.block_mut(Block::Episodes).push(f);
+        }
+        // Events moved into the episodes count against their cap at once.
+        if moved {
+            for e in dream_core::episodes::expiring(&work.memory, ctx.today, &ctx.config.episodes) {
+                if let Some((block, fact)) = work.memory.remove(&e.id) {
+                    work.report.episodes_expired += 1;
+                    archive.push(Archived {
+                        fact,
+                        block,
+                        archived: ctx.today,
+                        why: "expired".into(),
+                        reason: e.reason,
+                        policy: e.policy,
+                    });
+                }
+            }
         }
         let tokens = ctx.budget.spend().spent.saturating_sub(spent);
         let mut change = Change::blocks(&memory_before, &work.memory);
@@ -211,6 +218,7 @@ pub fn run(ctx: &Ctx<'_>, _tx: &Connection, work: &mut Work) -> Result<()> {
         work.report.passes.push(out.summary());
         work.lap(pass.as_str());
     }
+    work.archive = Some(archive);
     Ok(())
 }
 

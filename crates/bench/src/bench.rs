@@ -1063,6 +1063,7 @@ fn tokens(opts: &Options, dir: &Path) -> Result<ScenarioResult> {
             let req = ReflectRequest {
                 cluster: 0,
                 events: vec![EventView::of(event, true)],
+                singles: false,
             };
             let call = prompts::reflect_call(&req, config.llm.max_tokens);
             match provider.chat_json(&call) {

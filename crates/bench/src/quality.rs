@@ -156,6 +156,8 @@ pub struct Fates {
     pub sample_id: String,
     pub observations: usize,
     pub fates: BTreeMap<String, usize>,
+    /// A few observations of each fate, for reading.
+    pub examples: BTreeMap<String, Vec<String>>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -209,6 +211,14 @@ pub fn locomo(o: &LocomoOptions) -> Result<LocomoQuality> {
         for (k, v) in &f.fates {
             *overall.fates.entry(k.clone()).or_insert(0) += v;
         }
+        for (k, v) in &f.examples {
+            let ex = overall.examples.entry(k.clone()).or_default();
+            for e in v {
+                if ex.len() < 8 {
+                    ex.push(e.clone());
+                }
+            }
+        }
         fates.push(f);
     }
     fates.push(overall);
@@ -252,6 +262,10 @@ fn conversation_fates(
                 None => "proposed, but no decision recorded".into(),
             }
         };
+        let ex = out.examples.entry(fate.clone()).or_default();
+        if ex.len() < 5 {
+            ex.push(format!("{} [{}]", o.text, o.cites.join(", ")));
+        }
         *out.fates.entry(fate).or_insert(0) += 1;
     }
     out
@@ -409,21 +423,27 @@ fn score(dir: &Path, set: &agent::AgentSet, q: &mut AgentQuality) -> Result<()> 
     q.durable_block_facts = durable.len();
     q.episode_facts = episodes.len();
     let in_any = |texts: &[&str], label: &str| texts.iter().any(|t| matches(label, t));
+    // A label as memory would write it: its relative dates read against the day it was said.
+    let as_written = |l: &agent::Labelled| match l.days.iter().next() {
+        Some(d) => dream_core::when::rewrite(&l.text, *d),
+        None => l.text.clone(),
+    };
     for l in &set.labels {
+        let written = as_written(l);
         match l.kind {
             Kind::Durable => {
                 q.durable += 1;
-                if in_any(&durable, &l.text) {
+                if in_any(&durable, &written) {
                     q.durable_in_durable_blocks += 1;
-                } else if in_any(&episodes, &l.text) {
+                } else if in_any(&episodes, &written) {
                     q.durable_in_episodes += 1;
                 }
             }
             Kind::Episode => {
                 q.episodes += 1;
-                if in_any(&episodes, &l.text) {
+                if in_any(&episodes, &written) {
                     q.episodes_kept += 1;
-                } else if in_any(&durable, &l.text) {
+                } else if in_any(&durable, &written) {
                     q.episodes_kept += 1;
                     q.episodes_in_durable_blocks += 1;
                 }
@@ -460,7 +480,7 @@ fn score(dir: &Path, set: &agent::AgentSet, q: &mut AgentQuality) -> Result<()> 
         set.labels
             .iter()
             .filter(|l| matches!(l.kind, Kind::Durable | Kind::Episode))
-            .any(|l| matches(&l.text, t))
+            .any(|l| matches(&as_written(l), t))
     };
     q.unlabelled_durable = durable.iter().filter(|t| !labelled(t)).count();
     q.unlabelled_episodes = episodes.iter().filter(|t| !labelled(t)).count();

@@ -799,6 +799,7 @@ mod tests {
             last_seen: day(first),
             valid_from: None,
             valid_to: None,
+            home: None,
             extra: BTreeMap::new(),
         }
     }

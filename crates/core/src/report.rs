@@ -1,7 +1,7 @@
 //! The cycle report (SPEC S4 step 12): one value that says what a cycle did, printed as a
 //! table for people or as one JSON object (`--json`), stored with the cycle record, and
 //! summarised in commit messages. Every count balances:
-//! `proposed = promoted + queued + reinforced + refused`.
+//! `proposed = promoted + episodes + queued + reinforced + refused`.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -26,6 +26,12 @@ pub struct Report {
     pub window: Window,
     pub candidates: Counts,
     pub decisions: Vec<DecisionRow>,
+    /// Candidates the cycle added: a cited turn's own words beside a model's wording the
+    /// events do not fully hold (counted in `candidates` too).
+    pub own_words: usize,
+    /// Episodes that expired to the archive (not said again for `episodes.retention_days`,
+    /// or the oldest over `episodes.max_facts`).
+    pub episodes_expired: usize,
     /// The maintenance passes (dedupe, merge, promote, forget), in the order they ran.
     pub passes: Vec<PassSummary>,
     pub tokens: Tokens,
@@ -48,6 +54,10 @@ pub struct Window {
     pub clusters: usize,
     /// Clusters holding at least one event no cycle has reflected on.
     pub with_new: usize,
+    /// New events no cluster holds that may say something (owner messages with a sentence
+    /// that is not chatter), shown to the reflector per session, and in how many calls.
+    pub singles: usize,
+    pub single_calls: usize,
     pub reflected: usize,
     /// Clusters left for the next cycle (budget reached, or the call failed).
     pub pending: usize,
@@ -57,6 +67,8 @@ pub struct Window {
 pub struct Counts {
     pub proposed: usize,
     pub promoted: usize,
+    /// Kept in the episodes (memory/episodes.md).
+    pub episodes: usize,
     pub queued: usize,
     pub reinforced: usize,
     pub refused: usize,
@@ -64,13 +76,15 @@ pub struct Counts {
 
 impl Counts {
     pub fn balances(&self) -> bool {
-        self.proposed == self.promoted + self.queued + self.reinforced + self.refused
+        self.proposed
+            == self.promoted + self.episodes + self.queued + self.reinforced + self.refused
     }
 
     pub fn add(&mut self, route: &str) {
         self.proposed += 1;
         match route {
             "promoted" => self.promoted += 1,
+            "episode" => self.episodes += 1,
             "queued" => self.queued += 1,
             "reinforced" => self.reinforced += 1,
             _ => self.refused += 1,
@@ -214,14 +228,21 @@ impl Report {
         );
         let _ = writeln!(
             o,
-            "  reflect     {} clusters reflected, {} left pending",
-            w.reflected, w.pending
+            "  reflect     {} clusters and sessions reflected ({} single mentions in {} calls), {} left pending",
+            w.reflected, w.singles, w.single_calls, w.pending
         );
         let _ = writeln!(
             o,
-            "  candidates  {} proposed = {} promoted + {} queued + {} reinforced + {} refused",
-            c.proposed, c.promoted, c.queued, c.reinforced, c.refused
+            "  candidates  {} proposed = {} promoted + {} episodes + {} queued + {} reinforced + {} refused",
+            c.proposed, c.promoted, c.episodes, c.queued, c.reinforced, c.refused
         );
+        if self.episodes_expired > 0 {
+            let _ = writeln!(
+                o,
+                "  episodes    {} expired to the archive",
+                self.episodes_expired
+            );
+        }
         let idle = self.passes.iter().all(|p| p.proposed == 0 && p.engine == 0);
         if idle && !self.passes.is_empty() {
             let names: Vec<&str> = self.passes.iter().map(|p| p.pass.as_str()).collect();

@@ -553,7 +553,7 @@ pub fn generate(spec: &AgentSpec) -> AgentSet {
     }
 
     // The rest of the noise, in every session; the build status line in every third.
-    for s in 0..slots.len() {
+    for (s, slot) in slots.iter_mut().enumerate() {
         let pools: [(&[&str], Noise, usize); 5] = [
             (GREETINGS, Noise::Greeting, 1),
             (QUESTIONS, Noise::Question, 1),
@@ -565,30 +565,30 @@ pub fn generate(spec: &AgentSpec) -> AgentSet {
             for _ in 0..times {
                 let text = *r.pick(pool);
                 let li = label(&mut labels, text, Kind::Noise(kind), "");
-                slots[s].said.push(Said::owner(text.into(), Some(li)));
+                slot.said.push(Said::owner(text.into(), Some(li)));
             }
         }
         if r.0.gen_bool(0.4) {
             let text = *r.pick(THOUGHTS);
             let li = label(&mut labels, text, Kind::Noise(Noise::Thought), "");
-            slots[s].said.push(Said::owner(text.into(), Some(li)));
+            slot.said.push(Said::owner(text.into(), Some(li)));
         }
         if s % 3 == 0 {
             let li = label(&mut labels, STATUS[0], Kind::Noise(Noise::Status), "");
-            slots[s].said.push(Said::owner(STATUS[0].into(), Some(li)));
+            slot.said.push(Said::owner(STATUS[0].into(), Some(li)));
         }
         for _ in 0..2 {
             let text = *r.pick(AGENT_NOTES);
             let li = label(&mut labels, text, Kind::Noise(Noise::AgentNote), "");
-            slots[s].said.push(Said::agent("message", text, Some(li)));
+            slot.said.push(Said::agent("message", text, Some(li)));
         }
         let text = *r.pick(AGENT_THOUGHTS);
         let li = label(&mut labels, text, Kind::Noise(Noise::AgentNote), "");
-        slots[s].said.push(Said::agent("thought", text, Some(li)));
+        slot.said.push(Said::agent("thought", text, Some(li)));
         for _ in 0..3 {
             let (call, result) = *r.pick(TOOLS);
-            slots[s].said.push(Said::agent("tool_call", call, None));
-            slots[s].said.push(Said::agent("tool_result", result, None));
+            slot.said.push(Said::agent("tool_call", call, None));
+            slot.said.push(Said::agent("tool_result", result, None));
         }
     }
 
