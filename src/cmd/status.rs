@@ -25,6 +25,8 @@ struct Status {
     quarantined: u64,
     recent_quarantine: Vec<Quarantined>,
     active_facts: usize,
+    /// Of them, in memory/episodes.md.
+    episodes: usize,
     last_cycles: Vec<CycleLine>,
 }
 
@@ -88,6 +90,10 @@ pub fn run(g: &Global, a: &StatusArgs) -> Result<i32> {
         quarantined: 0,
         recent_quarantine: Vec::new(),
         active_facts: memory.len(),
+        episodes: memory
+            .block(dream_core::memory::Block::Episodes)
+            .facts()
+            .count(),
         last_cycles: Vec::new(),
     };
     if let Some(st) = &state {
@@ -116,7 +122,10 @@ pub fn run(g: &Global, a: &StatusArgs) -> Result<i32> {
         return Ok(EXIT_OK);
     }
     println!("dream repository {}", s.repo);
-    println!("  active facts     {}", s.active_facts);
+    println!(
+        "  active facts     {} ({} of them episodes)",
+        s.active_facts, s.episodes
+    );
     println!(
         "  review queue     {} cards{}",
         s.review_queue,

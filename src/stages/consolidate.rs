@@ -282,6 +282,7 @@ fn reflect(
         match result {
             Ok(reply) => {
                 work.report.window.reflected += 1;
+                work.report.window.shown += req.events.len();
                 for note in reply.notes {
                     if !work.report.notes.contains(&note) {
                         work.report.notes.push(note);

@@ -1048,6 +1048,22 @@ fn tokens(opts: &Options, dir: &Path) -> Result<ScenarioResult> {
     extra.insert("dream_tokens".into(), f.tokens);
     extra.insert("dream_calls".into(), f.llm_calls);
     extra.insert("dream_promoted".into(), promoted);
+    let n = |v: &serde_json::Value| v.as_f64().unwrap_or(0.0);
+    extra.insert(
+        "dream_episodes".into(),
+        n(&r.report["candidates"]["episodes"]),
+    );
+    // Single mentions (events no cluster holds) shown to the model, per session in one call.
+    extra.insert("dream_singles".into(), n(&r.report["window"]["singles"]));
+    extra.insert("dream_events_shown".into(), n(&r.report["window"]["shown"]));
+    extra.insert(
+        "dream_single_calls".into(),
+        n(&r.report["window"]["single_calls"]),
+    );
+    extra.insert(
+        "dream_tokens_per_event".into(),
+        round2(f.tokens / (w.events.len().max(1) as f64)),
+    );
     let mut targets = Vec::new();
     if provider.offline() {
         notes.push("offline provider: no tokens are spent; run with --llm-url URL (an OpenAI-compatible server, for example the fake one) for the LLM figures".into());

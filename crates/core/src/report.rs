@@ -58,6 +58,9 @@ pub struct Window {
     /// that is not chatter), shown to the reflector per session, and in how many calls.
     pub singles: usize,
     pub single_calls: usize,
+    /// Events shown to the reflector in the calls that returned (an event shown in two
+    /// calls counts twice).
+    pub shown: usize,
     pub reflected: usize,
     /// Clusters left for the next cycle (budget reached, or the call failed).
     pub pending: usize,
