@@ -15,6 +15,8 @@ Exit codes:
   0   success (including a run that found nothing to do)
   1   failure while working (I/O, git, state, provider)
   2   usage or configuration error (the message names the key or argument)
+  10  `dream run`, `dream status --check`: the cycle finished, and the heartbeat warns
+      (nothing kept for cycles, a stage degraded, a timer not firing...): see `dream status`
   75  another dream process holds the repo's lock; nothing was written
 
 Environment:
@@ -44,9 +46,9 @@ pub struct Cli {
 #[derive(Debug, Args)]
 pub struct Global {
     /// The memory repository (default: $DREAM_REPO, else the nearest folder upwards holding
-    /// dream.toml).
-    #[arg(long, global = true, value_name = "DIR", env = "DREAM_REPO")]
-    pub repo: Option<PathBuf>,
+    /// dream.toml). `dream schedule install` and `uninstall` take several.
+    #[arg(long, global = true, value_name = "DIR", env = "DREAM_REPO", action = clap::ArgAction::Append)]
+    pub repo: Vec<PathBuf>,
 
     /// The cycle's clock, as RFC 3339 (for replays, tests and evaluations); default: now.
     #[arg(long, global = true, value_name = "RFC3339")]
@@ -78,11 +80,15 @@ pub enum Command {
     Init(InitArgs),
     Run(RunArgs),
     Status(StatusArgs),
+    Doctor(DoctorArgs),
     Review(ReviewArgs),
     Explain(ExplainArgs),
     Log(LogArgs),
     Undo(UndoArgs),
     Ingest(IngestArgs),
+    Context(ContextArgs),
+    Hooks(HooksArgs),
+    Mcp(McpArgs),
     /// Re-audit the repository: every pass mutation, archive entry, fact and count.
     ///
     /// Independently of the code that wrote the repository, walks its git history and
@@ -120,9 +126,12 @@ pub enum Command {
     /// installed and when each cycle runs next; `uninstall` stops and removes the units.
     ///
     /// A missed run happens at the next boot or wake-up (systemd `Persistent=true`); a run that
-    /// finds another cycle holding the lock exits 75, which the units count as success. Logs go
-    /// to the journal (`journalctl --user -u dream-evening`) or, with launchd, to
-    /// REPO/.dream/logs/. See docs/operations.md.
+    /// finds another cycle holding the lock exits 75, and one that finished with heartbeat
+    /// warnings exits 10: the units count both as success. Logs go to the journal
+    /// (`journalctl --user -u dream-evening`) or, with launchd, to REPO/.dream/logs/.
+    ///
+    /// Several repositories (`--repo A --repo B`) get the systemd template units, one
+    /// instance per repository with staggered start times. See docs/operations.md.
     Schedule(ScheduleArgs),
     Demo(DemoArgs),
     /// Measure memory quality on a public conversation benchmark (LoCoMo).
@@ -141,6 +150,173 @@ pub enum Command {
     /// for example: `dream man --out-dir ~/.local/share/man/man1`.
     Man(ManArgs),
 }
+
+/// Print what an agent should load at session start, within a token budget.
+///
+/// Durable facts (persona, human, scratch) first, ranked by salience (block weight, the
+/// protected bonus, recency) plus reinforcement (how many supporting events a fact cites);
+/// then recent episodes, last seen first; then one line on what waits for you (review cards,
+/// skill drafts). Lines are admitted in that order while the whole text stays within the
+/// budget, counted as the token budget counts (half the bytes, more than any real
+/// tokenizer), and the last lines say how many facts were left out. Each fact ends with its
+/// id, so an agent can cite it or ask `dream explain` about it.
+///
+/// The first line carries the marker `dream:recalled`: when a transcript dream reads holds
+/// this text (a hook's output, a file an agent read), it is stored as recalled and never
+/// counts as support, so memory never reinforces itself. Read-only: no lock, safe while a
+/// cycle runs. Each cycle also writes the same view to context.file (CONTEXT.md).
+#[derive(Debug, Args)]
+#[command(after_long_help = CONTEXT_HELP)]
+pub struct ContextArgs {
+    /// The most tokens to print (default: context.budget_tokens, 2000).
+    #[arg(long, value_name = "TOKENS", conflicts_with = "all")]
+    pub budget: Option<u64>,
+
+    /// Rank facts relevant to this task first (its words, and the embedder's vectors).
+    #[arg(long, value_name = "TEXT")]
+    pub query: Option<String>,
+
+    /// Every active fact, no budget.
+    #[arg(long)]
+    pub all: bool,
+
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = ContextFormat::Markdown)]
+    pub format: ContextFormat,
+
+    /// Run as a harness's session-start hook: on any error print one line saying memory is
+    /// unavailable, and exit 0, so a broken repository never stops a session.
+    #[arg(long, value_name = "HARNESS", value_parser = ["claude-code", "codex"])]
+    pub hook: Option<String>,
+}
+
+const CONTEXT_HELP: &str = "\
+Examples:
+  dream context                              # Markdown, within context.budget_tokens
+  dream context --budget 800 --query \"fix the flaky deploy test\"
+  dream context --format json | jq '.facts[].id'
+  dream context --all                        # every active fact";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ContextFormat {
+    Markdown,
+    Json,
+}
+
+/// Put dream's context into Claude Code or Codex for the current user, or take it out.
+///
+/// claude-code: by default a SessionStart hook in ~/.claude/settings.json (or
+/// $CLAUDE_CONFIG_DIR) whose command is `dream --repo REPO context --hook claude-code`: it
+/// runs at every start, resume, /clear and after every compaction, so the context is always
+/// fresh and comes back after a compaction. `--method import` instead adds an `@` import of
+/// the repository's CONTEXT.md (rewritten by each cycle) to ~/.claude/CLAUDE.md.
+///
+/// codex: a block between dream's markers in ~/.codex/AGENTS.md (or $CODEX_HOME), holding
+/// the context; each cycle refreshes the block's contents. AGENTS.md is read by every Codex
+/// version and surface without a trust prompt.
+///
+/// Both also add the harness's transcripts as an [[inbox.sources]] entry of dream.toml, so
+/// each cycle reads your sessions. Everything else in those files is left exactly as it
+/// was; the first change keeps a backup beside the file (*.dream-backup); installing twice
+/// changes nothing; `uninstall` takes out only what install added, and restores the file
+/// byte for byte when nothing else changed it since. `--dry-run` prints the change.
+#[derive(Debug, Args)]
+#[command(after_long_help = HOOKS_HELP)]
+pub struct HooksArgs {
+    #[command(subcommand)]
+    pub action: HooksAction,
+}
+
+const HOOKS_HELP: &str = "\
+Examples:
+  dream hooks install claude-code --repo ~/memory --dry-run
+  dream hooks install claude-code --repo ~/memory
+  dream hooks install claude-code --method import
+  dream hooks install codex --repo ~/memory
+  dream hooks status
+  dream hooks uninstall claude-code";
+
+#[derive(Debug, Subcommand)]
+pub enum HooksAction {
+    /// Add dream's context to a harness (and its transcripts to the inbox sources).
+    Install(HooksInstallArgs),
+    /// Take out what install added.
+    Uninstall(HooksTarget),
+    /// Show what is installed, for each harness or the one named.
+    Status(HooksStatusArgs),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Harness {
+    ClaudeCode,
+    Codex,
+}
+
+impl Harness {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Harness::ClaudeCode => "claude-code",
+            Harness::Codex => "codex",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum HookMethod {
+    /// Claude Code: a SessionStart hook (the default).
+    Hook,
+    /// Claude Code: an `@` import of CONTEXT.md in CLAUDE.md.
+    Import,
+}
+
+#[derive(Debug, Args)]
+pub struct HooksTarget {
+    /// The harness.
+    #[arg(value_enum)]
+    pub harness: Harness,
+
+    /// Print the change; write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct HooksInstallArgs {
+    #[command(flatten)]
+    pub target: HooksTarget,
+
+    /// How Claude Code gets the context (codex always uses its AGENTS.md block).
+    #[arg(long, value_enum, default_value_t = HookMethod::Hook)]
+    pub method: HookMethod,
+}
+
+#[derive(Debug, Args)]
+pub struct HooksStatusArgs {
+    /// Only this harness.
+    #[arg(value_enum)]
+    pub harness: Option<Harness>,
+
+    /// One JSON object.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Serve recall, explain and remember to agents over MCP (stdio).
+///
+/// A Model Context Protocol server on standard input and output, for Claude Code, Codex or
+/// any MCP client. Tools: `recall` (search facts and episodes by text: the words, plus the
+/// embedder's vectors; ranked, with ids and dates), `explain` (a fact's, card's or
+/// candidate's provenance, as `dream explain` prints it) and `remember` (append an event to
+/// the inbox with trust `agent`: it never writes memory; the next cycle decides, under the
+/// same gates as everything else). Read-only on the repository: it takes no lock and is
+/// safe while a cycle runs. Facts `recall` returns are recorded as used in .dream/uses.jsonl
+/// (see retention.unused_after_days).
+///
+/// Claude Code: `claude mcp add --scope user dream -- dream --repo ~/memory mcp`.
+/// Codex (~/.codex/config.toml): `[mcp_servers.dream]` with `command = "dream"` and
+/// `args = ["--repo", "/home/you/memory", "mcp"]`.
+#[derive(Debug, Args)]
+pub struct McpArgs {}
 
 /// Create a memory repository: layout, commented dream.toml, .gitignore, first commit.
 ///
@@ -164,6 +340,16 @@ pub struct InitArgs {
 /// report. Auto-promoted facts land in memory/*.md, doubtful ones become review cards under
 /// review/, and every refusal is listed with its reason. A second run with nothing new
 /// makes no commit.
+///
+/// While a model is called, progress goes to stderr: a bar on a terminal, plain lines
+/// otherwise (a log, the journal under systemd); `dream status` shows the running cycle's
+/// pid, start and stage. Clusters that could not be reflected (budget, a server down or
+/// too slow, a reply that was cut off) stay pending for the next cycle; one whose call
+/// failed the same way twice is held until its events, the model, llm.max_tokens or
+/// llm.timeout_secs change, and the report says what to change.
+///
+/// The events only count inside the last cluster.window_days days before --now (the wall
+/// clock by default): to try the shipped sample events, pass --now 2026-11-06T21:00:00Z.
 #[derive(Debug, Args)]
 #[command(after_long_help = EXIT_CODES)]
 pub struct RunArgs {
@@ -185,6 +371,14 @@ pub struct RunArgs {
     /// cross it; clusters not reflected on wait for the next cycle.
     #[arg(long, value_name = "TOKENS")]
     pub budget: Option<u64>,
+
+    /// Lift the loss guard for this run: the maintenance passes may archive more than
+    /// retention.max_loss_share of the active facts, and protected or owner-written facts
+    /// whose words the fact kept in their place lacks. Without it such archivals are
+    /// refused, with the figures, and wait for a person. The pass commits of this run say
+    /// `Dream-Loss-Guard: lifted`.
+    #[arg(long)]
+    pub allow_loss: bool,
 }
 
 /// Validate events (JSON Lines, one object per line) and append them to the inbox.
@@ -226,16 +420,49 @@ Every cycle instead, in dream.toml:
   format = \"claude-code\"
   path = \"~/.claude/projects\"";
 
-/// Show pending events, inbox lag, review queue, quarantine and recent cycles.
+/// Show pending events, inbox lag, review queue, quarantine, recent cycles and warnings.
 ///
-/// Reads the repository and its state without changing anything: events not yet looked at
-/// by a cycle, inbox bytes not yet read, pending review cards and skill proposals,
-/// quarantined lines (with file, line and reason) and the last cycles' counts.
+/// Reads the repository and its state without changing anything: a cycle running now (its
+/// pid, since when, and its stage), events not yet looked at by a cycle, inbox bytes not
+/// yet read, pending review cards and skill proposals, quarantined lines (with file, line
+/// and reason), the last cycles' counts (and errors), and the heartbeat's warnings: the
+/// quiet failures of a job nobody watches (cycles that keep nothing, a gate refusing nearly
+/// everything, a stage degraded cycle after cycle, a timer that stopped firing, a source
+/// that stopped growing, a budget too small, the loss guard holding archivals back), each
+/// with what to do. Thresholds: [heartbeat] in dream.toml.
 #[derive(Debug, Args)]
 pub struct StatusArgs {
     /// Print one JSON object on stdout.
     #[arg(long)]
     pub json: bool,
+
+    /// Exit 10 when the heartbeat warns (for a monitor or a cron job), else 0.
+    #[arg(long)]
+    pub check: bool,
+}
+
+/// Check the installation end to end: each check ok, warn or fail, with the fix.
+///
+/// In order: the repository and dream.toml; the lock (free, and on a file system that
+/// honours it: NFS, SMB and FUSE mounts are warned about); the state database (schema
+/// version, integrity); git (a branch, the identity commits use); the inbox and every
+/// [[inbox.sources]] entry (there, readable); the schedule (a systemd or launchd timer
+/// installed for this repository, enabled, running a binary that exists); the age of the
+/// last cycle; the model endpoint (one tiny call in JSON mode; skipped with --offline or
+/// the offline provider); the embedder (loads and embeds one text); disk space; and the
+/// heartbeat's warnings (see `dream status`).
+///
+/// Changes nothing. Exits 1 when a check fails, else 0 (warnings included): run it after
+/// installing, after changing dream.toml, or from a monitor.
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    /// Print one JSON object on stdout: `checks` (name, status, detail, fix) and the counts.
+    #[arg(long)]
+    pub json: bool,
+
+    /// Make no network call: the model endpoint (and a remote embedder) are skipped.
+    #[arg(long)]
+    pub offline: bool,
 }
 
 /// Run a whole cycle on the shipped sample events in a scratch repository.
@@ -434,6 +661,48 @@ pub enum EvalCommand {
     /// traceability is the share of facts whose every content word appears in the events
     /// they cite (it must be 100%: the command exits 1 otherwise).
     Locomo(EvalLocomoArgs),
+
+    /// Measure how well the embedder tells a restatement from another fact on the same
+    /// subject, on labelled sentence pairs.
+    ///
+    /// Each pair is a paraphrase (one fact in other words), a different fact on the same
+    /// subject ("I live in Lisbon" / "I live in Porto") or unrelated. Printed: the share
+    /// of pairs called right by the vectors alone at the best distance for the set, by the
+    /// rule a cycle uses to let a candidate reinforce a fact (the S6 measures agree, and
+    /// the texts share their content words or their vectors lie within the embedder's
+    /// restatement distance), and by the S6 measures alone. Without PATH the shipped set
+    /// is used (fixtures/pairs.tsv; --held-out: fixtures/pairs-heldout.tsv). The embedder
+    /// is the default one, or that of --config, or --embedder: measure a local Ollama
+    /// model with a --config that sets embed.provider = "openai".
+    Pairs(EvalPairsArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct EvalPairsArgs {
+    /// A labelled set: a header line, then `label<TAB>a<TAB>b` per line, the label one of
+    /// paraphrase, different, unrelated.
+    #[arg(value_name = "PATH")]
+    pub path: Option<PathBuf>,
+
+    /// Without PATH: the held-out shipped set instead of the main one.
+    #[arg(long, conflicts_with = "path")]
+    pub held_out: bool,
+
+    /// A dream.toml whose keys replace the defaults (the embedder and promote keys).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+
+    /// The embedder to measure (minilm, builtin, openai), over the config's.
+    #[arg(long, value_name = "NAME")]
+    pub embedder: Option<String>,
+
+    /// Also list every pair the rule calls wrong.
+    #[arg(long)]
+    pub wrong: bool,
+
+    /// Print one JSON object on stdout (with every pair measured).
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -497,8 +766,10 @@ const SCHEDULE_HELP: &str = "\
 Examples:
   dream schedule install --repo ~/memory                  # 07:00 and 22:00, local time
   dream schedule install --morning 06:30 --evening 23:00
+  dream schedule install --repo ~/mem/ana --repo ~/mem/bob  # template units, 22:00 and 22:10
   dream schedule status
-  dream schedule uninstall";
+  dream schedule uninstall
+  dream schedule uninstall --instance --repo ~/mem/bob";
 
 #[derive(Debug, Subcommand)]
 pub enum ScheduleAction {
@@ -509,11 +780,21 @@ pub enum ScheduleAction {
     /// enable --now` of both timers. launchd: local.dream.morning.plist and
     /// local.dream.evening.plist in ~/Library/LaunchAgents, then `launchctl bootstrap`. Running
     /// it again replaces the units (new times, a new binary path).
+    ///
+    /// Many repositories on one machine (one per agent, project or person; each keeps its own
+    /// single writer): `--repo A --repo B` (or `--instance` for one) installs the systemd
+    /// template units dream-morning@.service/.timer and dream-evening@.service/.timer once,
+    /// and for each repository the instance named after its path (`systemd-escape --path`),
+    /// with its own start times in a drop-in (dream-evening@<instance>.timer.d/dream.conf):
+    /// each repository takes the first time, from --morning and --evening on in steps of
+    /// --stagger minutes, that no other installed repository has.
     Install(ScheduleInstallArgs),
     /// Stop and remove the units.
     ///
-    /// Without --systemd or --launchd, removes whichever dream units are installed.
-    Uninstall(ScheduleTarget),
+    /// Without --systemd or --launchd, removes whichever dream units are installed. With
+    /// --instance, removes the template instances of the repositories given with --repo
+    /// (default: the current one), and the templates once no instance is left.
+    Uninstall(ScheduleUninstallArgs),
     /// Show the installed units and their next run times.
     ///
     /// The next run times are computed from the units' daily times (local time, or --now);
@@ -539,11 +820,32 @@ pub struct ScheduleTarget {
     pub no_enable: bool,
 }
 
+/// Stop and remove the units.
+#[derive(Debug, Args)]
+pub struct ScheduleUninstallArgs {
+    #[command(flatten)]
+    pub target: ScheduleTarget,
+
+    /// Remove the template instances (dream-evening@<repo>.timer ...) of the --repo
+    /// repositories instead of the single-repository units.
+    #[arg(long)]
+    pub instance: bool,
+}
+
 /// Write the morning and evening units and enable them.
 #[derive(Debug, Args)]
 pub struct ScheduleInstallArgs {
     #[command(flatten)]
     pub target: ScheduleTarget,
+
+    /// Use the systemd template units, one instance per repository, even for one
+    /// repository (several --repo use them anyway).
+    #[arg(long)]
+    pub instance: bool,
+
+    /// Minutes between the start times of this machine's repositories (template units).
+    #[arg(long, value_name = "MINUTES", default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=720))]
+    pub stagger: u32,
 
     /// When the morning cycle runs (ingest, embed, digest), HH:MM local time.
     #[arg(long, value_name = "HH:MM", default_value_t = crate::schedule::DEFAULT_MORNING, value_parser = parse_time_of_day)]

@@ -12,6 +12,7 @@
 //! Which stages run is decided by the pure [`plan`]; `run` only carries it out.
 
 use std::path::Path;
+use std::sync::OnceLock;
 use std::time::{Duration as Elapsed, Instant};
 
 use chrono::{DateTime, Duration, Utc};
@@ -19,17 +20,20 @@ use rusqlite::Connection;
 
 use dream_core::commit::Stage;
 use dream_core::config::{Config, Profile};
+use dream_core::heartbeat::Seen;
 use dream_core::llm::budget::Budget;
 use dream_core::llm::Llm;
-use dream_core::memory::Memory;
-use dream_core::report::{CommitRow, Report, Tokens};
+use dream_core::memory::{Block, Memory};
+use dream_core::report::{Calibration, CommitRow, Degraded, Ran, Report, Tokens};
 
 use crate::edges::state::{self, State};
 use crate::edges::store::{Change, Store};
-use crate::edges::{ingest, lock};
+use crate::edges::{heartbeat, ingest, lock};
 use crate::error::{Context, Error, Result};
 use crate::providers::embed::Embedder;
-use crate::stages::{consolidate, digest, oplog, passes, skills, Ctx, Work};
+use crate::stages::{
+    consolidate, context, digest, oplog, passes, skills, Ctx, Progress, Silent, Work,
+};
 
 /// How a cycle runs (defined beside [`Ctx`], which every stage reads).
 pub use crate::stages::Options;
@@ -62,7 +66,9 @@ pub fn plan(profile: &Profile, idle: bool, hand_edited: bool) -> Plan {
     }
 }
 
-/// Run one cycle on the repo at `root`.
+/// Run one cycle on the repo at `root`. A cycle that fails (after taking the lock) is
+/// recorded as failed, with its error, so `dream status` and the heartbeat see it. (A run
+/// that finds the lock held did nothing and records nothing.)
 pub fn run(
     root: &Path,
     config: &Config,
@@ -70,9 +76,98 @@ pub fn run(
     embedder: &dyn Embedder,
     opts: &Options,
 ) -> Result<Report> {
-    let wall = Instant::now();
+    run_with(root, config, llm, embedder, opts, &Silent)
+}
+
+/// The progress a cycle shows: every stage into the lock note (for `dream status`), and,
+/// when a model is called, to `outer` (a terminal or the journal) too.
+struct Tracked<'a> {
+    lock: &'a lock::Lock,
+    outer: &'a dyn Progress,
+    model: bool,
+}
+
+impl Progress for Tracked<'_> {
+    fn stage(&self, stage: &str) {
+        self.lock.note(stage);
+        if self.model {
+            self.outer.stage(stage);
+        }
+    }
+
+    fn calls(&self, stage: &str, done: usize, total: usize, tokens: u64) {
+        self.lock.note(&format!(
+            "{stage} ({done} of {total} calls, {tokens} tokens)"
+        ));
+        if self.model {
+            self.outer.calls(stage, done, total, tokens);
+        }
+    }
+}
+
+/// Run one cycle on the repo at `root`, showing its progress to `progress`. A cycle that
+/// fails (after taking the lock) is recorded as failed, with its error, so `dream status`
+/// and the heartbeat see it. (A run that finds the lock held did nothing and records
+/// nothing.)
+pub fn run_with(
+    root: &Path,
+    config: &Config,
+    llm: &dyn Llm,
+    embedder: &dyn Embedder,
+    opts: &Options,
+    progress: &dyn Progress,
+) -> Result<Report> {
     let started = Utc::now();
-    let _lock = lock::acquire(root, !opts.dry_run, started)?;
+    let lock = lock::acquire(root, !opts.dry_run, started)?;
+    let tracked = Tracked {
+        lock: &lock,
+        outer: progress,
+        model: !llm.offline(),
+    };
+    let result = run_locked(root, config, llm, embedder, opts, &tracked, started);
+    if let Err(e) = &result {
+        if !opts.dry_run {
+            record_failure(root, opts, started, e);
+        }
+    }
+    result
+}
+
+/// The id of the cycle `opts` describes.
+pub fn cycle_id(opts: &Options) -> String {
+    format!(
+        "{}-{}",
+        opts.now.format("%Y%m%dT%H%M%SZ"),
+        opts.kind.as_str()
+    )
+}
+
+/// Keep a failed cycle's outcome beside the state (`.dream/failures.jsonl`), not in it:
+/// the state stays exactly as the last good cycle left it.
+fn record_failure(root: &Path, opts: &Options, started: DateTime<Utc>, e: &Error) {
+    let f = heartbeat::Failure {
+        id: cycle_id(opts),
+        kind: opts.kind.as_str().into(),
+        now: opts.now,
+        started,
+        error: e.to_string(),
+        exit_code: e.exit_code(),
+    };
+    if let Err(why) = heartbeat::record_failure(root, &f) {
+        tracing::warn!("could not record the failed cycle: {why}");
+    }
+}
+
+fn run_locked(
+    root: &Path,
+    config: &Config,
+    llm: &dyn Llm,
+    embedder: &dyn Embedder,
+    opts: &Options,
+    tracked: &dyn Progress,
+    started: DateTime<Utc>,
+) -> Result<Report> {
+    let wall = Instant::now();
     let store = Store::open(root)?;
     let mut state = if opts.dry_run {
         State::open_scratch_copy(root)?
@@ -86,9 +181,11 @@ pub fn run(
         llm,
         embedder,
         opts,
-        cycle_id: format!("{}-{}", now.format("%Y%m%dT%H%M%SZ"), opts.kind.as_str()),
+        cycle_id: cycle_id(opts),
         today: now.date_naive(),
         budget: Budget::new(config.budget.tokens_per_cycle),
+        progress: tracked,
+        unavailable: OnceLock::new(),
     };
     let mut report = Report {
         cycle: ctx.cycle_id.clone(),
@@ -128,10 +225,25 @@ pub fn run(
         .conn
         .transaction()
         .context(|| "starting the state transaction".into())?;
+    // Estimates start from what this model's server counted in earlier cycles.
+    if let Some(key) = llm.tokenizer_key() {
+        if let Some(ratio) = state::last_calibration(&tx, &key)? {
+            llm.set_calibration(ratio);
+        }
+    }
     ingest_and_embed(&ctx, &tx, &mut work)?;
+    let uses = crate::agents::uses::take(&tx, root, opts.dry_run)?;
+    if uses > 0 {
+        tracing::info!(uses, "counted uses of facts by agents");
+    }
 
     let hand_edited = work.report.commits.iter().any(|c| c.stage == "manual");
     let plan = plan(config.profile(opts.kind), work.idle, hand_edited);
+    work.report.plan = Ran {
+        reflect: plan.reflect,
+        passes: plan.passes,
+        digest: plan.digest,
+    };
     // Pending cards are read only when a stage will look at them: an idle evening cycle
     // skips parsing every card's front matter (a busy review queue is megabytes of it).
     if plan.reads_cards() {
@@ -145,18 +257,24 @@ pub fn run(
     }
     if plan.reflect {
         let new_tool_calls = dream_core::skills::procedure::new_tool_call(&work.window.procedure);
+        ctx.progress.stage("consolidate");
         consolidate::run(&ctx, &tx, &mut work)?;
         if new_tool_calls {
+            ctx.progress.stage("skills");
             skills::run(&ctx, &tx, &mut work)?;
         }
     }
     if plan.passes {
+        ctx.progress.stage("passes");
         passes::run(&ctx, &tx, &mut work)?;
     }
     // The digest comes last, so it shows what this cycle left for a person.
     if plan.digest {
+        ctx.progress.stage("digest");
         digest::run(&ctx, &tx, &mut work)?;
     }
+    // The agents' view last, so it shows memory and the queue as this cycle leaves them.
+    let view = context::run(&ctx, &mut work)?;
 
     let spend = ctx.budget.spend();
     if spend.overrun {
@@ -167,8 +285,19 @@ pub fn run(
         );
     }
     work.report.tokens = Tokens::from_spend(config.budget.tokens_per_cycle, spend);
+    work.report.tokens.calibration = llm
+        .tokenizer_key()
+        .zip(llm.calibration())
+        .map(|(model, ratio)| Calibration { model, ratio });
+    work.report.episodes_lines = episodes_lines(&store, &work)?;
+    ctx.progress.stage("commit");
     commit_stages(&ctx, &store, &mut work)?;
     work.lap("commit");
+    if !opts.dry_run {
+        context::refresh_codex(&ctx, &view);
+    }
+    raise_warnings(&ctx, &tx, &mut work)?;
+    work.lap("heartbeat");
     finish(&ctx, &tx, &mut work, started, wall.elapsed())?;
     if opts.dry_run {
         tx.rollback()
@@ -176,6 +305,7 @@ pub fn run(
     } else {
         tx.commit()
             .context(|| "committing the state transaction".into())?;
+        crate::agents::uses::finish(root);
     }
     Ok(work.report)
 }
@@ -216,12 +346,14 @@ fn record_hand_edits(ctx: &Ctx<'_>, store: &Store, report: &mut Report) -> Resul
 /// what has no vector yet, unless nothing is new (the idle fast path).
 fn ingest_and_embed(ctx: &Ctx<'_>, tx: &Connection, work: &mut Work) -> Result<()> {
     let (config, now) = (ctx.config, ctx.opts.now);
+    ctx.progress.stage("ingest");
     work.report.ingest = ingest::run(tx, ctx.root, config, &ctx.cycle_id, now)?;
     for w in &work.report.ingest.watermarks {
         state::put_watermark(tx, w, now)?;
     }
     work.lap("ingest");
     oplog::ingested(&work.report.ingest);
+    heartbeat::record_growth(tx, config, &work.report.ingest, now)?;
 
     let from = now - Duration::days(i64::from(config.cluster.window_days));
     // Fast path: with nothing ingested and nothing in the window waiting to be looked at,
@@ -237,13 +369,48 @@ fn ingest_and_embed(ctx: &Ctx<'_>, tx: &Connection, work: &mut Work) -> Result<(
         work.window = state::window(tx, from, now, &ctx.embedder.id())?;
         work.report.window.events = work.window.len();
         work.lap("window");
-        embed_missing(
+        let remote = ctx.embedder.id() != builtin_id(config);
+        if remote {
+            ctx.progress.stage("embed");
+        }
+        let embedded = embed_missing(
             tx,
             ctx.embedder,
             &mut work.window,
             config.embed.batch_size,
             &mut work.report.embedded,
-        )?;
+            if remote { ctx.progress } else { &Silent },
+        );
+        match embedded {
+            Ok(()) => {}
+            // An embedding server that fails degrades the cycle as a chat model's does: this
+            // cycle clusters with the builtin embedder (vectors cached apart), and the next
+            // tries the server again.
+            Err(Error::Provider(why)) if remote => {
+                let builtin = dream_core::embed::Builtin::new(config.embed.dim);
+                tracing::warn!("embedding failed, clustering with the builtin embedder: {why}");
+                work.report.degraded.push(Degraded {
+                    stage: "embed".into(),
+                    reason: format!(
+                        "{why}; this cycle clusters with the builtin embedder instead, and the next tries {} again",
+                        ctx.embedder.id()
+                    ),
+                });
+                work.report.embedder =
+                    format!("{} (fallback from {})", builtin.id(), ctx.embedder.id());
+                work.window = state::window(tx, from, now, &builtin.id())?;
+                work.report.window.events = work.window.len();
+                embed_missing(
+                    tx,
+                    &builtin,
+                    &mut work.window,
+                    config.embed.batch_size,
+                    &mut work.report.embedded,
+                    &Silent,
+                )?;
+            }
+            Err(e) => return Err(e),
+        }
     }
     work.lap("embed");
     tracing::info!(
@@ -296,6 +463,40 @@ fn commit_stages(ctx: &Ctx<'_>, store: &Store, work: &mut Work) -> Result<()> {
     Ok(())
 }
 
+/// Lines the cycle's own stages (not the maintenance passes, hand edits or the digest)
+/// add to memory/episodes.md: the episodes it kept, for the heartbeat.
+fn episodes_lines(store: &Store, work: &Work) -> Result<usize> {
+    let path = Block::Episodes.path();
+    let mut current = store.read(&path)?.unwrap_or_default();
+    let mut added = 0;
+    for s in &work.stages {
+        let Some((_, Some(text))) = s.change.writes.iter().find(|(p, _)| *p == path) else {
+            continue;
+        };
+        let own = !(s.stage().is_pass()
+            || matches!(s.stage(), Stage::Manual | Stage::Adopt | Stage::Digest));
+        if own {
+            added += dream_core::heartbeat::lines_added(&current, text);
+        }
+        current = text.clone();
+    }
+    Ok(added)
+}
+
+/// The heartbeat's warnings after this cycle (it counts as the newest), into the report
+/// and the journal.
+fn raise_warnings(ctx: &Ctx<'_>, tx: &Connection, work: &mut Work) -> Result<()> {
+    let current = Seen::from_report(
+        &ctx.cycle_id,
+        ctx.opts.kind.as_str(),
+        ctx.opts.now,
+        &serde_json::to_value(&work.report).unwrap_or_default(),
+    );
+    work.report.warnings =
+        heartbeat::warnings(tx, ctx.root, ctx.config, ctx.opts.now, Some(current))?;
+    Ok(())
+}
+
 /// Log the outcome and record the cycle in the state transaction.
 fn finish(
     ctx: &Ctx<'_>,
@@ -305,6 +506,7 @@ fn finish(
     elapsed: Elapsed,
 ) -> Result<()> {
     oplog::finished(&work.report, elapsed);
+    oplog::warnings(&work.report.warnings);
     work.report
         .timings_ms
         .insert("total".into(), elapsed.as_millis() as u64);
@@ -363,6 +565,11 @@ fn adopt_hand_written(ctx: &Ctx<'_>, work: &mut Work, committed: Option<&Memory>
     work.push_stage(ctx, Stage::Adopt, change, &subject, &lines, 0);
 }
 
+/// The id the builtin embedder has under this config.
+fn builtin_id(config: &Config) -> String {
+    dream_core::embed::Builtin::new(config.embed.dim).id()
+}
+
 /// Stop the process at a named point, for crash tests (debug builds only).
 fn failpoint(name: &str) {
     if cfg!(debug_assertions) && std::env::var("DREAM_FAILPOINT").is_ok_and(|v| v == name) {
@@ -379,13 +586,18 @@ fn embed_missing(
     window: &mut state::Window,
     batch: usize,
     embedded: &mut usize,
+    progress: &dyn Progress,
 ) -> Result<()> {
     let missing = std::mem::take(&mut window.missing);
     if missing.is_empty() {
         return Ok(());
     }
     let model = state::model_id(conn, &embedder.id(), true)?.expect("created");
-    for chunk in missing.chunks(batch.max(1)) {
+    let batches = missing.len().div_ceil(batch.max(1));
+    for (n, chunk) in missing.chunks(batch.max(1)).enumerate() {
+        if batches > 1 {
+            progress.calls("embed", n, batches, 0);
+        }
         let seqs: Vec<i64> = chunk.iter().map(|&row| window.seq[row]).collect();
         let texts = state::texts_by_seq(conn, &seqs)?;
         let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
@@ -402,6 +614,9 @@ fn embed_missing(
             window.set_vector(row, v)?;
             *embedded += 1;
         }
+    }
+    if batches > 1 {
+        progress.calls("embed", batches, batches, 0);
     }
     Ok(())
 }

@@ -3,7 +3,8 @@
 //! The library never prints and never exits: it returns an [`Error`] whose kind says what
 //! went wrong and whose [`Error::hint`] says what to do. `main.rs` prints both and exits
 //! with [`Error::exit_code`], so the mapping from failures to the exit codes of SPEC S11
-//! (0 ok, 1 failure, 2 usage or config error, 75 lock held) lives here and nowhere else.
+//! (0 ok, 1 failure, 2 usage or config error, 75 lock held) lives here and nowhere else,
+//! beside the one code a success may carry: [`EXIT_WARNING`].
 
 use std::path::{Path, PathBuf};
 
@@ -15,6 +16,13 @@ pub const EXIT_FAILURE: i32 = 1;
 pub const EXIT_USAGE: i32 = 2;
 /// Exit code: another process holds the single-writer lock (EX_TEMPFAIL).
 pub const EXIT_LOCKED: i32 = 75;
+/// Exit code of `dream run` (and `dream status --check`): the cycle finished and committed,
+/// and the heartbeat raised a warning (a quiet failure: nothing kept, a stage degraded, a
+/// timer not firing, ...). The shipped units count it as success (`SuccessExitStatus=`), so
+/// it never retries a cycle that did its work; a monitor that reads exit codes sees it.
+/// 10 has no meaning in the LSB, BSD (sysexits) or systemd tables, so the journal shows a
+/// plain `status=10`.
+pub const EXIT_WARNING: i32 = 10;
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 

@@ -12,6 +12,7 @@
 //! - [`providers`]: the model and embedding backends (HTTP lives here);
 //! - [`stages`]: what a cycle does, stage by stage, and [`cycle`], which orders them;
 //! - [`human`]: the person's side: review decisions, undo, explain, log, verify, skills;
+//! - [`doctor`]: the installation checked end to end; [`schedule`]: the timer units;
 //! - [`cli`], [`cmd`], [`error`]: the command line, the only code that prints, and the
 //!   one place that maps errors to exit codes.
 
@@ -23,7 +24,10 @@ pub mod stages;
 
 pub mod human;
 
+pub mod agents;
+
 pub mod config;
+pub mod doctor;
 pub mod eval;
 pub mod schedule;
 

@@ -7,6 +7,12 @@
 //! says; [`next_run`] computes when a daily time next comes; [`enable_commands`] and
 //! [`disable_commands`] are the exact commands that load and unload the units. Writing the
 //! files and running the commands is `cmd/schedule.rs`'s job.
+//!
+//! For a machine that keeps many memory repositories there are template units
+//! (`dream-evening@.service` and the rest, [`render_templates`]): the instance is the
+//! repository's path escaped as `systemd-escape --path` does ([`escape_path`]), and each
+//! instance's timer gets its own start time in a drop-in ([`instance_dropin`]), one
+//! `--stagger` step after the previous repository's ([`assign_times`]).
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -36,6 +42,10 @@ const SYSTEMD_MORNING_SERVICE: &str = include_str!("../systemd/dream-morning.ser
 const SYSTEMD_MORNING_TIMER: &str = include_str!("../systemd/dream-morning.timer");
 const SYSTEMD_EVENING_SERVICE: &str = include_str!("../systemd/dream-evening.service");
 const SYSTEMD_EVENING_TIMER: &str = include_str!("../systemd/dream-evening.timer");
+const SYSTEMD_MORNING_TEMPLATE_SERVICE: &str = include_str!("../systemd/dream-morning@.service");
+const SYSTEMD_MORNING_TEMPLATE_TIMER: &str = include_str!("../systemd/dream-morning@.timer");
+const SYSTEMD_EVENING_TEMPLATE_SERVICE: &str = include_str!("../systemd/dream-evening@.service");
+const SYSTEMD_EVENING_TEMPLATE_TIMER: &str = include_str!("../systemd/dream-evening@.timer");
 const LAUNCHD_MORNING: &str = include_str!("../launchd/local.dream.morning.plist");
 const LAUNCHD_EVENING: &str = include_str!("../launchd/local.dream.evening.plist");
 
@@ -143,6 +153,15 @@ impl TimeOfDay {
     pub fn on_calendar(self) -> String {
         format!("*-*-* {:02}:{:02}:00", self.hour, self.minute)
     }
+
+    /// This time `minutes` later, wrapping at midnight.
+    pub fn plus_minutes(self, minutes: u32) -> TimeOfDay {
+        let m = (self.hour * 60 + self.minute + minutes) % (24 * 60);
+        TimeOfDay {
+            hour: m / 60,
+            minute: m % 60,
+        }
+    }
 }
 
 /// One rendered unit file.
@@ -245,6 +264,174 @@ fn path_text(p: &Path, what: &str) -> Result<String, String> {
         ));
     }
     Ok(s.to_string())
+}
+
+/// The instance name of a repository path, as `systemd-escape --path` writes it: the
+/// path without its leading and trailing `/`, each `/` a `-`, and every byte that is not
+/// an ASCII letter, digit, `:`, `_` or `.` (or a leading `.`) as `\xHH`. `/` alone is `-`.
+pub fn escape_path(path: &str) -> String {
+    // Simplified first, as `systemd-escape` does: no empty components.
+    let trimmed: Vec<&str> = path.split('/').filter(|c| !c.is_empty()).collect();
+    let trimmed = trimmed.join("/");
+    if trimmed.is_empty() {
+        return "-".into();
+    }
+    let mut out = String::new();
+    for (i, b) in trimmed.bytes().enumerate() {
+        match b {
+            b'/' => out.push('-'),
+            b'.' if i == 0 => out.push_str("\\x2e"),
+            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b':' | b'_' | b'.' => out.push(b as char),
+            _ => out.push_str(&format!("\\x{b:02x}")),
+        }
+    }
+    out
+}
+
+/// The path an instance name stands for (the inverse of [`escape_path`]; systemd's `%f`).
+pub fn unescape_path(instance: &str) -> Option<String> {
+    if instance == "-" {
+        return Some("/".into());
+    }
+    let mut bytes = vec![b'/'];
+    let raw = instance.as_bytes();
+    let mut i = 0;
+    while i < raw.len() {
+        match raw[i] {
+            b'-' => bytes.push(b'/'),
+            b'\\' => {
+                let hex = instance.get(i + 2..i + 4)?;
+                if raw.get(i + 1) != Some(&b'x') {
+                    return None;
+                }
+                bytes.push(u8::from_str_radix(hex, 16).ok()?);
+                i += 3;
+            }
+            b => bytes.push(b),
+        }
+        i += 1;
+    }
+    String::from_utf8(bytes).ok()
+}
+
+/// The template units (four files), with the absolute path of the binary.
+pub fn render_templates(bin: &Path) -> Result<Vec<UnitFile>, String> {
+    let bin = systemd_quote(&path_text(bin, "the dream binary")?, true)?;
+    let mut out = Vec::new();
+    for cycle in CYCLES {
+        let (service, timer) = match cycle {
+            CycleKind::Morning => (
+                SYSTEMD_MORNING_TEMPLATE_SERVICE,
+                SYSTEMD_MORNING_TEMPLATE_TIMER,
+            ),
+            CycleKind::Evening => (
+                SYSTEMD_EVENING_TEMPLATE_SERVICE,
+                SYSTEMD_EVENING_TEMPLATE_TIMER,
+            ),
+        };
+        let c = cycle.as_str();
+        out.push(UnitFile {
+            cycle,
+            name: format!("dream-{c}@.service"),
+            contents: service.replace("@BIN@", &bin),
+        });
+        out.push(UnitFile {
+            cycle,
+            name: format!("dream-{c}@.timer"),
+            contents: timer.to_string(),
+        });
+    }
+    Ok(out)
+}
+
+/// The template file names.
+pub fn template_names() -> Vec<String> {
+    CYCLES
+        .iter()
+        .flat_map(|c| {
+            let c = c.as_str();
+            [format!("dream-{c}@.service"), format!("dream-{c}@.timer")]
+        })
+        .collect()
+}
+
+/// The timer unit of one repository's cycle.
+pub fn instance_timer(cycle: CycleKind, instance: &str) -> String {
+    format!("dream-{}@{instance}.timer", cycle.as_str())
+}
+
+/// The drop-in folder of one repository's timer, relative to the unit folder.
+pub fn instance_dropin_dir(cycle: CycleKind, instance: &str) -> String {
+    format!("{}.d", instance_timer(cycle, instance))
+}
+
+/// The name of the drop-in file `dream schedule install` writes in that folder.
+pub const DROPIN: &str = "dream.conf";
+
+/// The drop-in that sets when one repository's cycle runs.
+pub fn instance_dropin(cycle: CycleKind, repo: &str, time: TimeOfDay) -> String {
+    format!(
+        "# Written by `dream schedule install`: the {} cycle of {repo} runs every day at {time}\n\
+         # (local time). Installing again rewrites it.\n\n[Timer]\nOnCalendar=\nOnCalendar={}\n",
+        cycle.as_str(),
+        time.on_calendar()
+    )
+}
+
+/// The time a drop-in (or a timer) sets: its last `OnCalendar=` daily time.
+pub fn parse_time(text: &str) -> Option<TimeOfDay> {
+    ON_CALENDAR_RE
+        .captures_iter(text)
+        .last()
+        .and_then(|c| format!("{}:{}", &c[1], &c[2]).parse().ok())
+}
+
+/// Start times for `count` repositories: from `base` on, in steps of `stagger_min`
+/// minutes (wrapping at midnight), the first ones no other repository has (`taken`).
+pub fn assign_times(
+    base: TimeOfDay,
+    stagger_min: u32,
+    taken: &[TimeOfDay],
+    count: usize,
+) -> Vec<TimeOfDay> {
+    let mut out: Vec<TimeOfDay> = Vec::new();
+    let step = stagger_min.max(1);
+    let mut k = 0;
+    while out.len() < count {
+        let t = base.plus_minutes(k * step);
+        k += 1;
+        if (!taken.contains(&t) && !out.contains(&t)) || k > 24 * 60 {
+            out.push(t);
+        }
+    }
+    out
+}
+
+/// Commands that load and start the timers of these instances.
+pub fn instance_enable_commands(instances: &[String]) -> Vec<Vec<String>> {
+    let mut enable: Vec<String> = ["systemctl", "--user", "enable", "--now"]
+        .map(String::from)
+        .to_vec();
+    for i in instances {
+        enable.extend(CYCLES.map(|c| instance_timer(c, i)));
+    }
+    vec![
+        ["systemctl", "--user", "daemon-reload"]
+            .map(String::from)
+            .to_vec(),
+        enable,
+    ]
+}
+
+/// Commands that stop and unload the timers of these instances.
+pub fn instance_disable_commands(instances: &[String]) -> Vec<Vec<String>> {
+    let mut disable: Vec<String> = ["systemctl", "--user", "disable", "--now"]
+        .map(String::from)
+        .to_vec();
+    for i in instances {
+        disable.extend(CYCLES.map(|c| instance_timer(c, i)));
+    }
+    vec![disable]
 }
 
 /// A path quoted for a systemd unit: in double quotes, `%` doubled (specifiers), and in
@@ -553,7 +740,7 @@ mod tests {
             service.contains("ReadWritePaths=\"/home/ana/my memory%%1\"\n"),
             "{service}"
         );
-        assert!(service.contains("SuccessExitStatus=75\n"));
+        assert!(service.contains("SuccessExitStatus=75 10\n"));
         assert!(units[1].contents.contains("OnCalendar=*-*-* 06:30:00\n"));
         assert!(units[3].contents.contains("OnCalendar=*-*-* 22:15:00\n"));
         assert!(units[3].contents.contains("Persistent=true\n"));
@@ -614,6 +801,58 @@ mod tests {
         )
         .unwrap_err();
         assert!(err.contains("must be absolute"), "{err}");
+    }
+
+    #[test]
+    fn paths_escape_as_systemd_escape_does() {
+        for (path, inst) in [
+            ("/home/ana/memory", "home-ana-memory"),
+            ("/home/ana/my memory", "home-ana-my\\x20memory"),
+            ("/home/ana/my-memory.x/_a", "home-ana-my\\x2dmemory.x-_a"),
+            ("/srv/.hidden/é", "srv-.hidden-\\xc3\\xa9"),
+            ("/.dot", "\\x2edot"),
+            ("/", "-"),
+        ] {
+            assert_eq!(escape_path(path), inst, "{path}");
+            assert_eq!(unescape_path(inst).as_deref(), Some(path), "{inst}");
+        }
+        assert_eq!(escape_path("/a//b/"), "a-b");
+        assert_eq!(unescape_path("a\\xzz"), None);
+        // The real tool agrees, where it is installed.
+        if let Ok(out) = std::process::Command::new("systemd-escape")
+            .args(["--path", "/home/ana/my memory-2/é.d"])
+            .output()
+        {
+            if out.status.success() {
+                assert_eq!(
+                    String::from_utf8_lossy(&out.stdout).trim(),
+                    escape_path("/home/ana/my memory-2/é.d")
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn repositories_take_the_first_free_staggered_start() {
+        let base = t("22:00");
+        assert_eq!(
+            assign_times(base, 10, &[], 3),
+            [t("22:00"), t("22:10"), t("22:20")]
+        );
+        assert_eq!(
+            assign_times(base, 10, &[t("22:00"), t("22:20")], 2),
+            [t("22:10"), t("22:30")]
+        );
+        assert_eq!(assign_times(t("23:55"), 10, &[t("23:55")], 1), [t("00:05")]);
+        let units = render_templates(Path::new("/opt/dream")).unwrap();
+        let names: Vec<&str> = units.iter().map(|u| u.name.as_str()).collect();
+        assert_eq!(names, template_names());
+        assert!(units[2]
+            .contents
+            .contains("ExecStart=\"/opt/dream\" --repo \"%f\" run --cycle evening --verbose\n"));
+        let dropin = instance_dropin(CycleKind::Evening, "/home/ana/memory", t("22:10"));
+        assert_eq!(parse_time(&dropin), Some(t("22:10")));
+        assert!(dropin.contains("\nOnCalendar=\nOnCalendar=*-*-* 22:10:00\n"));
     }
 
     #[test]

@@ -132,7 +132,7 @@ fn schedule_install_writes_exactly_the_systemd_units_and_they_verify() {
     assert!(service.contains(&exec), "{service}");
     for line in [
         "Type=oneshot\n",
-        "SuccessExitStatus=75\n",
+        "SuccessExitStatus=75 10\n",
         "NoNewPrivileges=true\n",
         "ProtectSystem=strict\n",
         "PrivateTmp=true\n",
@@ -627,5 +627,202 @@ fn completions_and_man_pages_come_from_the_command_line() {
         stdout(&out).contains("75  another dream process holds the repo's lock"),
         "{}",
         stdout(&out)
+    );
+}
+
+#[test]
+fn several_repositories_get_template_units_with_staggered_starts_that_verify() {
+    let env = Env::new();
+    let ana = env.root.join("ana memory");
+    let bob = env.root.join("bob");
+    let cleo = env.root.join("cleo");
+    for r in [&ana, &bob, &cleo] {
+        env.cmd().arg("init").arg(r).assert().success();
+    }
+    let out = sched(&env)
+        .args([
+            "schedule",
+            "install",
+            "--systemd",
+            "--no-enable",
+            "--now",
+            SAMPLE_NOW,
+        ])
+        .arg("--repo")
+        .arg(&ana)
+        .arg("--repo")
+        .arg(&bob)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+    let ana = ana.canonicalize().unwrap();
+    let bob = bob.canonicalize().unwrap();
+    let esc = |p: &Path| dream::schedule::escape_path(p.to_str().unwrap());
+    let (a, b) = (esc(&ana), esc(&bob));
+    assert!(a.ends_with("-ana\\x20memory"), "{a}");
+    let text = stdout(&out);
+    assert!(
+        text.contains(&format!(
+            "systemctl --user enable --now 'dream-morning@{a}.timer' 'dream-evening@{a}.timer' dream-morning@{b}.timer dream-evening@{b}.timer"
+        )),
+        "{text}"
+    );
+    let dir = env.home.join(".config/systemd/user");
+    let mut want = vec![
+        "dream-evening@.service".to_string(),
+        "dream-evening@.timer".into(),
+        "dream-morning@.service".into(),
+        "dream-morning@.timer".into(),
+    ];
+    for i in [&a, &b] {
+        for c in ["evening", "morning"] {
+            want.push(format!("dream-{c}@{i}.timer.d/dream.conf"));
+        }
+    }
+    want.sort();
+    assert_eq!(files_under(&dir), want);
+    let service = std::fs::read_to_string(dir.join("dream-evening@.service")).unwrap();
+    assert!(
+        service.contains(&format!(
+            "ExecStart=\"{}\" --repo \"%f\" run --cycle evening --verbose\n",
+            dream_bin().display()
+        )) && service.contains("ReadWritePaths=\"%f\"\n")
+            && service.contains("SuccessExitStatus=75 10\n"),
+        "{service}"
+    );
+    let time = |c: &str, i: &str| {
+        let t =
+            std::fs::read_to_string(dir.join(format!("dream-{c}@{i}.timer.d/dream.conf"))).unwrap();
+        dream::schedule::parse_time(&t).unwrap().to_string()
+    };
+    assert_eq!(
+        [
+            time("evening", &a),
+            time("evening", &b),
+            time("morning", &a),
+            time("morning", &b)
+        ],
+        ["22:00", "22:10", "07:00", "07:10"],
+        "staggered by 10 minutes"
+    );
+
+    // systemd itself loads every instance: the template and its drop-in.
+    let mut units: Vec<PathBuf> = Vec::new();
+    for i in [&a, &b] {
+        for c in ["evening", "morning"] {
+            units.push(dir.join(format!("dream-{c}@{i}.service")));
+            units.push(dir.join(format!("dream-{c}@{i}.timer")));
+        }
+    }
+    match systemd_verify(&units) {
+        None => eprintln!(
+            "note: systemd-analyze is not installed; the template units were not verified"
+        ),
+        Some((ok, err)) => {
+            assert!(ok, "systemd-analyze verify failed:\n{err}");
+            let ours: Vec<&str> = err.lines().filter(|l| l.contains("dream-")).collect();
+            assert!(
+                ours.is_empty(),
+                "systemd-analyze warned about the units:\n{err}"
+            );
+        }
+    }
+
+    // A third repository, later, takes the first start nobody has.
+    let out = sched(&env)
+        .args([
+            "schedule",
+            "install",
+            "--systemd",
+            "--no-enable",
+            "--instance",
+        ])
+        .arg("--repo")
+        .arg(&cleo)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let c = esc(&cleo.canonicalize().unwrap());
+    assert_eq!(time("evening", &c), "22:20");
+    let out = sched(&env)
+        .args([
+            "schedule",
+            "status",
+            "--systemd",
+            "--json",
+            "--now",
+            SAMPLE_NOW,
+        ])
+        .output()
+        .unwrap();
+    let st: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let instances = st["schedulers"][0]["instances"].as_array().unwrap();
+    let repos: Vec<&str> = instances
+        .iter()
+        .map(|i| i["repo"].as_str().unwrap())
+        .collect();
+    assert_eq!(repos.len(), 3, "{st}");
+    assert!(repos.contains(&ana.to_str().unwrap()), "{repos:?}");
+    let bob_status = instances
+        .iter()
+        .find(|i| i["instance"] == b.as_str())
+        .unwrap();
+    assert_eq!(bob_status["cycles"][1]["cycle"], "evening");
+    assert_eq!(bob_status["cycles"][1]["time"], "22:10");
+    assert_eq!(bob_status["cycles"][1]["enabled"], false);
+    assert!(
+        bob_status["cycles"][1]["next_run"]
+            .as_str()
+            .unwrap()
+            .starts_with("Fri 2026-11-06 22:10"),
+        "{bob_status}"
+    );
+
+    // One repository's instance goes; the templates stay until the last one does.
+    let out = sched(&env)
+        .args([
+            "schedule",
+            "uninstall",
+            "--instance",
+            "--no-enable",
+            "--repo",
+        ])
+        .arg(&bob)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(!dir.join(format!("dream-evening@{b}.timer.d")).exists());
+    assert!(dir.join("dream-evening@.service").exists());
+    let out = sched(&env)
+        .args([
+            "schedule",
+            "uninstall",
+            "--instance",
+            "--no-enable",
+            "--repo",
+        ])
+        .arg(&ana)
+        .arg("--repo")
+        .arg(&cleo)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(files_under(&env.home), Vec::<String>::new());
+
+    // Every other command works on one repository.
+    let out = env
+        .cmd()
+        .arg("status")
+        .arg("--repo")
+        .arg(&ana)
+        .arg("--repo")
+        .arg(&bob)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("--repo is given 2 times"),
+        "{}",
+        stderr(&out)
     );
 }

@@ -4,9 +4,15 @@
 
 mod util;
 
+mod agents;
+mod deploy;
+mod doctor;
+mod embed;
 mod episodes;
+mod heartbeat;
 mod llm;
 mod measure;
+mod model;
 mod ops;
 mod passes;
 mod review;

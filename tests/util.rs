@@ -60,6 +60,29 @@ impl Env {
                 c.env_remove(k);
             }
         }
+        c.env_remove("CLAUDE_CONFIG_DIR")
+            .env_remove("CODEX_HOME")
+            .env("HOME", &self.home)
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("NO_COLOR", "1")
+            .env("DREAM_REPO", &self.repo)
+            .current_dir(&self.root);
+        for (k, v) in self.vars() {
+            c.env(k, v);
+        }
+        c
+    }
+
+    /// `dream` as a plain process (to start in the background), with the same hermetic
+    /// environment as [`Env::cmd`].
+    pub fn spawn_cmd(&self) -> std::process::Command {
+        let mut c = std::process::Command::new(assert_cmd::cargo::cargo_bin("dream"));
+        for (k, _) in std::env::vars() {
+            if k.starts_with("DREAM_") || k.starts_with("GIT_") {
+                c.env_remove(k);
+            }
+        }
         c.env("HOME", &self.home)
             .env("GIT_CONFIG_GLOBAL", "/dev/null")
             .env("GIT_CONFIG_NOSYSTEM", "1")

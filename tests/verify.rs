@@ -2,7 +2,8 @@
 //! the cycle wrote, and fail with the exact problem (exit 1) when a fact gains a word its
 //! events never said, when a fact is "dropped" as a duplicate of a dissimilar one (in a
 //! forged pass commit or by hand in the working tree), when a fact leaves memory without
-//! an archive entry, or when a secret sits in memory.
+//! an archive entry, when a secret sits in memory, or when a cycle with the loss guard on
+//! archived more than `retention.max_loss_share` of memory.
 
 use std::path::Path;
 
@@ -202,5 +203,63 @@ fn a_fact_deleted_outright_by_a_cycle_commit_and_a_secret_in_memory_fail_verify(
     assert!(
         !text.contains(secret),
         "verify never prints the secret: {text}"
+    );
+}
+
+/// Move fact `id` from `block` to the archive as forgotten under `policy`.
+fn archive_as_forgotten(env: &Env, block: &str, id: &str, policy: &str) {
+    let rel = format!("memory/{block}.md");
+    let text = env.read(&rel);
+    let line = text
+        .lines()
+        .find(|l| l.contains(&format!("id={id} ")))
+        .unwrap()
+        .to_string();
+    std::fs::write(env.repo.join(&rel), text.replace(&format!("{line}\n"), "")).unwrap();
+    let entry = line.replace(
+        " -->",
+        &format!(" archived=2026-11-07 block={block} policy=\"{policy}\" reason=\"old\" why=forgotten -->"),
+    );
+    let archive = env.read("archive/facts.md") + &entry + "\n";
+    std::fs::write(env.repo.join("archive/facts.md"), archive).unwrap();
+}
+
+#[test]
+fn a_cycle_that_archived_past_the_loss_guard_fails_verify_unless_it_was_lifted() {
+    let forge = |guard: &str| {
+        let env = cycled();
+        // Two stale facts forgotten in one cycle, each legitimately, but over a share of
+        // 0.1 of the 8 active facts (at most 1), with the guard said to be on.
+        replace_in(
+            &env,
+            "dream.toml",
+            "max_loss_share = 0.25",
+            "max_loss_share = 0.1",
+        );
+        archive_as_forgotten(&env, "scratch", "f_printer", "stale_after_days=60");
+        archive_as_forgotten(&env, "scratch", "f_vpn", "stale_after_days=60");
+        commit_all(
+            &env.repo,
+            &format!(
+                "dream: forget pass 2026-11-07: 2 forgotten (2 by the model, 0 engine-enforced), 0 refused\n\n\
+                 accepted forget  item=f_printer policy=stale_after_days=60 days_since_seen=98 claimed=stale reason=old\n\
+                 accepted forget  item=f_vpn policy=stale_after_days=60 days_since_seen=115 claimed=stale reason=old\n\n\
+                 Dream-Cycle: 20261107T210000Z-evening\nDream-Stage: forget\nDream-Tokens: 0\n\
+                 Dream-Counts: proposed=2 accepted=2 refused=0 engine=0\nDream-Loss-Guard: {guard}\n"
+            ),
+        );
+        env
+    };
+    let text = verify_fails(&forge("on"));
+    assert!(
+        text.contains("cycle 20261107T210000Z-evening archived 2 of the 8 facts active before its passes, over retention.max_loss_share = 0.1 (at most 1), with the loss guard on"),
+        "{text}"
+    );
+    let out = forge("lifted").dream(&["verify"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "--allow-loss lifted it: {}",
+        stdout(&out)
     );
 }

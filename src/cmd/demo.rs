@@ -60,6 +60,7 @@ pub fn run(g: &Global, a: &DemoArgs) -> Result<i32> {
     let opts = Options {
         kind: CycleKind::Evening,
         dry_run: false,
+        allow_loss: false,
         now,
     };
     let report = cycle::run(&dir, &config, provider.as_ref(), embedder.as_ref(), &opts)?;

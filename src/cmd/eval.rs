@@ -1,8 +1,10 @@
-//! `dream eval locomo PATH`: replay a LoCoMo file and print the quality figures.
+//! `dream eval locomo PATH`: replay a LoCoMo file and print the quality figures;
+//! `dream eval pairs [PATH]`: measure the embedder on labelled sentence pairs.
 
 use crate::cli::{EvalCommand, Global};
 use crate::error::{Context, Error, Result, EXIT_OK};
 use crate::eval::{self, Options};
+use dream_core::config::Config;
 
 pub fn run(g: &Global, a: &EvalCommand) -> Result<i32> {
     let _ = g;
@@ -29,6 +31,48 @@ pub fn run(g: &Global, a: &EvalCommand) -> Result<i32> {
                     memory - c.traceable_facts,
                     memory
                 )));
+            }
+        }
+        EvalCommand::Pairs(a) => {
+            let (name, text) = match &a.path {
+                Some(p) => {
+                    let p = super::absolute(&cwd, p);
+                    let t = std::fs::read_to_string(&p)
+                        .context(|| format!("reading {}", p.display()))?;
+                    (p.display().to_string(), t)
+                }
+                None if a.held_out => (
+                    "fixtures/pairs-heldout.tsv".to_string(),
+                    eval::pairs::HELD_OUT.to_string(),
+                ),
+                None => (
+                    "fixtures/pairs.tsv".to_string(),
+                    eval::pairs::SHIPPED.to_string(),
+                ),
+            };
+            let pairs =
+                eval::pairs::parse(&text).map_err(|e| Error::Input(format!("{name}: {e}")))?;
+            let mut config = match &a.config {
+                Some(p) => {
+                    let p = super::absolute(&cwd, p);
+                    let t = std::fs::read_to_string(&p)
+                        .context(|| format!("reading {}", p.display()))?;
+                    Config::parse(&t, &p.display().to_string(), &Default::default())?
+                }
+                None => Config::default(),
+            };
+            if let Some(e) = &a.embedder {
+                config.embed.provider = e.clone();
+                config
+                    .validate()
+                    .map_err(|message| Error::Usage(format!("--embedder: {message}")))?;
+            }
+            let embedder = crate::providers::embedder(&config)?;
+            let report = eval::pairs::measure(&pairs, embedder.as_ref(), &config)?;
+            if a.json {
+                super::print_json(&report)?;
+            } else {
+                print!("{}", eval::pairs::render(&name, &report, a.wrong));
             }
         }
     }

@@ -5,6 +5,8 @@ use crate::error::{Result, EXIT_OK};
 use crate::human::trail;
 use dream_core::memory::{excerpt, GateResult};
 
+/// Every gate's row, and under each that failed, why in words (not only the first failed
+/// gate, which alone names the refusal).
 fn gate_rows(gates: &[GateResult]) {
     for g in gates {
         println!(
@@ -19,6 +21,14 @@ fn gate_rows(gates: &[GateResult]) {
                 format!("  ({})", g.detail)
             }
         );
+        if !g.passed {
+            let why = if g.why.is_empty() {
+                format!("measured {}, needs {}", g.value, g.threshold)
+            } else {
+                g.why.clone()
+            };
+            println!("        failed: {why}");
+        }
     }
 }
 

@@ -56,6 +56,18 @@ fn print_block(b: &CycleLog) {
         for m in &b.refusals {
             println!("    {}", m.line());
         }
+    } else if !b.refusals.is_empty()
+        && !b
+            .commits
+            .iter()
+            .any(|c| c.mutations.iter().any(|m| m.kind == "refused"))
+    {
+        // Refusals no commit lists (a cycle whose only commit recorded hand edits): from
+        // the cycle record.
+        println!("  refused (from the cycle record; no commit lists them):");
+        for m in &b.refusals {
+            println!("    {}", m.line());
+        }
     }
     for c in &b.commits {
         println!(

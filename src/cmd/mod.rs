@@ -1,10 +1,14 @@
 //! One file per subcommand, each with a small `run()` that resolves the repository, calls
 //! the library, and prints. This is the only layer that writes to stdout.
 
+mod context;
 mod demo;
+mod doctor;
 mod eval;
+mod hooks;
 mod ingest;
 mod init;
+mod mcp;
 mod run;
 mod schedule;
 mod skills;
@@ -32,7 +36,11 @@ pub fn run(cli: Cli) -> Result<i32> {
         Command::Init(a) => init::run(g, a),
         Command::Run(a) => run::run(g, a),
         Command::Ingest(a) => ingest::run(g, a),
+        Command::Context(a) => context::run(g, a),
+        Command::Hooks(a) => hooks::run(g, a),
+        Command::Mcp(a) => mcp::run(g, a),
         Command::Status(a) => status::run(g, a),
+        Command::Doctor(a) => doctor::run(g, a),
         Command::Demo(a) => demo::run(g, a),
         Command::Schedule(a) => schedule::run(g, a),
         Command::Skills(a) => skills::run(g, a),
@@ -49,9 +57,25 @@ pub fn run(cli: Cli) -> Result<i32> {
 
 /// The repo the command works on (`--repo`, `$DREAM_REPO`, or found upwards).
 pub fn repo_root(g: &Global) -> Result<PathBuf> {
+    if g.repo.len() > 1 {
+        return Err(Error::Usage(format!(
+            "--repo is given {} times; only `dream schedule install` and `uninstall` take several",
+            g.repo.len()
+        )));
+    }
+    Ok(repo_roots(g)?.remove(0))
+}
+
+/// Every repo `--repo` names (at least one: `$DREAM_REPO`, or found upwards).
+pub fn repo_roots(g: &Global) -> Result<Vec<PathBuf>> {
     let cwd = std::env::current_dir().context(|| "reading the current folder".into())?;
-    let explicit = g.repo.as_deref().map(|p| absolute(&cwd, p));
-    crate::edges::store::discover(explicit.as_deref(), &cwd)
+    if g.repo.is_empty() {
+        return Ok(vec![crate::edges::store::discover(None, &cwd)?]);
+    }
+    g.repo
+        .iter()
+        .map(|p| crate::edges::store::discover(Some(&absolute(&cwd, p)), &cwd))
+        .collect()
 }
 
 pub fn absolute(cwd: &Path, p: &Path) -> PathBuf {

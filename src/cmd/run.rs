@@ -1,9 +1,24 @@
-//! `dream run`: one cycle.
+//! `dream run`: one cycle, with its progress on stderr while a model is called; exit code
+//! 10 when it finished with heartbeat warnings.
+//!
+//! A cycle against a model on a CPU can take many minutes, so `run` shows how far it got:
+//! on a terminal a progress bar (stage, calls returned of the total, tokens, elapsed); on
+//! anything else (a pipe, a log file, the journal under systemd, where `JOURNAL_STREAM`
+//! is set) plain lines, at most one every ten seconds plus the last of each stage. Nothing
+//! with `--quiet` or `--log-format json` (the `-v` log says the same there), and nothing
+//! for the offline provider, whose cycles take milliseconds.
 
-use crate::cli::{Global, RunArgs};
+use std::io::IsTerminal;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+use crate::cli::{Global, LogFormat, RunArgs};
 use crate::cycle::{self, Options};
-use crate::error::{Result, EXIT_OK};
+use crate::error::{Result, EXIT_OK, EXIT_WARNING};
 use crate::providers::{self};
+use crate::stages::Progress;
 
 pub fn run(g: &Global, a: &RunArgs) -> Result<i32> {
     let root = super::repo_root(g)?;
@@ -17,12 +32,151 @@ pub fn run(g: &Global, a: &RunArgs) -> Result<i32> {
         kind: a.cycle,
         dry_run: a.dry_run,
         now: super::now(g)?,
+        allow_loss: a.allow_loss,
     };
-    let report = cycle::run(&root, &config, provider.as_ref(), embedder.as_ref(), &opts)?;
+    let shown = Shown::for_stderr(g);
+    let result = cycle::run_with(
+        &root,
+        &config,
+        provider.as_ref(),
+        embedder.as_ref(),
+        &opts,
+        &shown,
+    );
+    shown.finish();
+    let report = result?;
     if a.json {
         super::print_json(&report)?;
     } else {
         print!("{}", report.render());
     }
-    Ok(EXIT_OK)
+    Ok(if report.warnings.is_empty() {
+        EXIT_OK
+    } else {
+        EXIT_WARNING
+    })
+}
+
+/// Lines at most this often (plus the last of each stage) when not on a terminal.
+const LINE_EVERY: Duration = Duration::from_secs(10);
+
+/// Where progress goes.
+enum Shown {
+    Off,
+    Bar {
+        bar: ProgressBar,
+    },
+    Lines {
+        started: Instant,
+        last: Mutex<Option<Instant>>,
+    },
+}
+
+impl Shown {
+    fn for_stderr(g: &Global) -> Shown {
+        if g.quiet || g.log_format == LogFormat::Json {
+            return Shown::Off;
+        }
+        let journal = std::env::var_os("JOURNAL_STREAM").is_some();
+        if std::io::stderr().is_terminal() && !journal {
+            // Hidden until a model is called (the offline provider never is).
+            let bar = ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::hidden());
+            bar.set_style(spinner_style());
+            Shown::Bar { bar }
+        } else {
+            Shown::Lines {
+                started: Instant::now(),
+                last: Mutex::new(None),
+            }
+        }
+    }
+
+    fn finish(&self) {
+        if let Shown::Bar { bar } = self {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+/// A stage without a count of calls: what it is doing, for how long.
+fn spinner_style() -> ProgressStyle {
+    ProgressStyle::with_template("{spinner} {elapsed:>4} {wide_msg}")
+        .unwrap_or_else(|_| ProgressStyle::default_spinner())
+}
+
+/// Model calls: how many returned of how many, then the stage and its tokens.
+fn bar_style() -> ProgressStyle {
+    ProgressStyle::with_template("{spinner} {elapsed:>4} [{bar:20}] {pos}/{len} calls {wide_msg}")
+        .unwrap_or_else(|_| ProgressStyle::default_bar())
+        .progress_chars("=> ")
+}
+
+/// Show the bar from the first stage a model is called in.
+fn reveal(bar: &ProgressBar) {
+    if bar.is_hidden() {
+        bar.set_draw_target(ProgressDrawTarget::stderr());
+        bar.enable_steady_tick(Duration::from_millis(200));
+    }
+}
+
+/// `75 s`, `12 min 40 s`, `1 h 3 min`.
+fn elapsed(d: Duration) -> String {
+    let s = d.as_secs();
+    match s {
+        0..=59 => format!("{s} s"),
+        60..=3599 => format!("{} min {} s", s / 60, s % 60),
+        _ => format!("{} h {} min", s / 3600, (s % 3600) / 60),
+    }
+}
+
+impl Progress for Shown {
+    fn stage(&self, stage: &str) {
+        match self {
+            Shown::Off => {}
+            Shown::Bar { bar } => {
+                reveal(bar);
+                bar.set_style(spinner_style());
+                bar.set_message(stage.to_string());
+            }
+            Shown::Lines { started, .. } => {
+                eprintln!("dream: {stage} ({})", elapsed(started.elapsed()));
+            }
+        }
+    }
+
+    fn calls(&self, stage: &str, done: usize, total: usize, tokens: u64) {
+        match self {
+            Shown::Off => {}
+            Shown::Bar { bar } => {
+                reveal(bar);
+                bar.set_style(bar_style());
+                bar.set_length(total as u64);
+                bar.set_position(done as u64);
+                bar.set_message(format!("{stage}, {tokens} tokens"));
+            }
+            Shown::Lines { started, last } => {
+                let mut last = last.lock().unwrap_or_else(|e| e.into_inner());
+                let due = last.is_none_or(|t| t.elapsed() >= LINE_EVERY);
+                if done == total || due {
+                    *last = Some(Instant::now());
+                    eprintln!(
+                        "dream: {stage} {done} of {total} calls returned, {tokens} tokens, {} elapsed",
+                        elapsed(started.elapsed())
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn elapsed_reads_like_a_person_says_it() {
+        assert_eq!(elapsed(Duration::from_secs(42)), "42 s");
+        assert_eq!(elapsed(Duration::from_secs(760)), "12 min 40 s");
+        assert_eq!(elapsed(Duration::from_secs(3780)), "1 h 3 min");
+    }
 }

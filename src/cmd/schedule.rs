@@ -1,6 +1,8 @@
 //! `dream schedule install|uninstall|status`: write, remove and inspect the current user's
-//! timer units (rendered by `schedule.rs`), and run the systemctl/launchctl commands that
-//! load them, or print those commands when they cannot run here.
+//! timer units (rendered by `schedule.rs`; read and written through `edges::units`), and
+//! run the systemctl/launchctl commands that load them, or print those commands when they
+//! cannot run here. One repository gets the single-repository units; several (or
+//! `--instance`) get the systemd template units, one instance per repository.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -9,15 +11,18 @@ use chrono::{DateTime, Local};
 use serde::Serialize;
 
 use crate::cli::{
-    Global, ScheduleAction, ScheduleArgs, ScheduleInstallArgs, ScheduleStatusArgs, ScheduleTarget,
+    Global, ScheduleAction, ScheduleArgs, ScheduleInstallArgs, ScheduleStatusArgs,
+    ScheduleUninstallArgs,
 };
+use crate::edges::units::{self, read_installed, run_all, run_command, uid, unit_dir, write_unit};
 use crate::error::{Context, Error, Result, EXIT_OK};
 use crate::schedule::{self, Scheduler, TimeOfDay, CYCLES, LOG_DIR, RANDOMIZED_DELAY_MIN};
 
 pub fn run(g: &Global, a: &ScheduleArgs) -> Result<i32> {
     match &a.action {
         ScheduleAction::Install(a) => install(g, a),
-        ScheduleAction::Uninstall(t) => uninstall(t),
+        ScheduleAction::Uninstall(a) if a.instance => uninstall_instances(g, a),
+        ScheduleAction::Uninstall(a) => uninstall(a),
         ScheduleAction::Status(a) => status(g, a),
     }
 }
@@ -41,93 +46,49 @@ fn chosen(systemd: bool, launchd: bool) -> Result<Scheduler> {
     })
 }
 
-fn home() -> Result<PathBuf> {
-    std::env::var_os("HOME")
-        .filter(|h| !h.is_empty())
-        .map(PathBuf::from)
-        .ok_or_else(|| {
-            Error::Usage(
-                "HOME is not set, so there is no user folder to install the units in; set HOME"
-                    .into(),
-            )
-        })
-}
-
-fn unit_dir(s: Scheduler) -> Result<PathBuf> {
-    let xdg = std::env::var_os("XDG_CONFIG_HOME").map(PathBuf::from);
-    Ok(s.unit_dir(&home()?, xdg.as_deref()))
-}
-
-/// The numeric user id, for launchd's `gui/<uid>` domain.
-fn uid() -> String {
-    Command::new("id")
-        .arg("-u")
-        .output()
-        .ok()
-        .filter(|o| o.status.success())
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
-        .filter(|s| !s.is_empty())
-        .unwrap_or_else(|| "$(id -u)".into())
-}
-
-/// Run one command; on failure, a sentence saying why.
-fn run_command(argv: &[String]) -> std::result::Result<String, String> {
-    let out = Command::new(&argv[0])
-        .args(&argv[1..])
-        .output()
-        .map_err(|e| format!("`{}` could not start: {e}", argv[0]))?;
-    if out.status.success() {
-        return Ok(String::from_utf8_lossy(&out.stdout).into_owned());
-    }
-    let err = String::from_utf8_lossy(&out.stderr);
-    let err = err.trim();
-    Err(format!(
-        "`{}` failed ({}){}",
-        schedule::shell_line(argv),
-        out.status,
-        if err.is_empty() {
-            String::new()
-        } else {
-            format!(": {err}")
-        }
-    ))
-}
-
-/// Run commands in order; stop at the first failure and return it.
-fn run_all(cmds: &[Vec<String>]) -> std::result::Result<(), String> {
-    for c in cmds {
-        tracing::info!("running {}", schedule::shell_line(c));
-        run_command(c)?;
-    }
-    Ok(())
-}
-
-/// Write a file atomically and make it readable by the service manager (mode 644).
-fn write_unit(path: &Path, contents: &str) -> Result<()> {
-    crate::edges::fsutil::write_atomic(path, contents.as_bytes())?;
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o644))
-            .context(|| format!("setting the mode of {}", path.display()))?;
-    }
-    Ok(())
-}
-
 fn print_commands(cmds: &[Vec<String>]) {
     for c in cmds {
         println!("    {}", schedule::shell_line(c));
     }
 }
 
+/// The repositories `--repo` names, resolved to absolute paths without links.
+fn canonical_repos(g: &Global) -> Result<Vec<PathBuf>> {
+    let mut out: Vec<PathBuf> = Vec::new();
+    for repo in super::repo_roots(g)? {
+        let repo = repo
+            .canonicalize()
+            .context(|| format!("resolving {}", repo.display()))?;
+        if !out.contains(&repo) {
+            out.push(repo);
+        }
+    }
+    Ok(out)
+}
+
+fn this_binary() -> Result<PathBuf> {
+    let bin = std::env::current_exe().context(|| "finding the path of this dream binary".into())?;
+    Ok(bin.canonicalize().unwrap_or(bin))
+}
+
 fn install(g: &Global, a: &ScheduleInstallArgs) -> Result<i32> {
     let scheduler = chosen(a.target.systemd, a.target.launchd)?;
+    if a.instance || g.repo.len() > 1 {
+        if scheduler != Scheduler::Systemd {
+            return Err(Error::Usage(
+                "several repositories (or --instance) need the systemd template units; with launchd \
+                 schedule one repository per user account, or write one agent per repository by hand \
+                 (docs/operations.md, \"Many memories\")"
+                    .into(),
+            ));
+        }
+        return install_instances(g, a);
+    }
     let repo = super::repo_root(g)?;
     let repo = repo
         .canonicalize()
         .context(|| format!("resolving {}", repo.display()))?;
-    let bin = std::env::current_exe().context(|| "finding the path of this dream binary".into())?;
-    let bin = bin.canonicalize().unwrap_or(bin);
+    let bin = this_binary()?;
     let units =
         schedule::render(scheduler, &bin, &repo, a.morning, a.evening).map_err(Error::Usage)?;
     let dir = unit_dir(scheduler)?;
@@ -141,7 +102,7 @@ fn install(g: &Global, a: &ScheduleInstallArgs) -> Result<i32> {
         .filter_map(|i| i.repo.as_deref())
         .find(|r| Path::new(r) != repo)
     {
-        println!("replacing the {scheduler} schedule of {other} (one repository per user; see docs/operations.md for more)");
+        println!("replacing the {scheduler} schedule of {other} (the single-repository units run one repository; for several, `dream schedule install --repo A --repo B`)");
     }
     if scheduler == Scheduler::Launchd {
         let logs = repo.join(LOG_DIR);
@@ -201,10 +162,206 @@ fn install(g: &Global, a: &ScheduleInstallArgs) -> Result<i32> {
         );
         println!(
             "  an API key for the model goes in {}/.config/dream/env (KEY=value lines, mode 600)",
-            home()?.display()
+            units::home()?.display()
         );
     }
     print_next_runs(scheduler, super::now(g)?, a.morning, a.evening);
+    Ok(EXIT_OK)
+}
+
+/// The template units, and one instance per repository with its staggered start times.
+fn install_instances(g: &Global, a: &ScheduleInstallArgs) -> Result<i32> {
+    let repos = canonical_repos(g)?;
+    let bin = this_binary()?;
+    let templates = schedule::render_templates(&bin).map_err(Error::Usage)?;
+    let dir = unit_dir(Scheduler::Systemd)?;
+    let mut names = Vec::new();
+    for repo in &repos {
+        let text = repo.to_str().ok_or_else(|| {
+            Error::Usage(format!(
+                "the path {} is not UTF-8; unit names cannot carry it",
+                repo.display()
+            ))
+        })?;
+        names.push((text.to_string(), schedule::escape_path(text)));
+    }
+    let existing = units::instances(&dir);
+    for u in &templates {
+        let path = dir.join(&u.name);
+        write_unit(&path, &u.contents)?;
+        println!("wrote {}", path.display());
+    }
+    for cycle in CYCLES {
+        let base = match cycle {
+            dream_core::config::CycleKind::Morning => a.morning,
+            dream_core::config::CycleKind::Evening => a.evening,
+        };
+        // Times of the repositories installed before and not reinstalled now.
+        let taken: Vec<TimeOfDay> = existing
+            .iter()
+            .filter(|i| !names.iter().any(|(_, n)| *n == i.instance))
+            .flat_map(|i| i.times.iter().filter(|(c, _)| *c == cycle))
+            .filter_map(|(_, t)| *t)
+            .collect();
+        let times = schedule::assign_times(base, a.stagger, &taken, names.len());
+        for ((repo, inst), time) in names.iter().zip(times) {
+            let d = dir.join(schedule::instance_dropin_dir(cycle, inst));
+            std::fs::create_dir_all(&d).context(|| format!("creating {}", d.display()))?;
+            let path = d.join(schedule::DROPIN);
+            write_unit(&path, &schedule::instance_dropin(cycle, repo, time))?;
+            println!("wrote {}", path.display());
+            println!(
+                "  {} cycle of {repo} daily at {time} (local time): {}",
+                cycle.as_str(),
+                schedule::instance_timer(cycle, inst)
+            );
+        }
+    }
+    println!("  running {}", bin.display());
+    for (repo, _) in &names {
+        if repo.starts_with("/tmp") || repo.starts_with("/var/tmp") {
+            println!(
+                "  note: the units run with PrivateTmp=true, which hides {repo} from them; keep \
+                 repositories outside /tmp and /var/tmp"
+            );
+        }
+    }
+    let single = read_installed(
+        Scheduler::Systemd,
+        &dir,
+        dream_core::config::CycleKind::Evening,
+    );
+    if let Some(r) = single.1.repo {
+        if names.iter().any(|(n, _)| *n == r) {
+            println!(
+                "  note: the single-repository units (dream-evening.timer) run {r} too; remove them \
+                 with `dream schedule uninstall` (two timers on one repository only make one of them \
+                 exit 75)"
+            );
+        }
+    }
+    let instances: Vec<String> = names.iter().map(|(_, i)| i.clone()).collect();
+    let enable = schedule::instance_enable_commands(&instances);
+    if a.target.no_enable {
+        println!("not enabled (--no-enable); to enable, run:");
+        print_commands(&enable);
+    } else {
+        match run_all(&enable) {
+            Ok(()) => println!("enabled: the timers are active"),
+            Err(why) => {
+                println!("could not enable the timers here: {why}");
+                println!("the unit files are in place; to enable them, run as this user:");
+                print_commands(&enable);
+            }
+        }
+    }
+    println!(
+        "  so that the timers run while you are logged out, run once: loginctl enable-linger {}",
+        std::env::var("USER").unwrap_or_else(|_| "$USER".into())
+    );
+    println!(
+        "  API keys go in {}/.config/dream/env, or per repository in {}/.config/dream/<instance>.env",
+        units::home()?.display(),
+        units::home()?.display()
+    );
+    Ok(EXIT_OK)
+}
+
+/// Stop and remove the instances of the `--repo` repositories; the templates go with the
+/// last one.
+fn uninstall_instances(g: &Global, a: &ScheduleUninstallArgs) -> Result<i32> {
+    if a.target.launchd {
+        return Err(Error::Usage(
+            "--instance is for the systemd template units".into(),
+        ));
+    }
+    let dir = unit_dir(Scheduler::Systemd)?;
+    let cwd = std::env::current_dir().context(|| "reading the current folder".into())?;
+    // A repository that is gone can still be unscheduled: its path names the instance.
+    let repos: Vec<String> = if g.repo.is_empty() {
+        canonical_repos(g)?
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect()
+    } else {
+        g.repo
+            .iter()
+            .map(|p| {
+                let p = super::absolute(&cwd, p);
+                p.canonicalize().unwrap_or(p).display().to_string()
+            })
+            .collect()
+    };
+    let installed = units::instances(&dir);
+    let mut gone = Vec::new();
+    for repo in &repos {
+        let inst = schedule::escape_path(repo);
+        if !installed.iter().any(|i| i.instance == inst) {
+            println!(
+                "no dream instance for {repo} in {}; nothing to remove",
+                dir.display()
+            );
+            continue;
+        }
+        gone.push(inst);
+    }
+    if gone.is_empty() {
+        return Ok(EXIT_OK);
+    }
+    let stop = schedule::instance_disable_commands(&gone);
+    let failed = if a.target.no_enable {
+        None
+    } else {
+        run_all(&stop).err()
+    };
+    for inst in &gone {
+        for cycle in CYCLES {
+            let d = dir.join(schedule::instance_dropin_dir(cycle, inst));
+            if d.exists() {
+                std::fs::remove_dir_all(&d).context(|| format!("removing {}", d.display()))?;
+                println!("removed {}", d.display());
+            }
+            let link = dir
+                .join("timers.target.wants")
+                .join(schedule::instance_timer(cycle, inst));
+            if link.symlink_metadata().is_ok() {
+                std::fs::remove_file(&link).context(|| format!("removing {}", link.display()))?;
+                println!("removed {}", link.display());
+            }
+        }
+    }
+    if units::instances(&dir).is_empty() {
+        for name in schedule::template_names() {
+            let path = dir.join(name);
+            if path.exists() {
+                std::fs::remove_file(&path).context(|| format!("removing {}", path.display()))?;
+                println!("removed {}", path.display());
+            }
+        }
+    }
+    let reload = vec![["systemctl", "--user", "daemon-reload"]
+        .map(String::from)
+        .to_vec()];
+    match (failed, a.target.no_enable) {
+        (None, false) => {
+            let _ = run_all(&reload);
+            println!(
+                "stopped and removed the timers of {} repositories",
+                gone.len()
+            );
+        }
+        (Some(why), _) => {
+            println!("could not unload the timers here: {why}");
+            println!("if they were loaded, run as this user:");
+            print_commands(&stop);
+            print_commands(&reload);
+        }
+        (None, true) => {
+            println!("not unloaded (--no-enable); if the timers were loaded, run:");
+            print_commands(&stop);
+            print_commands(&reload);
+        }
+    }
     Ok(EXIT_OK)
 }
 
@@ -239,25 +396,8 @@ fn describe_next(scheduler: Scheduler, t: TimeOfDay, now: &DateTime<Local>) -> S
     format!("{}{within}", next.format("%a %Y-%m-%d %H:%M %Z"))
 }
 
-/// The files of one cycle that exist, and what they say.
-fn read_installed(
-    scheduler: Scheduler,
-    dir: &Path,
-    cycle: dream_core::config::CycleKind,
-) -> (Vec<PathBuf>, schedule::UnitInfo) {
-    let mut files = Vec::new();
-    let mut texts = Vec::new();
-    for name in scheduler.file_names(cycle) {
-        let path = dir.join(name);
-        if let Ok(text) = std::fs::read_to_string(&path) {
-            texts.push(text);
-            files.push(path);
-        }
-    }
-    (files, schedule::parse_installed(scheduler, &texts))
-}
-
-fn uninstall(t: &ScheduleTarget) -> Result<i32> {
+fn uninstall(a: &ScheduleUninstallArgs) -> Result<i32> {
+    let t = &a.target;
     let schedulers: Vec<Scheduler> = if t.systemd || t.launchd {
         vec![chosen(t.systemd, t.launchd)?]
     } else {
@@ -288,6 +428,12 @@ fn uninstall(t: &ScheduleTarget) -> Result<i32> {
                 "no dream {scheduler} units in {}; nothing to remove",
                 dir.display()
             );
+            if scheduler == Scheduler::Systemd && !units::instances(&dir).is_empty() {
+                println!(
+                    "  template instances are installed (`dream schedule status` lists them); remove \
+                     them with `dream schedule uninstall --instance --repo DIR`"
+                );
+            }
             continue;
         }
         let uid = if scheduler == Scheduler::Launchd {
@@ -347,12 +493,34 @@ struct SchedulerStatus {
     scheduler: Scheduler,
     dir: String,
     cycles: Vec<CycleStatus>,
+    /// Repositories scheduled through the template units (systemd).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    instances: Vec<InstanceStatus>,
     /// What the service manager itself says (`systemctl --user list-timers`, `launchctl
     /// print`), when it can be asked.
     #[serde(skip_serializing_if = "Option::is_none")]
     manager: Option<String>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     problems: Vec<String>,
+}
+
+#[derive(Debug, Serialize)]
+struct InstanceStatus {
+    repo: String,
+    instance: String,
+    cycles: Vec<InstanceCycle>,
+}
+
+#[derive(Debug, Serialize)]
+struct InstanceCycle {
+    cycle: &'static str,
+    timer: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    time: Option<String>,
+    /// `systemctl --user enable` linked it (timers.target.wants/).
+    enabled: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    next_run: Option<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -384,9 +552,48 @@ fn status(g: &Global, a: &ScheduleStatusArgs) -> Result<i32> {
             scheduler,
             dir: dir.display().to_string(),
             cycles: Vec::new(),
+            instances: Vec::new(),
             manager: None,
             problems: Vec::new(),
         };
+        if scheduler == Scheduler::Systemd {
+            let templates = schedule::template_names()
+                .iter()
+                .all(|n| dir.join(n).is_file());
+            for i in units::instances(&dir) {
+                if !templates {
+                    s.problems.push(format!(
+                        "{} has drop-ins but the template units are missing; run `dream schedule install --instance --repo {}` again",
+                        i.instance, i.repo
+                    ));
+                }
+                if !Path::new(&i.repo).join(dream_core::config::FILE).is_file() {
+                    s.problems.push(format!(
+                        "the instance {} works on {}, which is not a dream repository any more",
+                        i.instance, i.repo
+                    ));
+                }
+                let cycles = i
+                    .times
+                    .iter()
+                    .map(|(c, t)| {
+                        let timer = schedule::instance_timer(*c, &i.instance);
+                        InstanceCycle {
+                            cycle: c.as_str(),
+                            enabled: units::linked(&dir, &timer),
+                            timer,
+                            time: t.map(|t| t.to_string()),
+                            next_run: t.map(|t| describe_next(scheduler, t, &now)),
+                        }
+                    })
+                    .collect();
+                s.instances.push(InstanceStatus {
+                    repo: i.repo,
+                    instance: i.instance,
+                    cycles,
+                });
+            }
+        }
         for cycle in CYCLES {
             let (files, info) = read_installed(scheduler, &dir, cycle);
             let expected = scheduler.file_names(cycle).len();
@@ -426,7 +633,7 @@ fn status(g: &Global, a: &ScheduleStatusArgs) -> Result<i32> {
                 next_run,
             });
         }
-        let any = s.cycles.iter().any(|c| c.installed);
+        let any = s.cycles.iter().any(|c| c.installed) || !s.instances.is_empty();
         if any {
             s.manager = ask_manager(scheduler);
         }
@@ -445,8 +652,8 @@ fn status(g: &Global, a: &ScheduleStatusArgs) -> Result<i32> {
         );
     }
     for s in &st.schedulers {
-        let any = s.cycles.iter().any(|c| c.installed);
-        if !any {
+        let single = s.cycles.iter().any(|c| c.installed);
+        if !single && s.instances.is_empty() {
             println!(
                 "{}: not installed (in {}); run `dream schedule install`",
                 s.scheduler, s.dir
@@ -454,7 +661,21 @@ fn status(g: &Global, a: &ScheduleStatusArgs) -> Result<i32> {
             continue;
         }
         println!("{}: units in {}", s.scheduler, s.dir);
-        for c in &s.cycles {
+        for i in &s.instances {
+            println!("  {} (instance {})", i.repo, i.instance);
+            for c in &i.cycles {
+                println!(
+                    "    {:<8} daily at {}{}",
+                    c.cycle,
+                    c.time.as_deref().unwrap_or("(the template's time)"),
+                    if c.enabled { "" } else { ", not enabled" }
+                );
+                if let Some(n) = &c.next_run {
+                    println!("    {:<8} next run {n}", "");
+                }
+            }
+        }
+        for c in s.cycles.iter().filter(|_| single) {
             if !c.installed {
                 println!("  {:<8} not installed", c.cycle);
                 continue;
@@ -504,6 +725,7 @@ fn ask_manager(scheduler: Scheduler) -> Option<String> {
                     .map(String::from)
                     .to_vec();
             argv.extend(CYCLES.map(|c| format!("dream-{}.timer", c.as_str())));
+            argv.extend(CYCLES.map(|c| format!("dream-{}@*.timer", c.as_str())));
             run_command(&argv).ok().map(|s| s.trim_end().to_string())
         }
         Scheduler::Launchd => {

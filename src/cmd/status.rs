@@ -1,4 +1,5 @@
-//! `dream status`: what is waiting, at a glance.
+//! `dream status`: what is waiting, at a glance, and the heartbeat's warnings (with
+//! `--check`, exit code 10 when there is any).
 
 use serde::Serialize;
 
@@ -7,12 +8,16 @@ use crate::edges::inbox;
 use crate::edges::inbox::file_key;
 use crate::edges::state::{self, State};
 use crate::edges::store::Store;
-use crate::error::{Result, EXIT_OK};
+use crate::error::{Result, EXIT_OK, EXIT_WARNING};
+use dream_core::heartbeat::Warning;
 use dream_core::ingested::Quarantined;
 
 #[derive(Debug, Serialize)]
 struct Status {
     repo: String,
+    /// The cycle (or other writer) holding the lock now: its pid, since when, and stage.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    running: Option<crate::edges::lock::Running>,
     events_stored: u64,
     /// Stored events no cycle has reflected on yet.
     events_unreflected: u64,
@@ -27,7 +32,19 @@ struct Status {
     active_facts: usize,
     /// Of them, in memory/episodes.md.
     episodes: usize,
+    /// The configured embedder's id (vectors are cached under it).
+    embedder: String,
+    /// Vectors the cache holds, per embedder id.
+    vector_cache: Vec<CacheLine>,
     last_cycles: Vec<CycleLine>,
+    /// What the heartbeat warns about now: a quiet failure, with its cause and fix.
+    warnings: Vec<Warning>,
+}
+
+#[derive(Debug, Serialize)]
+struct CacheLine {
+    embedder: String,
+    vectors: u64,
 }
 
 #[derive(Debug, Serialize)]
@@ -45,6 +62,9 @@ struct CycleLine {
     queued: u64,
     refused: u64,
     tokens: u64,
+    /// The error, when the cycle failed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    failed: Option<String>,
 }
 
 pub fn run(g: &Global, a: &StatusArgs) -> Result<i32> {
@@ -78,9 +98,11 @@ pub fn run(g: &Global, a: &StatusArgs) -> Result<i32> {
         }
     }
     let (cards, _) = store.pending_cards()?;
-    let memory = store.load_memory(super::now(g)?.date_naive())?;
+    let now = super::now(g)?;
+    let memory = store.load_memory(now.date_naive())?;
     let mut s = Status {
         repo: root.display().to_string(),
+        running: crate::edges::lock::running(&root),
         events_stored: 0,
         events_unreflected: 0,
         inbox_lag_bytes: inbox_lag.iter().map(|l| l.bytes).sum(),
@@ -94,7 +116,12 @@ pub fn run(g: &Global, a: &StatusArgs) -> Result<i32> {
             .block(dream_core::memory::Block::Episodes)
             .facts()
             .count(),
+        embedder: crate::providers::embedder(&config)
+            .map(|e| e.id())
+            .unwrap_or_else(|e| format!("{} (not usable: {e})", config.embed.provider)),
+        vector_cache: Vec::new(),
         last_cycles: Vec::new(),
+        warnings: Vec::new(),
     };
     if let Some(st) = &state {
         s.events_stored = state::count(&st.conn, "SELECT COUNT(*) FROM events")?;
@@ -104,7 +131,19 @@ pub fn run(g: &Global, a: &StatusArgs) -> Result<i32> {
         )?;
         s.quarantined = state::count(&st.conn, "SELECT COUNT(*) FROM quarantine")?;
         s.recent_quarantine = state::quarantined(&st.conn, 5)?;
-        for c in state::recent_cycles(&st.conn, 5)? {
+        s.vector_cache = state::vector_cache(&st.conn)?
+            .into_iter()
+            .map(|(embedder, vectors)| CacheLine { embedder, vectors })
+            .collect();
+        let mut recent = state::recent_cycles(&st.conn, 5)?;
+        recent.extend(
+            crate::edges::heartbeat::failures(&root)?
+                .into_iter()
+                .map(|f| f.record()),
+        );
+        recent.sort_by_key(|c| std::cmp::Reverse(c.finished));
+        recent.truncate(5);
+        for c in recent {
             let n = |k: &str| c.report["candidates"][k].as_u64().unwrap_or(0);
             s.last_cycles.push(CycleLine {
                 id: c.id.clone(),
@@ -114,14 +153,25 @@ pub fn run(g: &Global, a: &StatusArgs) -> Result<i32> {
                 queued: n("queued"),
                 refused: n("refused"),
                 tokens: c.report["tokens"]["spent"].as_u64().unwrap_or(0),
+                failed: c.report["failed"].as_str().map(str::to_string),
             });
         }
+        s.warnings = crate::edges::heartbeat::warnings(&st.conn, &root, &config, now, None)?;
     }
+    let code = if a.check && !s.warnings.is_empty() {
+        EXIT_WARNING
+    } else {
+        EXIT_OK
+    };
     if a.json {
         super::print_json(&s)?;
-        return Ok(EXIT_OK);
+        return Ok(code);
     }
     println!("dream repository {}", s.repo);
+    match &s.running {
+        Some(r) => println!("  running now      {}", r.note),
+        None => println!("  running now      nothing"),
+    }
     println!(
         "  active facts     {} ({} of them episodes)",
         s.active_facts, s.episodes
@@ -158,6 +208,23 @@ pub fn run(g: &Global, a: &StatusArgs) -> Result<i32> {
             s.inbox_lag.len() - 10
         );
     }
+    let held = |id: &str| {
+        s.vector_cache
+            .iter()
+            .find(|c| c.embedder == id)
+            .map_or(0, |c| c.vectors)
+    };
+    println!(
+        "  embedder         {} ({} vectors cached)",
+        s.embedder,
+        held(&s.embedder)
+    );
+    for c in s.vector_cache.iter().filter(|c| c.embedder != s.embedder) {
+        println!(
+            "                   also {} vectors of {} (not used; kept for a switch back)",
+            c.vectors, c.embedder
+        );
+    }
     println!("  quarantined      {} lines", s.quarantined);
     for q in &s.recent_quarantine {
         println!("                   {}:{}: {}", q.file, q.line, q.reason);
@@ -167,11 +234,26 @@ pub fn run(g: &Global, a: &StatusArgs) -> Result<i32> {
     } else {
         println!("  last cycles");
         for c in &s.last_cycles {
-            println!(
-                "                   {} {:<7} {} promoted, {} queued, {} refused, {} tokens ({})",
-                c.id, c.kind, c.promoted, c.queued, c.refused, c.tokens, c.finished
-            );
+            match &c.failed {
+                Some(e) => println!(
+                    "                   {} {:<7} failed: {e} ({})",
+                    c.id, c.kind, c.finished
+                ),
+                None => println!(
+                    "                   {} {:<7} {} promoted, {} queued, {} refused, {} tokens ({})",
+                    c.id, c.kind, c.promoted, c.queued, c.refused, c.tokens, c.finished
+                ),
+            }
         }
     }
-    Ok(EXIT_OK)
+    if s.warnings.is_empty() {
+        println!("  heartbeat        no warnings");
+    } else {
+        println!("  heartbeat        {} warnings:", s.warnings.len());
+        for w in &s.warnings {
+            println!("    [{}] {}", w.rule, w.cause);
+            println!("      fix: {}", w.fix);
+        }
+    }
+    Ok(code)
 }

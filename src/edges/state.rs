@@ -1,5 +1,6 @@
 //! The state database `.dream/state.sqlite`: events, the embedding cache, per-file
-//! watermarks, quarantine, cycle records and candidate records.
+//! watermarks, quarantine, cycle records, candidate records, and when each source of
+//! events last grew (for the heartbeat).
 //!
 //! The schema has a version (`PRAGMA user_version`) and a list of forward migrations; a
 //! database written by a newer dream is refused rather than guessed at. A cycle does all of
@@ -112,6 +113,23 @@ INSERT INTO vectors (key, vec)
     JOIN events e ON e.id = x.event_id
     JOIN embedding_models m ON m.name = x.model;
 DROP TABLE embeddings;
+"#,
+    r#"
+CREATE TABLE uses (
+    fact  TEXT NOT NULL,
+    day   TEXT NOT NULL,
+    via   TEXT NOT NULL,
+    count INTEGER NOT NULL,
+    PRIMARY KEY (fact, day, via)
+) WITHOUT ROWID;
+"#,
+    r#"
+CREATE TABLE sources (
+    name       TEXT PRIMARY KEY,
+    first_seen TEXT NOT NULL,
+    last_grew  TEXT
+);
+ALTER TABLE cycles ADD COLUMN heartbeat TEXT;
 "#,
 ];
 
@@ -236,6 +254,58 @@ fn migrate(conn: &Connection, path: &Path) -> Result<()> {
     Ok(())
 }
 
+/// Count one use of a fact on a day (`recall`, `cited`): use counts live here, never in the
+/// agent-facing lines.
+pub fn record_use(conn: &Connection, fact: &str, day: chrono::NaiveDate, via: &str) -> Result<()> {
+    conn.prepare_cached(
+        "INSERT INTO uses (fact, day, via, count) VALUES (?1, ?2, ?3, 1)
+         ON CONFLICT (fact, day, via) DO UPDATE SET count = count + 1",
+    )
+    .and_then(|mut s| s.execute(params![fact, day.to_string(), via]))
+    .context(|| format!("recording a use of {fact}"))?;
+    Ok(())
+}
+
+/// Per fact: how many uses, and the last day one was recorded (on or before `until`).
+/// Empty when the database predates use counts.
+pub fn uses(
+    conn: &Connection,
+    until: Option<chrono::NaiveDate>,
+) -> Result<HashMap<String, (u64, chrono::NaiveDate)>> {
+    let has: bool = conn
+        .query_row(
+            "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'uses'",
+            [],
+            |r| r.get::<_, i64>(0),
+        )
+        .context(|| "reading the schema".into())?
+        > 0;
+    let mut out = HashMap::new();
+    if !has {
+        return Ok(out);
+    }
+    let until = until.map_or_else(|| "9999-12-31".to_string(), |d| d.to_string());
+    let mut stmt = conn
+        .prepare_cached("SELECT fact, SUM(count), MAX(day) FROM uses WHERE day <= ?1 GROUP BY fact")
+        .context(|| "reading use counts".into())?;
+    let rows = stmt
+        .query_map(params![until], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, i64>(1)?,
+                r.get::<_, String>(2)?,
+            ))
+        })
+        .context(|| "reading use counts".into())?;
+    for row in rows {
+        let (fact, n, day) = row.context(|| "reading use counts".into())?;
+        if let Ok(d) = day.parse() {
+            out.insert(fact, (n.max(0) as u64, d));
+        }
+    }
+    Ok(out)
+}
+
 /// An event as stored, with whether a cycle has already reflected on it.
 #[derive(Debug, Clone)]
 pub struct Stored {
@@ -313,6 +383,12 @@ pub fn insert_event_hashed(
         cycle,
     ])
     .context(|| format!("storing event {}", e.id))?;
+    // An agent that cites a fact's id used it (ids in recalled text are what dream showed).
+    if e.trust == Trust::Agent && !e.recalled && e.text.contains("f_") {
+        for id in dream_core::context::cited_ids(&e.text) {
+            record_use(conn, &id, e.ts.date_naive(), "cited")?;
+        }
+    }
     Ok(())
 }
 
@@ -587,6 +663,24 @@ pub fn model_id(conn: &Connection, model: &str, create: bool) -> Result<Option<i
     Ok(Some(id))
 }
 
+/// How many vectors the cache holds per embedder id, most first (embedders with none
+/// left out).
+pub fn vector_cache(conn: &Connection) -> Result<Vec<(String, u64)>> {
+    let mut stmt = conn
+        .prepare(
+            "SELECT m.name, COUNT(*) FROM vectors v JOIN embedding_models m ON m.id = v.key % ?1
+             GROUP BY m.id ORDER BY COUNT(*) DESC, m.name",
+        )
+        .context(|| "reading the vector cache".into())?;
+    let rows = stmt
+        .query_map([MODEL_SLOTS], |r| {
+            Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)? as u64))
+        })
+        .context(|| "reading the vector cache".into())?;
+    rows.collect::<std::result::Result<_, _>>()
+        .context(|| "reading the vector cache".into())
+}
+
 /// Cached vectors for these events under an embedder id.
 pub fn embeddings(
     conn: &Connection,
@@ -732,16 +826,19 @@ pub struct CycleRecord {
     pub report: serde_json::Value,
 }
 
+/// Record a finished cycle: its report, and the report's essentials for the heartbeat
+/// (`heartbeat::essentials`).
 pub fn put_cycle(conn: &Connection, c: &CycleRecord) -> Result<()> {
     conn.execute(
-        "INSERT OR REPLACE INTO cycles (id, kind, started, finished, now, report) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        "INSERT OR REPLACE INTO cycles (id, kind, started, finished, now, report, heartbeat) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
         params![
             c.id,
             c.kind,
             c.started.to_rfc3339(),
             c.finished.to_rfc3339(),
             c.now.to_rfc3339(),
-            c.report.to_string()
+            c.report.to_string(),
+            dream_core::heartbeat::essentials(&c.report).to_string()
         ],
     )
     .context(|| format!("recording cycle {}", c.id))?;
@@ -771,6 +868,45 @@ pub fn recent_cycles(conn: &Connection, limit: usize) -> Result<Vec<CycleRecord>
         .context(|| "reading cycles".into())?;
     rows.collect::<rusqlite::Result<Vec<_>>>()
         .context(|| "reading cycles".into())
+}
+
+/// Cycle records looked back through for what a cycle carries to the next (calibration,
+/// failed reflect calls): enough for a model used now and then.
+const LOOKBACK_CYCLES: i64 = 60;
+
+/// The tokenizer calibration (ratio of reported to plain estimated prompt tokens) the
+/// latest of the recent cycles recorded for this provider key, if any.
+pub fn last_calibration(conn: &Connection, key: &str) -> Result<Option<f64>> {
+    conn.query_row(
+        "SELECT json_extract(report, '$.tokens.calibration.ratio') FROM
+           (SELECT report, finished FROM cycles ORDER BY finished DESC LIMIT ?2)
+         WHERE json_extract(report, '$.tokens.calibration.model') = ?1
+         ORDER BY finished DESC LIMIT 1",
+        params![key, LOOKBACK_CYCLES],
+        |r| r.get::<_, Option<f64>>(0),
+    )
+    .optional()
+    .map(Option::flatten)
+    .context(|| "reading the last token calibration".into())
+}
+
+/// The reflect calls the latest cycle that reflected recorded as failing in a way that
+/// would repeat (`window.failures` of its report).
+pub fn last_reflect_failures(conn: &Connection) -> Result<Vec<dream_core::llm::plan::Failure>> {
+    let text: Option<String> = conn
+        .query_row(
+            "SELECT json_extract(report, '$.window.failures') FROM
+               (SELECT report, finished FROM cycles ORDER BY finished DESC LIMIT ?1)
+             WHERE json_type(report, '$.window.failures') = 'array'
+             ORDER BY finished DESC LIMIT 1",
+            params![LOOKBACK_CYCLES],
+            |r| r.get(0),
+        )
+        .optional()
+        .context(|| "reading the last cycle's failed reflect calls".into())?;
+    Ok(text
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or_default())
 }
 
 /// Record what happened to a candidate in a cycle (for `dream explain`).
@@ -920,7 +1056,7 @@ mod tests {
 }
 
 /// The latest cycle of a kind whose clock was at or before `at` (for the digest: "what the
-/// last evening cycle did"). Replays with `--now` keep their own order: a cycle replayed at
+/// last evening cycle did"; for the heartbeat: when it last finished). Replays with `--now` keep their own order: a cycle replayed at
 /// an earlier clock is not "last" for a later one. (`now` is stored as UTC RFC 3339 text,
 /// which sorts as time.)
 pub fn last_cycle_of_kind(
@@ -1076,4 +1212,136 @@ pub fn vetoes(conn: &Connection) -> Result<Vec<dream_core::veto::Veto>> {
         .context(|| "reading vetoes".into())?;
     rows.collect::<rusqlite::Result<Vec<_>>>()
         .context(|| "reading vetoes".into())
+}
+
+/// Record that a cycle at `now` read `source`, and whether it grew (a new line was read).
+/// A replay at an earlier clock never moves the dates back.
+pub fn put_source_growth(
+    conn: &Connection,
+    name: &str,
+    now: DateTime<Utc>,
+    grew: bool,
+) -> Result<()> {
+    let at = now.to_rfc3339();
+    conn.execute(
+        "INSERT INTO sources (name, first_seen, last_grew) VALUES (?1, ?2, NULL)
+         ON CONFLICT(name) DO UPDATE SET first_seen = MIN(first_seen, excluded.first_seen)",
+        params![name, at],
+    )
+    .context(|| format!("recording source {name}"))?;
+    if grew {
+        conn.execute(
+            "UPDATE sources SET last_grew = ?2 WHERE name = ?1 AND (last_grew IS NULL OR last_grew < ?2)",
+            params![name, at],
+        )
+        .context(|| format!("recording source {name}"))?;
+    }
+    Ok(())
+}
+
+/// A source as recorded: its name, when a cycle first read it, when one last read a line.
+pub type SourceSeen = (String, DateTime<Utc>, Option<DateTime<Utc>>);
+
+/// Every source a cycle has read. A database no cycle of this version has migrated yet
+/// (read only, by `dream status`) has none.
+pub fn sources_seen(conn: &Connection) -> Result<Vec<SourceSeen>> {
+    let exists: bool = conn
+        .query_row(
+            "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'sources')",
+            [],
+            |r| r.get(0),
+        )
+        .context(|| "reading sources".into())?;
+    if !exists {
+        return Ok(Vec::new());
+    }
+    let parse = |s: String| {
+        DateTime::parse_from_rfc3339(&s)
+            .map(|t| t.with_timezone(&Utc))
+            .unwrap_or_default()
+    };
+    let mut stmt = conn
+        .prepare("SELECT name, first_seen, last_grew FROM sources ORDER BY name")
+        .context(|| "reading sources".into())?;
+    let rows = stmt
+        .query_map([], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                parse(r.get(1)?),
+                r.get::<_, Option<String>>(2)?.map(parse),
+            ))
+        })
+        .context(|| "reading sources".into())?;
+    rows.collect::<rusqlite::Result<Vec<_>>>()
+        .context(|| "reading sources".into())
+}
+
+/// The clock of the latest cycle of a kind at or before `at` (for the heartbeat: when it
+/// last finished), without reading its report.
+pub fn last_clock_of_kind(
+    conn: &Connection,
+    kind: &str,
+    at: DateTime<Utc>,
+) -> Result<Option<DateTime<Utc>>> {
+    let s: Option<String> = conn
+        .query_row(
+            "SELECT MAX(now) FROM cycles WHERE kind = ?1 AND now <= ?2",
+            params![kind, at.to_rfc3339()],
+            |r| r.get(0),
+        )
+        .context(|| format!("reading the last {kind} cycle"))?;
+    Ok(s.and_then(|s| DateTime::parse_from_rfc3339(&s).ok())
+        .map(|t| t.with_timezone(&Utc)))
+}
+
+/// The latest cycles whose clock was at or before `at`, newest first, each with the part
+/// of its report the heartbeat reads (`heartbeat::essentials`), stored with it; for cycles
+/// recorded before that column existed, SQLite cuts the report down the same way.
+pub fn cycles_until(
+    conn: &Connection,
+    at: DateTime<Utc>,
+    limit: usize,
+) -> Result<Vec<CycleRecord>> {
+    let parse = |s: String| {
+        DateTime::parse_from_rfc3339(&s)
+            .map(|t| t.with_timezone(&Utc))
+            .unwrap_or_default()
+    };
+    let mut stmt = conn
+        .prepare_cached(
+            "SELECT id, kind, started, finished, now, COALESCE(heartbeat, json_object(
+                'plan', json_extract(report, '$.plan'),
+                'window', json_extract(report, '$.window'),
+                'candidates', json_extract(report, '$.candidates'),
+                'tokens', json_extract(report, '$.tokens'),
+                'degraded', json_extract(report, '$.degraded'),
+                'ingest', json_object('new_events', json_extract(report, '$.ingest.new_events')),
+                'skills', json_object('drafted', json_extract(report, '$.skills.drafted'),
+                                      'queued', json_extract(report, '$.skills.queued')),
+                'episodes', json_extract(report, '$.episodes'),
+                'episodes_lines', json_extract(report, '$.episodes_lines'),
+                'digest', json_extract(report, '$.digest'),
+                'passes', (SELECT json_group_array(json_object('held', json_extract(p.value, '$.held')))
+                           FROM json_each(report, '$.passes') AS p),
+                'decisions', (SELECT json_group_array(json_object('route', 'refused',
+                                                                  'gate', json_extract(d.value, '$.gate')))
+                              FROM json_each(report, '$.decisions') AS d
+                              WHERE json_extract(d.value, '$.route') = 'refused')))
+             FROM cycles WHERE now <= ?1 ORDER BY now DESC, finished DESC LIMIT ?2",
+        )
+        .context(|| "reading cycles".into())?;
+    let rows = stmt
+        .query_map(params![at.to_rfc3339(), limit as i64], |r| {
+            Ok(CycleRecord {
+                id: r.get(0)?,
+                kind: r.get(1)?,
+                started: parse(r.get(2)?),
+                finished: parse(r.get(3)?),
+                now: parse(r.get(4)?),
+                report: serde_json::from_str(&r.get::<_, String>(5)?).unwrap_or_default(),
+            })
+        })
+        .context(|| "reading cycles".into())?;
+    rows.collect::<rusqlite::Result<Vec<_>>>()
+        .context(|| "reading cycles".into())
 }

@@ -342,6 +342,41 @@ impl Store {
         Ok((cards, problems))
     }
 
+    /// Who commits: the repository's git identity (`Name <email>`), or `None` when there is
+    /// none (commits then use `dream <dream@localhost>`).
+    pub fn identity(&self) -> Option<String> {
+        self.repo.signature().ok().map(|s| {
+            format!(
+                "{} <{}>",
+                s.name().unwrap_or_default(),
+                s.email().unwrap_or_default()
+            )
+        })
+    }
+
+    /// Where HEAD points: `Ok(branch)` on a branch (with or without commits), `Err(what)`
+    /// when it is detached (or unreadable).
+    pub fn branch(&self) -> std::result::Result<String, String> {
+        if self.repo.head_detached().unwrap_or(false) {
+            return Err(match self.head() {
+                Some(oid) => format!("HEAD is detached at {}", &oid.to_string()[..10]),
+                None => "HEAD is detached".into(),
+            });
+        }
+        let head = self
+            .repo
+            .find_reference("HEAD")
+            .map_err(|e| format!("HEAD cannot be read: {}", e.message()))?;
+        let target = head
+            .symbolic_target()
+            .map(str::to_string)
+            .ok_or_else(|| "HEAD is not a branch".to_string())?;
+        Ok(target
+            .strip_prefix("refs/heads/")
+            .unwrap_or(&target)
+            .to_string())
+    }
+
     /// The id of HEAD, if there is a commit.
     pub fn head(&self) -> Option<Oid> {
         self.repo.head().ok().and_then(|h| h.target())

@@ -308,6 +308,11 @@ pub struct Counts {
     /// Model tokens the replay spent, and in how many calls.
     pub tokens: u64,
     pub calls: u64,
+    /// Evidence turns that ended in a cluster with another turn, in a cycle that
+    /// reflected on a cluster holding a new turn.
+    pub evidence_clustered: usize,
+    /// The largest cluster any cycle reflected on (a sign of chaining when large).
+    pub largest_cluster: usize,
 }
 
 impl Counts {
@@ -334,6 +339,8 @@ impl Counts {
         self.cycles += o.cycles;
         self.tokens += o.tokens;
         self.calls += o.calls;
+        self.evidence_clustered += o.evidence_clustered;
+        self.largest_cluster = self.largest_cluster.max(o.largest_cluster);
     }
 
     /// The ratios a person reads.
@@ -360,6 +367,7 @@ impl Counts {
             evidence_precision: ratio(self.cited_evidence, self.cited_events),
             evidence_base_rate: ratio(self.evidence_turns, self.events),
             average_support: ratio(self.fact_support_total, memory),
+            evidence_clustered: ratio(self.evidence_clustered, self.evidence_turns),
             average_card_support: ratio(self.card_support_total, self.cards),
             traceability: if memory == 0 {
                 1.0
@@ -393,10 +401,68 @@ pub struct Figures {
     pub evidence_precision: f64,
     /// Evidence turns among all events: the precision citing at random would have.
     pub evidence_base_rate: f64,
+    /// Share of evidence turns that ended in a cluster with another turn.
+    pub evidence_clustered: f64,
     pub average_support: f64,
     pub average_card_support: f64,
     pub traceability: f64,
     pub tokens_per_event: f64,
+}
+
+/// The conversation's evidence turns that point at a turn, as event ids.
+pub fn evidence_events(conv: &Conversation) -> HashSet<String> {
+    let prefix = format!("{}:", conv.sample_id);
+    let turns: HashSet<&str> = conv.events().map(|e| e.id.as_str()).collect();
+    conv.qa
+        .iter()
+        .flat_map(|q| q.evidence.iter())
+        .flat_map(|raw| canonical_dia_ids(raw))
+        .map(|id| format!("{prefix}{id}"))
+        .filter(|id| turns.contains(id.as_str()))
+        .collect()
+}
+
+/// The clustering each evening cycle of a replay did, redone from the vectors the replay
+/// cached: the window of `window_days` before each evening, DBSCAN focused on that
+/// evening's turns (as a cycle runs it: turns with an all-zero vector left out). Returns
+/// the turns that were in a cluster holding a new turn, and the largest such cluster.
+pub fn clustered_turns(
+    conv: &Conversation,
+    vectors: &HashMap<String, Vec<f32>>,
+    window_days: u32,
+    min_points: usize,
+    eps: f64,
+) -> (HashSet<String>, usize) {
+    let mut out = HashSet::new();
+    let mut largest = 0;
+    let events: Vec<&Event> = conv.events().collect();
+    for (now, sessions) in conv.evenings() {
+        let fresh: HashSet<&str> = sessions
+            .iter()
+            .flat_map(|s| s.events.iter().map(|e| e.id.as_str()))
+            .collect();
+        let from = now - Duration::days(i64::from(window_days));
+        let rows: Vec<(&str, &Vec<f32>)> = events
+            .iter()
+            .filter(|e| e.ts >= from && e.ts <= now)
+            .filter_map(|e| Some((e.id.as_str(), vectors.get(&e.id)?)))
+            .filter(|(_, v)| v.iter().any(|x| *x != 0.0))
+            .collect();
+        let Some(dim) = rows.first().map(|(_, v)| v.len()) else {
+            continue;
+        };
+        let rows: Vec<_> = rows.into_iter().filter(|(_, v)| v.len() == dim).collect();
+        let flat: Vec<f32> = rows.iter().flat_map(|(_, v)| v.iter().copied()).collect();
+        let data =
+            ndarray::ArrayView2::from_shape((rows.len(), dim), &flat).expect("rows of one length");
+        let focus: Vec<bool> = rows.iter().map(|(id, _)| fresh.contains(id)).collect();
+        let c = dream_core::cluster::dbscan(data, min_points, eps, Some(&focus));
+        for cluster in c.clusters.iter().filter(|c| c.iter().any(|&i| focus[i])) {
+            largest = largest.max(cluster.len());
+            out.extend(cluster.iter().map(|&i| rows[i].0.to_string()));
+        }
+    }
+    (out, largest)
 }
 
 /// Words of a text: its S6-normalised tokens, stopwords included.

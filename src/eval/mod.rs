@@ -8,6 +8,7 @@
 //! conversion and the measures are pure ([`locomo`]); this module does the replay.
 
 pub mod locomo;
+pub mod pairs;
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -51,6 +52,9 @@ pub struct EvalReport {
     pub dataset: String,
     pub config: String,
     pub provider: String,
+    pub embedder: String,
+    /// The DBSCAN radius the replay clustered at.
+    pub eps: f64,
     pub conversations: Vec<ConversationResult>,
     pub overall: Result1,
     pub routes: BTreeMap<String, usize>,
@@ -143,6 +147,8 @@ pub fn run_locomo(path: &Path, opts: &Options) -> Result<EvalReport> {
         None => scratch.path().to_path_buf(),
     };
     let mut provider_name = String::new();
+    let mut embedder_name = String::new();
+    let mut eps = 0.0;
     let mut overall = Counts::default();
     let mut results = Vec::new();
     for conv in &convs {
@@ -169,6 +175,8 @@ pub fn run_locomo(path: &Path, opts: &Options) -> Result<EvalReport> {
         let provider = providers::llm(&config)?;
         let embedder = providers::embedder(&config)?;
         provider_name = provider.name();
+        embedder_name = embedder.id();
+        eps = crate::providers::embed::eps(&config, embedder.as_ref());
         let mut cycles = 0;
         let mut last_now = None;
         let mut decisions = Vec::new();
@@ -187,6 +195,7 @@ pub fn run_locomo(path: &Path, opts: &Options) -> Result<EvalReport> {
             let opts = CycleOptions {
                 kind: CycleKind::Evening,
                 dry_run: false,
+                allow_loss: false,
                 now,
             };
             let report = cycle::run(&dir, &config, provider.as_ref(), embedder.as_ref(), &opts)?;
@@ -220,6 +229,12 @@ pub fn run_locomo(path: &Path, opts: &Options) -> Result<EvalReport> {
         counts.cycles = cycles;
         counts.tokens = tokens;
         counts.calls = calls;
+        let (clustered, largest) = clustering(&dir, &config, embedder.as_ref(), conv)?;
+        counts.evidence_clustered = locomo::evidence_events(conv)
+            .iter()
+            .filter(|id| clustered.contains(*id))
+            .count();
+        counts.largest_cluster = largest;
         overall.add(&counts);
         let mut routes = BTreeMap::new();
         let mut refusals = BTreeMap::new();
@@ -259,6 +274,8 @@ pub fn run_locomo(path: &Path, opts: &Options) -> Result<EvalReport> {
             .map(|p| p.display().to_string())
             .unwrap_or_else(|| "defaults".into()),
         provider: provider_name,
+        embedder: embedder_name,
+        eps,
         conversations: results,
         overall: overall.into(),
         seconds: (started.elapsed().as_secs_f64() * 10.0).round() / 10.0,
@@ -287,18 +304,40 @@ pub fn reason_class(reason: &str) -> String {
     out
 }
 
+/// The turns a replay clustered with another turn (see [`locomo::clustered_turns`]),
+/// from the vectors the replay cached under the embedder's id.
+fn clustering(
+    dir: &Path,
+    config: &Config,
+    embedder: &dyn crate::providers::embed::Embedder,
+    conv: &locomo::Conversation,
+) -> Result<(std::collections::HashSet<String>, usize)> {
+    let Some(state) = crate::edges::state::State::open_read_only(dir)? else {
+        return Ok(Default::default());
+    };
+    let ids: Vec<&str> = conv.events().map(|e| e.id.as_str()).collect();
+    let vectors = crate::edges::state::embeddings(&state.conn, &embedder.id(), &ids)?;
+    Ok(locomo::clustered_turns(
+        conv,
+        &vectors,
+        config.cluster.window_days,
+        config.cluster.min_points,
+        crate::providers::embed::eps(config, embedder),
+    ))
+}
+
 /// The evaluation as a table a person can scan.
 pub fn render(r: &EvalReport) -> String {
     use std::fmt::Write as _;
     let mut o = String::new();
     let _ = writeln!(
         o,
-        "dream eval locomo: {} ({} config, provider {}, {:.1} s)",
-        r.dataset, r.config, r.provider, r.seconds
+        "dream eval locomo: {} ({} config, provider {}, embedder {} at eps {}, {:.1} s)",
+        r.dataset, r.config, r.provider, r.embedder, r.eps, r.seconds
     );
     let _ = writeln!(
         o,
-        "\n  {:<10} {:>6} {:>6} {:>5} {:>5} {:>5}  {:>9} {:>9} {:>7}  {:>6}  {:>8} {:>7} {:>9}  {:>7}  {:>9}  {:>7}",
+        "\n  {:<10} {:>6} {:>6} {:>5} {:>5} {:>5}  {:>9} {:>9} {:>7}  {:>6}  {:>8} {:>7} {:>9} {:>9}  {:>7}  {:>9}  {:>7}",
         "sample",
         "events",
         "cycles",
@@ -312,6 +351,7 @@ pub fn render(r: &EvalReport) -> String {
         "evidence",
         "+cards",
         "precision",
+        "clustered",
         "support",
         "traceable",
         "tok/ev"
@@ -321,7 +361,7 @@ pub fn render(r: &EvalReport) -> String {
         let c = &x.counts;
         let _ = writeln!(
             o,
-            "  {:<10} {:>6} {:>6} {:>5} {:>5} {:>5}  {:>9} {:>9} {:>7}  {:>6}  {:>8} {:>7} {:>9}  {:>7}  {:>9}  {:>7}",
+            "  {:<10} {:>6} {:>6} {:>5} {:>5} {:>5}  {:>9} {:>9} {:>7}  {:>6}  {:>8} {:>7} {:>9} {:>9}  {:>7}  {:>9}  {:>7}",
             name,
             c.events,
             c.cycles,
@@ -335,6 +375,7 @@ pub fn render(r: &EvalReport) -> String {
             format!("{:.1}%", f.evidence_recall_facts_only * 100.0),
             format!("{:.1}%", f.evidence_recall * 100.0),
             format!("{:.1}%", f.evidence_precision * 100.0),
+            format!("{:.1}%", f.evidence_clustered * 100.0),
             format!("{:.2}", f.average_support),
             format!("{:.1}%", f.traceability * 100.0),
             format!("{:.0}", f.tokens_per_event),
@@ -364,6 +405,11 @@ pub fn render(r: &EvalReport) -> String {
         c.cited_evidence,
         c.cited_events,
         f.evidence_base_rate * 100.0
+    );
+    let _ = writeln!(
+        o,
+        "  clustered: evidence turns a cycle reflected on in a cluster with another turn (largest cluster: {} turns)",
+        c.largest_cluster
     );
     let _ = writeln!(
         o,

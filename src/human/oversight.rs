@@ -333,7 +333,9 @@ fn commit_with_vetoes(
             state::put_veto(&st.conn, v)?;
         }
     }
-    let result = store.apply(change);
+    let mut change = change.clone();
+    crate::agents::context::refresh_file(root, &mut change)?;
+    let result = store.apply(&change);
     if let (Err(_), Some(st)) = (&result, &state) {
         for v in &add {
             let _ = state::delete_veto(&st.conn, &v.id);
@@ -584,8 +586,14 @@ pub fn undo_cycle(
     }
     // Newest first, each onto the files as the later ones left them.
     let mut changed_by: Vec<(String, Vec<String>)> = Vec::new();
+    // The context file is a view of memory: it is rewritten for the result, not reverted.
+    let view = crate::config::load(root)
+        .map(|c| c.context.file.trim().to_string())
+        .unwrap_or_default();
     for n in &targets {
-        changed_by.push((n.head.id.clone(), store.changed_paths(&n.head.id)?));
+        let mut paths = store.changed_paths(&n.head.id)?;
+        paths.retain(|p| view.is_empty() || *p != view);
+        changed_by.push((n.head.id.clone(), paths));
     }
     let mut paths: Vec<String> = revert::fact_paths();
     for (_, ps) in &changed_by {

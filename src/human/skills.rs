@@ -254,6 +254,7 @@ pub fn promote(root: &Path, config: &Config, name: &str, now: DateTime<Utc>) -> 
         lines.push(format!("installing {}", dir.join(name).display()));
     }
     change.message = message(&format!("dream: promote skill {name}"), &lines, "promote");
+    crate::agents::context::refresh_file(&store.root, &mut change)?;
     let commit = store.apply(&change)?.map(|o| o.to_string());
     let installed = match &install_dir {
         Some(dir) => Some(install(&files, &from, dir, name)?),
@@ -370,6 +371,7 @@ pub fn discard(
         }
     };
     change.message = message(&format!("dream: discard skill {name}"), &lines, "discard");
+    crate::agents::context::refresh_file(&store.root, &mut change)?;
     let commit = store.apply(&change)?.map(|o| o.to_string());
     Ok(Decided {
         name: name.into(),

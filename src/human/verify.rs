@@ -11,7 +11,10 @@
 //! - every entry added to `archive/facts.md` by any commit (a person's included) or left
 //!   in the working tree, against what it claims (a duplicate of what, forgotten under
 //!   which policy);
-//! - that no dream commit removed a fact from memory without archiving it;
+//! - that no dream commit removed a fact from memory without archiving it, and that the
+//!   pass commits of a cycle run with the loss guard on archived at most
+//!   `retention.max_loss_share` of the facts active before them and no protected fact
+//!   whose words the fact kept in its place lacks;
 //! - that every active fact is traceable to its supporting events (no name absent from
 //!   them; full coverage for auto-promoted and merged facts, `promote.min_coverage` for
 //!   facts a person accepted from review), facts the owner wrote being trusted;
@@ -50,7 +53,7 @@ const TARGET_BLOCKS: [Block; 3] = [Block::Persona, Block::Human, Block::Episodes
 /// One thing wrong with the repository.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Problem {
-    /// `mutation`, `archive`, `deleted`, `trace`, `secret`, `counts`.
+    /// `mutation`, `archive`, `deleted`, `loss`, `trace`, `secret`, `counts`.
     pub kind: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub commit: Option<String>,
@@ -192,6 +195,11 @@ struct Auditor {
     added: Vec<Archived>,
     /// Facts pinned by pending review cards, per commit (read when a forget needs them).
     pins: HashMap<Oid, BTreeSet<String>>,
+    /// The state database, read only, for the days agents used facts (the unused policy).
+    state: Option<State>,
+    /// Per cycle with the loss guard on: facts active before its first pass commit, facts
+    /// its pass commits archived, and whether a problem was already reported.
+    loss: BTreeMap<String, (usize, usize, bool)>,
 }
 
 /// Audit the repository at `root`.
@@ -202,6 +210,8 @@ pub fn verify(root: &Path) -> Result<Verification> {
         v: Verification::default(),
         added: Vec::new(),
         pins: HashMap::new(),
+        state: State::open_read_only(root)?,
+        loss: BTreeMap::new(),
     };
     a.history()?;
     a.active(root)?;
@@ -407,7 +417,12 @@ impl Auditor {
             }
         }
         let tally = |v: &str| lines.iter().filter(|l| l.verdict == v).count();
-        let (accepted, refused, engine) = (tally("accepted"), tally("refused"), tally("engine"));
+        let (accepted, engine) = (tally("accepted"), tally("engine"));
+        let engine_refused = lines
+            .iter()
+            .filter(|l| l.verdict == "refused" && l.get("by") == Some("engine"))
+            .count();
+        let refused = tally("refused") - engine_refused;
         match c
             .trailer("Dream-Counts")
             .and_then(dream_core::passes::record::Counts::parse_trailer)
@@ -420,15 +435,16 @@ impl Auditor {
             )),
             Some(k) => {
                 if k.proposed != k.accepted + k.refused
-                    || (k.accepted, k.refused, k.engine) != (accepted, refused, engine)
+                    || (k.accepted, k.refused, k.engine, k.engine_refused)
+                        != (accepted, refused, engine, engine_refused)
                 {
                     self.push(problem(
                         "counts",
                         Some(&short),
                         None,
                         format!(
-                            "Dream-Counts says proposed={} accepted={} refused={} engine={}, the body lists {accepted} accepted, {refused} refused, {engine} engine",
-                            k.proposed, k.accepted, k.refused, k.engine
+                            "Dream-Counts says proposed={} accepted={} refused={} engine={} engine_refused={}, the body lists {accepted} accepted, {refused} refused, {engine} engine, {engine_refused} engine refused",
+                            k.proposed, k.accepted, k.refused, k.engine, k.engine_refused
                         ),
                     ));
                 }
@@ -478,7 +494,101 @@ impl Auditor {
                 self.push(problem("mutation", Some(&short), Some(&item), m));
             }
         }
+        if c.trailer("Dream-Loss-Guard") == Some("on") {
+            self.loss_guard(c, &lines, before, after);
+        }
         covered
+    }
+
+    /// The loss guard, restated: a cycle's pass commits archive at most
+    /// `retention.max_loss_share` of the facts active before the first of them (at least
+    /// one when the share is above 0), and a protected or owner-written fact leaves memory
+    /// or is rewritten only for a text that holds every one of its content words.
+    fn loss_guard(
+        &mut self,
+        c: &HistoryCommit,
+        lines: &[dream_core::passes::record::Line],
+        before: &Snap,
+        after: &Snap,
+    ) {
+        let short = c.short();
+        let r = &after.config.retention;
+        let mut archived = 0;
+        for l in lines.iter().filter(|l| l.verdict != "refused") {
+            let item = l.get("item").unwrap_or_default();
+            let (rewritten, stays): (Vec<&str>, String) = match l.op.as_str() {
+                "drop" => {
+                    archived += 1;
+                    let kept = l.get("duplicate_of").unwrap_or_default();
+                    let text = before.facts.get(kept).map(|(_, f)| f.text.clone());
+                    (vec![item], text.unwrap_or_default())
+                }
+                "merge" => {
+                    let from: Vec<&str> = l
+                        .get("from")
+                        .unwrap_or_default()
+                        .split(',')
+                        .filter(|s| !s.is_empty())
+                        .collect();
+                    archived += from.len();
+                    let text = after.facts.get(item).map(|(_, f)| f.text.clone());
+                    let mut parts = vec![item];
+                    parts.extend(from);
+                    (parts, text.unwrap_or_default())
+                }
+                "forget" => {
+                    archived += 1;
+                    continue;
+                }
+                _ => continue,
+            };
+            for id in rewritten {
+                let Some((_, f)) = before.facts.get(id) else {
+                    continue;
+                };
+                let cov = measures::coverage(&f.text, [stays.as_str()]);
+                if protected(f, r) && cov.value < 1.0 {
+                    self.push(problem(
+                        "loss",
+                        Some(&short),
+                        Some(id),
+                        format!(
+                            "{id} is protected ({}), yet a {} left in its place a text without its words {} (coverage {:.3}), with the loss guard on",
+                            if f.origin == Origin::Owner { "written by the owner".to_string() } else { format!("category {}", f.category) },
+                            l.op,
+                            cov.missing.join(", "),
+                            cov.value
+                        ),
+                    ));
+                }
+            }
+        }
+        let cycle = c.trailer("Dream-Cycle").unwrap_or_default().to_string();
+        let entry = self
+            .loss
+            .entry(cycle.clone())
+            .or_insert((before.facts.len(), 0, false));
+        entry.1 += archived;
+        let (active, total, flagged) = *entry;
+        let share = r.max_loss_share;
+        let allowed = if share >= 1.0 {
+            usize::MAX
+        } else if share <= 0.0 {
+            0
+        } else {
+            ((share * active as f64).floor() as usize).max(1)
+        };
+        if total > allowed && !flagged {
+            entry.2 = true;
+            self.push(problem(
+                "loss",
+                Some(&short),
+                None,
+                format!(
+                    "cycle {cycle} archived {total} of the {active} facts active before its passes, over retention.max_loss_share = {share} (at most {allowed}), with the loss guard on"
+                ),
+            ));
+        }
     }
 
     fn drop_line(
@@ -707,9 +817,35 @@ impl Auditor {
         let r = &after.config.retention;
         let policy = l.get("policy").unwrap_or_default();
         let pinned = self.pinned(before);
+        let used = self.last_used(item, day, policy);
         found.extend(forget_problems(
-            item, *block, fact, policy, r, day, active, after, &pinned,
+            item, *block, fact, policy, r, day, active, after, &pinned, used,
         ));
+    }
+
+    /// The last day on or before `day` an agent used `fact`, as the state recorded it (only
+    /// an unused forget needs it; without a state database, none is known and a note says
+    /// so).
+    fn last_used(&mut self, fact: &str, day: NaiveDate, policy: &str) -> Option<NaiveDate> {
+        if !policy.starts_with("unused_after_days") {
+            return None;
+        }
+        let Some(state) = &self.state else {
+            let note = "no state database: facts forgotten as unused were checked against their last sighting only".to_string();
+            if !self.v.notes.contains(&note) {
+                self.v.notes.push(note);
+            }
+            return None;
+        };
+        match state::uses(&state.conn, Some(day)) {
+            Ok(mut u) => u.remove(fact).map(|(_, d)| d),
+            Err(e) => {
+                self.v
+                    .notes
+                    .push(format!("use counts could not be read ({e})"));
+                None
+            }
+        }
     }
 
     /// The facts pending cards pinned in a snapshot: a capacity forget passes over them, so
@@ -783,6 +919,7 @@ impl Auditor {
                 "expired" => found.extend(expiry_problems(&e, day, before, after)),
                 "forgotten" => {
                     let pinned = self.pinned(before);
+                    let used = self.last_used(&id, day, &e.policy);
                     found.extend(forget_problems(
                         &id,
                         e.block,
@@ -793,6 +930,7 @@ impl Auditor {
                         before.durable() - removed,
                         after,
                         &pinned,
+                        used,
                     ));
                     removed += 1;
                 }
@@ -1005,6 +1143,7 @@ fn forget_problems(
     active: usize,
     after: &Snap,
     pinned: &BTreeSet<String>,
+    last_used: Option<NaiveDate>,
 ) -> Vec<String> {
     let mut found = Vec::new();
     if r.protected.contains(&fact.category) {
@@ -1022,6 +1161,18 @@ fn forget_problems(
                 "{id} was forgotten as stale, but it was last seen {age} days before (stale_after_days {})",
                 r.stale_after_days
             ));
+        }
+    } else if policy.starts_with("unused_after_days") {
+        let last = last_used.map_or(fact.last_seen, |u| u.max(fact.last_seen));
+        let idle = (day - last).num_days();
+        match r.unused_after_days {
+            None => found.push(format!(
+                "{id} was forgotten as unused, but retention.unused_after_days was not set at that commit"
+            )),
+            Some(n) if idle <= i64::from(n) => found.push(format!(
+                "{id} was forgotten as unused, but it was used or seen {idle} days before (on {last}; unused_after_days {n})"
+            )),
+            Some(_) => {}
         }
     } else if policy.starts_with("max_active_facts") {
         if active <= r.max_active_facts {

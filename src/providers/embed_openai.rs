@@ -63,19 +63,38 @@ impl Embedder for OpenAiEmbedder {
             .post("/embeddings", "embed", &body)
             .map_err(|e| match e.kind {
                 dream_core::llm::LlmErrorKind::Auth => Error::Auth(e.message),
-                _ => fail(e.message),
+                _ => fail(format!("{}{}", e.message, hint(&e.message))),
             })?;
         if !(200..300).contains(&reply.status) {
             return Err(fail(format!(
-                "{} answered {} ({})",
+                "{} answered {} ({}){}",
                 self.endpoint.url("/embeddings"),
                 reply.status,
-                excerpt(&reply.body)
+                excerpt(&reply.body),
+                hint(&reply.body)
             )));
         }
         parse_embeddings(&reply.body, texts.len()).map_err(fail)
     }
 }
+
+/// What to change when a server refuses embeddings because it was started without them
+/// (llama-cpp-python: "model must be created with embedding=True"; llama.cpp's server:
+/// "does not support embeddings").
+fn hint(body: &str) -> &'static str {
+    let lower = body.to_lowercase();
+    if lower.contains("embedding=true")
+        || lower.contains("--embedding")
+        || lower.contains("not support embeddings")
+    {
+        ": the server was started without embeddings; start llama-cpp-python with `--embedding true`, or llama.cpp's llama-server with `--embeddings` (or set embed.provider = \"builtin\")"
+    } else {
+        ""
+    }
+}
+
+/// Why per-token vectors cannot be used, and what to run instead.
+const PER_TOKEN: &str = "the server returns one vector per token, not one per text (it does not pool a chat model's token vectors; llama-cpp-python's server cannot): serve an embedding model, or run llama.cpp's llama-server with `--embeddings --pooling mean` (or set embed.provider = \"builtin\")";
 
 /// The vectors of an `/embeddings` reply, in input order, each scaled to unit length.
 pub fn parse_embeddings(body: &str, n: usize) -> std::result::Result<Vec<Vec<f32>>, String> {
@@ -97,10 +116,17 @@ pub fn parse_embeddings(body: &str, n: usize) -> std::result::Result<Vec<Vec<f32
             .get("index")
             .and_then(Value::as_u64)
             .map_or(pos, |i| i as usize);
-        let vector: Vec<f32> = item
+        let values = item
             .get("embedding")
             .and_then(Value::as_array)
-            .ok_or_else(|| format!("item {pos} has no \"embedding\" array"))?
+            .ok_or_else(|| format!("item {pos} has no \"embedding\" array"))?;
+        if values.first().is_some_and(Value::is_array) {
+            return Err(format!(
+                "item {pos} holds {} vectors: {PER_TOKEN}",
+                values.len()
+            ));
+        }
+        let vector: Vec<f32> = values
             .iter()
             .map(|x| {
                 x.as_f64()
@@ -162,6 +188,11 @@ mod tests {
                 "differ in length",
             ),
             (r#"{"data":[{"embedding":["a"]}]}"#, 1, "not a number"),
+            (
+                r#"{"data":[{"embedding":[[0.1,0.2],[0.3,0.4],[0.5,0.6]]}]}"#,
+                1,
+                "item 0 holds 3 vectors: the server returns one vector per token",
+            ),
             (
                 r#"{"data":[{"index":0,"embedding":[1]},{"index":0,"embedding":[1]}]}"#,
                 2,

@@ -16,10 +16,12 @@
 //!   key, a refused connection names the URL;
 //! - a reply without `usage` is charged its estimate ([`Usage::reported`] false).
 //!
-//! Token estimates are conservative: a third of the prompt's bytes (real tokenizers give
-//! about a quarter for English) plus per-message overhead plus the whole `max_tokens`.
-//! When the server reports more prompt tokens than estimated, later estimates are scaled
-//! up by the largest ratio seen, so the budget learns the server's tokenizer.
+//! Token estimates are conservative: half the prompt's bytes (real tokenizers give about a
+//! quarter for English, and 2.4 bytes a token on dream's JSON prompts under a small model)
+//! plus per-message overhead plus the whole `max_tokens`. Every reported usage calibrates
+//! the estimate for this model: later estimates are the plain one times the largest ratio
+//! of reported to plain prompt tokens seen, plus a margin ([`calibrated_scale`]); the cycle
+//! keeps the ratio in its record, so the next cycle starts calibrated.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
@@ -39,12 +41,28 @@ pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
 /// The longest backoff between two attempts when the server does not say.
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
 
-/// A conservative token count for a prompt of a system and a user message: a third of
-/// their bytes, plus per-message overhead. Any tokenizer whose tokens average three bytes
-/// or more (English text averages about four) counts no more than this.
+/// The plain token count for a prompt of a system and a user message, before any
+/// calibration: half their bytes, plus per-message overhead. Any tokenizer whose tokens
+/// average two bytes or more counts no more than this: English prose averages about four
+/// bytes a token, and dream's JSON prompts (ids, dates, quotes) about 2.4 under a small
+/// model's tokenizer such as SmolLM2's.
 pub fn prompt_estimate(system: &str, user: &str) -> u64 {
-    let message = |s: &str| (s.len() as u64).div_ceil(3) + 4;
+    let message = |s: &str| dream_core::llm::budget::estimate_tokens(s) + 4;
     message(system) + message(user) + 3
+}
+
+/// Headroom over the largest ratio a model has shown: later prompts differ a little.
+pub const CALIBRATION_MARGIN: f64 = 1.1;
+
+/// The factor on [`prompt_estimate`]: 1 for a model that has reported nothing yet, else the
+/// largest ratio of reported to plain prompt tokens it showed, with [`CALIBRATION_MARGIN`].
+/// A server whose tokenizer counts fewer tokens than the plain count (OpenAI's, about half)
+/// so gets estimates near its own count, and one that counts more gets larger ones.
+pub fn calibrated_scale(ratio: Option<f64>) -> f64 {
+    match ratio {
+        Some(r) if r.is_finite() && r > 0.0 => r * CALIBRATION_MARGIN,
+        _ => 1.0,
+    }
 }
 
 /// One OpenAI-compatible server: base URL, key, HTTP client, retry policy. Shared by the
@@ -191,6 +209,7 @@ impl Endpoint {
                         429 if text.contains("insufficient_quota") => {
                             return Err(LlmError {
                                 kind: LlmErrorKind::RateLimited,
+                                usage: None,
                                 message: format!(
                                     "{url} says the quota is exhausted (429): {}",
                                     excerpt(&text)
@@ -200,6 +219,7 @@ impl Endpoint {
                         429 => (
                             LlmError {
                                 kind: LlmErrorKind::RateLimited,
+                                usage: None,
                                 message: format!(
                                     "{url} is rate limiting (429 Too Many Requests): {}",
                                     excerpt(&text)
@@ -210,6 +230,7 @@ impl Endpoint {
                         500..=599 => (
                             LlmError {
                                 kind: LlmErrorKind::Server,
+                                usage: None,
                                 message: format!("{url} answered {status}: {}", excerpt(&text)),
                             },
                             wait,
@@ -264,24 +285,25 @@ impl Endpoint {
 
     fn transport_error(&self, e: &reqwest::Error, url: &str) -> LlmError {
         let cause = root_cause(e);
-        if e.is_timeout() {
-            LlmError {
-                kind: LlmErrorKind::Timeout,
-                message: format!(
-                    "no reply from {url} within {} s (llm.timeout_secs)",
+        if e.is_connect() {
+            // Nothing reached the server (refused, or no answer to the connection itself).
+            LlmError::new(
+                LlmErrorKind::Unreachable,
+                format!("cannot connect to {url} ({cause}): is the server running, and is the base_url right?"),
+            )
+        } else if e.is_timeout() {
+            LlmError::new(
+                LlmErrorKind::Timeout,
+                format!(
+                    "no reply from {url} within {} s (llm.timeout_secs); a model on a CPU can need minutes per call: raise llm.timeout_secs, or lower llm.max_tokens and cluster.max_events_per_prompt",
                     self.timeout_secs
                 ),
-            }
-        } else if e.is_connect() {
-            LlmError {
-                kind: LlmErrorKind::Network,
-                message: format!("cannot connect to {url} ({cause}): is the server running, and is the base_url right?"),
-            }
+            )
         } else {
-            LlmError {
-                kind: LlmErrorKind::Network,
-                message: format!("the connection to {url} failed: {cause}"),
-            }
+            LlmError::new(
+                LlmErrorKind::Network,
+                format!("the connection to {url} failed: {cause}"),
+            )
         }
     }
 
@@ -310,6 +332,7 @@ impl Endpoint {
         };
         LlmError {
             kind: LlmErrorKind::Auth,
+            usage: None,
             message,
         }
     }
@@ -390,8 +413,10 @@ pub struct OpenAi {
     completion_tokens_param: AtomicBool,
     /// False once the server refused `temperature`.
     temperature: AtomicBool,
-    /// The largest ratio of reported to estimated prompt tokens seen (at least 1).
-    calibration: Mutex<f64>,
+    /// The largest ratio of reported to plain estimated prompt tokens seen for this model
+    /// (this process's calls, and earlier cycles' through [`Llm::set_calibration`]); `None`
+    /// until the model has reported any.
+    calibration: Mutex<Option<f64>>,
     usage_missing: AtomicBool,
 }
 
@@ -408,7 +433,7 @@ impl OpenAi {
             json_mode: AtomicBool::new(true),
             completion_tokens_param: AtomicBool::new(false),
             temperature: AtomicBool::new(true),
-            calibration: Mutex::new(1.0),
+            calibration: Mutex::new(None),
             usage_missing: AtomicBool::new(false),
         })
     }
@@ -491,12 +516,14 @@ impl OpenAi {
 
     fn read_completion(&self, call: &ChatCall, body: &str) -> Result<Reply<Value>, LlmError> {
         let url = self.endpoint.url("/chat/completions");
-        let parsed: Value = serde_json::from_str(body).map_err(|_| LlmError {
-            kind: LlmErrorKind::Garbled,
-            message: format!(
-                "{url} answered with something that is not a chat completion: {}",
-                excerpt(body)
-            ),
+        let parsed: Value = serde_json::from_str(body).map_err(|_| {
+            LlmError::new(
+                LlmErrorKind::Garbled,
+                format!(
+                    "{url} answered with something that is not a chat completion: {}",
+                    excerpt(body)
+                ),
+            )
         })?;
         let usage = match (
             parsed
@@ -507,11 +534,7 @@ impl OpenAi {
                 .and_then(Value::as_u64),
         ) {
             (Some(p), Some(c)) => {
-                let estimate = prompt_estimate(&call.system, &call.user);
-                if p > estimate {
-                    let mut ratio = self.calibration.lock().expect("calibration lock");
-                    *ratio = ratio.max(p as f64 / estimate as f64);
-                }
+                self.learn(p, prompt_estimate(&call.system, &call.user));
                 Usage {
                     prompt_tokens: p,
                     completion_tokens: c,
@@ -523,6 +546,8 @@ impl OpenAi {
                 Usage::default()
             }
         };
+        let garbled =
+            |message: String| LlmError::new(LlmErrorKind::Garbled, message).with_usage(usage);
         let choice = parsed.pointer("/choices/0");
         let finish = choice
             .and_then(|c| c.get("finish_reason"))
@@ -538,29 +563,41 @@ impl OpenAi {
                 .and_then(Value::as_str)
                 .map(|r| format!("the model refused: {r}"))
                 .unwrap_or_else(|| "the reply has no choices[0].message.content".into());
-            return Err(LlmError {
-                kind: LlmErrorKind::Garbled,
-                message: format!("{url}: {why}"),
-            });
+            return Err(garbled(format!("{url}: {why}")));
         };
-        match prompts::extract_json(content) {
-            Ok(value) => Ok(Reply {
-                value,
-                usage,
-                notes: self.notes(),
-            }),
-            Err(_) if finish == "length" => Err(LlmError {
-                kind: LlmErrorKind::Garbled,
-                message: format!(
-                    "the {} reply was cut off at the token limit (max_tokens {}) and is not complete JSON: raise llm.max_tokens",
+        // A reply cut off at the token limit counts only if its first JSON value closed
+        // before the cut: an inner object of a truncated reply is not the answer.
+        let value = if finish == "length" {
+            prompts::extract_first_json(content).map_err(|_| {
+                LlmError::new(LlmErrorKind::Truncated, format!(
+                    "the {} reply was cut off at the token limit (max_tokens {}) and is not complete JSON: raise llm.max_tokens, or use a model that answers more briefly",
                     call.stage, call.max_tokens
-                ),
-            }),
-            Err(why) => Err(LlmError {
-                kind: LlmErrorKind::Garbled,
-                message: format!("the {} reply from {}: {why}", call.stage, self.model),
-            }),
+                )).with_usage(usage)
+            })?
+        } else {
+            prompts::extract_json(content).map_err(|why| {
+                garbled(format!(
+                    "the {} reply from {}: {why}",
+                    call.stage, self.model
+                ))
+            })?
+        };
+        Ok(Reply {
+            value,
+            usage,
+            notes: self.notes(),
+        })
+    }
+
+    /// Learn from a reported prompt count: the largest ratio of reported to plain
+    /// estimated prompt tokens seen for this model scales every later estimate.
+    fn learn(&self, reported: u64, plain: u64) {
+        if plain == 0 {
+            return;
         }
+        let ratio = reported as f64 / plain as f64;
+        let mut c = self.calibration.lock().expect("calibration lock");
+        *c = Some(c.map_or(ratio, |r| r.max(ratio)));
     }
 }
 
@@ -574,12 +611,8 @@ impl Llm for OpenAi {
     }
 
     fn reflect(&self, req: &ReflectRequest) -> Result<Reply<ReflectReply>, LlmError> {
-        let reply = self.chat_json(&prompts::reflect_call(req, self.max_tokens))?;
-        Ok(Reply {
-            value: prompts::parse_reflect(&reply.value)?,
-            usage: reply.usage,
-            notes: reply.notes,
-        })
+        self.chat_json(&prompts::reflect_call(req, self.max_tokens))?
+            .parsed(prompts::parse_reflect)
     }
 
     fn estimate_judge(&self, req: &JudgeRequest) -> u64 {
@@ -587,17 +620,28 @@ impl Llm for OpenAi {
     }
 
     fn judge(&self, req: &JudgeRequest) -> Result<Reply<JudgeReply>, LlmError> {
-        let reply = self.chat_json(&prompts::judge_call(req, self.max_tokens))?;
-        Ok(Reply {
-            value: prompts::parse_judge(&reply.value)?,
-            usage: reply.usage,
-            notes: reply.notes,
-        })
+        self.chat_json(&prompts::judge_call(req, self.max_tokens))?
+            .parsed(prompts::parse_judge)
     }
 
     fn estimate_chat(&self, call: &ChatCall) -> u64 {
-        let ratio = *self.calibration.lock().expect("calibration lock");
-        (prompt_estimate(&call.system, &call.user) as f64 * ratio).ceil() as u64 + call.max_tokens
+        let scale = calibrated_scale(*self.calibration.lock().expect("calibration lock"));
+        (prompt_estimate(&call.system, &call.user) as f64 * scale).ceil() as u64 + call.max_tokens
+    }
+
+    fn tokenizer_key(&self) -> Option<String> {
+        Some(format!("{}@{}", self.name(), self.endpoint.base_url))
+    }
+
+    fn calibration(&self) -> Option<f64> {
+        *self.calibration.lock().expect("calibration lock")
+    }
+
+    fn set_calibration(&self, ratio: f64) {
+        if ratio.is_finite() && ratio > 0.0 {
+            let mut c = self.calibration.lock().expect("calibration lock");
+            *c = Some(c.map_or(ratio, |r| r.max(ratio)));
+        }
     }
 
     fn chat_json(&self, call: &ChatCall) -> Result<Reply<Value>, LlmError> {
@@ -620,6 +664,7 @@ impl Llm for OpenAi {
             };
             return Err(LlmError {
                 kind: LlmErrorKind::Server,
+                usage: None,
                 message: format!(
                     "{} answered {} ({}){hint}",
                     self.endpoint.url("/chat/completions"),

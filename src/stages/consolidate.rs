@@ -8,6 +8,7 @@
 //! the state transaction; nothing is written to the repository here.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use chrono::{DateTime, NaiveDate, Utc};
 use rusqlite::Connection;
@@ -21,7 +22,8 @@ use dream_core::commit::Stage;
 use dream_core::config::Config;
 use dream_core::episodes;
 use dream_core::gates::{self, Evidence, Gated};
-use dream_core::llm::budget::{Budget, CallError};
+use dream_core::llm::budget::CallError;
+use dream_core::llm::plan::{self, Failure};
 use dream_core::llm::{
     EventView, FactView, JudgeItem, JudgeRequest, Llm, LlmErrorKind, Proposal, ReflectRequest,
     Verdict,
@@ -84,14 +86,27 @@ pub fn run(ctx: &Ctx<'_>, tx: &Connection, work: &mut Work) -> Result<()> {
             }
         }
     }
+    let defaulted: Vec<&Gated> = gated.iter().filter(|g| !g.notes.is_empty()).collect();
+    if let Some(first) = defaulted.first() {
+        work.report.notes.push(format!(
+            "{} proposals left out an optional field or gave an unknown one, and took its documented default (for example {:?}: {})",
+            defaulted.len(),
+            memory::excerpt(&first.text, 60),
+            first.notes.join("; ")
+        ));
+    }
     let mut texts = dream_core::measures::PreparedCache::default();
+    let vectors = meaning_vectors(ctx, &gated, &work.memory, &mut work.report.notes);
+    let restating = route::Restating {
+        reinforce_similarity: ctx.config.promote.reinforce_similarity,
+        vectors: ctx.embedder.restates().zip(vectors.as_ref()),
+    };
     let report = &mut work.report;
     let verdicts = judge(
-        ctx.llm,
-        &ctx.budget,
+        ctx,
         &gated,
         &work.memory,
-        ctx.config,
+        &restating,
         &mut report.degraded,
         &mut report.notes,
         &mut texts,
@@ -104,7 +119,7 @@ pub fn run(ctx: &Ctx<'_>, tx: &Connection, work: &mut Work) -> Result<()> {
     let mut lines = Vec::new();
     for g in &gated {
         let verdict = verdicts.get(&text_id("k", &g.text));
-        let decided = decide(ctx, tx, work, g, verdict, &vetoes, &mut texts)?;
+        let decided = decide(ctx, tx, work, g, verdict, &vetoes, &restating, &mut texts)?;
         apply(ctx, tx, work, decided, &mut card_writes, &mut lines)?;
     }
     let expired = expire(ctx, work, &mut lines)?;
@@ -171,11 +186,58 @@ fn expire(ctx: &Ctx<'_>, work: &mut Work, lines: &mut Vec<String>) -> Result<Opt
     Ok(Some(text))
 }
 
+/// Vectors of the candidates and the active facts, by text, when the embedder has a
+/// measured restatement distance (a candidate then reinforces a fact it restates in other
+/// words: `route::restates`). Facts promoted in this cycle are candidates, so they have
+/// one too. An embedder that fails here costs only that: S6 similarity alone decides, and
+/// a note says so.
+fn meaning_vectors(
+    ctx: &Ctx<'_>,
+    gated: &[Gated],
+    memory: &Memory,
+    notes: &mut Vec<String>,
+) -> Option<HashMap<String, Vec<f32>>> {
+    ctx.embedder.restates()?;
+    let mut wanted: Vec<&str> = memory
+        .facts()
+        .map(|(_, f)| memory::episode_body(&f.text))
+        .collect();
+    wanted.extend(
+        gated
+            .iter()
+            .filter(|g| g.refused.is_none())
+            .map(|g| g.text.as_str()),
+    );
+    wanted.sort_unstable();
+    wanted.dedup();
+    if wanted.is_empty() {
+        return None;
+    }
+    let mut out = HashMap::with_capacity(wanted.len());
+    for chunk in wanted.chunks(ctx.config.embed.batch_size.max(1)) {
+        match ctx.embedder.embed(chunk) {
+            Ok(vectors) if vectors.len() == chunk.len() => {
+                out.extend(chunk.iter().map(|t| t.to_string()).zip(vectors));
+            }
+            Ok(_) | Err(_) => {
+                notes.push(
+                    "the embedder could not embed the candidates and facts: restatements were found by S6 similarity alone".into(),
+                );
+                return None;
+            }
+        }
+    }
+    Some(out)
+}
+
 /// Cluster the window and reflect on every cluster with a new event, `llm.concurrency`
-/// calls at a time under the budget. Clusters whose call was not started (budget) or
-/// failed stay unreflected, so the next cycle picks them up; events no cluster holds (and
-/// events with no content word) are marked as looked at, since only a new event can ever
-/// give them a cluster. Returns each proposal with the events that were sent for it.
+/// calls at a time under the budget, one call per prompt of at most
+/// `cluster.max_events_per_prompt` events (`llm::plan`). A new event is marked as seen only
+/// when a call that showed it succeeded; one whose call was not started (budget, a server
+/// found unavailable, a call held for failing the same way) or failed stays new, so a later
+/// cycle sends it. Events no cluster holds (and events with no content word) are marked as
+/// looked at, since only a new event can ever give them a cluster. Returns each proposal
+/// with the events that were sent for it.
 fn reflect(
     ctx: &Ctx<'_>,
     tx: &Connection,
@@ -201,7 +263,7 @@ fn reflect(
     let clustering = cluster::dbscan(
         view2,
         config.cluster.min_points,
-        config.cluster.eps,
+        crate::providers::embed::eps(config, ctx.embedder),
         Some(&fresh),
     );
     work.report.window.clusters = clustering.clusters.len();
@@ -224,27 +286,18 @@ fn reflect(
     work.report.window.with_new = selected.len();
     work.lap("cluster");
 
-    let mut requests: Vec<(ReflectRequest, Vec<(i64, bool)>)> = Vec::with_capacity(selected.len());
+    let llm = ctx.llm;
+    let model = llm.tokenizer_key().unwrap_or_else(|| llm.name());
+    let mut calls: Vec<Call> = Vec::with_capacity(selected.len());
     for (n, c) in selected.iter().enumerate() {
-        requests.push(reflect_request(
-            tx,
-            n,
-            c,
-            &work.window,
-            config.cluster.max_events_per_prompt,
-        )?);
+        calls.extend(cluster_calls(tx, n, c, &work.window, config, &model)?);
     }
     // The single mentions: new events no cluster holds. Those that cannot say anything
     // (not the owner's, or nothing but chatter) are looked at now; the rest are shown per
-    // session, one call for a session's events.
+    // session, one call for a session's events (several for a session with more than
+    // `cluster.max_events_per_prompt`), under the same budget and seen rules.
     let (singles, passed_over) = if config.episodes.enabled {
-        single_requests(
-            tx,
-            requests.len(),
-            &noise,
-            &work.window,
-            config.cluster.max_events_per_prompt,
-        )?
+        single_calls(tx, selected.len(), &noise, &work.window, config, &model)?
     } else {
         (
             Vec::new(),
@@ -252,50 +305,95 @@ fn reflect(
         )
     };
     looked_at.extend(passed_over);
-    work.report.window.singles = singles.iter().map(|(r, _)| r.events.len()).sum();
+    work.report.window.singles = singles.iter().map(|c| c.req.events.len()).sum();
     work.report.window.single_calls = singles.len();
-    requests.extend(singles);
-    for (req, members) in &requests {
+    calls.extend(singles);
+    // Oldest new event first, across clusters and sessions: when the budget admits only
+    // some prompts, the events that have waited longest go out, so none starves behind
+    // busy clusters.
+    calls.sort_by_key(|c| c.oldest);
+    work.report.window.prompts = calls.len();
+    for call in &calls {
         if tracing::enabled!(tracing::Level::DEBUG) {
-            let texts: Vec<String> = req
+            let texts: Vec<String> = call
+                .req
                 .events
                 .iter()
                 .map(|e| memory::excerpt(&e.text, 60))
                 .collect();
             tracing::debug!(
-                cluster = req.cluster,
-                size = members.len(),
+                cluster = %call.label,
+                events = call.req.events.len(),
+                new = call.new.len(),
                 "cluster: {}",
                 texts.join(" | ")
             );
         }
     }
-    let llm = ctx.llm;
-    let results = parallel_map(&requests, workers(llm, config), |(req, _)| {
-        ctx.budget
-            .call(llm.estimate_reflect(req), || llm.reflect(req))
+
+    // Calls that failed the same way in the last cycles are held, not paid for again.
+    let previous = state::last_reflect_failures(tx)?;
+    let mut failures: Vec<Failure> = Vec::new();
+    let mut held: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut todo: Vec<Call> = Vec::with_capacity(calls.len());
+    for call in calls {
+        match plan::held(&previous, &call.key) {
+            Some(f) => {
+                held.entry(f.way.clone()).or_default().push(call.label);
+                failures.push(Failure {
+                    held: true,
+                    ..f.clone()
+                });
+            }
+            None => todo.push(call),
+        }
+    }
+
+    let total = todo.len();
+    let done = AtomicUsize::new(0);
+    let show = !llm.offline();
+    if show {
+        ctx.progress.stage("reflect");
+        ctx.progress
+            .calls("reflect", 0, total, ctx.budget.spend().spent);
+    }
+    let results = parallel_map(&todo, workers(llm, config), |call| {
+        let result = ctx.call(llm.estimate_reflect(&call.req), || llm.reflect(&call.req));
+        let n = done.fetch_add(1, Ordering::SeqCst) + 1;
+        if show {
+            let spent = ctx.budget.spend().spent;
+            tracing::info!(
+                cluster = %call.label,
+                done = n,
+                total,
+                tokens = spent,
+                ok = result.is_ok(),
+                "reflect call returned"
+            );
+            ctx.progress.calls("reflect", n, total, spent);
+        }
+        result
     });
     let mut proposals = Vec::new();
     let mut budget_pending = 0;
-    let mut failed: BTreeMap<String, Vec<usize>> = BTreeMap::new();
-    for ((req, members), result) in requests.into_iter().zip(results) {
+    let mut failed: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut skipped: Vec<String> = Vec::new();
+    for (call, result) in todo.into_iter().zip(results) {
         match result {
             Ok(reply) => {
                 work.report.window.reflected += 1;
-                work.report.window.shown += req.events.len();
+                work.report.window.shown += call.req.events.len();
                 for note in reply.notes {
                     if !work.report.notes.contains(&note) {
                         work.report.notes.push(note);
                     }
                 }
-                looked_at.extend(
-                    members
-                        .into_iter()
-                        .filter(|(_, reflected)| !reflected)
-                        .map(|(seq, _)| seq),
-                );
+                // Only what a model was shown counts as seen; a cluster's other new events
+                // are in its other prompts.
+                work.report.window.seen += call.new.len();
+                looked_at.extend(call.new);
                 for p in reply.value.candidates {
-                    proposals.push((p, req.events.clone()));
+                    proposals.push((p, call.req.events.clone()));
                 }
             }
             Err(CallError::Budget) => budget_pending += 1,
@@ -305,25 +403,58 @@ fn reflect(
             }
             Err(CallError::Failed(e)) => {
                 work.report.window.pending += 1;
-                failed.entry(e.to_string()).or_default().push(req.cluster);
+                let mut reason = e.to_string();
+                if let Some(way) = plan::way(e.kind) {
+                    let f =
+                        plan::record(&previous, &call.key, way, &e.message, call.req.events.len());
+                    if f.tries >= plan::MAX_SAME_FAILURES {
+                        reason = format!(
+                            "{reason} (failed this way {} cycles running, so it is held from now on: {})",
+                            f.tries,
+                            plan::advice(way)
+                        );
+                    }
+                    failures.push(f);
+                }
+                failed.entry(reason).or_default().push(call.label);
+            }
+            Err(CallError::Skipped(_)) => {
+                work.report.window.pending += 1;
+                skipped.push(call.label);
             }
         }
     }
     for (reason, clusters) in failed {
-        let which = clusters
-            .iter()
-            .map(|c| c.to_string())
-            .collect::<Vec<_>>()
-            .join(", ");
-        let (noun, verb) = if clusters.len() == 1 {
-            ("cluster", "is")
-        } else {
-            ("clusters", "are")
-        };
+        let (noun, verb) = noun_verb(clusters.len());
+        let which = list(&clusters);
         tracing::warn!("reflect failed for {noun} {which}: {reason}");
         work.report.degraded.push(Degraded {
             stage: "reflect".into(),
             reason: format!("{noun} {which} {verb} left pending for the next cycle: {reason}"),
+        });
+    }
+    if !skipped.is_empty() {
+        let (noun, verb) = noun_verb(skipped.len());
+        work.report.degraded.push(Degraded {
+            stage: "reflect".into(),
+            reason: format!(
+                "{noun} {} {verb} left pending for the next cycle, not tried: an earlier call found the server unavailable, so no further call was started",
+                list(&skipped)
+            ),
+        });
+    }
+    for (way, clusters) in held {
+        let (noun, verb) = noun_verb(clusters.len());
+        work.report.window.pending += clusters.len();
+        work.report.window.held += clusters.len();
+        work.report.degraded.push(Degraded {
+            stage: "reflect".into(),
+            reason: format!(
+                "{noun} {} {verb} held, not sent: {} cycles running the reply was {way}; {}. They are tried again when their events, the model, llm.max_tokens or llm.timeout_secs change",
+                list(&clusters),
+                plan::MAX_SAME_FAILURES,
+                plan::advice(&way)
+            ),
         });
     }
     if budget_pending > 0 {
@@ -338,22 +469,26 @@ fn reflect(
             "token budget reached"
         );
     }
+    work.report.window.failures = Some(failures);
+    work.report.window.new_events += looked_at.len();
     state::mark_reflected_seq(tx, &looked_at, &ctx.cycle_id)?;
     Ok(proposals)
 }
 
-/// The requests for a cycle's new single mentions (`noise`: window rows no cluster holds,
+/// The calls for a cycle's new single mentions (`noise`: window rows no cluster holds,
 /// not looked at yet): the events that pass the cheap pre-filter
-/// ([`episodes::worth_reflecting_once`]), grouped by session in time order, at most `cap`
-/// to a request; and the row ids of those that do not pass, to mark as looked at.
-#[allow(clippy::type_complexity)]
-fn single_requests(
+/// ([`episodes::worth_reflecting_once`]), grouped by session in time order, at most
+/// `cluster.max_events_per_prompt` to a call, numbered after the `first` clusters; and
+/// the row ids of those that do not pass, to mark as looked at.
+fn single_calls(
     tx: &Connection,
     first: usize,
     noise: &[usize],
     window: &state::Window,
-    cap: usize,
-) -> Result<(Vec<(ReflectRequest, Vec<(i64, bool)>)>, Vec<i64>)> {
+    config: &Config,
+    model: &str,
+) -> Result<(Vec<Call>, Vec<i64>)> {
+    let cap = config.cluster.max_events_per_prompt;
     let seqs: Vec<i64> = noise.iter().map(|&i| window.seq[i]).collect();
     let by_id: HashMap<&str, i64> = noise
         .iter()
@@ -375,22 +510,134 @@ fn single_requests(
             passed_over.push(seq);
         }
     }
-    let mut out = Vec::new();
+    let mut out: Vec<Call> = Vec::new();
     for (_, mut events) in sessions {
         events.sort_by(|a, b| a.0.ts.cmp(&b.0.ts).then_with(|| a.0.id.cmp(&b.0.id)));
         for chunk in events.chunks(cap.max(1)) {
-            let members = chunk.iter().map(|(_, seq)| (*seq, false)).collect();
-            out.push((
-                ReflectRequest {
-                    cluster: first + out.len(),
-                    events: chunk.iter().map(|(v, _)| v.clone()).collect(),
+            let n = first + out.len();
+            let events: Vec<EventView> = chunk.iter().map(|(v, _)| v.clone()).collect();
+            let key = plan::key(
+                model,
+                config.llm.max_tokens,
+                config.llm.timeout_secs,
+                events.iter().map(|e| e.id.as_str()),
+            );
+            out.push(Call {
+                oldest: events
+                    .iter()
+                    .map(|e| e.ts.timestamp())
+                    .min()
+                    .unwrap_or(i64::MAX),
+                req: ReflectRequest {
+                    cluster: n,
+                    events,
                     singles: true,
                 },
-                members,
-            ));
+                label: format!("{n} (single mentions)"),
+                new: chunk.iter().map(|(_, seq)| *seq).collect(),
+                key,
+            });
         }
     }
     Ok((out, passed_over))
+}
+
+/// "cluster 3 is" or "clusters 3, 4 are".
+fn noun_verb(n: usize) -> (&'static str, &'static str) {
+    if n == 1 {
+        ("cluster", "is")
+    } else {
+        ("clusters", "are")
+    }
+}
+
+/// At most ten labels, then how many more.
+fn list(labels: &[String]) -> String {
+    let mut s = labels
+        .iter()
+        .take(10)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(", ");
+    if labels.len() > 10 {
+        s.push_str(&format!(" and {} more", labels.len() - 10));
+    }
+    s
+}
+
+/// One reflect call: one prompt of one cluster.
+struct Call {
+    req: ReflectRequest,
+    /// `3`, or `3 part 2/5` for a cluster larger than the prompt cap.
+    label: String,
+    /// Row ids of the new events it shows: marked as seen when the call succeeds.
+    new: Vec<i64>,
+    /// What it sends ([`plan::key`]).
+    key: String,
+    /// When its oldest new event happened (Unix seconds).
+    oldest: i64,
+}
+
+/// The calls for one cluster: its new events split into prompts of at most
+/// `cluster.max_events_per_prompt` (see [`plan::prompts`]); only those events' texts are
+/// read.
+fn cluster_calls(
+    tx: &Connection,
+    n: usize,
+    members: &[usize],
+    window: &state::Window,
+    config: &Config,
+    model: &str,
+) -> Result<Vec<Call>> {
+    let view: Vec<plan::Member<'_>> = members
+        .iter()
+        .map(|&i| plan::Member {
+            id: &window.ids[i],
+            ts: window.ts[i],
+            reflected: window.reflected[i],
+        })
+        .collect();
+    let prompts = plan::prompts(&view, config.cluster.max_events_per_prompt);
+    let parts = prompts.len();
+    let mut out = Vec::with_capacity(parts);
+    for (p, prompt) in prompts.into_iter().enumerate() {
+        let seqs: Vec<i64> = prompt
+            .events
+            .iter()
+            .map(|&k| window.seq[members[k]])
+            .collect();
+        let events: Vec<EventView> = state::events_by_seq(tx, &seqs)?
+            .iter()
+            .map(view_of)
+            .collect();
+        let key = plan::key(
+            model,
+            config.llm.max_tokens,
+            config.llm.timeout_secs,
+            events.iter().map(|e| e.id.as_str()),
+        );
+        out.push(Call {
+            req: ReflectRequest {
+                cluster: n,
+                events,
+                singles: false,
+            },
+            label: if parts == 1 {
+                n.to_string()
+            } else {
+                format!("{n} part {}/{parts}", p + 1)
+            },
+            new: prompt.new.iter().map(|&k| window.seq[members[k]]).collect(),
+            key,
+            oldest: prompt
+                .new
+                .iter()
+                .map(|&k| window.ts[members[k]])
+                .min()
+                .unwrap_or(i64::MAX),
+        });
+    }
+    Ok(out)
 }
 
 /// Calls in flight at once: `llm.concurrency` for a model; for the offline provider, which
@@ -405,58 +652,23 @@ fn workers(llm: &dyn Llm, config: &Config) -> usize {
     }
 }
 
-fn view(s: &Stored) -> EventView {
+fn view_of(s: &Stored) -> EventView {
     EventView::of(&s.event, !s.reflected)
-}
-
-/// The request for one cluster: new events first (up to the prompt cap), then the most
-/// recent earlier ones, shown oldest first; only those events' texts are read. Returns
-/// the row id of every cluster member too, with whether it was already reflected on.
-fn reflect_request(
-    tx: &Connection,
-    n: usize,
-    members: &[usize],
-    window: &state::Window,
-    cap: usize,
-) -> Result<(ReflectRequest, Vec<(i64, bool)>)> {
-    let mut order: Vec<usize> = members.to_vec();
-    order.sort_by_key(|&i| (window.reflected[i], std::cmp::Reverse(window.ts[i])));
-    order.truncate(cap);
-    order.sort_by(|&a, &b| {
-        window.ts[a]
-            .cmp(&window.ts[b])
-            .then_with(|| window.ids[a].cmp(&window.ids[b]))
-    });
-    let seqs: Vec<i64> = order.iter().map(|&i| window.seq[i]).collect();
-    let events = state::events_by_seq(tx, &seqs)?.iter().map(view).collect();
-    let members = members
-        .iter()
-        .map(|&i| (window.seq[i], window.reflected[i]))
-        .collect();
-    Ok((
-        ReflectRequest {
-            cluster: n,
-            events,
-            singles: false,
-        },
-        members,
-    ))
 }
 
 /// Ask the judge about every candidate that passed the gates and has neighbours, in
 /// batches. A batch that fails, or does not fit in the budget, degrades to the
 /// conservative default (no contradiction, novel), and the degradation is reported.
-#[allow(clippy::too_many_arguments)]
 fn judge(
-    llm: &dyn Llm,
-    budget: &Budget,
+    ctx: &Ctx<'_>,
     gated: &[Gated],
     memory: &Memory,
-    config: &Config,
+    restating: &route::Restating<'_>,
     degraded: &mut Vec<Degraded>,
     notes: &mut Vec<String>,
     texts: &mut dream_core::measures::PreparedCache,
 ) -> HashMap<String, Verdict> {
+    let (llm, config) = (ctx.llm, ctx.config);
     let mut items = Vec::new();
     let mut seen = HashSet::new();
     for g in gated.iter().filter(|g| g.refused.is_none()) {
@@ -465,7 +677,7 @@ fn judge(
             continue;
         }
         let neighbours: Vec<FactView> =
-            route::nearest_cached(memory, &g.text, JUDGE_NEIGHBOURS, texts)
+            route::nearest_cached(memory, &g.text, JUDGE_NEIGHBOURS, restating, texts)
                 .into_iter()
                 .filter_map(|n| memory.get(&n.fact_id))
                 .map(|(b, f)| FactView {
@@ -487,8 +699,11 @@ fn judge(
         .chunks(JUDGE_BATCH)
         .map(|c| JudgeRequest { items: c.to_vec() })
         .collect();
+    if !batches.is_empty() && !llm.offline() {
+        ctx.progress.stage("judge");
+    }
     let results = parallel_map(&batches, workers(llm, config), |req| {
-        budget.call(llm.estimate_judge(req), || llm.judge(req))
+        ctx.call(llm.estimate_judge(req), || llm.judge(req))
     });
     let mut out = HashMap::new();
     for (req, result) in batches.iter().zip(results) {
@@ -563,11 +778,12 @@ fn decide(
     g: &Gated,
     verdict: Option<&Verdict>,
     vetoes: &[veto::Veto],
+    restating: &route::Restating<'_>,
     texts: &mut dream_core::measures::PreparedCache,
 ) -> Result<Decided> {
     let config = ctx.config;
     let cand_id = text_id("k", &g.text);
-    let near = route::nearest_cached(&work.memory, &g.text, JUDGE_NEIGHBOURS, texts);
+    let near = route::nearest_cached(&work.memory, &g.text, JUDGE_NEIGHBOURS, restating, texts);
     let matched = if g.refused.is_none() {
         matching_card(&work.cards, &g.text, config, texts)
     } else {
@@ -671,7 +887,7 @@ fn merge_into_episode(
     let events: Vec<EventView> = state::events_by_ids(tx, &ids)?
         .iter()
         .map(|s| {
-            let mut v = view(s);
+            let mut v = view_of(s);
             v.new = fresh.contains(&v.id);
             v
         })
@@ -924,6 +1140,9 @@ fn apply(
         category: g.category.clone(),
         reason: reason.clone(),
         proposer: g.reason.clone(),
+        gate: matches!(outcome, Outcome::Refuse { .. })
+            .then(|| all_gates.iter().find(|r| !r.passed).map(|r| r.gate.clone()))
+            .flatten(),
     });
     let record = serde_json::json!({
         "text": g.text,
@@ -1008,7 +1227,7 @@ fn merge_into_card(tx: &Connection, card: &Card, g: &Gated, config: &Config) -> 
     let events: Vec<EventView> = state::events_by_ids(tx, &ids)?
         .iter()
         .map(|s| {
-            let mut v = view(s);
+            let mut v = view_of(s);
             v.new = fresh.contains(&v.id);
             v
         })

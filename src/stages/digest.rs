@@ -2,9 +2,9 @@
 //! person's attention, written by every cycle whose profile says `digest = true` (the
 //! morning cycle by default) and committed like any other change.
 //!
-//! It lists, most pressing first: contradictions awaiting a decision (cards that would
-//! supersede a fact), the other pending review cards oldest first, commitments whose dates
-//! are near, skill drafts awaiting activation, what the last evening cycle did (counts,
+//! It lists, most pressing first: the heartbeat's warnings, contradictions awaiting a
+//! decision (cards that would supersede a fact), the other pending review cards oldest
+//! first, commitments whose dates are near, skill drafts awaiting activation, what the last evening cycle did (counts,
 //! tokens, degraded stages), and input quarantined lately.
 //!
 //! The page is a pure function of the repository and the state on the cycle's day: it holds
@@ -80,6 +80,16 @@ pub fn gather(ctx: &Ctx<'_>, tx: &Connection, work: &Work) -> Result<Digest> {
             .map(|c| CycleSummary::from_report(&c.id, c.now, &c.report))
     };
 
+    // The heartbeat as of this cycle (its report so far stands in for its stored record).
+    let current = dream_core::heartbeat::Seen::from_report(
+        &ctx.cycle_id,
+        &kind,
+        ctx.opts.now,
+        &serde_json::to_value(&work.report).unwrap_or_default(),
+    );
+    let warnings =
+        crate::edges::heartbeat::warnings(tx, ctx.root, ctx.config, ctx.opts.now, Some(current))?;
+
     let since = today - Duration::days(i64::from(cfg.quarantine_days));
     let since = since.and_hms_opt(0, 0, 0).unwrap_or_default().and_utc();
     let recent = state::quarantined_since(tx, since, MAX_QUARANTINE)?;
@@ -124,6 +134,7 @@ pub fn gather(ctx: &Ctx<'_>, tx: &Connection, work: &Work) -> Result<Digest> {
             let from = ctx.opts.now - Duration::days(i64::from(ctx.config.cluster.window_days));
             state::count_waiting(tx, from)?
         },
+        warnings,
     })
 }
 

@@ -6,9 +6,11 @@
 //!
 //! `consolidate` is the evening's main stage (cluster, reflect, gate, judge, route, apply),
 //! `passes` the maintenance passes, `skills` recurring procedures, `digest` the page for a
-//! person, `oplog` the journal lines a cycle leaves. `cycle` orders them.
+//! person, `context` the capped file agents import, `oplog` the journal lines a cycle
+//! leaves. `cycle` orders them.
 
 pub mod consolidate;
+pub mod context;
 pub mod digest;
 pub mod oplog;
 pub mod passes;
@@ -16,15 +18,15 @@ pub mod skills;
 
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 use std::time::Instant;
 
 use chrono::{DateTime, NaiveDate, Utc};
 
 use dream_core::commit::{Message, Stage};
 use dream_core::config::{Config, CycleKind};
-use dream_core::llm::budget::Budget;
-use dream_core::llm::Llm;
+use dream_core::llm::budget::{Budget, CallError};
+use dream_core::llm::{Llm, LlmError, LlmErrorKind, Reply};
 use dream_core::memory::{self, Archived, Card, Memory};
 use dream_core::report::Report;
 
@@ -40,6 +42,8 @@ pub struct Options {
     pub dry_run: bool,
     /// The cycle's clock (the wall clock unless `--now` was given).
     pub now: DateTime<Utc>,
+    /// `dream run --allow-loss`: the loss guard (`passes::loss`) holds nothing back.
+    pub allow_loss: bool,
 }
 
 /// What every stage may read.
@@ -52,7 +56,49 @@ pub struct Ctx<'a> {
     pub cycle_id: String,
     pub today: NaiveDate,
     pub budget: Budget,
+    /// Where the cycle shows how far it got (a terminal, the journal, the lock note).
+    pub progress: &'a dyn Progress,
+    /// Set once a call found the server unavailable: no later call of the cycle starts.
+    pub unavailable: OnceLock<String>,
 }
+
+impl Ctx<'_> {
+    /// Make one model call under the budget ([`Budget::call`]), unless an earlier call of
+    /// this cycle found the server unavailable: one that could not be reached, or did not
+    /// answer within `llm.timeout_secs` (a local server is then still busy with the
+    /// abandoned request, so the next call would only queue behind it).
+    pub fn call<T>(
+        &self,
+        estimate: u64,
+        f: impl FnOnce() -> Result<Reply<T>, LlmError>,
+    ) -> Result<Reply<T>, CallError> {
+        if let Some(why) = self.unavailable.get() {
+            return Err(CallError::Skipped(why.clone()));
+        }
+        let result = self.budget.call(estimate, f);
+        if let Err(CallError::Failed(e)) = &result {
+            if matches!(e.kind, LlmErrorKind::Unreachable | LlmErrorKind::Timeout) {
+                let _ = self.unavailable.set(e.message.clone());
+            }
+        }
+        result
+    }
+}
+
+/// How far a cycle got, for a person watching (`dream run` on a terminal, or the journal)
+/// and for `dream status` (the lock note). Every method has a silent default.
+pub trait Progress: Sync {
+    /// A stage of the cycle started.
+    fn stage(&self, _stage: &str) {}
+    /// `done` of the `total` model calls `stage` makes have returned; `tokens` is the
+    /// cycle's spend so far.
+    fn calls(&self, _stage: &str, _done: usize, _total: usize, _tokens: u64) {}
+}
+
+/// Shows nothing.
+pub struct Silent;
+
+impl Progress for Silent {}
 
 /// What stages build up: durable memory and cards as they will be committed, the window
 /// with its vectors, the report, and the changes to commit in order.

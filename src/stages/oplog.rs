@@ -3,10 +3,12 @@
 //! figures as structured fields so `--log-format json` gives a machine the same facts.
 //!
 //! Warnings mark what a person should look at: quarantined input, degraded stages, a token
-//! budget that stopped calls. Everything here reads a finished value; nothing decides.
+//! budget that stopped calls, and the heartbeat's warnings (`rule` and `fix` as fields).
+//! Everything here reads a finished value; nothing decides.
 
 use std::time::Duration;
 
+use dream_core::heartbeat::Warning;
 use dream_core::ingested::Ingested;
 use dream_core::report::Report;
 
@@ -104,4 +106,11 @@ pub fn finished(r: &Report, elapsed: Duration) {
         "cycle finished in {} ms",
         elapsed.as_millis()
     );
+}
+
+/// The heartbeat's warnings after a cycle, one line each.
+pub fn warnings(ws: &[Warning]) {
+    for w in ws {
+        tracing::warn!(rule = %w.rule, fix = %w.fix, "heartbeat: {}", w.cause);
+    }
 }

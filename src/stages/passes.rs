@@ -12,7 +12,10 @@
 //!
 //! Nothing leaves memory outright: dropped, merged-away and forgotten facts move to
 //! `archive/facts.md` with their reason and policy; merged and kept facts take the union
-//! of the supporting events.
+//! of the supporting events. And not too much at once: every mutation that passed its gates
+//! goes through the cycle's [`LossGuard`] (at most `retention.max_loss_share` of the active
+//! facts per cycle, no protected fact's words lost without a person); what it holds back is
+//! recorded as refused like any other refusal, an engine backstop's with `by=engine`.
 
 use std::collections::BTreeMap;
 
@@ -35,6 +38,7 @@ use dream_core::report::{Degraded, MutationRow, PassSummary};
 use dream_core::passes::gates::{
     self, Before, Checked, Ledger, DUPLICATE_SIMILARITY, TARGET_BLOCKS,
 };
+use dream_core::passes::loss::{self, LossGuard};
 use dream_core::passes::record::{Counts, Line};
 
 /// The passes, in the order they run.
@@ -44,6 +48,8 @@ pub const PASSES: [Pass; 4] = Pass::ALL;
 struct Outcome {
     pass: Pass,
     counts: Counts,
+    /// Mutations the loss guard held back (the model's and the engine's).
+    held: usize,
     lines: Vec<Line>,
     rows: Vec<MutationRow>,
 }
@@ -53,6 +59,7 @@ impl Outcome {
         Outcome {
             pass,
             counts: Counts::default(),
+            held: 0,
             lines: Vec::new(),
             rows: Vec::new(),
         }
@@ -68,9 +75,16 @@ impl Outcome {
         reason: &str,
     ) {
         let verdict = match (by_model, checked.passed()) {
-            (_, false) => {
+            (true, false) => {
                 self.counts.proposed += 1;
                 self.counts.refused += 1;
+                "refused"
+            }
+            // Engine backstops are applied only when their gates pass, so an engine
+            // refusal is the loss guard's: counted apart from the model's proposals.
+            (false, false) => {
+                self.counts.engine_refused += 1;
+                line = line.with("by", "engine");
                 "refused"
             }
             (true, true) => {
@@ -86,6 +100,9 @@ impl Outcome {
         line.verdict = verdict.into();
         let mut why = one_line(reason);
         if let Some(r) = &checked.refused {
+            if r.starts_with("loss guard:") {
+                self.held += 1;
+            }
             line = line.with("refusal", r.clone());
             why = format!(
                 "refused: {r} (proposed because: {})",
@@ -113,7 +130,7 @@ impl Outcome {
 
     fn message(&self, ctx: &Ctx<'_>, tokens: u64) -> Message {
         let c = &self.counts;
-        let subject = format!(
+        let mut subject = format!(
             "dream: {} pass {}: {} {} ({} by the model, {} engine-enforced), {} refused",
             self.pass,
             ctx.today,
@@ -123,10 +140,21 @@ impl Outcome {
             c.engine,
             c.refused
         );
+        if self.held > 0 {
+            subject.push_str(&format!(", {} held by the loss guard", self.held));
+        }
         let lines: Vec<String> = self.lines.iter().map(Line::render).collect();
         Message::new(subject, lines, &ctx.cycle_id, self.pass.stage())
             .tokens(tokens)
             .trailer("Counts", c.trailer_value())
+            .trailer(
+                loss::TRAILER,
+                if ctx.opts.allow_loss {
+                    loss::LIFTED
+                } else {
+                    loss::ON
+                },
+            )
     }
 
     fn summary(self) -> PassSummary {
@@ -136,6 +164,8 @@ impl Outcome {
             accepted: self.counts.accepted,
             refused: self.counts.refused,
             engine: self.counts.engine,
+            engine_refused: self.counts.engine_refused,
+            held: self.held,
             mutations: self.rows,
         }
     }
@@ -145,13 +175,26 @@ impl Outcome {
 /// changed something. The episodes are held aside while a pass runs: their own rules
 /// (`episodes.rs`: restatement, expiry, a cap) govern them, not the passes'; a pass may
 /// still move an event out of scratch into the episodes.
-pub fn run(ctx: &Ctx<'_>, _tx: &Connection, work: &mut Work) -> Result<()> {
+pub fn run(ctx: &Ctx<'_>, tx: &Connection, work: &mut Work) -> Result<()> {
     let mut archive = Archive::load(ctx, work)?;
     let pinned: BTreeMap<String, String> = work
         .cards
         .iter()
         .filter_map(|c| c.supersedes.clone().map(|f| (f, c.id.clone())))
         .collect();
+    // The last day agents used each fact (only the forget pass's unused policy reads it).
+    let last_used: BTreeMap<String, chrono::NaiveDate> =
+        if ctx.config.retention.unused_after_days.is_some() {
+            crate::edges::state::uses(tx, Some(ctx.today))?
+                .into_iter()
+                .map(|(f, (_, d))| (f, d))
+                .collect()
+        } else {
+            BTreeMap::new()
+        };
+    // The guard's share is of the durable facts: episodes expire by their own rules.
+    let durable = work.memory.len() - work.memory.block(Block::Episodes).facts().count();
+    let mut guard = LossGuard::new(durable, &ctx.config.retention, ctx.opts.allow_loss);
     for pass in PASSES {
         let memory_before = work.memory.clone();
         let archive_before = archive.text.clone();
@@ -160,14 +203,15 @@ pub fn run(ctx: &Ctx<'_>, _tx: &Connection, work: &mut Work) -> Result<()> {
             BlockFile::empty(Block::Episodes),
         );
         let before = Before::new(&work.memory, archive.ids.clone(), pinned.clone())
-            .with_episodes(held.facts().map(|f| f.id.clone()).collect());
+            .with_episodes(held.facts().map(|f| f.id.clone()).collect())
+            .with_uses(last_used.clone());
         let spent = ctx.budget.spend().spent;
         let mut out = Outcome::new(pass);
         match pass {
-            Pass::Dedupe => dedupe(ctx, &before, work, &mut archive, &mut out),
-            Pass::Merge => merge(ctx, &before, work, &mut archive, &mut out),
+            Pass::Dedupe => dedupe(ctx, &before, work, &mut archive, &mut guard, &mut out),
+            Pass::Merge => merge(ctx, &before, work, &mut archive, &mut guard, &mut out),
             Pass::Promote => promote(ctx, &before, work, &mut out),
-            Pass::Forget => forget(ctx, &before, work, &mut archive, &mut out),
+            Pass::Forget => forget(ctx, &before, work, &mut archive, &mut guard, &mut out),
         }
         // The episodes back, with whatever the pass moved into them.
         let moved_in: Vec<Fact> = work
@@ -219,7 +263,28 @@ pub fn run(ctx: &Ctx<'_>, _tx: &Connection, work: &mut Work) -> Result<()> {
         work.lap(pass.as_str());
     }
     work.archive = Some(archive);
+    if ctx.opts.allow_loss {
+        work.report.notes.push(format!(
+            "--allow-loss: the loss guard was lifted; the passes archived {} of {} active facts",
+            guard.archived, guard.active
+        ));
+    }
     Ok(())
+}
+
+/// The loss guard on a drop that passed its gates: the fact kept must hold a protected
+/// fact's words, and the cycle's share must allow one more.
+fn guard_drop(ctx: &Ctx<'_>, guard: &LossGuard, before: &Before, p: &Drop, c: &mut Checked) {
+    if !c.passed() {
+        return;
+    }
+    if let (Some((_, item)), Some((_, kept))) = (
+        before.get(p.item_id.trim()),
+        before.get(p.duplicate_of.trim()),
+    ) {
+        let (gate, held) = guard.check(1, &[item], &kept.text, &ctx.config.retention);
+        c.add(gate, held);
+    }
 }
 
 /// One budgeted pass call. A call that does not fit in the budget or fails leaves the pass
@@ -231,7 +296,10 @@ fn ask<T>(
     estimate: u64,
     f: impl FnOnce() -> Result<Reply<T>, LlmError>,
 ) -> Option<T> {
-    match ctx.budget.call(estimate, f) {
+    if !ctx.llm.offline() {
+        ctx.progress.stage(pass.as_str());
+    }
+    match ctx.call(estimate, f) {
         Ok(reply) => {
             for note in reply.notes {
                 if !work.report.notes.contains(&note) {
@@ -250,7 +318,7 @@ fn ask<T>(
             });
             None
         }
-        Err(CallError::Failed(e)) => {
+        Err(e) => {
             work.report.degraded.push(Degraded {
                 stage: pass.as_str().into(),
                 reason: format!("{e}; engine backstops only"),
@@ -288,6 +356,7 @@ fn dedupe(
     before: &Before,
     work: &mut Work,
     archive: &mut Archive,
+    guard: &mut LossGuard,
     out: &mut Outcome,
 ) {
     let pairs = gates::duplicate_pairs(&work.memory);
@@ -312,8 +381,12 @@ fn dedupe(
             llm.dedupe(&req)
         }) {
             for p in reply.drop {
-                let checked = gates::check_drop(&p, before, &ledger);
+                let mut checked = gates::check_drop(&p, before, &ledger);
+                guard_drop(ctx, guard, before, &p, &mut checked);
                 apply_drop(ctx, work, archive, &mut ledger, out, true, &p, &checked);
+                if checked.passed() {
+                    guard.archive(1);
+                }
             }
         }
     }
@@ -333,9 +406,15 @@ fn dedupe(
                     "engine: a duplicate pair (similarity {sim:.3}) the model did not resolve"
                 ),
             };
-            let checked = gates::check_drop(&p, before, &ledger);
+            let mut checked = gates::check_drop(&p, before, &ledger);
             if checked.passed() {
+                // The direction the gates allow first keeps the most words, so a drop the
+                // loss guard holds in it is held in the other one too: record it and stop.
+                guard_drop(ctx, guard, before, &p, &mut checked);
                 apply_drop(ctx, work, archive, &mut ledger, out, false, &p, &checked);
+                if checked.passed() {
+                    guard.archive(1);
+                }
                 break;
             }
         }
@@ -414,6 +493,7 @@ fn merge(
     before: &Before,
     work: &mut Work,
     archive: &mut Archive,
+    guard: &mut LossGuard,
     out: &mut Outcome,
 ) {
     let mut per_block: BTreeMap<Block, usize> = BTreeMap::new();
@@ -438,10 +518,21 @@ fn merge(
     };
     let mut ledger = Ledger::default();
     for p in reply.merge {
-        let checked = gates::check_merge(&p, before, &ledger);
+        let mut checked = gates::check_merge(&p, before, &ledger);
         let into = p.into_id.trim().to_string();
         let from: Vec<String> = p.from_ids.iter().map(|s| s.trim().to_string()).collect();
         let text = one_line(p.merged_text.trim());
+        if checked.passed() {
+            let parts: Vec<&Fact> = std::iter::once(&into)
+                .chain(&from)
+                .filter_map(|id| before.get(id).map(|(_, f)| f))
+                .collect();
+            let (gate, held) = guard.check(from.len(), &parts, &text, &ctx.config.retention);
+            checked.add(gate, held);
+            if checked.passed() {
+                guard.archive(from.len());
+            }
+        }
         let mut line = Line::new("", "merge")
             .with("item", into.clone())
             .with("from", from.join(","));
@@ -620,6 +711,7 @@ fn forget(
     before: &Before,
     work: &mut Work,
     archive: &mut Archive,
+    guard: &mut LossGuard,
     out: &mut Outcome,
 ) {
     let retention = &ctx.config.retention;
@@ -658,8 +750,9 @@ fn forget(
             llm.forget(&req)
         }) {
             for p in reply.forget {
-                let (checked, verified) =
+                let (mut checked, verified) =
                     gates::check_forget(&p, before, &ledger, retention, today);
+                guard_forget(ctx, guard, before, &p, &mut checked);
                 apply_forget(
                     ctx,
                     work,
@@ -674,15 +767,56 @@ fn forget(
             }
         }
     }
-    // Capacity, lowest salience first.
+    // Unused for retention.unused_after_days (when set): the person opted into this rule,
+    // so the engine applies it itself, through the same gate.
+    if let Some(n) = retention.unused_after_days {
+        let idle: Vec<String> = before
+            .facts()
+            .filter(|(_, f)| {
+                !ledger.is_consumed(&f.id)
+                    && gates::protection(f, retention).is_none()
+                    && gates::days_unused(f, before.last_used(&f.id), today).0 > i64::from(n)
+            })
+            .map(|(_, f)| f.id.clone())
+            .collect();
+        for id in idle {
+            let p = Forget {
+                item_id: id,
+                reason: format!(
+                    "engine: no agent used it and no event restated it in over {n} days"
+                ),
+                policy: "unused".into(),
+            };
+            let (mut checked, verified) =
+                gates::check_forget(&p, before, &ledger, retention, today);
+            if !checked.passed() {
+                continue; // pinned by a card, or consumed: the gate says why, nothing to do
+            }
+            guard_forget(ctx, guard, before, &p, &mut checked);
+            apply_forget(
+                ctx,
+                work,
+                archive,
+                &mut ledger,
+                out,
+                false,
+                &p,
+                &checked,
+                verified,
+            );
+        }
+    }
+    // Capacity, lowest salience first; what the loss guard holds back waits for the next
+    // cycle (it is still over capacity then).
     let order: Vec<(String, f64)> = gates::capacity_order(before, &ledger, retention, today)
         .into_iter()
         .map(|(id, s)| (id.to_string(), s))
         .collect();
     let mut next = order.into_iter();
+    let mut held = 0;
     loop {
         let active = before.len() - ledger.removed();
-        if active <= retention.max_active_facts {
+        if active.saturating_sub(held) <= retention.max_active_facts {
             break;
         }
         let Some((id, sal)) = next.next() else {
@@ -700,10 +834,14 @@ fn forget(
             ),
             policy: "capacity".into(),
         };
-        let (checked, verified) = gates::check_forget(&p, before, &ledger, retention, today);
+        let (mut checked, verified) = gates::check_forget(&p, before, &ledger, retention, today);
         if !checked.passed() {
             tracing::warn!(reason = ?checked.refused, "capacity enforcement stopped");
             break;
+        }
+        guard_forget(ctx, guard, before, &p, &mut checked);
+        if !checked.passed() {
+            held += 1;
         }
         apply_forget(
             ctx,
@@ -716,6 +854,26 @@ fn forget(
             &checked,
             verified,
         );
+    }
+}
+
+/// The loss guard on a forget that passed its gates; counts it when it goes through.
+fn guard_forget(
+    ctx: &Ctx<'_>,
+    guard: &mut LossGuard,
+    before: &Before,
+    p: &Forget,
+    c: &mut Checked,
+) {
+    if !c.passed() {
+        return;
+    }
+    if let Some((_, f)) = before.get(p.item_id.trim()) {
+        let (gate, held) = guard.check(1, &[f], "", &ctx.config.retention);
+        c.add(gate, held);
+        if c.passed() {
+            guard.archive(1);
+        }
     }
 }
 
@@ -755,6 +913,9 @@ fn apply_forget(
                 checked.value("days_since_seen").unwrap_or_default(),
             )
             .with("salience", checked.value("salience").unwrap_or_default());
+        if let Some(idle) = checked.value("days_unused") {
+            line = line.with("days_unused", idle);
+        }
         archive.push(Archived {
             fact,
             block,

@@ -534,8 +534,7 @@ pub fn run(ctx: &Ctx<'_>, tx: &Connection, work: &mut Work) -> Result<()> {
         .map(|(p, id)| request(p, id, &instances, ctx.config.llm.max_tokens))
         .collect();
     let results = parallel_map(&requests, workers(ctx), |r| {
-        ctx.budget
-            .call(ctx.llm.estimate_skill(r), || ctx.llm.draft_skill(r))
+        ctx.call(ctx.llm.estimate_skill(r), || ctx.llm.draft_skill(r))
     });
 
     let mut taken: BTreeSet<String> = known.iter().map(|k| k.name.clone()).collect();
@@ -552,7 +551,7 @@ pub fn run(ctx: &Ctx<'_>, tx: &Connection, work: &mut Work) -> Result<()> {
                 ));
                 continue;
             }
-            Err(CallError::Failed(e)) => {
+            Err(e) => {
                 report.pending += 1;
                 work.report.degraded.push(Degraded {
                     stage: "skills".into(),

@@ -17,7 +17,11 @@
 //! - `cluster`: DBSCAN alone at growing window sizes, with the exact search beside it up
 //!   to `exact_up_to` points (neighbour recall, cluster agreement);
 //! - `tokens`: tokens per promoted fact through an OpenAI-compatible server (`--llm-url`),
-//!   beside a per-event extractor (one call per event, as mem0-style tools do).
+//!   beside a per-event extractor (one call per event, as mem0-style tools do);
+//! - `agents`: what an agent waits for on a repository of `facts` facts: `dream context`
+//!   as the SessionStart hook runs it (a whole process, start-up included), and `recall`
+//!   round trips through `dream mcp` (JSON-RPC lines over its stdio, the first call apart:
+//!   it embeds every fact once).
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -30,7 +34,6 @@ use serde::Serialize;
 use dream::cycle::{self, Options as CycleOptions};
 use dream::edges::fsutil::write_atomic;
 use dream::error::{Context, Error, Result};
-use dream::providers::embed::Embedder;
 use dream_core::cluster::{self, SignLsh};
 use dream_core::config::{Config, CycleKind};
 use dream_core::event::Event;
@@ -62,10 +65,12 @@ pub struct Options {
     pub llm_url: Option<String>,
     pub llm_model: String,
     pub seed: u64,
+    /// Facts in the agents scenario's repository.
+    pub facts: usize,
 }
 
 /// The scenarios `--scenario all` runs.
-pub const SCENARIOS: &[&str] = &["heavy", "incremental", "cluster", "tokens"];
+pub const SCENARIOS: &[&str] = &["heavy", "incremental", "cluster", "tokens", "agents"];
 
 /// The clock every scenario is replayed at (the evening of its last day).
 pub const NOW: &str = "2026-03-01T23:00:00Z";
@@ -179,6 +184,7 @@ pub fn run(opts: &Options) -> Result<BenchReport> {
             "incremental" => scenarios.push(incremental(opts, &dir.join("incremental"))?),
             "cluster" => scenarios.push(cluster_scaling(opts)?),
             "tokens" => scenarios.push(tokens(opts, &dir.join("tokens"))?),
+            "agents" => scenarios.push(agents(opts, &dir.join("agents"))?),
             other => {
                 return Err(Error::Usage(format!(
                     "unknown scenario {other:?}; choose from all, {}",
@@ -314,6 +320,7 @@ fn cycle_here(dir: &Path, now: DateTime<Utc>) -> Result<dream_core::report::Repo
     let opts = CycleOptions {
         kind: CycleKind::Evening,
         dry_run: false,
+        allow_loss: false,
         now,
     };
     cycle::run(dir, &config, provider.as_ref(), embedder.as_ref(), &opts)
@@ -708,7 +715,8 @@ fn incremental(opts: &Options, dir: &Path) -> Result<ScenarioResult> {
 /// DBSCAN alone at growing sizes, with exact search beside it on the smaller ones.
 fn cluster_scaling(opts: &Options) -> Result<ScenarioResult> {
     let config = Config::default();
-    let embedder = dream_core::embed::Builtin::new(config.embed.dim);
+    let embedder = dream::providers::embedder(&config)?;
+    let eps = dream::providers::embed::eps(&config, embedder.as_ref());
     let mut extra = BTreeMap::new();
     let mut notes = Vec::new();
     let mut points: Vec<(f64, f64)> = Vec::new();
@@ -728,7 +736,7 @@ fn cluster_scaling(opts: &Options) -> Result<ScenarioResult> {
             .iter()
             .filter(|v| v.iter().any(|x| *x != 0.0))
             .collect();
-        let dim = config.embed.dim;
+        let dim = rows.first().map_or(config.embed.dim, |v| v.len());
         let mut data = Array2::<f32>::zeros((rows.len(), dim));
         for (i, v) in rows.iter().enumerate() {
             data.row_mut(i)
@@ -753,17 +761,13 @@ fn cluster_scaling(opts: &Options) -> Result<ScenarioResult> {
             lsh = cluster::dbscan_with(
                 data.view(),
                 config.cluster.min_points,
-                config.cluster.eps,
+                eps,
                 opts.lsh.clone(),
             );
             times.push(t.elapsed().as_secs_f64() * 1000.0);
             let t = Instant::now();
-            focused = cluster::dbscan_with(
-                data.view(),
-                config.cluster.min_points,
-                config.cluster.eps,
-                focused_lsh(),
-            );
+            focused =
+                cluster::dbscan_with(data.view(), config.cluster.min_points, eps, focused_lsh());
             focused_times.push(t.elapsed().as_secs_f64() * 1000.0);
         }
         let ms = median(times);
@@ -774,8 +778,7 @@ fn cluster_scaling(opts: &Options) -> Result<ScenarioResult> {
         );
         extra.insert(format!("clusters_at_{n}"), lsh.clusters.len() as f64);
         points.push((rows.len() as f64, ms));
-        let (recall, false_found) =
-            neighbour_recall(&data, rows.len().min(500), config.cluster.eps, &opts.lsh);
+        let (recall, false_found) = neighbour_recall(&data, rows.len().min(500), eps, &opts.lsh);
         extra.insert(format!("neighbour_recall_at_{n}"), round4(recall));
         extra.insert(format!("false_neighbours_at_{n}"), false_found as f64);
         if n <= opts.linfa_up_to {
@@ -787,12 +790,7 @@ fn cluster_scaling(opts: &Options) -> Result<ScenarioResult> {
             ];
             for (name, nn) in linfa {
                 let t = Instant::now();
-                cluster::dbscan_with(
-                    data.view(),
-                    config.cluster.min_points,
-                    config.cluster.eps,
-                    nn,
-                );
+                cluster::dbscan_with(data.view(), config.cluster.min_points, eps, nn);
                 extra.insert(
                     format!("linfa_{name}_ms_at_{n}"),
                     round2(t.elapsed().as_secs_f64() * 1000.0),
@@ -804,8 +802,10 @@ fn cluster_scaling(opts: &Options) -> Result<ScenarioResult> {
             // once.
             let cache = opts.dir.as_ref().map(|d| {
                 d.join(format!(
-                    "exact-{n}-seed{}-eps{}.json",
-                    opts.seed, config.cluster.eps
+                    "exact-{n}-seed{}-{}-eps{}.json",
+                    opts.seed,
+                    embedder.id(),
+                    eps
                 ))
             });
             let cached: Option<cluster::Clustering> = cache
@@ -816,7 +816,7 @@ fn cluster_scaling(opts: &Options) -> Result<ScenarioResult> {
                 Some(c) => c,
                 None => {
                     let t = Instant::now();
-                    let c = cluster::exact_components(data.view(), config.cluster.eps);
+                    let c = cluster::exact_components(data.view(), eps);
                     extra.insert(
                         format!("exact_ms_at_{n}"),
                         round2(t.elapsed().as_secs_f64() * 1000.0),
@@ -880,12 +880,13 @@ fn cluster_scaling(opts: &Options) -> Result<ScenarioResult> {
     notes.push("n counts events; DBSCAN sees those with a content word. ms: all clusters; ms_new_tenth: only the clusters holding the newest tenth (what a cycle asks for). Recall is over up to 500 query rows spread over the window, against exact search; exact clusters come from cluster::exact_components (exact DBSCAN for min_points = 2)".into());
     Ok(ScenarioResult {
         name: "cluster".into(),
-        description:
-            "DBSCAN (linfa) over a window's builtin vectors with the sign-LSH index, by window size"
-                .into(),
+        description: format!(
+            "DBSCAN (linfa) over a window's {} vectors with the sign-LSH index, by window size",
+            embedder.id()
+        ),
         params: serde_json::json!({
             "sizes": opts.cluster_sizes,
-            "eps": config.cluster.eps,
+            "eps": eps,
             "min_points": config.cluster.min_points,
             "index": format!("{:?}", opts.lsh),
         }),
@@ -1137,6 +1138,191 @@ fn tokens(opts: &Options, dir: &Path) -> Result<ScenarioResult> {
 }
 
 /// The benchmark as a table a person can scan.
+/// A repository of `n` facts (distinct sentences across the blocks, a fifth of them
+/// episodes) written straight into its block files, as years of cycles would leave them.
+fn facts_repo(dir: &Path, n: usize) -> Result<()> {
+    use dream_core::memory::{Block, BlockFile, Fact, Origin};
+    new_repo(dir)?;
+    let today = now().date_naive();
+    let topics = [
+        "deploys",
+        "the build",
+        "reviews",
+        "travel",
+        "the garden",
+        "music",
+        "the team",
+        "meetings",
+    ];
+    let mut blocks: Vec<BlockFile> = Block::ALL.iter().map(|b| BlockFile::empty(*b)).collect();
+    for i in 0..n {
+        let block = match i % 10 {
+            0 | 1 => Block::Episodes,
+            2 => Block::Persona,
+            3 => Block::Scratch,
+            _ => Block::Human,
+        };
+        let topic = topics[i % topics.len()];
+        let text = format!(
+            "Fact {i} about {topic}: the user prefers option {} for {topic} on project p{}.",
+            i * 7 % 101,
+            i % 37
+        );
+        let last = today - Duration::days((i % 90) as i64);
+        let fact = Fact {
+            id: dream_core::memory::text_id("f", &text),
+            text,
+            category: ["knowledge", "preferences", "project", "event"][i % 4].into(),
+            origin: Origin::Auto,
+            support: (0..(i % 12 + 1)).map(|k| format!("ev_{i}_{k}")).collect(),
+            first_seen: last - Duration::days(30),
+            last_seen: last,
+            valid_from: None,
+            valid_to: None,
+            home: None,
+            extra: BTreeMap::new(),
+        };
+        blocks
+            .iter_mut()
+            .find(|b| b.block == block)
+            .expect("every block")
+            .push(fact);
+    }
+    for bf in &blocks {
+        write_atomic(&dir.join(bf.block.path()), bf.render().as_bytes())?;
+    }
+    Ok(())
+}
+
+/// `dream context` as the hook runs it, and `recall` through `dream mcp`, on `facts` facts.
+fn agents(opts: &Options, dir: &Path) -> Result<ScenarioResult> {
+    use std::io::{BufRead, BufReader, Write};
+    let dream_exe = opts
+        .exe
+        .with_file_name(format!("dream{}", std::env::consts::EXE_SUFFIX));
+    if !dream_exe.exists() {
+        return Err(Error::Usage(format!(
+            "the agents scenario runs the dream binary beside dream-bench ({}); build it too (cargo build --release)",
+            dream_exe.display()
+        )));
+    }
+    facts_repo(dir, opts.facts)?;
+    let config = Config::default();
+    let runs = opts.runs.max(5);
+    let mut context_ms = Vec::new();
+    let mut tokens = 0.0;
+    for _ in 0..runs {
+        let mut cmd = std::process::Command::new(&dream_exe);
+        cmd.args(["--repo"])
+            .arg(dir)
+            .args(["--now", NOW, "context", "--hook", "claude-code"]);
+        let (ok, stdout, stderr, wall) = spawn_measured(cmd)?;
+        if !ok {
+            return Err(Error::Other(format!(
+                "dream context failed: {}",
+                stderr.trim()
+            )));
+        }
+        tokens = dream_core::llm::budget::estimate_tokens(&String::from_utf8_lossy(&stdout)) as f64;
+        context_ms.push(wall);
+    }
+
+    // The MCP server, driven by JSON-RPC lines as any client sends them.
+    let mut child = std::process::Command::new(&dream_exe)
+        .arg("--repo")
+        .arg(dir)
+        .args(["--now", NOW, "mcp"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .context(|| "starting dream mcp".into())?;
+    let mut stdin = child.stdin.take().expect("piped");
+    let mut stdout = BufReader::new(child.stdout.take().expect("piped"));
+    let mut send = |line: serde_json::Value, wait: bool| -> Result<(f64, String)> {
+        let started = Instant::now();
+        writeln!(stdin, "{line}").context(|| "writing to dream mcp".into())?;
+        stdin.flush().context(|| "writing to dream mcp".into())?;
+        let mut reply = String::new();
+        if wait {
+            stdout
+                .read_line(&mut reply)
+                .context(|| "reading from dream mcp".into())?;
+        }
+        Ok((started.elapsed().as_secs_f64() * 1000.0, reply))
+    };
+    send(
+        serde_json::json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "dream-bench", "version": "1"}}}),
+        true,
+    )?;
+    send(
+        serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        false,
+    )?;
+    let queries = [
+        "how does the user deploy",
+        "garden preferences",
+        "what about music on project p3",
+        "the team meetings",
+        "option 42 for reviews",
+    ];
+    let mut recall_ms = Vec::new();
+    let mut first_ms = 0.0;
+    let mut hits = 0usize;
+    for i in 0..(runs * 4 + 1) {
+        let q = queries[i % queries.len()];
+        let (ms, reply) = send(
+            serde_json::json!({"jsonrpc": "2.0", "id": i + 1, "method": "tools/call", "params": {"name": "recall", "arguments": {"query": q}}}),
+            true,
+        )?;
+        let v: serde_json::Value = serde_json::from_str(&reply)
+            .map_err(|e| Error::Other(format!("dream mcp replied {reply:?}: {e}")))?;
+        let text = v["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or_default();
+        hits = text.lines().filter(|l| l.starts_with("- ")).count();
+        if i == 0 {
+            first_ms = ms;
+        } else {
+            recall_ms.push(ms);
+        }
+    }
+    drop(stdin);
+    let _ = child.wait();
+
+    let ctx = median(context_ms.clone());
+    let recall = median(recall_ms.clone());
+    let mut extra = BTreeMap::new();
+    extra.insert("context_wall_ms".into(), round2(ctx));
+    extra.insert("context_tokens".into(), tokens);
+    extra.insert("context_budget".into(), config.context.budget_tokens as f64);
+    extra.insert("recall_first_call_ms".into(), round2(first_ms));
+    extra.insert("recall_ms".into(), round2(recall));
+    extra.insert("recall_hits".into(), hits as f64);
+    Ok(ScenarioResult {
+        name: "agents".into(),
+        description: format!(
+            "`dream context` (the SessionStart hook's process) and `recall` over `dream mcp` on {} facts",
+            opts.facts
+        ),
+        params: serde_json::json!({"facts": opts.facts, "runs": runs, "recall_calls": recall_ms.len()}),
+        targets: vec![
+            Target::at_most("dream context wall time", ctx, 100.0, "ms"),
+            Target::at_most("context within its budget", tokens, config.context.budget_tokens as f64, "tokens"),
+            Target::at_most("recall round trip", recall, 50.0, "ms"),
+        ],
+        median: Figures {
+            wall_ms: round2(ctx),
+            ..Figures::default()
+        },
+        runs: Vec::new(),
+        notes: vec![format!(
+            "the first recall embeds every fact once ({first_ms:.1} ms with the builtin embedder); later calls reuse the vectors"
+        )],
+        extra,
+    })
+}
+
 pub fn render(b: &BenchReport) -> String {
     use std::fmt::Write as _;
     let mut o = String::new();

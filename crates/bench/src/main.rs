@@ -148,6 +148,7 @@ fn run(g: &Global, a: &BenchArgs) -> Result<i32> {
         llm_url,
         llm_model: a.llm_model.clone(),
         seed: a.seed,
+        facts: a.facts,
     };
     let report = bench::run(&opts)?;
     if a.json {
@@ -214,6 +215,7 @@ fn cycle(g: &Global, a: &RunArgs) -> Result<i32> {
     let opts = CycleOptions {
         kind: a.cycle,
         dry_run: a.dry_run,
+        allow_loss: false,
         now: dream::cmd::now(g)?,
     };
     let report = cycle::run(&root, &config, provider.as_ref(), embedder.as_ref(), &opts)?;
@@ -230,7 +232,7 @@ fn cycle(g: &Global, a: &RunArgs) -> Result<i32> {
 /// docs/BENCHMARKS.md.
 #[derive(Debug, Args)]
 pub struct BenchArgs {
-    /// Scenarios: all, heavy (also measures idle), incremental, cluster, tokens.
+    /// Scenarios: all, heavy (also measures idle), incremental, cluster, tokens, agents.
     #[arg(
         long,
         value_name = "NAMES",
@@ -319,4 +321,8 @@ pub struct BenchArgs {
     /// Seed of the synthetic workload.
     #[arg(long, default_value_t = 7)]
     pub seed: u64,
+
+    /// Facts in the agents scenario's repository (`dream context`, `recall` over MCP).
+    #[arg(long, default_value_t = 1_000)]
+    pub facts: usize,
 }

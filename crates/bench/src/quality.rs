@@ -393,6 +393,7 @@ pub fn agent(o: &AgentOptions) -> Result<Vec<AgentQuality>> {
                 kind: CycleKind::Evening,
                 dry_run: false,
                 now: day.evening(),
+                allow_loss: false,
             };
             let r = cycle::run(&dir, &config, llm.as_ref(), embedder.as_ref(), &opts)?;
             q.tokens += r.tokens.spent;

@@ -692,7 +692,7 @@ impl<'a, F: Float, D: Distance<F>> SignLshIndex<'a, F, D> {
         }
         let off = at - base;
         let row = off / stride as usize;
-        (off % stride as usize == 0 && row < n).then_some(row)
+        (off.is_multiple_of(stride as usize) && row < n).then_some(row)
     }
 
     /// A query point's sparse form: its group's when it is a row.

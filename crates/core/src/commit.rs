@@ -29,6 +29,8 @@ pub enum Stage {
     Forget,
     /// The page of what needs a person's attention.
     Digest,
+    /// The capped context file agents import (`context.file`).
+    Context,
     /// A person's review decision.
     Review,
     /// A person's undo of a fact, a card decision or a whole cycle.
@@ -47,6 +49,7 @@ impl Stage {
             Stage::Promote => "promote",
             Stage::Forget => "forget",
             Stage::Digest => "digest",
+            Stage::Context => "context",
             Stage::Review => "review",
             Stage::Undo => "undo",
         }
@@ -64,6 +67,7 @@ impl Stage {
             Stage::Promote,
             Stage::Forget,
             Stage::Digest,
+            Stage::Context,
             Stage::Review,
             Stage::Undo,
         ]

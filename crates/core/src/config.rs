@@ -35,6 +35,8 @@ pub struct Config {
     pub cycles: Cycles,
     pub digest: Digest,
     pub skills: Skills,
+    pub context: Context,
+    pub heartbeat: Heartbeat,
     pub episodes: Episodes,
     pub owner: Owner,
 }
@@ -150,7 +152,8 @@ impl Default for Llm {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Embed {
-    /// `builtin` (hashed bag of words, offline) or `openai` (`/embeddings`).
+    /// `minilm` (a static model compiled into dream: meaning-level, offline), `builtin`
+    /// (hashed bag of words, offline) or `openai` (`/embeddings`).
     pub provider: String,
     pub model: String,
     /// Vector size of the builtin embedder.
@@ -166,7 +169,7 @@ pub struct Embed {
 impl Default for Embed {
     fn default() -> Self {
         Embed {
-            provider: "builtin".into(),
+            provider: "minilm".into(),
             model: "text-embedding-3-small".into(),
             dim: 256,
             batch_size: 64,
@@ -198,9 +201,11 @@ pub struct Cluster {
     pub window_days: u32,
     /// The cluster floor: DBSCAN's minimum points (the event itself included).
     pub min_points: usize,
-    /// DBSCAN radius as a Euclidean distance between unit vectors
-    /// (sqrt(2 - 2 cos)): 0.8 joins texts with cosine >= 0.68.
-    pub eps: f64,
+    /// DBSCAN radius as a Euclidean distance between unit vectors (sqrt(2 - 2 cos)).
+    /// Unset: the radius measured for the embedder in use (minilm 0.7, builtin and
+    /// openai 0.8); a set value wins whatever the embedder.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub eps: Option<f64>,
     /// Events of one cluster shown to the reflector at most (new events first).
     pub max_events_per_prompt: usize,
 }
@@ -210,7 +215,7 @@ impl Default for Cluster {
         Cluster {
             window_days: 14,
             min_points: 2,
-            eps: 0.8,
+            eps: None,
             max_events_per_prompt: 40,
         }
     }
@@ -256,6 +261,14 @@ pub struct Retention {
     pub protected_bonus: f64,
     /// Salience of a fact by the block it sits in.
     pub block_weights: BlockWeights,
+    /// Retire a fact no agent used (returned by `recall`, cited by id) and no event
+    /// restated for this many days; unset (the default): never.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unused_after_days: Option<u32>,
+    /// The loss guard: a cycle archives at most this share of the facts active when its
+    /// maintenance passes start (at least one fact when above 0; 1 lifts the cap), unless
+    /// `dream run --allow-loss`.
+    pub max_loss_share: f64,
 }
 
 impl Default for Retention {
@@ -270,6 +283,8 @@ impl Default for Retention {
             ],
             protected_bonus: 1.0,
             block_weights: BlockWeights::default(),
+            unused_after_days: None,
+            max_loss_share: 0.25,
         }
     }
 }
@@ -411,6 +426,68 @@ impl Default for Skills {
     }
 }
 
+/// What agents load at session start (`dream context`, and the file each cycle writes).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Context {
+    /// The most tokens `dream context` prints (counted as the token budget counts: a
+    /// third of the bytes), unless `--budget` says otherwise.
+    pub budget_tokens: u64,
+    /// The file each cycle writes the same view to, relative to the repo, for harnesses
+    /// that import a file by path; empty: none.
+    pub file: String,
+}
+
+/// The smallest context budget: the header, the left-out line and the line on what
+/// waits for the person need about this much.
+pub const MIN_CONTEXT_BUDGET: u64 = 300;
+
+impl Default for Context {
+    fn default() -> Self {
+        Context {
+            budget_tokens: 2000,
+            file: "CONTEXT.md".into(),
+        }
+    }
+}
+
+/// The heartbeat (see `heartbeat.rs`): when the record of recent cycles shows a quiet
+/// failure, `dream status`, the digest and `dream run`'s exit code say so. A count or a
+/// number of days set to 0 turns its warning off.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Heartbeat {
+    /// How many cycles in a row make a pattern: new events but nothing kept, a stage
+    /// degraded, the token budget stopping calls; and how many recent reflecting cycles the
+    /// gate warning adds up.
+    pub cycles: u32,
+    /// Cycles that kept nothing warn once they read at least this many new events in all
+    /// (a trickle too thin to form a fact is not a failure).
+    pub quiet_min_events: u32,
+    /// One gate refusing at least this share of those cycles' candidates warns...
+    pub gate_refusal_share: f64,
+    /// ...once they proposed at least this many.
+    pub gate_min_candidates: u32,
+    /// Each cycle kind is expected this often (the timers run each daily); no cycle of a
+    /// kind for two periods warns that the timer is not firing.
+    pub period_hours: u32,
+    /// The inbox or an `[[inbox.sources]]` entry that has not grown in this many days warns.
+    pub source_idle_days: u32,
+}
+
+impl Default for Heartbeat {
+    fn default() -> Self {
+        Heartbeat {
+            cycles: 3,
+            quiet_min_events: 20,
+            gate_refusal_share: 0.9,
+            gate_min_candidates: 10,
+            period_hours: 24,
+            source_idle_days: 7,
+        }
+    }
+}
+
 /// The file `dream init` writes: every key with its default and what it means.
 pub const TEMPLATE: &str = r#"# dream.toml: configuration of this memory repository.
 # Every key is optional; the values below are the defaults. Unknown keys are refused.
@@ -436,14 +513,16 @@ base_url = "https://api.openai.com/v1"
 model = "gpt-4o-mini"
 api_key_env = "OPENAI_API_KEY"  # name of the environment variable holding the key
 concurrency = 4                 # independent calls in flight at once
-timeout_secs = 120              # per call
+timeout_secs = 120              # per call; a model on a CPU may need 600
 max_tokens = 1024               # longest reply; reserved in full against the budget
 max_retries = 3                 # on 429 and 5xx, with backoff (Retry-After honoured)
 retry_backoff_ms = 500          # first wait before a retry when the server names none; doubles
 
 [embed]
-provider = "builtin"            # builtin (hashed bag of words, offline) | openai (/embeddings)
-model = "text-embedding-3-small"
+provider = "minilm"             # minilm (static model inside dream: meaning-level, offline)
+                                # | builtin (hashed bag of words, offline) | openai (/embeddings:
+                                # OpenAI, or a local server: Ollama, llama.cpp; see README.md)
+model = "text-embedding-3-small"   # the openai embedder's model (Ollama: nomic-embed-text)
 dim = 256                       # vector size of the builtin embedder
 batch_size = 64                 # texts per /embeddings request
 base_url = ""                   # openai embedder's server; "" = the same as llm.base_url
@@ -455,8 +534,9 @@ tokens_per_cycle = 200000       # hard cap on LLM tokens per cycle
 [cluster]
 window_days = 14                # cluster the events of the last N days
 min_points = 2                  # the cluster floor; must not exceed promote.min_support
-eps = 0.8                       # DBSCAN radius between unit vectors (0.8 ~ cosine 0.68)
-max_events_per_prompt = 40      # events of one cluster shown to the reflector
+# eps = 0.7                     # DBSCAN radius between unit vectors; unset = the embedder's
+                                # own: minilm 0.7 (cosine 0.755), builtin and openai 0.8 (0.68)
+max_events_per_prompt = 40      # most events in one reflect prompt; a larger cluster takes several
 
 [promote]
 min_confidence = 0.8            # auto-promote needs at least this confidence,
@@ -473,6 +553,12 @@ protected = ["identity", "preferences", "commitments"]   # never forgotten
 #          + recency, which falls from 1 (seen today) to 0 at stale_after_days
 protected_bonus = 1.0
 block_weights = { persona = 1.0, human = 1.0, episodes = 0.5, scratch = 0.25 }
+# unused_after_days = 90        # retire facts no agent used (recall, cited id) nor any event
+#                               # restated in this many days; unset: never (the default)
+# The loss guard: a cycle archives at most this share of the active facts (at least one;
+# 1 = no cap), and never a protected or owner-written fact whose words the fact kept in
+# its place lacks. `dream run --allow-loss` lifts both for one run.
+max_loss_share = 0.25
 
 [cycles.evening]                # dream run --cycle evening (the default)
 reflect = true                  # cluster, reflect, judge and route new events
@@ -508,6 +594,18 @@ max_facts = 200                 # the most episodes kept (agents load them); old
 
 [owner]                         # the person this memory belongs to
 names = []                      # names they go by, traceable like each event's author
+
+[context]                       # what agents load at session start (`dream context`, hooks)
+budget_tokens = 2000            # most tokens printed (half the bytes, as the budget counts)
+file = "CONTEXT.md"             # each cycle writes the same view here; "" = no file
+[heartbeat]                     # quiet failures, raised by `dream status`, the digest and exit code 10
+cycles = 3                      # this many cycles in a row with new events but nothing kept, a stage
+                                # degraded, or the budget stopping calls, warns (0 turns these off)
+quiet_min_events = 20           # ... nothing kept warns once those cycles read this many new events
+gate_refusal_share = 0.9        # one gate refusing this share of the last `cycles` reflecting cycles'
+gate_min_candidates = 10        # candidates warns, once they proposed at least this many
+period_hours = 24               # each cycle kind runs this often; none for two periods warns (0 = off)
+source_idle_days = 7            # the inbox or a source not grown in this many days warns (0 = off)
 "#;
 
 impl Config {
@@ -548,9 +646,9 @@ impl Config {
                 c.llm.provider
             ));
         }
-        if !matches!(c.embed.provider.as_str(), "builtin" | "openai") {
+        if !matches!(c.embed.provider.as_str(), "minilm" | "builtin" | "openai") {
             return Err(format!(
-                "key `embed.provider`: must be \"builtin\" or \"openai\", not {:?}",
+                "key `embed.provider`: must be \"minilm\", \"builtin\" or \"openai\", not {:?}",
                 c.embed.provider
             ));
         }
@@ -582,11 +680,12 @@ impl Config {
                 return Err(format!("key `{key}`: must be between 0 and 1, not {v}"));
             }
         }
-        if !(c.cluster.eps > 0.0 && c.cluster.eps <= 2.0) {
-            return Err(format!(
-                "key `cluster.eps`: must be in (0, 2] (a distance between unit vectors), not {}",
-                c.cluster.eps
-            ));
+        if let Some(eps) = c.cluster.eps {
+            if !(eps > 0.0 && eps <= 2.0) {
+                return Err(format!(
+                    "key `cluster.eps`: must be in (0, 2] (a distance between unit vectors), not {eps}"
+                ));
+            }
         }
         for (key, v) in [
             ("cluster.window_days", c.cluster.window_days as u64),
@@ -603,6 +702,10 @@ impl Config {
             ("skills.min_steps", c.skills.min_steps as u64),
             ("episodes.retention_days", c.episodes.retention_days as u64),
             ("episodes.max_facts", c.episodes.max_facts as u64),
+            (
+                "retention.unused_after_days",
+                c.retention.unused_after_days.map_or(1, u64::from),
+            ),
             (
                 "cluster.max_events_per_prompt",
                 c.cluster.max_events_per_prompt as u64,
@@ -657,6 +760,60 @@ impl Config {
                 ));
             }
         }
+        if c.context.budget_tokens < MIN_CONTEXT_BUDGET {
+            return Err(format!(
+                "key `context.budget_tokens`: must be at least {MIN_CONTEXT_BUDGET} (the header and the left-out line need that much), not {}",
+                c.context.budget_tokens
+            ));
+        }
+        if c.context.file.contains("..") || c.context.file.starts_with('/') {
+            return Err(format!(
+                "key `context.file`: must be a path inside the repository such as \"CONTEXT.md\", not {:?}",
+                c.context.file
+            ));
+        }
+        if memory_block_path(&c.context.file) {
+            return Err(format!(
+                "key `context.file`: {:?} is a memory block; pick another name such as \"CONTEXT.md\"",
+                c.context.file
+            ));
+        }
+        let r = &c.retention;
+        if !(r.max_loss_share.is_finite() && (0.0..=1.0).contains(&r.max_loss_share)) {
+            return Err(format!(
+                "key `retention.max_loss_share`: must be between 0 and 1 (a share of the active facts), not {}",
+                r.max_loss_share
+            ));
+        }
+        let h = &c.heartbeat;
+        if !(h.gate_refusal_share > 0.0 && h.gate_refusal_share <= 1.0) {
+            return Err(format!(
+                "key `heartbeat.gate_refusal_share`: must be in (0, 1], not {}",
+                h.gate_refusal_share
+            ));
+        }
+        for (key, v, max) in [
+            ("heartbeat.cycles", h.cycles, 1000),
+            (
+                "heartbeat.quiet_min_events",
+                h.quiet_min_events,
+                1_000_000_000,
+            ),
+            (
+                "heartbeat.gate_min_candidates",
+                h.gate_min_candidates,
+                1_000_000,
+            ),
+            ("heartbeat.period_hours", h.period_hours, 24 * 366),
+            ("heartbeat.source_idle_days", h.source_idle_days, 3660),
+        ] {
+            if v > max {
+                return Err(format!("key `{key}`: must be at most {max}, not {v}"));
+            }
+        }
+        if h.gate_min_candidates == 0 {
+            return Err("key `heartbeat.gate_min_candidates`: must be at least 1".into());
+        }
         if c.inbox.path.trim().is_empty() {
             return Err("key `inbox.path`: must name a folder".into());
         }
@@ -686,6 +843,12 @@ impl Config {
             CycleKind::Morning => &self.cycles.morning,
         }
     }
+}
+
+fn memory_block_path(path: &str) -> bool {
+    crate::memory::Block::ALL
+        .iter()
+        .any(|b| b.path() == path.trim_start_matches("./"))
 }
 
 /// Which scheduled cycle is running.
@@ -722,6 +885,8 @@ const SECTIONS: &[&str] = &[
     "retention",
     "digest",
     "skills",
+    "context",
+    "heartbeat",
     "episodes",
     "owner",
 ];
@@ -837,6 +1002,58 @@ mod tests {
             let err = parse(bad).unwrap_err().to_string();
             assert!(err.contains(key), "{bad}: {err}");
         }
+    }
+
+    #[test]
+    fn the_loss_share_and_heartbeat_thresholds_are_range_checked() {
+        for (text, key) in [
+            (
+                "[retention]\nmax_loss_share = 1.5\n",
+                "retention.max_loss_share",
+            ),
+            (
+                "[retention]\nmax_loss_share = -0.1\n",
+                "retention.max_loss_share",
+            ),
+            (
+                "[heartbeat]\ngate_refusal_share = 0\n",
+                "heartbeat.gate_refusal_share",
+            ),
+            (
+                "[heartbeat]\ngate_min_candidates = 0\n",
+                "heartbeat.gate_min_candidates",
+            ),
+            ("[heartbeat]\ncycles = 5000\n", "heartbeat.cycles"),
+            (
+                "[heartbeat]\nperiod_hours = 100000\n",
+                "heartbeat.period_hours",
+            ),
+            (
+                "[heartbeat]\nsource_idle_days = -1\n",
+                "heartbeat.source_idle_days",
+            ),
+            ("[heartbeat]\nperiod = 24\n", "heartbeat.period"),
+        ] {
+            let err = parse(text).unwrap_err().to_string();
+            assert!(err.contains(&format!("`{key}`")), "{text}: {err}");
+        }
+        let c =
+            parse("[heartbeat]\ncycles = 0\nperiod_hours = 0\n[retention]\nmax_loss_share = 1\n")
+                .unwrap();
+        assert_eq!(
+            (c.heartbeat.cycles, c.heartbeat.period_hours),
+            (0, 0),
+            "0 turns a warning off"
+        );
+        let mut env = BTreeMap::new();
+        env.insert("DREAM_HEARTBEAT_CYCLES".to_string(), "5".to_string());
+        assert_eq!(
+            Config::parse("", "dream.toml", &env)
+                .unwrap()
+                .heartbeat
+                .cycles,
+            5
+        );
     }
 
     #[test]

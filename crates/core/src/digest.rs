@@ -170,6 +170,8 @@ pub struct Digest {
     /// Events of the window that arrived after the last evening cycle and wait for the next
     /// one (zero in an evening digest).
     pub waiting_events: u64,
+    /// The heartbeat's warnings on the digest's day (see `heartbeat`), listed first.
+    pub warnings: Vec<crate::heartbeat::Warning>,
 }
 
 /// A `key: value` of a `---` front matter (quotes around the value removed).
@@ -368,7 +370,8 @@ fn quoted(text: &str, max: usize) -> String {
 impl Digest {
     /// How many items want a decision or an action.
     pub fn attention(&self) -> usize {
-        self.cards_total
+        self.warnings.len()
+            + self.cards_total
             + self.commitments.len()
             + self.drafts.len()
             + usize::from(self.quarantine_recent > 0)
@@ -381,6 +384,13 @@ impl Digest {
     /// One sentence: what needs you.
     pub fn summary(&self) -> String {
         let mut parts = Vec::new();
+        if !self.warnings.is_empty() {
+            parts.push(plural(
+                self.warnings.len() as u64,
+                "heartbeat warning",
+                "heartbeat warnings",
+            ));
+        }
         if !self.contradictions.is_empty() {
             parts.push(plural(
                 self.contradictions.len() as u64,
@@ -442,6 +452,9 @@ impl Digest {
     /// The commit's body lines.
     pub fn commit_lines(&self, rel: &str) -> Vec<String> {
         let mut lines = vec![format!("digest     {rel}")];
+        for w in &self.warnings {
+            lines.push(format!("warning    {}: {}", w.rule, w.cause));
+        }
         for c in &self.contradictions {
             lines.push(format!(
                 "decide     {}  supersedes {}",
@@ -491,6 +504,7 @@ impl Digest {
             );
         }
         o.push('\n');
+        self.render_warnings(&mut o);
         self.render_contradictions(&mut o);
         self.render_cards(&mut o);
         self.render_commitments(&mut o);
@@ -501,6 +515,24 @@ impl Digest {
             o.pop();
         }
         o
+    }
+
+    fn render_warnings(&self, o: &mut String) {
+        if self.warnings.is_empty() {
+            return;
+        }
+        let _ = writeln!(o, "## Heartbeat warnings\n");
+        for w in &self.warnings {
+            let _ = writeln!(
+                o,
+                "- **{}**: {}.\n  What to do: {}.",
+                w.rule, w.cause, w.fix
+            );
+        }
+        let _ = writeln!(
+            o,
+            "\nThresholds are [heartbeat] in dream.toml; `dream status` shows these too.\n"
+        );
     }
 
     fn render_contradictions(&self, o: &mut String) {
@@ -902,7 +934,28 @@ mod tests {
             quarantine_total: 0,
             quarantine_days: 7,
             waiting_events: 0,
+            warnings: vec![],
         }
+    }
+
+    #[test]
+    fn heartbeat_warnings_come_first_and_count() {
+        let mut d = empty("2026-11-07");
+        d.warnings.push(crate::heartbeat::Warning {
+            rule: "missed".into(),
+            cause: "no evening cycle has finished since 2026-11-04 22:00 UTC".into(),
+            fix: "`dream schedule status`".into(),
+        });
+        let page = d.render();
+        assert!(
+            page.contains("Needs your attention: 1 heartbeat warning."),
+            "{page}"
+        );
+        assert!(
+            page.contains("## Heartbeat warnings\n\n- **missed**: no evening cycle has finished since 2026-11-04 22:00 UTC.\n  What to do: `dream schedule status`."),
+            "{page}"
+        );
+        assert!(d.subject().ends_with(": 1 heartbeat warning"));
     }
 
     #[test]

@@ -245,6 +245,10 @@ pub fn from_object(mut obj: Map<String, Value>) -> Result<Parsed, String> {
     }
     redacted.sort_unstable();
     redacted.dedup();
+    // Text that carries dream's own marker was read back from memory (a context printed
+    // by `dream context`, a hook's output, a `recall` result, the Codex block), whoever
+    // wrote the line: it never counts as new support (S8, no echo).
+    let recalled = recalled || crate::context::carries_marker(&text);
     Ok(Parsed {
         event: Event {
             id,

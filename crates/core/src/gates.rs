@@ -125,8 +125,11 @@ pub struct Gated {
     pub support: Vec<String>,
     pub measures: Measures,
     pub gates: Vec<GateResult>,
-    /// `Some(reason)` when a hard gate refused it.
+    /// `Some(reason)` when a hard gate refused it (the first that failed; every failed
+    /// gate's row says why in [`GateResult::why`]).
     pub refused: Option<String>,
+    /// Optional fields that took their default ([`defaults`]).
+    pub notes: Vec<String>,
 }
 
 /// Support figures of a set of events (S4 step 6): distinct events, sessions, days, spread,
@@ -177,6 +180,11 @@ pub struct Candidate<'a> {
     pub sources: Vec<String>,
     pub vocab: HashSet<String>,
     pub coverage: measures::Coverage,
+    /// The block and category: as proposed, or their documented defaults ([`defaults`]).
+    pub block: Block,
+    pub category: String,
+    /// One note per optional field that was missing or unknown and took its default.
+    pub notes: Vec<String>,
 }
 
 impl<'a> Candidate<'a> {
@@ -205,6 +213,7 @@ impl<'a> Candidate<'a> {
             .collect();
         let vocab = measures::vocabulary(sources.iter().map(String::as_str));
         let coverage = measures::coverage_in(&text, &vocab);
+        let (block, category, notes) = defaults(p, &text);
         Candidate {
             proposal: p,
             text,
@@ -215,8 +224,60 @@ impl<'a> Candidate<'a> {
             sources,
             vocab,
             coverage,
+            block,
+            category,
+            notes,
         }
     }
+}
+
+/// The block and category of a proposal, with a note for each that took its default.
+/// These are optional fields, not gates: a missing or malformed category is classified by
+/// the phrase rules; a missing or unknown block is the block of the category
+/// (identity, preferences, commitments: human; event: episodes; persona: persona), else
+/// the phrase rules' block, exactly as the offline reflector sorts its proposals.
+pub fn defaults(p: &Proposal, text: &str) -> (Block, String, Vec<String>) {
+    let mut notes = Vec::new();
+    let given = p.category.trim().to_lowercase();
+    let (ruled_category, ruled_block) = classify(text);
+    let category = if given.is_empty() {
+        notes.push(format!(
+            "no category given: {ruled_category}, by the phrase rules"
+        ));
+        ruled_category.to_string()
+    } else if given
+        .chars()
+        .all(|ch| ch.is_ascii_lowercase() || ch == '_' || ch == '-')
+        && given.len() <= 32
+    {
+        given
+    } else {
+        notes.push(format!(
+            "category {:?} is not a lower-case word: {ruled_category}, by the phrase rules",
+            p.category
+        ));
+        ruled_category.to_string()
+    };
+    let block = match Block::parse(p.block.trim().to_lowercase().as_str()) {
+        Some(b) => b,
+        None => {
+            let (b, how) = match crate::phrases::block_of_category(&category) {
+                Some(b) => (b, format!("from category {category}")),
+                None => (ruled_block, "by the phrase rules".to_string()),
+            };
+            notes.push(if p.block.trim().is_empty() {
+                format!("no block given: {}, {how}", b.as_str())
+            } else {
+                format!(
+                    "block {:?} is not a memory block: {}, {how}",
+                    p.block,
+                    b.as_str()
+                )
+            });
+            b
+        }
+    };
+    (block, category, notes)
 }
 
 /// One gate's verdict: the row a card and `dream explain` show (the measured value beside
@@ -255,12 +316,11 @@ impl Check {
 pub type Gate = fn(&Candidate<'_>, &Config) -> Check;
 
 /// Every gate of S4 step 5 and S8, in the order a refusal is reported (the first hard gate
-/// that fails names the refusal; every gate's row is recorded either way). Adding a gate is
-/// adding a function here, with its row in the table test below.
+/// that fails names the refusal; every gate's row is recorded either way, and every failed
+/// row says in words why it failed). Adding a gate is adding a function here, with its row
+/// in the table test below. Block and category are not gates: see [`defaults`].
 pub const GATES: &[Gate] = &[
     text_gate,
-    block_gate,
-    category_gate,
     ids_gate,
     recalled_gate,
     floor_gate,
@@ -291,45 +351,18 @@ pub fn text_gate(c: &Candidate<'_>, _: &Config) -> Check {
     })
 }
 
-/// The block is one of the four memory blocks.
-pub fn block_gate(c: &Candidate<'_>, _: &Config) -> Check {
-    let given = &c.proposal.block;
-    let ok = Block::parse(given.trim()).is_some();
-    let value = if given.is_empty() {
-        "(none)"
-    } else {
-        given.as_str()
-    };
-    Check::row(
-        "block",
-        value,
-        "persona|human|episodes|scratch",
-        ok,
-        String::new(),
-    )
-    .refuse_if(!ok, || {
-        format!("illegal block {given:?}: must be one of persona, human, episodes, scratch")
-    })
-}
-
-/// The category, when given, is a lower-case word (no row: an empty one is classified).
-pub fn category_gate(c: &Candidate<'_>, _: &Config) -> Check {
-    let refusal = category_of(c.proposal, &c.text)
-        .err()
-        .map(|bad| format!("category {bad:?} is not a lower-case word"));
-    Check {
-        result: None,
-        refusal,
-    }
-}
-
 /// Every cited id exists and was among the events sent; at least one is cited.
 pub fn ids_gate(c: &Candidate<'_>, _: &Config) -> Check {
     let ok = c.bad_ids.is_empty() && c.cited > 0;
+    let value = if c.cited == 0 {
+        "none cited".to_string()
+    } else {
+        format!("{} of {} cited unknown", c.bad_ids.len(), c.cited)
+    };
     let check = Check::row(
         "ids",
-        format!("{} unknown", c.bad_ids.len()),
-        "0 unknown",
+        value,
+        ">= 1 cited, 0 unknown",
         ok,
         c.bad_ids.join("; "),
     );
@@ -344,11 +377,19 @@ pub fn ids_gate(c: &Candidate<'_>, _: &Config) -> Check {
 
 /// Text read back from memory is never new support (no row: it shows in `support`).
 pub fn recalled_gate(c: &Candidate<'_>, _: &Config) -> Check {
+    let only_recalled = c.recalled > 0 && c.support.is_empty();
     Check {
-        result: None,
+        result: only_recalled.then(|| {
+            GateResult::new(
+                "recalled",
+                format!("{} recalled, 0 not", c.recalled),
+                ">= 1 not recalled",
+                false,
+            )
+        }),
         refusal: None,
     }
-    .refuse_if(c.recalled > 0 && c.support.is_empty(), || {
+    .refuse_if(only_recalled, || {
         format!(
             "only recalled events support it ({}); text read back from memory is never new support",
             c.recalled
@@ -362,13 +403,26 @@ pub fn recalled_gate(c: &Candidate<'_>, _: &Config) -> Check {
 pub fn floor_gate(c: &Candidate<'_>, config: &Config) -> Check {
     let floor = config.cluster.min_points;
     let support = c.support.len();
-    Check::row(
+    let row = Check::row(
         "floor",
         support,
         &format!(">= {floor} for a durable block (else an episode at most)"),
         support >= floor,
         String::new(),
-    )
+    );
+    // Soft: the row says why, and nothing is refused for it.
+    Check {
+        result: row.result.map(|r| {
+            if support < floor {
+                r.why(format!(
+                    "support {support} is below the floor of {floor} distinct events (cluster.min_points): an episode at most, never a durable block"
+                ))
+            } else {
+                r
+            }
+        }),
+        refusal: None,
+    }
 }
 
 /// An owner's or agent's event establishes it: tool output and web pages alone cannot.
@@ -381,8 +435,12 @@ pub fn trust_gate(c: &Candidate<'_>, _: &Config) -> Check {
         establishing > 0,
         String::new(),
     )
-    .refuse_if(establishing == 0 && !c.support.is_empty(), || {
-        "only tool or external events support it; they may support a fact but cannot alone establish one".into()
+    .refuse_if(establishing == 0, || {
+        if c.support.is_empty() {
+            "no owner's or agent's event supports it".into()
+        } else {
+            "only tool or external events support it; they may support a fact but cannot alone establish one".into()
+        }
     })
 }
 
@@ -390,10 +448,14 @@ pub fn trust_gate(c: &Candidate<'_>, _: &Config) -> Check {
 pub fn new_evidence_gate(c: &Candidate<'_>, _: &Config) -> Check {
     let fresh = c.support.iter().filter(|e| e.new).count();
     Check::row("new evidence", fresh, ">= 1", fresh > 0, String::new()).refuse_if(
-        fresh == 0 && !c.support.is_empty(),
+        fresh == 0,
         || {
-            "no new evidence: every supporting event was already considered by an earlier cycle"
-                .into()
+            if c.support.is_empty() {
+                "no new evidence: no supporting event was sent".into()
+            } else {
+                "no new evidence: every supporting event was already considered by an earlier cycle"
+                    .into()
+            }
         },
     )
 }
@@ -414,11 +476,24 @@ pub fn secret_gate(c: &Candidate<'_>, _: &Config) -> Check {
 }
 
 /// Every name, number, date, path, URL and identifier appears in the supporting events.
+///
+/// A number found only in who-and-when (an event's day, a relative date written out)
+/// traces to it only as part of a date in the candidate ([`date_numbers`]): "on 3 November
+/// 2026" may cite an event of that day, "3 cats" may not.
 pub fn entities_gate(c: &Candidate<'_>, _: &Config) -> Check {
     let sources: Vec<&str> = c.sources.iter().map(String::as_str).collect();
+    // `sources` alternates an event's text and its who-and-when (see `Candidate::new`).
+    let texts: Vec<&str> = sources.iter().step_by(2).copied().collect();
+    let dates = date_numbers(&c.text);
     let invented: Vec<String> = measures::entities(&c.text)
         .into_iter()
-        .filter(|e| !measures::entity_present(e, &sources, &c.vocab))
+        .filter(|e| {
+            if e.kind == measures::EntityKind::Number && !dates.contains(e.text.as_str()) {
+                !measures::entity_present(e, &texts, &c.vocab)
+            } else {
+                !measures::entity_present(e, &sources, &c.vocab)
+            }
+        })
         .map(|e| format!("{} {:?}", e.kind.as_str(), e.text))
         .collect();
     Check::row(
@@ -434,6 +509,28 @@ pub fn entities_gate(c: &Candidate<'_>, _: &Config) -> Check {
             invented.join(", ")
         )
     })
+}
+
+/// The numbers of `text` that are part of a date: a day beside a month's name ("3
+/// November", "November 3rd", "the 3rd of November") and a year after one ("November
+/// 2026", "November 3, 2026").
+pub fn date_numbers(text: &str) -> HashSet<&str> {
+    static DATE: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        let month = "(?:january|february|march|april|may|june|july|august|september|october|november|december|jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec)";
+        regex::Regex::new(&format!(
+            r"(?i)\b(?P<d1>\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{month}\b(?:\s+(?P<y1>\d{{4}}))?|\b{month}\.?\s+(?:(?P<d2>\d{{1,2}})(?:st|nd|rd|th)?\b,?\s*)?(?P<y2>\d{{4}})?"
+        ))
+        .expect("a valid pattern")
+    });
+    let mut out = HashSet::new();
+    for caps in DATE.captures_iter(text) {
+        for name in ["d1", "y1", "d2", "y2"] {
+            if let Some(m) = caps.name(name) {
+                out.insert(m.as_str());
+            }
+        }
+    }
+    out
 }
 
 /// Content-word coverage against the supporting events is at least `promote.min_coverage`
@@ -461,29 +558,22 @@ pub fn coverage_gate(c: &Candidate<'_>, config: &Config) -> Check {
     })
 }
 
-/// The proposal's category: as given (lower-cased), or by the phrase rules when empty;
-/// `Err` with the given text when it is not a lower-case word.
-fn category_of(p: &Proposal, text: &str) -> Result<String, String> {
-    let c = p.category.trim().to_lowercase();
-    if c.is_empty() {
-        Ok(classify(text).0.to_string())
-    } else if c
-        .chars()
-        .all(|ch| ch.is_ascii_lowercase() || ch == '_' || ch == '-')
-        && c.len() <= 32
-    {
-        Ok(c)
-    } else {
-        Err(p.category.clone())
-    }
-}
-
 /// Run every gate of [`GATES`] on one proposal, its relative dates written out first.
 pub fn gate_proposal(p: &Proposal, evidence: &Evidence<'_>, config: &Config) -> Gated {
     let (anchored, dates) = anchor_dates(p, evidence);
     let p = &anchored;
     let c = Candidate::new(p, evidence);
-    let mut gates = Vec::new();
+    let given = p.block.trim().to_lowercase();
+    let block_value = if given == c.block.as_str() {
+        given
+    } else {
+        format!("{} (default)", c.block.as_str())
+    };
+    let mut gates =
+        vec![
+            GateResult::new("block", block_value, "persona|human|episodes|scratch", true)
+                .detail(c.notes.join("; ")),
+        ];
     if !dates.is_empty() {
         gates.push(
             GateResult::new(
@@ -498,7 +588,11 @@ pub fn gate_proposal(p: &Proposal, evidence: &Evidence<'_>, config: &Config) -> 
     let mut refused = None;
     for gate in GATES {
         let check = gate(&c, config);
-        gates.extend(check.result);
+        match (check.result, &check.refusal) {
+            (Some(row), Some(why)) => gates.push(row.why(why.clone())),
+            (Some(row), None) => gates.push(row),
+            (None, _) => {}
+        }
         if refused.is_none() {
             refused = check.refusal;
         }
@@ -513,8 +607,9 @@ pub fn gate_proposal(p: &Proposal, evidence: &Evidence<'_>, config: &Config) -> 
     };
     m.confidence = round3(confidence);
     Gated {
-        block: Block::parse(p.block.trim()).unwrap_or(Block::Scratch),
-        category: category_of(p, &c.text).unwrap_or_else(|bad| bad.trim().to_lowercase()),
+        block: c.block,
+        category: c.category.clone(),
+        notes: c.notes.clone(),
         confidence: m.confidence,
         reason: p.reason.trim().to_string(),
         support: c.support.iter().map(|e| e.id.clone()).collect(),
@@ -634,13 +729,6 @@ mod tests {
                 "coverage 0.333 is below min_coverage 0.5",
             ),
             (
-                Proposal {
-                    block: "kitchen".into(),
-                    ..proposal("I live in Lisbon.", &["e1", "e2"])
-                },
-                "illegal block \"kitchen\"",
-            ),
-            (
                 proposal("I live in Lisbon.", &[]),
                 "cites no supporting event",
             ),
@@ -666,26 +754,6 @@ mod tests {
                 proposal("I live in Lisbon.", &["e1"]),
                 proposal("  ", &["e1"]),
                 "has no text",
-            ),
-            (
-                "block",
-                block_gate,
-                proposal("I live in Lisbon.", &["e1"]),
-                Proposal {
-                    block: "attic".into(),
-                    ..proposal("I live in Lisbon.", &["e1"])
-                },
-                "illegal block",
-            ),
-            (
-                "category",
-                category_gate,
-                proposal("I live in Lisbon.", &["e1"]),
-                Proposal {
-                    category: "Where I Live!".into(),
-                    ..proposal("I live in Lisbon.", &["e1"])
-                },
-                "not a lower-case word",
             ),
             (
                 "ids",
@@ -777,6 +845,93 @@ mod tests {
     }
 
     #[test]
+    fn a_missing_or_unknown_block_or_category_takes_its_default_with_a_note() {
+        let bare = Proposal {
+            block: String::new(),
+            category: String::new(),
+            ..proposal("I live in Lisbon with 2 cats.", &["e1", "e2"])
+        };
+        let g = run(bare);
+        assert_eq!(
+            g.refused, None,
+            "a good verbatim fact is not refused for its block"
+        );
+        assert_eq!((g.block, g.category.as_str()), (Block::Human, "identity"));
+        assert_eq!(
+            g.notes,
+            vec![
+                "no category given: identity, by the phrase rules",
+                "no block given: human, from category identity"
+            ]
+        );
+        let row = &g.gates[0];
+        assert_eq!(
+            (row.gate.as_str(), row.value.as_str()),
+            ("block", "human (default)")
+        );
+        assert!(row.detail.contains("no block given"), "{row:?}");
+
+        let odd = Proposal {
+            block: "kitchen".into(),
+            category: "event".into(),
+            ..proposal("I live in Lisbon.", &["e1", "e2"])
+        };
+        let g = run(odd);
+        assert_eq!((g.refused, g.block), (None, Block::Episodes));
+        assert_eq!(
+            g.notes,
+            vec!["block \"kitchen\" is not a memory block: episodes, from category event"]
+        );
+        let g = run(Proposal {
+            category: "Where I Live!".into(),
+            block: "HUMAN".into(),
+            ..proposal("I live in Lisbon.", &["e1", "e2"])
+        });
+        assert_eq!((g.block, g.category.as_str()), (Block::Human, "identity"));
+        assert!(
+            g.notes[0].contains("is not a lower-case word: identity"),
+            "{:?}",
+            g.notes
+        );
+        assert_eq!(
+            g.gates[0].value, "human",
+            "a block given in capitals is that block"
+        );
+    }
+
+    #[test]
+    fn every_failed_gate_says_why_in_words() {
+        let g = run(proposal("I live in Porto with 3 cats.", &[]));
+        assert_eq!(g.refused.as_deref(), Some("cites no supporting event"));
+        let failed: Vec<(&str, &str)> = g
+            .gates
+            .iter()
+            .filter(|r| !r.passed)
+            .map(|r| (r.gate.as_str(), r.why.as_str()))
+            .collect();
+        let names: Vec<&str> = failed.iter().map(|f| f.0).collect();
+        assert_eq!(
+            names,
+            vec![
+                "ids",
+                "floor",
+                "trust",
+                "new evidence",
+                "entities",
+                "coverage"
+            ]
+        );
+        assert!(failed.iter().all(|(_, why)| !why.is_empty()), "{failed:?}");
+        let ids = g.gates.iter().find(|r| r.gate == "ids").unwrap();
+        assert_eq!(ids.value, "none cited");
+        assert!(failed[1].1.contains("support 0 is below the floor of 2"));
+        assert!(
+            failed[4].1.contains("invented name \"Porto\""),
+            "{failed:?}"
+        );
+    }
+
+    #[test]
     fn old_evidence_alone_is_refused() {
         let evs = vec![
             ev("e1", 1, "s1", Trust::Owner, false, "I live in Lisbon."),
@@ -850,6 +1005,25 @@ mod tests {
             &config,
         );
         assert!(g.refused.unwrap().contains("invented number \"3\""));
+        // The day's number traces only as part of a date: 8 cats are not 8 May.
+        let g = gate_proposal(
+            &proposal("Caroline met Andrew and his 8 cats.", &["e1"]),
+            &evidence,
+            &config,
+        );
+        assert!(
+            g.refused
+                .as_deref()
+                .is_some_and(|r| r.contains("invented number \"8\"")),
+            "{:?}",
+            g.refused
+        );
+        assert_eq!(
+            date_numbers("on 8 May 2023, May 9th, the 10th of May and May 2024; 8 cats")
+                .into_iter()
+                .collect::<BTreeSet<_>>(),
+            BTreeSet::from(["8", "2023", "9", "10", "2024"])
+        );
     }
 
     #[test]

@@ -24,6 +24,11 @@ pub mod embed;
 pub mod episodes;
 pub mod memory;
 
+// What agents load and search: the budgeted context and recall ranking (no echo), and
+// the edits `dream hooks` makes to harnesses' files.
+pub mod context;
+pub mod hooks;
+
 // The model seam: contracts, prompts, parsers, the offline provider, the budget (S5, S7).
 pub mod llm;
 
@@ -36,10 +41,11 @@ pub mod route;
 pub mod skills;
 pub mod veto;
 
-// What a cycle reports and commits, read back by the audit (S4 step 10, S12).
+// What a cycle reports and commits, read back by the audit and the heartbeat (S4, S12).
 pub mod audit;
 pub mod commit;
 pub mod digest;
+pub mod heartbeat;
 pub mod ingested;
 pub mod report;
 

@@ -549,6 +549,120 @@ pub fn entity_present(entity: &Entity, sources: &[&str], vocab: &HashSet<String>
     }
 }
 
+/// Names and numbers of a text, normalized and stemmed ("Tuesdays" and "Tuesday" are one
+/// name): what tells two facts on one subject apart ("I live in Lisbon" / "I live in
+/// Porto").
+pub fn names_and_numbers(text: &str) -> BTreeSet<String> {
+    entities(text)
+        .into_iter()
+        .filter(|e| matches!(e.kind, EntityKind::ProperNoun | EntityKind::Number))
+        .map(|e| entity_key(&e))
+        .collect()
+}
+
+/// One thing given two values: the two texts begin alike and read word for word the same
+/// but for one later stretch, the words around it hold a content word, and the two
+/// stretches share no content word ("I prefer dark mode" / "I prefer light mode", "My
+/// daughter is allergic to dairy" / "... to eggs"). A different beginning is a rewording
+/// ("I live in Lisbon" / "My home is in Lisbon"), not a swap. Returns the stretches'
+/// content words.
+pub fn swapped(a: &Prepared, b: &Prepared) -> Option<(BTreeSet<String>, BTreeSet<String>)> {
+    let (x, y) = (&a.tokens, &b.tokens);
+    let shortest = x.len().min(y.len());
+    let head = x.iter().zip(y).take_while(|(p, q)| p == q).count();
+    let tail = x
+        .iter()
+        .rev()
+        .zip(y.iter().rev())
+        .take(shortest - head)
+        .take_while(|(p, q)| p == q)
+        .count();
+    let content = |t: &[String]| -> BTreeSet<String> {
+        t.iter()
+            .filter(|w| !is_stopword(w))
+            .map(|w| stem_token(w))
+            .collect()
+    };
+    let (sx, sy) = (
+        content(&x[head..x.len() - tail]),
+        content(&y[head..y.len() - tail]),
+    );
+    let around = head > 0
+        && x[..head]
+            .iter()
+            .chain(&x[x.len() - tail..])
+            .any(|w| !is_stopword(w));
+    (around && !sx.is_empty() && !sy.is_empty() && sx.is_disjoint(&sy)).then_some((sx, sy))
+}
+
+/// Every entity-like token of a text (names, numbers, paths, identifiers, URLs, e-mail
+/// addresses) as a comparable key, and the number words from one to twenty and the tens
+/// as their digits ("thirty days" and "30 days" name the same number): the entities two
+/// restatements of a fact must not disagree on.
+pub fn entity_keys(text: &str) -> BTreeSet<String> {
+    let mut keys: BTreeSet<String> = entities(text).iter().map(entity_key).collect();
+    keys.extend(
+        tokens(text)
+            .iter()
+            .filter_map(|t| number_word(t))
+            .map(|n| n.to_string()),
+    );
+    keys
+}
+
+fn entity_key(e: &Entity) -> String {
+    match e.kind {
+        EntityKind::ProperNoun => tokens(&e.text)
+            .iter()
+            .map(|t| stem_token(t))
+            .collect::<Vec<_>>()
+            .join(" "),
+        EntityKind::Number => e.text.clone(),
+        _ => e.text.to_lowercase(),
+    }
+}
+
+/// The value of an English number word (one to twenty, the tens to ninety).
+fn number_word(token: &str) -> Option<u32> {
+    const WORDS: [&str; 20] = [
+        "one",
+        "two",
+        "three",
+        "four",
+        "five",
+        "six",
+        "seven",
+        "eight",
+        "nine",
+        "ten",
+        "eleven",
+        "twelve",
+        "thirteen",
+        "fourteen",
+        "fifteen",
+        "sixteen",
+        "seventeen",
+        "eighteen",
+        "nineteen",
+        "twenty",
+    ];
+    const TENS: [&str; 7] = [
+        "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety",
+    ];
+    if let Some(i) = WORDS.iter().position(|w| *w == token) {
+        return Some(i as u32 + 1);
+    }
+    TENS.iter()
+        .position(|w| *w == token)
+        .map(|i| (i as u32 + 3) * 10)
+}
+
+/// Two texts disagree in names or numbers when each names something the other does not
+/// (a text that names nothing, or only what the other names, disagrees with nothing).
+pub fn names_differ(a: &BTreeSet<String>, b: &BTreeSet<String>) -> bool {
+    a.difference(b).next().is_some() && b.difference(a).next().is_some()
+}
+
 /// The entities of `claim` that no source contains.
 pub fn invented_entities(claim: &str, sources: &[&str]) -> Vec<Entity> {
     let vocab = vocabulary(sources.iter().copied());
@@ -723,6 +837,60 @@ mod tests {
             assert_eq!(round3(similarity(a, b)), want, "similarity({a:?}, {b:?})");
             assert_eq!(round3(similarity(b, a)), want, "similarity is symmetric");
         }
+    }
+
+    #[test]
+    fn a_swapped_stretch_gives_one_thing_two_values() {
+        let sw = |a: &str, b: &str| swapped(&Prepared::new(a), &Prepared::new(b));
+        let (x, y) = sw(
+            "I prefer dark mode in every editor.",
+            "I prefer light mode in every editor.",
+        )
+        .unwrap();
+        assert_eq!((x.len(), y.len()), (1, 1));
+        assert!(x.contains("dark") && y.contains("light"));
+        assert!(sw(
+            "My daughter is allergic to dairy.",
+            "My daughter is allergic to eggs."
+        )
+        .is_some());
+        // Only stopwords around the stretch: nothing says it is the same thing.
+        assert!(sw(
+            "My sister is a software engineer.",
+            "My brother is a lawyer."
+        )
+        .is_none());
+        // A different beginning, a shared word inside the stretch, nothing around it.
+        assert!(sw("I live in Lisbon.", "My home is in Lisbon.").is_none());
+        assert!(sw("The cat's name is Luna.", "Our cat is called Luna.").is_none());
+        assert!(sw("I live in Lisbon.", "I live in Lisbon now.").is_none());
+        assert!(sw("Dark mode.", "Light theme.").is_none());
+        assert!(sw("same", "same").is_none());
+    }
+
+    #[test]
+    fn entity_keys_read_number_words_and_stem_names() {
+        let k = entity_keys("We meet on Tuesdays for thirty minutes at 9:30.");
+        assert!(
+            k.contains("tuesday") && k.contains("30") && k.contains("9:30"),
+            "{k:?}"
+        );
+        assert_eq!(
+            entity_keys("Logs are kept for 30 days."),
+            entity_keys("Logs are kept for thirty days.")
+        );
+        assert!(names_differ(
+            &entity_keys("I live in Lisbon."),
+            &entity_keys("I live in Porto.")
+        ));
+        assert!(!names_differ(
+            &entity_keys("I live in Lisbon."),
+            &entity_keys("My home is in Lisbon.")
+        ));
+        assert!(!names_differ(
+            &entity_keys("The CI takes twenty minutes."),
+            &entity_keys("CI is slow.")
+        ));
     }
 
     #[test]

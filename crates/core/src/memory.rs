@@ -596,6 +596,9 @@ pub struct GateResult {
     pub passed: bool,
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub detail: String,
+    /// For a gate that failed, why, in words (what `dream explain` prints).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub why: String,
 }
 
 impl GateResult {
@@ -612,7 +615,14 @@ impl GateResult {
             threshold: threshold.into(),
             passed,
             detail: String::new(),
+            why: String::new(),
         }
+    }
+
+    /// The same row with the words that say why it failed.
+    pub fn why(mut self, why: impl Into<String>) -> GateResult {
+        self.why = why.into();
+        self
     }
 
     /// The same row with a detail (untraceable words, the nearest fact, ...).

@@ -217,7 +217,8 @@ pub enum Chatter {
     /// said before and cannot stand alone.
     Context,
     /// A thing's passing state, not a person's: "finished", "failed", "is running", "was
-    /// slow", "took 40 seconds".
+    /// slow", "took 40 seconds"; and the weather ("Rainy weather again today.", "Sunny
+    /// and warm."), which passes by the day.
     Status,
     /// Fewer than three content words (two for a sentence about the speaker), or only
     /// small-talk words.
@@ -572,10 +573,10 @@ const PERSON_SUBJECTS: &[&str] = &[
     "i", "im", "ive", "id", "ill", "me", "we", "weve", "wed", "were",
 ];
 
-/// Verbs of a thing's passing state.
+/// Verbs of a thing's passing state, and the weather's words.
 static STATUS: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
     regex::Regex::new(
-        r"\b(?:finished|finishes|passed|passes|passing|failed|fails|failing|succeeded|completed|crashed|broke|timed out|took \d+|(?:is|are|was|were) (?:still )?(?:running|down|up|broken|green|red|slow|fast|terrible|awful|flaky|busy|crazy|done|ready|back|stuck|raining|hanging|loading|offline|online)|came back|went down|hung|stalled)\b",
+        r"\b(?:finished|finishes|passed|passes|passing|failed|fails|failing|succeeded|completed|crashed|broke|timed out|took \d+|(?:is|are|was|were) (?:still )?(?:running|down|up|broken|green|red|slow|fast|terrible|awful|flaky|busy|crazy|done|ready|back|stuck|raining|hanging|loading|offline|online)|came back|went down|hung|stalled|weather|rainy|raining|drizzl\w*|sunny|snowy|snowing|cloudy|windy|foggy|stormy|overcast)\b",
     )
     .expect("a valid pattern")
 });
@@ -838,6 +839,17 @@ pub fn worth_keeping_once(sentence: &str) -> bool {
     !not_a_fact(sentence) && specific(sentence)
 }
 
+/// The block a fact of this category belongs in, for the categories that name one:
+/// identity, preferences and commitments in human, event in episodes, persona in persona.
+pub fn block_of_category(category: &str) -> Option<Block> {
+    match category {
+        "identity" | "preferences" | "commitments" => Some(Block::Human),
+        "event" => Some(Block::Episodes),
+        "persona" => Some(Block::Persona),
+        _ => None,
+    }
+}
+
 /// Category and block of a fact, by phrase rules checked in this order: persona,
 /// commitments, preferences, identity, events, project; anything else is `knowledge` in
 /// scratch.
@@ -1043,6 +1055,8 @@ mod tests {
                 Chatter::Status,
             ),
             ("The migration took 40 seconds.", Chatter::Status),
+            ("Rainy weather again today.", Chatter::Status),
+            ("Sunny and warm in Lisbon this afternoon.", Chatter::Status),
             ("[shared an image: a photo of a lake]", Chatter::Unusable),
             ("Here is the key: [redacted:openai-key]", Chatter::Unusable),
             ("Big deal.", Chatter::TooShort),

@@ -45,6 +45,23 @@ pub struct Report {
     /// The digest this cycle wrote (or found unchanged), relative to the repo.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub digest: Option<String>,
+    /// Which stages the cycle ran (the heartbeat counts streaks over the cycles that ran a
+    /// stage).
+    pub plan: Ran,
+    /// Lines the cycle's own stages (not the maintenance passes) added to
+    /// memory/episodes.md: episodes kept, however they were written.
+    pub episodes_lines: usize,
+    /// What the heartbeat warns about after this cycle (`heartbeat.rs`); `dream run` exits
+    /// with the warning code when there is any.
+    pub warnings: Vec<crate::heartbeat::Warning>,
+}
+
+/// The stages a cycle ran.
+#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq, Eq)]
+pub struct Ran {
+    pub reflect: bool,
+    pub passes: bool,
+    pub digest: bool,
 }
 
 #[derive(Debug, Clone, Default, Serialize)]
@@ -54,16 +71,33 @@ pub struct Window {
     pub clusters: usize,
     /// Clusters holding at least one event no cycle has reflected on.
     pub with_new: usize,
+    /// Reflect prompts: one per cluster with new events, or several for a cluster with more
+    /// new events than `cluster.max_events_per_prompt`, plus the single-mention calls.
+    pub prompts: usize,
+    /// Events this cycle looked at for the first time (clustered, found to be noise, or
+    /// passed over by the single-mention pre-filter).
+    pub new_events: usize,
     /// New events no cluster holds that may say something (owner messages with a sentence
-    /// that is not chatter), shown to the reflector per session, and in how many calls.
+    /// that is not chatter), shown to the reflector per session, and in how many calls
+    /// (counted in `prompts`).
     pub singles: usize,
     pub single_calls: usize,
     /// Events shown to the reflector in the calls that returned (an event shown in two
-    /// calls counts twice).
+    /// calls counts twice; earlier events shown beside new ones count too).
     pub shown: usize,
+    /// Prompts reflected on (`reflected + pending = prompts`).
     pub reflected: usize,
-    /// Clusters left for the next cycle (budget reached, or the call failed).
+    /// Prompts left for the next cycle (budget reached, the call failed, was not started
+    /// after the server was found unavailable, or was held).
     pub pending: usize,
+    /// Of those, held for failing the same way in the last cycles (see `llm::plan`).
+    pub held: usize,
+    /// New events a model saw in a reflected prompt (marked as seen).
+    pub seen: usize,
+    /// Reflect calls that failed in a way that would repeat, and those held for it (see
+    /// `llm::plan`); `None` when the cycle did not reflect.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failures: Option<Vec<crate::llm::plan::Failure>>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
@@ -111,6 +145,9 @@ pub struct DecisionRow {
     /// The proposer's own reason (the model's, or the offline reflector's).
     #[serde(skip_serializing_if = "String::is_empty")]
     pub proposer: String,
+    /// For a refused candidate, the gate that refused it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gate: Option<String>,
 }
 
 /// What one maintenance pass did. Model proposals balance
@@ -126,6 +163,11 @@ pub struct PassSummary {
     pub refused: usize,
     /// Mutations the engine applied on its own (backstops).
     pub engine: usize,
+    /// Engine backstops the loss guard held back (counted apart from the model's).
+    pub engine_refused: usize,
+    /// Mutations, the model's and the engine's, the loss guard held back: over
+    /// `retention.max_loss_share`, or a protected fact's words lost.
+    pub held: usize,
     pub mutations: Vec<MutationRow>,
 }
 
@@ -152,10 +194,25 @@ pub struct MutationRow {
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Tokens {
     pub cap: u64,
+    /// Tokens charged: the usage servers reported, else the estimate (see `llm::budget`).
     pub spent: u64,
+    /// Calls a server answered (or may have: timeouts).
     pub calls: u64,
+    /// Calls that never reached a server (connection refused): not charged.
+    pub unanswered: u64,
     /// Calls not started because they could have crossed the cap.
     pub refused_calls: u64,
+    /// What the cycle learnt about the model's tokenizer, for the next cycle's estimates.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub calibration: Option<Calibration>,
+}
+
+/// The ratio of reported to plain estimated prompt tokens a model showed (the largest).
+#[derive(Debug, Clone, Serialize)]
+pub struct Calibration {
+    /// The provider's tokenizer key (model and server).
+    pub model: String,
+    pub ratio: f64,
 }
 
 impl Tokens {
@@ -164,7 +221,9 @@ impl Tokens {
             cap,
             spent: s.spent,
             calls: s.calls,
+            unanswered: s.unanswered,
             refused_calls: s.refused,
+            calibration: None,
         }
     }
 }
@@ -180,6 +239,14 @@ pub struct CommitRow {
     pub stage: String,
     pub commit: String,
     pub subject: String,
+}
+
+fn held(n: usize) -> String {
+    if n > 0 {
+        format!(" ({n} held: see degraded stages)")
+    } else {
+        String::new()
+    }
 }
 
 impl Report {
@@ -229,11 +296,30 @@ impl Report {
             "  cluster     {} events in the {}-day window, {} clusters, {} with new events",
             w.events, w.days, w.clusters, w.with_new
         );
-        let _ = writeln!(
-            o,
-            "  reflect     {} clusters and sessions reflected ({} single mentions in {} calls), {} left pending",
-            w.reflected, w.singles, w.single_calls, w.pending
-        );
+        let cluster_prompts = w.prompts.saturating_sub(w.single_calls);
+        if cluster_prompts > w.with_new || w.single_calls > 0 {
+            let _ = writeln!(
+                o,
+                "  reflect     {} prompts ({} for {} clusters, {} for {} single mentions): {} reflected ({} new events seen), {} left pending{}",
+                w.prompts,
+                cluster_prompts,
+                w.with_new,
+                w.single_calls,
+                w.singles,
+                w.reflected,
+                w.seen,
+                w.pending,
+                held(w.held)
+            );
+        } else {
+            let _ = writeln!(
+                o,
+                "  reflect     {} clusters reflected, {} left pending{}",
+                w.reflected,
+                w.pending,
+                held(w.held)
+            );
+        }
         let _ = writeln!(
             o,
             "  candidates  {} proposed = {} promoted + {} episodes + {} queued + {} reinforced + {} refused",
@@ -246,21 +332,42 @@ impl Report {
                 self.episodes_expired
             );
         }
-        let idle = self.passes.iter().all(|p| p.proposed == 0 && p.engine == 0);
+        let idle = self
+            .passes
+            .iter()
+            .all(|p| p.proposed == 0 && p.engine == 0 && p.engine_refused == 0);
         if idle && !self.passes.is_empty() {
             let names: Vec<&str> = self.passes.iter().map(|p| p.pass.as_str()).collect();
-            let _ = writeln!(o, "  passes      nothing to do ({})", names.join(", "));
+            let failed: Vec<&str> = names
+                .iter()
+                .copied()
+                .filter(|n| self.degraded.iter().any(|d| d.stage == *n))
+                .collect();
+            if failed.is_empty() {
+                let _ = writeln!(o, "  passes      nothing to do ({})", names.join(", "));
+            } else {
+                let _ = writeln!(
+                    o,
+                    "  passes      nothing applied; {} degraded (see degraded stages)",
+                    failed.join(", ")
+                );
+            }
         }
         for (n, p) in self.passes.iter().enumerate().filter(|_| !idle) {
             let _ = writeln!(
                 o,
-                "  {:<10}  {:<8} {} proposed = {} accepted + {} refused; {} engine-enforced",
+                "  {:<10}  {:<8} {} proposed = {} accepted + {} refused; {} engine-enforced{}",
                 if n == 0 { "passes" } else { "" },
                 p.pass,
                 p.proposed,
                 p.accepted,
                 p.refused,
-                p.engine
+                p.engine,
+                if p.held > 0 {
+                    format!("; {} held by the loss guard", p.held)
+                } else {
+                    String::new()
+                }
             );
         }
         let sk = &self.skills;
@@ -288,10 +395,15 @@ impl Report {
         let t = &self.tokens;
         let _ = writeln!(
             o,
-            "  tokens      {} of {} ({} calls{})",
+            "  tokens      {} of {} ({} calls{}{})",
             t.spent,
             t.cap,
             t.calls,
+            if t.unanswered > 0 {
+                format!(", {} unanswered: server not reached", t.unanswered)
+            } else {
+                String::new()
+            },
             if t.refused_calls > 0 {
                 format!(", {} not started: budget reached", t.refused_calls)
             } else {
@@ -369,6 +481,13 @@ impl Report {
         }
         for n in &self.notes {
             let _ = writeln!(o, "  note: {n}");
+        }
+        if !self.warnings.is_empty() {
+            let _ = writeln!(o, "\n  heartbeat warnings (dream status shows them too):");
+            for w in &self.warnings {
+                let _ = writeln!(o, "    [{}] {}", w.rule, w.cause);
+                let _ = writeln!(o, "      fix: {}", w.fix);
+            }
         }
         if !self.commits.is_empty() {
             let _ = writeln!(o, "\n  commits:");

@@ -222,11 +222,9 @@ fn apply_fact(
     let last = dates.iter().max().copied().unwrap_or(today);
 
     // A restatement of an active fact (other than the one it supersedes) reinforces it.
-    let restated = route::nearest(memory, text, 1).into_iter().find(|n| {
-        n.similarity >= config.promote.reinforce_similarity
-            && n.same_polarity
-            && card.supersedes.as_deref() != Some(n.fact_id.as_str())
-    });
+    let restated = route::nearest(memory, text, 1, &route::Restating::s6(config))
+        .into_iter()
+        .find(|n| n.restates && card.supersedes.as_deref() != Some(n.fact_id.as_str()));
     if let Some(n) = restated {
         let fact = memory
             .get_mut(&n.fact_id)

@@ -16,6 +16,8 @@
 //!
 //! Pure functions over the gated candidate, the active facts and the judge's verdict.
 
+use std::collections::{BTreeSet, HashMap};
+
 use crate::config::Config;
 use crate::gates::Gated;
 use crate::llm::Verdict;
@@ -58,14 +60,77 @@ impl Outcome {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Near {
     pub fact_id: String,
+    /// S6 similarity.
     pub similarity: f64,
     pub same_polarity: bool,
+    /// Euclidean distance between the two texts' vectors, when the embedder's are used.
+    pub distance: Option<f64>,
+    /// The candidate restates the fact ([`restates`]).
+    pub restates: bool,
 }
 
-/// The `k` active facts most similar to `text` (S6 similarity, an episode by what it says
-/// without its day), most similar first.
-pub fn nearest(memory: &Memory, text: &str, k: usize) -> Vec<Near> {
-    nearest_cached(memory, text, k, &mut measures::PreparedCache::default())
+/// How candidates are compared with facts: S6 similarity, and the vectors of an embedder
+/// whose restatement distance was measured.
+#[derive(Debug, Clone, Copy)]
+pub struct Restating<'a> {
+    pub reinforce_similarity: f64,
+    /// The embedder's restatement distance, and vectors by text (the candidate's and the
+    /// facts'); a text without one is compared by S6 alone.
+    pub vectors: Option<(f64, &'a HashMap<String, Vec<f32>>)>,
+}
+
+impl Restating<'_> {
+    /// S6 alone, with the config's `promote.reinforce_similarity`.
+    pub fn s6(config: &Config) -> Restating<'static> {
+        Restating {
+            reinforce_similarity: config.promote.reinforce_similarity,
+            vectors: None,
+        }
+    }
+}
+
+/// Whether the S6 measures let two texts be one fact: they agree in polarity, do not
+/// disagree in entities (`measures::entity_keys`: names, numbers, paths, identifiers;
+/// "I live in Lisbon" / "I live in Porto"), and do not give one thing two values
+/// (`measures::swapped`: "I prefer dark mode" / "I prefer light mode").
+pub fn s6_agrees(
+    a: &measures::Prepared,
+    b: &measures::Prepared,
+    entities_a: &BTreeSet<String>,
+    entities_b: &BTreeSet<String>,
+) -> bool {
+    measures::polarity_agrees_prepared(a, b)
+        && !measures::names_differ(entities_a, entities_b)
+        && measures::swapped(a, b).is_none()
+}
+
+/// Whether a candidate restates a fact (and so reinforces it): the S6 measures agree
+/// ([`s6_agrees`]), and either the two share their content words (S6 similarity >=
+/// `promote.reinforce_similarity`) or their vectors lie within the embedder's restatement
+/// distance (`within`; none for an embedder whose distances were never measured).
+pub fn restates(
+    agree: bool,
+    similarity: f64,
+    reinforce_similarity: f64,
+    distance: Option<f64>,
+    within: Option<f64>,
+) -> bool {
+    agree
+        && (similarity >= reinforce_similarity
+            || matches!((distance, within), (Some(d), Some(w)) if d <= w))
+}
+
+/// The `k` active facts nearest `text`: those it restates first, then by S6 similarity,
+/// then by vector distance (an episode by what it says without its day). A fact is near when it shares a content word, or when its
+/// vector lies within the restatement distance.
+pub fn nearest(memory: &Memory, text: &str, k: usize, rule: &Restating<'_>) -> Vec<Near> {
+    nearest_cached(
+        memory,
+        text,
+        k,
+        rule,
+        &mut measures::PreparedCache::default(),
+    )
 }
 
 /// [`nearest`], with the facts' texts tokenised once per `cache` (a stage compares every
@@ -74,28 +139,68 @@ pub fn nearest_cached(
     memory: &Memory,
     text: &str,
     k: usize,
+    rule: &Restating<'_>,
     cache: &mut measures::PreparedCache,
 ) -> Vec<Near> {
     let query = measures::Prepared::new(text);
-    let mut out: Vec<Near> = memory
-        .facts()
-        .filter_map(|(_, f)| {
-            let fact = cache.get(episode_body(&f.text));
-            let similarity = round3(measures::set_similarity(&query.content, &fact.content));
-            (similarity > 0.0).then(|| Near {
-                fact_id: f.id.clone(),
+    let query_entities = measures::entity_keys(text);
+    let query_vector = rule.vectors.and_then(|(w, v)| Some((w, v, v.get(text)?)));
+    let mut out: Vec<Near> = Vec::new();
+    for (_, f) in memory.facts() {
+        let body = episode_body(&f.text);
+        let fact = cache.get(body);
+        let similarity = round3(measures::set_similarity(&query.content, &fact.content));
+        let (distance, within) = match query_vector {
+            Some((w, vectors, q)) => (
+                vectors
+                    .get(body)
+                    .filter(|v| v.len() == q.len())
+                    .map(|v| euclidean(q, v)),
+                Some(w),
+            ),
+            None => (None, None),
+        };
+        let close = matches!((distance, within), (Some(d), Some(w)) if d <= w);
+        if similarity <= 0.0 && !close {
+            continue;
+        }
+        let agrees = s6_agrees(&query, fact, &query_entities, &measures::entity_keys(body));
+        out.push(Near {
+            fact_id: f.id.clone(),
+            similarity,
+            same_polarity: measures::polarity_agrees_prepared(&query, fact),
+            distance: distance.map(round3),
+            restates: restates(
+                agrees,
                 similarity,
-                same_polarity: measures::polarity_agrees_prepared(&query, fact),
-            })
-        })
-        .collect();
+                rule.reinforce_similarity,
+                distance,
+                within,
+            ),
+        });
+    }
     out.sort_by(|a, b| {
-        b.similarity
-            .total_cmp(&a.similarity)
+        b.restates
+            .cmp(&a.restates)
+            .then(b.similarity.total_cmp(&a.similarity))
+            .then(
+                a.distance
+                    .unwrap_or(f64::INFINITY)
+                    .total_cmp(&b.distance.unwrap_or(f64::INFINITY)),
+            )
             .then(a.fact_id.cmp(&b.fact_id))
     });
     out.truncate(k);
     out
+}
+
+/// Euclidean distance between two vectors of one length.
+fn euclidean(a: &[f32], b: &[f32]) -> f64 {
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| f64::from(x - y).powi(2))
+        .sum::<f64>()
+        .sqrt()
 }
 
 /// Decide the route of one gated candidate. `near` are the facts sent to the judge (most
@@ -158,20 +263,30 @@ pub fn route(
         GateResult::new(
             "novelty",
             format!("{:.3}", 1.0 - top_sim),
-            format!("> {:.3} (else reinforce)", 1.0 - p.reinforce_similarity),
-            top_sim < p.reinforce_similarity,
+            format!(
+                "> {:.3} and no restatement (else reinforce)",
+                1.0 - p.reinforce_similarity
+            ),
+            !top.is_some_and(|n| n.restates),
         )
         .detail(
-            top.map(|n| format!("nearest {} at similarity {:.3}", n.fact_id, n.similarity))
-                .unwrap_or_default(),
+            top.map(|n| {
+                let mut d = format!("nearest {} at similarity {:.3}", n.fact_id, n.similarity);
+                if let Some(distance) = n.distance {
+                    d.push_str(&format!(", vector distance {distance:.3}"));
+                }
+                if n.restates && n.similarity < p.reinforce_similarity {
+                    d.push_str(" (restates it by meaning: the S6 measures and the vectors agree)");
+                }
+                d
+            })
+            .unwrap_or_default(),
         ),
     );
 
-    if let Some(n) = top.filter(|n| {
-        n.similarity >= p.reinforce_similarity
-            && n.same_polarity
-            && contradicts.as_deref() != Some(n.fact_id.as_str())
-    }) {
+    if let Some(n) =
+        top.filter(|n| n.restates && contradicts.as_deref() != Some(n.fact_id.as_str()))
+    {
         return (
             Outcome::Reinforce {
                 fact_id: n.fact_id.clone(),
@@ -345,6 +460,7 @@ mod tests {
             },
             gates: vec![],
             refused: None,
+            notes: vec![],
         }
     }
 
@@ -353,6 +469,8 @@ mod tests {
             fact_id: id.into(),
             similarity: sim,
             same_polarity: true,
+            distance: None,
+            restates: sim >= 0.9,
         }
     }
 
@@ -423,6 +541,71 @@ mod tests {
         let mut event = gated(3, 2, 0.9, 1.0);
         event.block = Block::Episodes;
         assert_eq!(route(&event, &[], None, &c).0, Outcome::Promote);
+    }
+
+    #[test]
+    fn a_restatement_by_meaning_reinforces_only_when_the_s6_measures_agree() {
+        use crate::memory::{BlockFile, Fact, Memory, Origin};
+        let day = chrono::NaiveDate::from_ymd_opt(2026, 11, 2).unwrap();
+        let fact = |id: &str, text: &str| Fact {
+            id: id.into(),
+            text: text.into(),
+            category: "identity".into(),
+            origin: Origin::Auto,
+            support: vec!["e1".into()],
+            first_seen: day,
+            last_seen: day,
+            valid_from: None,
+            valid_to: None,
+            home: None,
+            extra: Default::default(),
+        };
+        let mut human = BlockFile::empty(Block::Human);
+        human.push(fact("f_lisbon", "I live in Lisbon with my partner."));
+        let memory = Memory::new(vec![human]);
+        let vectors: HashMap<String, Vec<f32>> = [
+            ("I live in Lisbon with my partner.", [1.0, 0.0]),
+            ("My home is in Lisbon, with my partner.", [0.8, 0.6]),
+            ("I live in Porto with my partner.", [0.8, 0.6]),
+            ("Far away in meaning, with my partner.", [0.0, 1.0]),
+        ]
+        .into_iter()
+        .map(|(t, v)| (t.to_string(), v.to_vec()))
+        .collect();
+        let rule = Restating {
+            reinforce_similarity: 0.9,
+            vectors: Some((0.8, &vectors)),
+        };
+        // Distance 0.632 <= 0.8, the same name: a restatement, which S6 alone misses.
+        let n = nearest(&memory, "My home is in Lisbon, with my partner.", 5, &rule);
+        assert!(n[0].restates && n[0].similarity < 0.9, "{n:?}");
+        assert_eq!(n[0].distance, Some(0.632));
+        let s6 = nearest(
+            &memory,
+            "My home is in Lisbon, with my partner.",
+            5,
+            &Restating::s6(&Config::default()),
+        );
+        assert!(!s6[0].restates && s6[0].distance.is_none());
+        let c = Config::default();
+        let (o, _, gates) = route(&gated(3, 2, 0.9, 1.0), &n, None, &c);
+        assert_eq!(
+            o,
+            Outcome::Reinforce {
+                fact_id: "f_lisbon".into()
+            }
+        );
+        assert!(
+            gates[0].detail.contains("restates it by meaning"),
+            "{:?}",
+            gates[0]
+        );
+        // As close, but another city: never.
+        let n = nearest(&memory, "I live in Porto with my partner.", 5, &rule);
+        assert!(!n[0].restates, "{n:?}");
+        // Far in meaning, though words are shared: near by S6, no restatement.
+        let n = nearest(&memory, "Far away in meaning, with my partner.", 5, &rule);
+        assert!(!n[0].restates && n[0].distance == Some(1.414), "{n:?}");
     }
 
     #[test]

@@ -9,7 +9,9 @@
 //! - is scripted per stage: it tells reflect, judge and later stages apart by the
 //!   `X-Dream-Stage` header the provider sends, and calls the [`Handler`] set with
 //!   [`FakeLlm::on`] for that stage, which sees the request (the stage's input is the user
-//!   message, parsed as JSON) and returns an [`Answer`];
+//!   message, parsed as JSON) and returns an [`Answer`]; `/embeddings` answers with the
+//!   builtin embedder's vectors unless a handler is set for stage `embed` (which answers
+//!   with [`Answer::status`] or [`Answer::raw`]: a 500, per-token vectors, ...);
 //! - injects every fault a real server shows: 5xx, 429 with `Retry-After`, slow replies and
 //!   timeouts, garbled, truncated and wrong-schema JSON, missing `usage`, a refused
 //!   `response_format`, a refused key; invented ids, names or numbers are just content a
@@ -177,6 +179,19 @@ impl Answer {
             kind: Kind::Status {
                 code,
                 body: json!({"error": {"message": message, "type": "fake_error"}}).to_string(),
+                headers: Vec::new(),
+            },
+            delay: Duration::ZERO,
+            usage: false,
+        }
+    }
+
+    /// This status with this JSON body, verbatim (for `/embeddings` replies of any shape).
+    pub fn raw(code: u16, body: Value) -> Answer {
+        Answer {
+            kind: Kind::Status {
+                code,
+                body: body.to_string(),
                 headers: Vec::new(),
             },
             delay: Duration::ZERO,
@@ -515,6 +530,25 @@ fn answer(
         }
     }
     if path.ends_with("/embeddings") {
+        // A handler set for stage "embed" decides; otherwise the builtin vectors below.
+        let handler = shared.handlers.lock().unwrap().get(stage).cloned();
+        if let Some(h) = handler.filter(|_| stage == "embed") {
+            let call = Call {
+                n: rec.n,
+                stage: stage.into(),
+                stage_n,
+                body: body.clone(),
+                input: body["input"].clone(),
+            };
+            if let Kind::Status {
+                code,
+                body,
+                headers,
+            } = h(&call).kind
+            {
+                return (code, body, headers);
+            }
+        }
         let inputs: Vec<String> = match &body["input"] {
             Value::String(s) => vec![s.clone()],
             Value::Array(a) => a

@@ -2,14 +2,38 @@
 //!
 //! Before a call the engine reserves a conservative estimate (prompt plus the most the
 //! reply may use); a reservation that could cross the cap is refused, so the call is never
-//! started. After the call the reservation is settled with the usage the server reported
-//! (or the estimate when it reported none). Reservations are taken under one lock, so the
-//! cap holds however many calls run at once: the sum of reservations in flight plus what is
-//! already spent never exceeds it.
+//! started. Reservations are taken under one lock, so the cap holds however many calls run
+//! at once: the sum of reservations in flight plus what is already spent never exceeds it.
+//!
+//! When the call returns, its reservation is replaced by what it cost, counted so that
+//! dream's total is never below the server's:
+//!
+//! | the call                                             | charged              | a call? |
+//! |------------------------------------------------------|----------------------|---------|
+//! | answered with usage (whether or not the reply parsed) | the reported usage   | yes     |
+//! | answered without usage, or timed out, or broke       | the estimate         | yes     |
+//! | answered with an error status (5xx, 429, 4xx)        | nothing reported: 0  | yes     |
+//! | never reached the server (connection refused)        | 0, reservation freed | no: `unanswered` |
+//!
+//! A timed-out call is charged its estimate because the server may still be working on it
+//! (llama.cpp's server finishes an abandoned request) and may count it.
 
 use std::sync::Mutex;
 
 use serde::Serialize;
+
+/// The token count dream charges for a text before any calibration: half its bytes,
+/// rounded up. Any tokenizer whose tokens average two bytes or more counts no more than
+/// this (English prose averages about four bytes a token; dream's JSON prompts about 2.4
+/// under a small model's tokenizer such as SmolLM2's), so a text held under a budget by
+/// this count is under it for any real model too. The provider's prompt estimate and
+/// `dream context` both count with it.
+pub fn estimate_tokens(text: &str) -> u64 {
+    (text.len() as u64).div_ceil(BYTES_PER_TOKEN)
+}
+
+/// The bytes [`estimate_tokens`] counts as one token.
+pub const BYTES_PER_TOKEN: u64 = 2;
 
 #[derive(Debug)]
 pub struct Budget {
@@ -23,8 +47,10 @@ pub struct Spend {
     pub spent: u64,
     /// Tokens reserved by calls still in flight.
     pub reserved: u64,
-    /// Calls that were started.
+    /// Calls the server answered (or may have: timeouts), each charged as above.
     pub calls: u64,
+    /// Calls that never reached the server (connection refused): not charged, not calls.
+    pub unanswered: u64,
     /// Calls not started because they could have crossed the cap.
     pub refused: u64,
     /// A server counted more tokens than estimated and the spend crossed the cap (the
@@ -71,22 +97,30 @@ impl Budget {
             return None;
         }
         s.reserved += estimate;
-        // A free call (the offline provider's) is not a model call and is not counted.
-        if estimate > 0 {
-            s.calls += 1;
-        }
         Some(Reservation { amount: estimate })
     }
 
-    /// Release a reservation and charge what the call used.
+    /// Release a reservation and charge what the call used. A free call (the offline
+    /// provider's) is not a model call and is not counted.
     pub fn settle(&self, r: Reservation, used: u64) {
         let mut inner = self.inner.lock().expect("budget lock");
         inner.spend.reserved -= r.amount;
+        if r.amount > 0 || used > 0 {
+            inner.spend.calls += 1;
+        }
         let before = inner.spend.spent;
         inner.spend.spent += used;
         if before <= self.cap && inner.spend.spent > self.cap {
             inner.spend.overrun = true;
         }
+    }
+
+    /// Release the reservation of a call that never reached the server: nothing is
+    /// charged, and it is counted as unanswered rather than as a call.
+    pub fn release(&self, r: Reservation) {
+        let mut inner = self.inner.lock().expect("budget lock");
+        inner.spend.reserved -= r.amount;
+        inner.spend.unanswered += 1;
     }
 
     pub fn spend(&self) -> Spend {
@@ -106,6 +140,9 @@ pub enum CallError {
     Budget,
     /// Started, and failed.
     Failed(super::LlmError),
+    /// Not started: an earlier call of the cycle found the server unavailable (it could
+    /// not be reached, or did not answer in time), so this one would wait or fail too.
+    Skipped(String),
 }
 
 impl std::fmt::Display for CallError {
@@ -113,13 +150,17 @@ impl std::fmt::Display for CallError {
         match self {
             CallError::Budget => write!(f, "not started: the token budget could be crossed"),
             CallError::Failed(e) => write!(f, "{e}"),
+            CallError::Skipped(why) => write!(
+                f,
+                "not started: an earlier call found the server unavailable ({why})"
+            ),
         }
     }
 }
 
 impl Budget {
-    /// Make one call under the budget: reserve `estimate`, call, and charge the reported
-    /// usage (or the estimate when the server reported none, or the call failed).
+    /// Make one call under the budget: reserve `estimate`, call, and charge it as the
+    /// module's table says.
     pub fn call<T>(
         &self,
         estimate: u64,
@@ -136,8 +177,12 @@ impl Budget {
                 self.settle(reservation, used);
                 Ok(reply)
             }
+            Err(e) if e.kind == super::LlmErrorKind::Unreachable => {
+                self.release(reservation);
+                Err(CallError::Failed(e))
+            }
             Err(e) => {
-                self.settle(reservation, estimate);
+                self.settle(reservation, e.charge(estimate));
                 Err(CallError::Failed(e))
             }
         }
@@ -147,6 +192,7 @@ impl Budget {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::llm::{LlmError, LlmErrorKind, Reply, Usage};
 
     #[test]
     fn a_call_that_could_cross_the_cap_is_not_started() {
@@ -162,12 +208,61 @@ mod tests {
                 spent: 750,
                 reserved: 0,
                 calls: 2,
+                unanswered: 0,
                 refused: 1,
                 overrun: false,
             }
         );
         assert!(b.exhausted());
-        assert!(b.reserve(0).is_some(), "free calls always fit");
+        let free = b.reserve(0).expect("free calls always fit");
+        b.settle(free, 0);
         assert_eq!(b.spend().calls, 2, "and are not counted as model calls");
+    }
+
+    fn failing(
+        kind: LlmErrorKind,
+        usage: Option<Usage>,
+    ) -> impl FnOnce() -> Result<Reply<()>, LlmError> {
+        move || {
+            Err(LlmError {
+                kind,
+                message: "x".into(),
+                usage,
+            })
+        }
+    }
+
+    #[test]
+    fn failed_calls_are_charged_what_the_server_counted() {
+        let b = Budget::new(10_000);
+        let reported = Usage {
+            prompt_tokens: 700,
+            completion_tokens: 300,
+            reported: true,
+        };
+        // A reply that did not parse, with usage: the usage, even above the estimate.
+        assert!(b
+            .call(800, failing(LlmErrorKind::Garbled, Some(reported)))
+            .is_err());
+        assert_eq!(b.spend().spent, 1000);
+        // Without usage: the estimate.
+        assert!(b.call(800, failing(LlmErrorKind::Garbled, None)).is_err());
+        assert_eq!(b.spend().spent, 1800);
+        // A timeout: the estimate (the server may finish it).
+        assert!(b.call(500, failing(LlmErrorKind::Timeout, None)).is_err());
+        assert_eq!(b.spend().spent, 2300);
+        // An error status: nothing was reported, nothing charged.
+        assert!(b.call(500, failing(LlmErrorKind::Server, None)).is_err());
+        assert_eq!(b.spend().spent, 2300);
+        assert_eq!(b.spend().calls, 4);
+        // Nothing reached the server: no charge, and not a call.
+        assert!(b
+            .call(500, failing(LlmErrorKind::Unreachable, None))
+            .is_err());
+        let s = b.spend();
+        assert_eq!(
+            (s.spent, s.calls, s.unanswered, s.reserved),
+            (2300, 4, 1, 0)
+        );
     }
 }

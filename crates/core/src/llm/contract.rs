@@ -165,12 +165,57 @@ impl<T> Reply<T> {
 pub struct LlmError {
     pub kind: LlmErrorKind,
     pub message: String,
+    /// What the server reported the call used, when it answered with usage and the reply
+    /// was still of no use (not JSON, cut off, the wrong shape): the budget charges it.
+    pub usage: Option<Usage>,
+}
+
+impl LlmError {
+    pub fn new(kind: LlmErrorKind, message: impl Into<String>) -> LlmError {
+        LlmError {
+            kind,
+            message: message.into(),
+            usage: None,
+        }
+    }
+
+    /// The same error, carrying the usage the server reported for the call (if it did).
+    pub fn with_usage(mut self, usage: Usage) -> LlmError {
+        if usage.reported && self.usage.is_none() {
+            self.usage = Some(usage);
+        }
+        self
+    }
+
+    /// The tokens the budget charges for a call that failed this way, whose reservation
+    /// was `estimate` (see `budget`): the reported usage when there is any; else the
+    /// estimate when the server may have done the work (a reply that was no use, a
+    /// timeout, a connection that broke after the request went out); else nothing (an
+    /// error status, or a server that never answered).
+    pub fn charge(&self, estimate: u64) -> u64 {
+        if let Some(u) = self.usage {
+            return u.total();
+        }
+        match self.kind {
+            LlmErrorKind::Garbled
+            | LlmErrorKind::Truncated
+            | LlmErrorKind::Timeout
+            | LlmErrorKind::Network => estimate,
+            LlmErrorKind::Unreachable
+            | LlmErrorKind::RateLimited
+            | LlmErrorKind::Server
+            | LlmErrorKind::Auth
+            | LlmErrorKind::Unsupported => 0,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum LlmErrorKind {
-    /// Could not connect, or the connection broke.
+    /// Could not connect: nothing was sent, so nothing was spent.
+    Unreachable,
+    /// The connection broke after the request was sent.
     Network,
     /// The call took longer than the per-call timeout.
     Timeout,
@@ -182,6 +227,8 @@ pub enum LlmErrorKind {
     Auth,
     /// The reply was not the JSON the contract asks for.
     Garbled,
+    /// The reply stopped at `max_tokens` before its JSON closed.
+    Truncated,
     /// This provider does not take prompts (the offline provider).
     Unsupported,
 }

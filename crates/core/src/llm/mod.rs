@@ -13,6 +13,7 @@ pub mod contract;
 pub mod offline;
 pub mod pass_prompts;
 pub mod passes;
+pub mod plan;
 pub mod prompts;
 pub mod skill;
 
@@ -29,6 +30,21 @@ pub trait Llm: Send + Sync {
     fn offline(&self) -> bool {
         false
     }
+
+    /// Names the tokenizer this provider's estimates are calibrated for (model and
+    /// server), or `None` for a provider that needs no calibration (the offline one).
+    fn tokenizer_key(&self) -> Option<String> {
+        None
+    }
+
+    /// The ratio of reported to plain estimated prompt tokens learnt so far (the largest
+    /// seen), or `None` while nothing was reported.
+    fn calibration(&self) -> Option<f64> {
+        None
+    }
+
+    /// Start from a ratio learnt in an earlier cycle (a larger one seen later wins).
+    fn set_calibration(&self, _ratio: f64) {}
 
     /// A conservative estimate of the tokens (prompt plus the most the reply may use) a
     /// reflect call on this request could spend.
@@ -61,6 +77,7 @@ pub trait Llm: Send + Sync {
         ask(self, &skill::call(req), |v| {
             skill::parse_reply(v).map_err(|message| LlmError {
                 kind: LlmErrorKind::Garbled,
+                usage: None,
                 message: format!("skills: {message}"),
             })
         })
@@ -71,6 +88,7 @@ pub trait Llm: Send + Sync {
     fn chat_json(&self, call: &ChatCall) -> Result<Reply<serde_json::Value>, LlmError> {
         Err(LlmError {
             kind: LlmErrorKind::Unsupported,
+            usage: None,
             message: format!(
                 "the {} provider does not take prompts (stage {})",
                 self.name(),
@@ -144,9 +162,23 @@ fn ask<L: Llm + ?Sized, T>(
     parse: impl FnOnce(&Value) -> Result<T, LlmError>,
 ) -> Result<Reply<T>, LlmError> {
     let reply = llm.chat_json(call)?;
-    Ok(Reply {
-        value: parse(&reply.value)?,
-        usage: reply.usage,
-        notes: reply.notes,
-    })
+    reply.parsed(parse)
+}
+
+impl Reply<Value> {
+    /// Parse the reply's JSON into a stage's contract. A reply that is not the contract
+    /// keeps the usage the server reported, so the budget charges what it counted.
+    pub fn parsed<T>(
+        self,
+        parse: impl FnOnce(&Value) -> Result<T, LlmError>,
+    ) -> Result<Reply<T>, LlmError> {
+        match parse(&self.value) {
+            Ok(value) => Ok(Reply {
+                value,
+                usage: self.usage,
+                notes: self.notes,
+            }),
+            Err(e) => Err(e.with_usage(self.usage)),
+        }
+    }
 }

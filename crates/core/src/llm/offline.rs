@@ -22,7 +22,7 @@ use super::{
     Reply, Verdict,
 };
 use crate::config::Config;
-use crate::measures::{self, Entity, EntityKind};
+use crate::measures::{self, Entity};
 use crate::phrases::{classify, lead_in, not_a_fact, sentences, worth_keeping_once};
 
 /// A sentence supports a candidate when it is at least this similar (and agrees in polarity
@@ -274,13 +274,15 @@ impl Offline {
             }
         }
         // Then what was said once and is specific: its own event is its support, unless a
-        // restated candidate already says the same.
+        // restated candidate already says the same, or its event supports one by this very
+        // sentence (it is a restatement of that candidate, not news of its own).
         for u in units.iter().filter(|u| u.once) {
             let unit = &analysed[u.event].sentences[u.sentence];
-            if taken
-                .iter()
-                .any(|t| measures::set_similarity(t, &unit.tokens) >= self.duplicate_similarity)
-            {
+            if taken.iter().any(|t| {
+                let similarity = measures::set_similarity(t, &unit.tokens);
+                similarity >= self.duplicate_similarity
+                    || (used[u.event] && similarity >= SUPPORT_SIMILARITY)
+            }) {
                 continue;
             }
             candidates.push(self.proposal(&analysed, u.event, u.sentence, &[u.event]));
@@ -338,17 +340,14 @@ impl Offline {
 
     fn verdict(&self, candidate_id: &str, text: &str, neighbours: &[super::FactView]) -> Verdict {
         let tokens = measures::content_tokens(text);
-        let names = distinguishing(text);
+        let names = measures::names_and_numbers(text);
         let mut best_dup: Option<(f64, &super::FactView)> = None;
         let mut conflict: Option<(f64, &super::FactView, String)> = None;
         for n in neighbours {
             let sim = measures::set_similarity(&tokens, &measures::content_tokens(&n.text));
             let polarity_differs = !measures::polarity_agrees(text, &n.text);
-            let other_names = distinguishing(&n.text);
-            let names_differ = !names.is_empty()
-                && !other_names.is_empty()
-                && names.difference(&other_names).next().is_some()
-                && other_names.difference(&names).next().is_some();
+            let other_names = measures::names_and_numbers(&n.text);
+            let names_differ = measures::names_differ(&names, &other_names);
             if sim >= self.duplicate_similarity && !polarity_differs && !names_differ {
                 if best_dup.is_none_or(|(s, _)| sim > s) {
                     best_dup = Some((sim, n));
@@ -392,15 +391,6 @@ impl Offline {
             reason: "no contradiction found (offline judge: conservative default)".into(),
         }
     }
-}
-
-/// Names and numbers of a text, normalized: what tells two same-subject facts apart.
-fn distinguishing(text: &str) -> BTreeSet<String> {
-    measures::entities(text)
-        .into_iter()
-        .filter(|e| matches!(e.kind, EntityKind::ProperNoun | EntityKind::Number))
-        .map(|e| measures::normalize(&e.text))
-        .collect()
 }
 
 impl Llm for Offline {

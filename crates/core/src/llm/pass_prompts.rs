@@ -103,16 +103,26 @@ fn to_json<T: serde::Serialize>(v: &T) -> String {
     serde_json::to_string_pretty(v).expect("requests serialize")
 }
 
-/// The entries of a reply's list: `{"key":[...]}` (or a bare list). A missing or null key
-/// is an empty proposal; anything else is garbled.
+/// The entries of a reply's list: `{"key":[...]}` (or a bare list). An empty object or a
+/// null list is an empty proposal; an object without the key (a model answering
+/// `{"facts":[...]}` to the merge pass) is off the contract, and garbled like anything else.
 fn entries<'a>(value: &'a Value, key: &str) -> Result<Vec<&'a Value>, LlmError> {
     let garbled = |what: String| LlmError {
         kind: LlmErrorKind::Garbled,
+        usage: None,
         message: format!("the {key} reply is not the contract's object: {what}"),
     };
     match value {
         Value::Object(m) => match m.get(key) {
-            None | Some(Value::Null) => Ok(Vec::new()),
+            None if m.is_empty() => Ok(Vec::new()),
+            None => {
+                let keys: Vec<&str> = m.keys().map(String::as_str).take(6).collect();
+                Err(garbled(format!(
+                    "it has no `{key}` list (it has {})",
+                    keys.join(", ")
+                )))
+            }
+            Some(Value::Null) => Ok(Vec::new()),
             Some(Value::Array(a)) => Ok(a.iter().collect()),
             Some(Value::Object(_)) => Ok(vec![&m[key]]),
             Some(other) => Err(garbled(format!("`{key}` is {}", kind(other)))),
@@ -262,6 +272,14 @@ mod tests {
         assert_eq!(e.kind, LlmErrorKind::Garbled);
         assert!(e.message.contains("`drop` is a string"), "{}", e.message);
         assert!(parse_forget(&json!("no")).is_err());
+        let e = parse_merge(&json!({"facts": [{"text": "x"}]})).unwrap_err();
+        assert_eq!(e.kind, LlmErrorKind::Garbled);
+        assert!(
+            e.message.contains("no `merge` list (it has facts)"),
+            "{}",
+            e.message
+        );
+        assert!(parse_promote(&json!({})).unwrap().promote.is_empty());
     }
 
     #[test]

@@ -101,6 +101,7 @@ pub fn judge_call(req: &JudgeRequest, max_tokens: u64) -> ChatCall {
 fn garbled(message: String) -> LlmError {
     LlmError {
         kind: LlmErrorKind::Garbled,
+        usage: None,
         message,
     }
 }
@@ -130,6 +131,23 @@ pub fn extract_json(content: &str) -> Result<Value, String> {
     } else {
         format!("the reply is not valid JSON: {shown:?}{more}")
     })
+}
+
+/// The first JSON value in a reply that was cut off at the token limit: the value that
+/// starts at the reply's first `{` or `[` (after any `<think>` section), if it closed
+/// before the cut. Unlike [`extract_json`] it never falls back to an inner object, which
+/// in a truncated reply is a fragment (one candidate), not the answer.
+pub fn extract_first_json(content: &str) -> Result<Value, String> {
+    let mut text = content.trim();
+    if let Some(end) = text.find("</think>") {
+        text = text[end + "</think>".len()..].trim();
+    }
+    let Some((start, open)) = text.char_indices().find(|(_, c)| *c == '{' || *c == '[') else {
+        return Err("the reply holds no JSON".into());
+    };
+    balanced_end(&text[start..], open)
+        .and_then(|end| serde_json::from_str::<Value>(&text[start..start + end]).ok())
+        .ok_or_else(|| "the reply's JSON does not close".into())
 }
 
 /// The byte length of the bracketed value at the start of `s`, if it closes.
@@ -320,6 +338,18 @@ mod tests {
             .contains("not valid JSON"));
         let cut = r#"{"candidates": [{"text": "I live in Lis"#;
         assert!(extract_json(cut).is_err(), "a truncated object is not JSON");
+        // Cut off after a whole inner object: the scan finds the fragment, the first-value
+        // reading (for replies that stopped at the token limit) does not.
+        let cut = r#"{"candidates": [{"text": "I live in Lisbon.", "block": "human"}, {"text": "I"#;
+        assert_eq!(extract_json(cut).unwrap()["text"], "I live in Lisbon.");
+        assert!(extract_first_json(cut).is_err());
+        assert_eq!(
+            extract_first_json(
+                "```json\n{\"candidates\": []}\n``` and then some prose that was cu"
+            )
+            .unwrap(),
+            want
+        );
     }
 
     #[test]

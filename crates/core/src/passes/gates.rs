@@ -39,6 +39,8 @@ pub struct Before {
     pinned: BTreeMap<String, String>,
     /// Episodes, which the passes leave to their own rules (see `episodes.rs`).
     episodes: BTreeSet<String>,
+    /// Fact id -> the last day an agent used it (`recall`, a cited id).
+    last_used: BTreeMap<String, NaiveDate>,
 }
 
 impl Before {
@@ -54,6 +56,7 @@ impl Before {
                 .collect(),
             archived,
             pinned,
+            last_used: BTreeMap::new(),
             episodes: BTreeSet::new(),
         }
     }
@@ -62,6 +65,17 @@ impl Before {
     pub fn with_episodes(mut self, ids: BTreeSet<String>) -> Before {
         self.episodes = ids;
         self
+    }
+
+    /// The same memory, with the last day an agent used each fact.
+    pub fn with_uses(mut self, last_used: BTreeMap<String, NaiveDate>) -> Before {
+        self.last_used = last_used;
+        self
+    }
+
+    /// The last day an agent used `id`, if one did.
+    pub fn last_used(&self, id: &str) -> Option<NaiveDate> {
+        self.last_used.get(id).copied()
     }
 
     pub fn get(&self, id: &str) -> Option<&(Block, Fact)> {
@@ -151,6 +165,15 @@ impl Checked {
     ) {
         self.gates
             .push(GateResult::new(gate, value, threshold.to_string(), passed));
+    }
+
+    /// Add a check made outside these gates (the loss guard): its measured value, and
+    /// the refusal when it failed.
+    pub fn add(&mut self, gate: GateResult, refusal: Option<String>) {
+        self.gates.push(gate);
+        if let Some(r) = refusal {
+            self.refuse(r);
+        }
     }
 
     /// A measured value by gate name, for commit lines.
@@ -601,6 +624,17 @@ fn capacity_rank(
     (Some(rank), keys.len())
 }
 
+/// Days since a fact was last of any use: the later of its last sighting (a restating
+/// event) and its last use by an agent, and that day.
+pub fn days_unused(
+    fact: &Fact,
+    last_used: Option<NaiveDate>,
+    today: NaiveDate,
+) -> (i64, NaiveDate) {
+    let last = last_used.map_or(fact.last_seen, |u| u.max(fact.last_seen));
+    ((today - last).num_days(), last)
+}
+
 /// The policy under which a fact was verified forgettable.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Verified {
@@ -664,18 +698,40 @@ pub fn check_forget(
             fact.last_seen
         ),
     };
+    let unused = retention.unused_after_days.map(|n| {
+        let (idle, last) = days_unused(fact, before.last_used(item_id), today);
+        (i64::from(n), idle, last)
+    });
+    let is_unused = unused.is_some_and(|(n, idle, _)| idle > n);
+    if let Some((n, idle, _)) = unused {
+        c.measure("days_unused", idle, format!("> {n}"), is_unused);
+    }
+    let as_unused = || {
+        let (n, idle, last) = unused.expect("checked");
+        Verified {
+            policy: format!("unused_after_days={n}"),
+            detail: format!(
+                "neither used by an agent nor seen since {last}, {idle} days ago, over unused_after_days {n}"
+            ),
+        }
+    };
     let as_capacity = || {
         Verified {
         policy: format!("max_active_facts={max}"),
         detail: format!("{active_now} active facts, {over} over max_active_facts {max}; salience {sal:.3} is among the {over} lowest"),
     }
     };
-    // When both hold, the one claimed is recorded; otherwise the one that holds.
+    // When several hold, the one claimed is recorded; otherwise the one that holds.
     let claims_capacity = p.policy.contains("capacity") || p.policy.contains("max_active");
-    let verified = if lowest && (claims_capacity || !stale) {
+    let claims_unused = p.policy.contains("unused");
+    let verified = if lowest && (claims_capacity || !(stale || is_unused)) {
         Some(as_capacity())
+    } else if is_unused && (claims_unused || !stale) {
+        Some(as_unused())
     } else if stale {
         Some(as_stale())
+    } else if lowest {
+        Some(as_capacity())
     } else {
         let capacity = if over == 0 {
             format!("{active_now} active facts <= max_active_facts {max}")
@@ -685,8 +741,12 @@ pub fn check_forget(
                 .unwrap_or_else(|| "not eligible".into());
             format!("{active_now} active facts, {over} over max_active_facts {max}, but its salience {sal:.3} ({r}) is not among the {over} lowest")
         };
+        let unused_text = match unused {
+            Some((n, idle, _)) => format!(", unused for {idle} days (unused_after_days {n})"),
+            None => String::new(),
+        };
         c.refuse(format!(
-            "{item_id} qualifies under no policy: last seen {age} days ago (stale_after_days {stale_after}) and {capacity}"
+            "{item_id} qualifies under no policy: last seen {age} days ago (stale_after_days {stale_after}){unused_text} and {capacity}"
         ));
         None
     };
@@ -764,12 +824,7 @@ pub fn engine_direction<'a>(a: &'a Fact, b: &'a Fact) -> (&'a Fact, &'a Fact) {
 /// The block the engine moves a scratch fact to, by category: identity, preferences and
 /// commitments to human, events to episodes, facts about the assistant to persona.
 pub fn engine_target(category: &str) -> Option<Block> {
-    match category {
-        "identity" | "preferences" | "commitments" => Some(Block::Human),
-        "event" => Some(Block::Episodes),
-        "persona" => Some(Block::Persona),
-        _ => None,
-    }
+    crate::phrases::block_of_category(category)
 }
 
 #[cfg(test)]
@@ -1254,6 +1309,34 @@ mod tests {
             &c,
             "f_old was already removed by an earlier mutation in this pass (forgotten)",
         );
+    }
+
+    #[test]
+    fn unused_facts_qualify_only_under_their_own_policy_and_a_use_defers_it() {
+        let today = day(TODAY);
+        let none = Ledger::default();
+        let f = Forget {
+            item_id: "f_air".into(),
+            reason: "never used".into(),
+            policy: "unused".into(),
+        };
+        // Off by default: f_air (seen 4 days ago) qualifies under nothing.
+        let (c, v) = check_forget(&f, &before(), &none, &retention(200), today);
+        assert!(!c.passed() && v.is_none());
+        // With unused_after_days = 3 it qualifies, and the policy recorded is its own.
+        let mut r = retention(200);
+        r.unused_after_days = Some(3);
+        let (c, v) = check_forget(&f, &before(), &none, &r, today);
+        assert!(c.passed(), "{c:?}");
+        let v = v.unwrap();
+        assert_eq!(v.policy, "unused_after_days=3");
+        assert!(v.detail.contains("4 days ago"), "{}", v.detail);
+        // An agent used it two days ago: not unused any more.
+        let mut uses = BTreeMap::new();
+        uses.insert("f_air".to_string(), today - chrono::Duration::days(2));
+        let (c, v) = check_forget(&f, &before().with_uses(uses), &none, &r, today);
+        assert!(v.is_none());
+        assert_refused(&c, "unused for 2 days (unused_after_days 3)");
     }
 
     #[test]

@@ -1,9 +1,11 @@
 //! The maintenance passes' pure half (SPEC S4 step 9): `gates` checks every dedupe,
-//! merge, promote and forget proposal against the pre-pass state, and `record` is the
-//! commit-line format those mutations are written in and `dream verify` reads back.
+//! merge, promote and forget proposal against the pre-pass state, `loss` is the guard on
+//! what a cycle's passes take out of memory in all, and `record` is the commit-line format
+//! those mutations are written in and `dream verify` reads back.
 //! The sequencing (ask the model, gate, apply, commit) is `dream::stages::passes`.
 
 pub mod gates;
+pub mod loss;
 pub mod record;
 
 use crate::commit::Stage;

@@ -8,10 +8,12 @@
 //! ```
 //!
 //! The first word is the verdict: `accepted` (proposed by the model and applied), `engine`
-//! (an engine backstop, applied), `refused` (proposed and not applied; `refusal` says why).
-//! The second is the operation. Values that hold anything but letters, digits and `_.:/@+-,=`
-//! are JSON strings. A pass commit also carries a trailer
-//! `Dream-Counts: proposed=N accepted=N refused=N engine=N`.
+//! (an engine backstop, applied), `refused` (not applied; `refusal` says why). A refused
+//! line with `by=engine` is an engine backstop the loss guard held back; every other
+//! refused line was the model's proposal. The second word is the operation. Values that
+//! hold anything but letters, digits and `_.:/@+-,=` are JSON strings. A pass commit also
+//! carries a trailer `Dream-Counts: proposed=N accepted=N refused=N engine=N`, followed by
+//! `engine_refused=N` when the loss guard held back an engine backstop.
 
 /// One mutation line.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -100,15 +102,22 @@ pub struct Counts {
     pub accepted: usize,
     pub refused: usize,
     pub engine: usize,
+    /// Engine backstops the loss guard held back (not the model's: `proposed` does not
+    /// count them).
+    pub engine_refused: usize,
 }
 
 impl Counts {
     /// The value of the `Dream-Counts:` trailer.
     pub fn trailer_value(&self) -> String {
-        format!(
+        let mut v = format!(
             "proposed={} accepted={} refused={} engine={}",
             self.proposed, self.accepted, self.refused, self.engine
-        )
+        );
+        if self.engine_refused > 0 {
+            v.push_str(&format!(" engine_refused={}", self.engine_refused));
+        }
+        v
     }
 
     pub fn parse_trailer(value: &str) -> Option<Counts> {
@@ -121,6 +130,7 @@ impl Counts {
                 "accepted" => c.accepted = n,
                 "refused" => c.refused = n,
                 "engine" => c.engine = n,
+                "engine_refused" => c.engine_refused = n,
                 _ => return None,
             }
         }
@@ -156,7 +166,17 @@ mod tests {
             accepted: 1,
             refused: 2,
             engine: 4,
+            engine_refused: 0,
         };
+        assert_eq!(
+            c.trailer_value(),
+            "proposed=3 accepted=1 refused=2 engine=4"
+        );
         assert_eq!(Counts::parse_trailer(&c.trailer_value()), Some(c));
+        let held = Counts {
+            engine_refused: 2,
+            ..c
+        };
+        assert_eq!(Counts::parse_trailer(&held.trailer_value()), Some(held));
     }
 }

@@ -1,0 +1,14 @@
+//! The agent side: what agents load and search, and how it reaches them.
+//!
+//! dream writes a memory; agents must read it. [`context`] loads the repository and hands
+//! it to the pure ranking in `dream_core::context` (`dream context`, the file each cycle
+//! writes); [`hooks`] installs that context into Claude Code and Codex for the current user
+//! (and takes it out again, byte for byte); [`mcp`] serves `recall`, `explain` and
+//! `remember` over the Model Context Protocol; [`uses`] records which facts agents used,
+//! for the optional `retention.unused_after_days` policy. None of it writes durable memory:
+//! the cycle decides.
+
+pub mod context;
+pub mod hooks;
+pub mod mcp;
+pub mod uses;
