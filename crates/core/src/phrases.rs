@@ -209,9 +209,11 @@ pub enum Chatter {
     Greeting,
     /// It thinks aloud: it starts with "hmm", "let me", "I wonder", "maybe", "might", ...
     Thought,
-    /// It reacts to what was said ("wow", "that's great", "can't wait"), speaks about
-    /// the listener ("you", "your") other than to instruct the assistant, or only says
-    /// how the speaker feels or is right now ("I'm so tired", "I'm almost done").
+    /// It reacts to what was said ("wow", "that's great", "can't wait"), appraises what
+    /// was shown or said ("That cake looks amazing!", "Family time is great!"), cheers
+    /// someone on ("Way to go!", "Keep going!"), speaks about the listener ("you",
+    /// "your") other than to instruct the assistant, or only says how the speaker feels or
+    /// is right now ("I'm so tired", "I'm almost done").
     Reaction,
     /// Its subject is a bare pronoun ("it", "that", "they", ...): it leans on what was
     /// said before and cannot stand alone.
@@ -392,6 +394,21 @@ const REACTION_STARTS: &[&str] = &[
     "appreciate ",
     "keep it up",
     "keep up ",
+    "keep going",
+    "keep pushing",
+    "keep chasing",
+    "ill keep ",
+    "i ll keep ",
+    "i will keep ",
+    "way to go",
+    "hang in there",
+    "stay motivated",
+    "stay positive",
+    "stay safe",
+    "push through",
+    "have fun",
+    "have a great",
+    "have a good",
     "take care",
     "exactly",
     "totally",
@@ -572,6 +589,18 @@ const PRONOUN_VERBS: &[&str] = &[
 const PERSON_SUBJECTS: &[&str] = &[
     "i", "im", "ive", "id", "ill", "me", "we", "weve", "wed", "were",
 ];
+
+/// An appraisal of what was shown or said: "looks amazing", "sounds like a blast", or a
+/// subject of a few words that is only judged ("Family time is great!", "Finding that
+/// balance is key.").
+static APPRAISAL: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+    let judged = "(?:great|awesome|amazing|cool|fun|nice|good|lovely|beautiful|incredible|fantastic|wonderful|perfect|special|interesting|exciting|delicious|tasty|intense|rewarding|epic|stunning|gorgeous|peaceful|relaxing|inspiring|important|key|crucial|essential|the best|well)";
+    let so = "(?:(?:so|really|super|pretty|very|just|totally|truly|such)\\s+)*";
+    regex::Regex::new(&format!(
+        r"\b(?:looks?|looked|sounds?|sounded|seems?|seemed)\s+{so}(?:like\s+(?:a|an|so|such|fun|great|awesome|you)\b|{judged}\b)|^(?:\w+\s+){{1,3}}(?:is|are|was|were|s|has been|have been|are going|is going)\s+{so}{judged}(?:\s+(?:to|for)\s+(?:me|you|us|everyone))?\s*$"
+    ))
+    .expect("a valid pattern")
+});
 
 /// Verbs of a thing's passing state, and the weather's words.
 static STATUS: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
@@ -762,9 +791,11 @@ pub fn chatter(sentence: &str) -> Option<Chatter> {
     if starts(REACTION_STARTS) || REACTION_STARTS.iter().any(|p| plain.starts_with(p)) {
         return Some(Chatter::Reaction);
     }
-    let instructs = INSTRUCTIONS
-        .iter()
-        .any(|p| s.starts_with(p) || s.contains(&format!(" {p}")));
+    // "Always ..." and "Never ..." instruct when they open the sentence; "I'm always here
+    // for you" speaks to the listener.
+    let instructs = INSTRUCTIONS.iter().any(|p| {
+        s.starts_with(p) || (!matches!(*p, "always " | "never ") && s.contains(&format!(" {p}")))
+    });
     if !instructs && words.iter().any(|w| LISTENER.contains(w)) {
         return Some(Chatter::Reaction);
     }
@@ -799,6 +830,11 @@ pub fn chatter(sentence: &str) -> Option<Chatter> {
     }
     if !words.first().is_some_and(|w| PERSON_SUBJECTS.contains(w)) && STATUS.is_match(&s) {
         return Some(Chatter::Status);
+    }
+    if !words.first().is_some_and(|w| PERSON_SUBJECTS.contains(w))
+        && APPRAISAL.is_match(s.trim_end())
+    {
+        return Some(Chatter::Reaction);
     }
     let content = measures::content_tokens(sentence);
     let about_speaker = words.first().is_some_and(|w| SPEAKER_STARTS.contains(w));
@@ -1056,6 +1092,13 @@ mod tests {
             ),
             ("The migration took 40 seconds.", Chatter::Status),
             ("Rainy weather again today.", Chatter::Status),
+            ("That lighthouse photo looks stunning!", Chatter::Reaction),
+            ("The new bakery sounds like a treat.", Chatter::Reaction),
+            ("Weekend hikes are the best!", Chatter::Reaction),
+            ("Way to go, Priya!", Chatter::Reaction),
+            ("I'm always here for you, Sam!", Chatter::Reaction),
+            ("I'll keep trying and stay hopeful.", Chatter::Reaction),
+            ("Keep going with the marathon training!", Chatter::Reaction),
             ("Sunny and warm in Lisbon this afternoon.", Chatter::Status),
             ("[shared an image: a photo of a lake]", Chatter::Unusable),
             ("Here is the key: [redacted:openai-key]", Chatter::Unusable),

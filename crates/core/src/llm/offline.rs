@@ -23,7 +23,7 @@ use super::{
 };
 use crate::config::Config;
 use crate::measures::{self, Entity};
-use crate::phrases::{classify, lead_in, not_a_fact, sentences, worth_keeping_once};
+use crate::phrases::{classify, lead_in, not_a_fact, sentences, specific, worth_keeping_once};
 
 /// A sentence supports a candidate when it is at least this similar (and agrees in polarity
 /// and names every entity of the candidate).
@@ -194,7 +194,10 @@ impl Offline {
                 continue;
             }
             for (j, unit) in a.sentences.iter().enumerate() {
-                if not_a_fact(&unit.text) {
+                // Repetition is not durability: a restated sentence must be as specific as
+                // one said once (a name, number or date, or a fact about the speaker, a
+                // preference, a plan, an event, the project), never a general remark.
+                if not_a_fact(&unit.text) || !specific(&unit.text) {
                     continue;
                 }
                 let entities = measures::entities(&unit.text);
