@@ -241,6 +241,7 @@ fn run_locked(
         report,
         stages: Vec::new(),
         timer: Instant::now(),
+        archive: None,
     };
     adopt_hand_written(&ctx, &mut work, committed.as_ref());
 

@@ -108,10 +108,15 @@ fn context_is_ranked_within_its_budget_and_says_what_it_left_out() {
     assert!(md.starts_with(MARKER_LINE), "{md}");
     assert!(md.contains("## Durable facts"), "{md}");
     assert!(estimate_tokens(&md) <= 2000);
+    // The sample's two single-day statements are episodes, shown dated after the durable
+    // facts (nothing waits for the person).
     assert!(
-        md.contains("Waiting for the person: 2 review cards"),
+        md.contains(
+            "## Recent episodes\n- 4 November 2026: My daughter Lina starts school in September. ["
+        ) && md.contains("- 3 November 2026: I am allergic to peanuts and shellfish. ["),
         "{md}"
     );
+    assert!(!md.contains("Waiting for the person"), "{md}");
 
     let small = stdout(&env.dream(&["context", "--budget", "300", "--now", SAMPLE_NOW]));
     assert!(
@@ -120,7 +125,7 @@ fn context_is_ranked_within_its_budget_and_says_what_it_left_out() {
         estimate_tokens(&small)
     );
     assert!(
-        small.contains("more facts and 0 more episodes left out to stay within 300 tokens"),
+        small.contains("more episodes left out to stay within 300 tokens"),
         "{small}"
     );
 
@@ -700,7 +705,9 @@ fn unused_facts_are_retired_only_when_asked_recorded_as_their_policy_and_verifie
     };
     env.write_inbox("later.jsonl", &later(25, "w1"));
     env.run_cycle("2026-11-26T21:00:00Z");
-    assert_eq!(env.facts().len(), 5, "{:?}", env.facts());
+    // The five durable facts and the sample's two episodes; the weather is status, never
+    // kept.
+    assert_eq!(env.facts().len(), 7, "{:?}", env.facts());
 
     // With unused_after_days = 10 (and preferences no longer protected): the TypeScript
     // preference was recalled two days ago, the other facts were neither used nor restated

@@ -10,14 +10,14 @@ use serde_json::{json, Value};
 
 use crate::util::{stderr, stdout, Env};
 
-/// `n` events of day `day` (November 2026) that share no word: they never cluster, so an
-/// offline cycle keeps nothing of them.
+/// `n` events of day `day` (November 2026) that share no word, each a question: a question
+/// is never kept, not even as an episode, so an offline cycle keeps nothing of them.
 fn noise(day: u32, n: usize) -> String {
     (0..n)
         .map(|i| {
             let w = |k: usize| format!("q{day}x{i}y{k}z");
             json!({"ts": format!("2026-11-{day:02}T10:{i:02}:00Z"), "kind": "message", "actor": "user",
-                   "session": format!("s{day}"), "text": format!("{} {} {} {}.", w(1), w(2), w(3), w(4))})
+                   "session": format!("s{day}"), "text": format!("{} {} {} {}?", w(1), w(2), w(3), w(4))})
             .to_string()
                 + "\n"
         })

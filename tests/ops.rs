@@ -399,6 +399,7 @@ fn bad_times_and_paths_are_usage_errors() {
 fn the_morning_cycle_writes_and_commits_a_digest_once_a_day() {
     let env = Env::new();
     env.init();
+    env.episodes_off();
     env.add_sample_events();
     let evening = env.run_cycle(SAMPLE_NOW);
     assert_eq!(

@@ -204,6 +204,7 @@ fn a_dry_run_on_a_fresh_clone_creates_nothing() {
 fn a_damaged_state_says_what_to_do_and_rebuild_brings_it_back_with_the_vetoes() {
     let env = Env::new();
     env.init();
+    env.episodes_off(); // the sample's uncorroborated candidates are cards to reject
     env.add_sample_events();
     env.run_cycle(crate::util::SAMPLE_NOW);
     let cards: serde_json::Value =

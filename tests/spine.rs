@@ -9,6 +9,9 @@ use crate::util::{event, stderr, stdout, Env, SAMPLE_NOW};
 #[derive(serde::Deserialize)]
 struct Labels {
     promoted: Vec<Label>,
+    #[serde(default)]
+    episodes: Vec<Label>,
+    #[serde(default)]
     queued: Vec<Label>,
     never: Vec<String>,
 }
@@ -79,7 +82,7 @@ fn the_sample_stream_is_consolidated_as_labelled() {
     let n = |k: &str| c[k].as_u64().unwrap();
     assert_eq!(
         n("proposed"),
-        n("promoted") + n("queued") + n("reinforced") + n("refused"),
+        n("promoted") + n("episodes") + n("queued") + n("reinforced") + n("refused"),
         "{c}"
     );
     assert_eq!(
@@ -89,7 +92,17 @@ fn the_sample_stream_is_consolidated_as_labelled() {
     assert_eq!(report["ingest"]["redacted"], 2, "the pasted key, twice");
 
     let labels = labels();
-    let facts = env.facts();
+    let durable: Vec<String> = ["persona", "human", "scratch"]
+        .iter()
+        .flat_map(|b| {
+            env.read(&format!("memory/{b}.md"))
+                .lines()
+                .filter(|l| l.starts_with("- "))
+                .map(str::to_string)
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    let facts = durable;
     for l in &labels.promoted {
         let found = facts
             .iter()
@@ -109,7 +122,28 @@ fn the_sample_stream_is_consolidated_as_labelled() {
         labels.promoted.len(),
         "nothing else was promoted: {facts:#?}"
     );
+    let episodes: Vec<String> = env
+        .read("memory/episodes.md")
+        .lines()
+        .filter(|l| l.starts_with("- "))
+        .map(|l| dream_core::memory::episode_body(fact_text(l)).to_string())
+        .collect();
+    for l in &labels.episodes {
+        assert!(
+            episodes
+                .iter()
+                .any(|e| dream_core::measures::similarity(e, &l.text) >= 0.9),
+            "{:?} is not an episode: {episodes:#?}",
+            l.text
+        );
+    }
+    assert_eq!(
+        episodes.len(),
+        labels.episodes.len(),
+        "nothing else was kept: {episodes:#?}"
+    );
     let cards = env.cards();
+    assert_eq!(cards.len(), labels.queued.len(), "{cards:#?}");
     for l in &labels.queued {
         assert!(
             cards

@@ -9,6 +9,7 @@ mod crash;
 mod deploy;
 mod doctor;
 mod embed;
+mod episodes;
 mod heartbeat;
 mod llm;
 mod measure;

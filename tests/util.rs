@@ -17,6 +17,8 @@ pub struct Env {
     pub root: PathBuf,
     pub home: PathBuf,
     pub repo: PathBuf,
+    /// DREAM_* variables every command of this environment gets.
+    vars: std::sync::Mutex<Vec<(String, String)>>,
 }
 
 impl Env {
@@ -30,7 +32,24 @@ impl Env {
             _dir: dir,
             root,
             home,
+            vars: std::sync::Mutex::new(Vec::new()),
         }
+    }
+
+    /// Give every later command of this environment the variable `key=value`.
+    pub fn set_var(&self, key: &str, value: &str) {
+        self.vars.lock().unwrap().push((key.into(), value.into()));
+    }
+
+    /// The variables [`Env::set_var`] set.
+    pub fn vars(&self) -> Vec<(String, String)> {
+        self.vars.lock().unwrap().clone()
+    }
+
+    /// Turn the episodic tier off, so that what lacks corroboration goes to review as a
+    /// card (`episodes.enabled = false`): for tests about reviewing cards.
+    pub fn episodes_off(&self) {
+        self.set_var("DREAM_EPISODES_ENABLED", "false");
     }
 
     /// A `dream` command in this environment, working on this env's repo.
@@ -49,6 +68,9 @@ impl Env {
             .env("NO_COLOR", "1")
             .env("DREAM_REPO", &self.repo)
             .current_dir(&self.root);
+        for (k, v) in self.vars() {
+            c.env(k, v);
+        }
         c
     }
 
@@ -67,6 +89,9 @@ impl Env {
             .env("NO_COLOR", "1")
             .env("DREAM_REPO", &self.repo)
             .current_dir(&self.root);
+        for (k, v) in self.vars() {
+            c.env(k, v);
+        }
         c
     }
 

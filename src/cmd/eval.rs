@@ -15,6 +15,7 @@ pub fn run(g: &Global, a: &EvalCommand) -> Result<i32> {
                 only: a.only.clone(),
                 config: a.config.as_deref().map(|p| super::absolute(&cwd, p)),
                 keep: a.keep.as_deref().map(|p| super::absolute(&cwd, p)),
+                llm: None,
             };
             let report = eval::run_locomo(&super::absolute(&cwd, &a.path), &opts)?;
             if a.json {
@@ -23,11 +24,12 @@ pub fn run(g: &Global, a: &EvalCommand) -> Result<i32> {
                 print!("{}", eval::render(&report));
             }
             let c = &report.overall.counts;
-            if c.traceable_facts < c.facts {
+            let memory = c.facts + c.episodes;
+            if c.traceable_facts < memory {
                 return Err(Error::Other(format!(
-                    "{} of {} durable facts are not fully traceable to the events they cite; traceability must be 100%",
-                    c.facts - c.traceable_facts,
-                    c.facts
+                    "{} of {} facts and episodes are not fully traceable to the events they cite; traceability must be 100%",
+                    memory - c.traceable_facts,
+                    memory
                 )));
             }
         }

@@ -30,6 +30,8 @@ struct Status {
     quarantined: u64,
     recent_quarantine: Vec<Quarantined>,
     active_facts: usize,
+    /// Of them, in memory/episodes.md.
+    episodes: usize,
     /// The configured embedder's id (vectors are cached under it).
     embedder: String,
     /// Vectors the cache holds, per embedder id.
@@ -110,6 +112,10 @@ pub fn run(g: &Global, a: &StatusArgs) -> Result<i32> {
         quarantined: 0,
         recent_quarantine: Vec::new(),
         active_facts: memory.len(),
+        episodes: memory
+            .block(dream_core::memory::Block::Episodes)
+            .facts()
+            .count(),
         embedder: crate::providers::embedder(&config)
             .map(|e| e.id())
             .unwrap_or_else(|e| format!("{} (not usable: {e})", config.embed.provider)),
@@ -166,7 +172,10 @@ pub fn run(g: &Global, a: &StatusArgs) -> Result<i32> {
         Some(r) => println!("  running now      {}", r.note),
         None => println!("  running now      nothing"),
     }
-    println!("  active facts     {}", s.active_facts);
+    println!(
+        "  active facts     {} ({} of them episodes)",
+        s.active_facts, s.episodes
+    );
     println!(
         "  review queue     {} cards{}",
         s.review_queue,

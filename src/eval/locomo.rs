@@ -38,6 +38,8 @@ pub const RETENTION_CATEGORIES: &[u64] = &[1, 2, 4];
 #[derive(Debug, Clone)]
 pub struct Conversation {
     pub sample_id: String,
+    /// The two speakers (`speaker_a`, `speaker_b`).
+    pub speakers: Vec<String>,
     /// Sessions in time order.
     pub sessions: Vec<Session>,
     pub qa: Vec<Qa>,
@@ -164,6 +166,11 @@ pub fn convert(item: &Value) -> Result<Conversation, String> {
     let conv = item["conversation"]
         .as_object()
         .ok_or("missing the `conversation` object")?;
+    let speakers: Vec<String> = ["speaker_a", "speaker_b"]
+        .iter()
+        .filter_map(|k| conv.get(*k).and_then(Value::as_str))
+        .map(str::to_string)
+        .collect();
     let mut sessions = Vec::new();
     let mut skipped = Vec::new();
     for (key, value) in conv {
@@ -247,17 +254,20 @@ pub fn convert(item: &Value) -> Result<Conversation, String> {
         .unwrap_or_default();
     Ok(Conversation {
         sample_id,
+        speakers,
         sessions,
         qa,
         skipped,
     })
 }
 
-/// A durable fact or a pending card as the measures see it.
+/// A fact, an episode or a pending card as the measures see it.
 #[derive(Debug, Clone)]
 pub struct Item {
     pub text: String,
     pub support: Vec<String>,
+    /// An episode (memory/episodes.md) rather than a durable fact.
+    pub episode: bool,
 }
 
 /// The quality figures of one conversation (or, summed, of all).
@@ -265,11 +275,16 @@ pub struct Item {
 pub struct Counts {
     /// Questions of categories 1, 2, 4 with an answer that has content words.
     pub questions: usize,
-    /// ... whose answer is in one fact.
+    /// ... whose answer is in one durable fact.
     pub retained_in_facts: usize,
-    /// ... whose answer is in one fact or one pending card.
+    /// ... whose answer is in one durable fact or one episode.
+    pub retained_with_episodes: usize,
+    /// ... whose answer is in one fact, episode or pending card.
     pub retained_with_cards: usize,
+    /// Durable facts (persona, human, scratch).
     pub facts: usize,
+    /// Episodes (memory/episodes.md).
+    pub episodes: usize,
     pub cards: usize,
     pub memory_words: usize,
     pub transcript_words: usize,
@@ -279,12 +294,20 @@ pub struct Counts {
     pub evidence_invalid: usize,
     pub evidence_cited_by_facts: usize,
     pub evidence_cited: usize,
-    /// Supporting events cited, summed over facts (for the average).
+    /// Distinct events memory (facts and episodes) cites, and how many of them are
+    /// evidence turns (for precision against the base rate).
+    pub cited_events: usize,
+    pub cited_evidence: usize,
+    /// Supporting events cited, summed over facts and episodes (for the average).
     pub fact_support_total: usize,
     pub card_support_total: usize,
+    /// Facts and episodes fully traceable to the events they cite.
     pub traceable_facts: usize,
     pub events: usize,
     pub cycles: usize,
+    /// Model tokens the replay spent, and in how many calls.
+    pub tokens: u64,
+    pub calls: u64,
     /// Evidence turns that ended in a cluster with another turn, in a cycle that
     /// reflected on a cluster holding a new turn.
     pub evidence_clustered: usize,
@@ -296,8 +319,10 @@ impl Counts {
     pub fn add(&mut self, o: &Counts) {
         self.questions += o.questions;
         self.retained_in_facts += o.retained_in_facts;
+        self.retained_with_episodes += o.retained_with_episodes;
         self.retained_with_cards += o.retained_with_cards;
         self.facts += o.facts;
+        self.episodes += o.episodes;
         self.cards += o.cards;
         self.memory_words += o.memory_words;
         self.transcript_words += o.transcript_words;
@@ -305,11 +330,15 @@ impl Counts {
         self.evidence_invalid += o.evidence_invalid;
         self.evidence_cited_by_facts += o.evidence_cited_by_facts;
         self.evidence_cited += o.evidence_cited;
+        self.cited_events += o.cited_events;
+        self.cited_evidence += o.cited_evidence;
         self.fact_support_total += o.fact_support_total;
         self.card_support_total += o.card_support_total;
         self.traceable_facts += o.traceable_facts;
         self.events += o.events;
         self.cycles += o.cycles;
+        self.tokens += o.tokens;
+        self.calls += o.calls;
         self.evidence_clustered += o.evidence_clustered;
         self.largest_cluster = self.largest_cluster.max(o.largest_cluster);
     }
@@ -323,8 +352,10 @@ impl Counts {
                 measures::round3(a as f64 / b as f64)
             }
         };
+        let memory = self.facts + self.episodes;
         Figures {
             answer_retention: ratio(self.retained_in_facts, self.questions),
+            answer_retention_with_episodes: ratio(self.retained_with_episodes, self.questions),
             answer_retention_with_cards: ratio(self.retained_with_cards, self.questions),
             memory_size: measures::round3(if self.transcript_words == 0 {
                 0.0
@@ -333,13 +364,20 @@ impl Counts {
             }),
             evidence_recall: ratio(self.evidence_cited, self.evidence_turns),
             evidence_recall_facts_only: ratio(self.evidence_cited_by_facts, self.evidence_turns),
+            evidence_precision: ratio(self.cited_evidence, self.cited_events),
+            evidence_base_rate: ratio(self.evidence_turns, self.events),
+            average_support: ratio(self.fact_support_total, memory),
             evidence_clustered: ratio(self.evidence_clustered, self.evidence_turns),
-            average_support: ratio(self.fact_support_total, self.facts),
             average_card_support: ratio(self.card_support_total, self.cards),
-            traceability: if self.facts == 0 {
+            traceability: if memory == 0 {
                 1.0
             } else {
-                ratio(self.traceable_facts, self.facts)
+                ratio(self.traceable_facts, memory)
+            },
+            tokens_per_event: if self.events == 0 {
+                0.0
+            } else {
+                (self.tokens as f64 / self.events as f64 * 10.0).round() / 10.0
             },
         }
     }
@@ -347,16 +385,28 @@ impl Counts {
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Figures {
+    /// In durable facts.
     pub answer_retention: f64,
+    /// In durable facts or episodes.
+    pub answer_retention_with_episodes: f64,
+    /// In facts, episodes or pending cards.
     pub answer_retention_with_cards: f64,
+    /// Words of facts and episodes / words of the transcript.
     pub memory_size: f64,
+    /// Evidence turns cited by memory or a card.
     pub evidence_recall: f64,
+    /// Evidence turns cited by memory (facts and episodes).
     pub evidence_recall_facts_only: f64,
+    /// Events memory cites that are evidence turns.
+    pub evidence_precision: f64,
+    /// Evidence turns among all events: the precision citing at random would have.
+    pub evidence_base_rate: f64,
     /// Share of evidence turns that ended in a cluster with another turn.
     pub evidence_clustered: f64,
     pub average_support: f64,
     pub average_card_support: f64,
     pub traceability: f64,
+    pub tokens_per_event: f64,
 }
 
 /// The conversation's evidence turns that point at a turn, as event ids.
@@ -420,20 +470,50 @@ fn words(text: &str) -> usize {
     measures::tokens(text).len()
 }
 
-/// Measure what a replay left: `facts` (durable) and `cards` (pending) of one conversation.
-pub fn measure(conv: &Conversation, facts: &[Item], cards: &[Item]) -> Counts {
+/// Measure what a replay left: `facts` (durable facts and episodes) and `cards` (pending)
+/// of one conversation. A fact traces to its events' texts and to who wrote them and when,
+/// as `dream verify` reads them (the speaker, `owner_names`, the day, relative dates).
+pub fn measure(
+    conv: &Conversation,
+    facts: &[Item],
+    cards: &[Item],
+    owner_names: &[String],
+) -> Counts {
     let texts: HashMap<&str, &str> = conv
         .events()
         .map(|e| (e.id.as_str(), e.text.as_str()))
         .collect();
+    let traced: HashMap<&str, String> = conv
+        .events()
+        .map(|e| {
+            (
+                e.id.as_str(),
+                format!(
+                    "{}\n{}",
+                    e.text,
+                    crate::human::verify::who_and_when(e, owner_names)
+                ),
+            )
+        })
+        .collect();
     let mut c = Counts {
-        facts: facts.len(),
+        facts: facts.iter().filter(|f| !f.episode).count(),
+        episodes: facts.iter().filter(|f| f.episode).count(),
         cards: cards.len(),
         events: texts.len(),
         ..Counts::default()
     };
     let vocab = |t: &str| measures::vocabulary([t]);
-    let fact_vocab: Vec<_> = facts.iter().map(|f| vocab(&f.text)).collect();
+    let fact_vocab: Vec<_> = facts
+        .iter()
+        .filter(|f| !f.episode)
+        .map(|f| vocab(&f.text))
+        .collect();
+    let episode_vocab: Vec<_> = facts
+        .iter()
+        .filter(|f| f.episode)
+        .map(|f| vocab(&f.text))
+        .collect();
     let card_vocab: Vec<_> = cards.iter().map(|f| vocab(&f.text)).collect();
     for q in &conv.qa {
         if !RETENTION_CATEGORIES.contains(&q.category) {
@@ -447,10 +527,14 @@ pub fn measure(conv: &Conversation, facts: &[Item], cards: &[Item]) -> Counts {
         let held =
             |v: &std::collections::HashSet<String>| measures::coverage_in(answer, v).value >= 1.0;
         let in_facts = fact_vocab.iter().any(held);
+        let in_memory = in_facts || episode_vocab.iter().any(held);
         if in_facts {
             c.retained_in_facts += 1;
         }
-        if in_facts || card_vocab.iter().any(held) {
+        if in_memory {
+            c.retained_with_episodes += 1;
+        }
+        if in_memory || card_vocab.iter().any(held) {
             c.retained_with_cards += 1;
         }
     }
@@ -493,6 +577,8 @@ pub fn measure(conv: &Conversation, facts: &[Item], cards: &[Item]) -> Counts {
         .iter()
         .filter(|e| by_facts.contains(*e) || by_cards.contains(*e))
         .count();
+    c.cited_events = by_facts.len();
+    c.cited_evidence = by_facts.iter().filter(|e| evidence.contains(*e)).count();
     c.fact_support_total = facts.iter().map(|f| f.support.len()).sum();
     c.card_support_total = cards.iter().map(|f| f.support.len()).sum();
     c.traceable_facts = facts
@@ -501,7 +587,7 @@ pub fn measure(conv: &Conversation, facts: &[Item], cards: &[Item]) -> Counts {
             let sources: Option<Vec<&str>> = f
                 .support
                 .iter()
-                .map(|id| texts.get(id.as_str()).copied())
+                .map(|id| traced.get(id.as_str()).map(String::as_str))
                 .collect();
             match sources {
                 Some(s) if !s.is_empty() => measures::coverage(&f.text, s).value >= 1.0,
@@ -600,18 +686,21 @@ mod tests {
             Item {
                 text: "I adopted a grey cat named Pixel last week.".into(),
                 support: vec!["conv-x:D1:1".into(), "conv-x:D2:1".into()],
+                episode: false,
             },
             Item {
                 // Not traceable: "dog" is in no cited event.
                 text: "Pixel is a dog.".into(),
                 support: vec!["conv-x:D2:1".into()],
+                episode: false,
             },
         ];
         let cards = vec![Item {
             text: "It happened in 2023.".into(),
             support: vec!["conv-x:D1:2".into()],
+            episode: false,
         }];
-        let m = measure(c, &facts, &cards);
+        let m = measure(c, &facts, &cards, &[]);
         // Category 4 "Pixel" is in a fact; category 2 "2023" only in a card; 3 and 5 do not count.
         assert_eq!(
             (m.questions, m.retained_in_facts, m.retained_with_cards),

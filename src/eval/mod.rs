@@ -21,6 +21,9 @@ use crate::edges::store::Store;
 use crate::error::{Context, Error, Result};
 use crate::providers::{self};
 use dream_core::config::{Config, CycleKind};
+use dream_core::memory::Block;
+use dream_core::report::DecisionRow;
+use std::collections::BTreeMap;
 
 use locomo::{Counts, Figures, Item};
 
@@ -32,6 +35,16 @@ pub struct Options {
     pub config: Option<PathBuf>,
     /// Keep the replay repositories here.
     pub keep: Option<PathBuf>,
+    /// Point the `openai` provider at this server instead of the configured one (the
+    /// benchmark's reference reflector serves the dataset's own observations this way).
+    pub llm: Option<Endpoint>,
+}
+
+/// An OpenAI-compatible server on this machine, which needs no key.
+#[derive(Debug, Clone)]
+pub struct Endpoint {
+    pub base_url: String,
+    pub model: String,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -44,6 +57,8 @@ pub struct EvalReport {
     pub eps: f64,
     pub conversations: Vec<ConversationResult>,
     pub overall: Result1,
+    pub routes: BTreeMap<String, usize>,
+    pub refusals: BTreeMap<String, usize>,
     pub seconds: f64,
 }
 
@@ -52,6 +67,15 @@ pub struct ConversationResult {
     pub sample_id: String,
     #[serde(flatten)]
     pub result: Result1,
+    /// Every candidate's route (promoted, episode, queued, reinforced, refused), counted.
+    pub routes: BTreeMap<String, usize>,
+    /// Refusals by reason, with the measured values left out so that like reasons count
+    /// together.
+    pub refusals: BTreeMap<String, usize>,
+    /// Every candidate of every cycle, in order (for the benchmark's fate of each
+    /// reference candidate).
+    #[serde(skip)]
+    pub decisions: Vec<DecisionRow>,
     pub skipped: Vec<String>,
     /// Where the replay repository was kept, if it was.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -136,7 +160,18 @@ pub fn run_locomo(path: &Path, opts: &Options) -> Result<EvalReport> {
         if let Some(t) = &config_text {
             write_atomic(&dir.join(dream_core::config::FILE), t.as_bytes())?;
         }
-        let config = crate::config::load(&dir)?;
+        let mut config = crate::config::load(&dir)?;
+        // The two speakers are the people this memory belongs to, as a user names
+        // themselves in `owner.names`.
+        if config.owner.names.is_empty() {
+            config.owner.names = conv.speakers.clone();
+        }
+        if let Some(e) = &opts.llm {
+            config.llm.provider = "openai".into();
+            config.llm.base_url = e.base_url.clone();
+            config.llm.model = e.model.clone();
+            config.llm.api_key_env = String::new();
+        }
         let provider = providers::llm(&config)?;
         let embedder = providers::embedder(&config)?;
         provider_name = provider.name();
@@ -144,6 +179,9 @@ pub fn run_locomo(path: &Path, opts: &Options) -> Result<EvalReport> {
         eps = crate::providers::embed::eps(&config, embedder.as_ref());
         let mut cycles = 0;
         let mut last_now = None;
+        let mut decisions = Vec::new();
+        let mut tokens = 0;
+        let mut calls = 0;
         for (now, sessions) in conv.evenings() {
             for s in sessions {
                 let mut lines = String::new();
@@ -160,7 +198,10 @@ pub fn run_locomo(path: &Path, opts: &Options) -> Result<EvalReport> {
                 allow_loss: false,
                 now,
             };
-            cycle::run(&dir, &config, provider.as_ref(), embedder.as_ref(), &opts)?;
+            let report = cycle::run(&dir, &config, provider.as_ref(), embedder.as_ref(), &opts)?;
+            tokens += report.tokens.spent;
+            calls += report.tokens.calls;
+            decisions.extend(report.decisions);
             cycles += 1;
             last_now = Some(now);
         }
@@ -169,9 +210,10 @@ pub fn run_locomo(path: &Path, opts: &Options) -> Result<EvalReport> {
         let memory = store.load_memory(today)?;
         let facts: Vec<Item> = memory
             .facts()
-            .map(|(_, f)| Item {
+            .map(|(b, f)| Item {
                 text: f.text.clone(),
                 support: f.support.clone(),
+                episode: b == Block::Episodes,
             })
             .collect();
         let (cards, _) = store.pending_cards()?;
@@ -180,10 +222,13 @@ pub fn run_locomo(path: &Path, opts: &Options) -> Result<EvalReport> {
             .map(|c| Item {
                 text: c.text,
                 support: c.supporting_event_ids,
+                episode: false,
             })
             .collect();
-        let mut counts = locomo::measure(conv, &facts, &cards);
+        let mut counts = locomo::measure(conv, &facts, &cards, &config.owner.names);
         counts.cycles = cycles;
+        counts.tokens = tokens;
+        counts.calls = calls;
         let (clustered, largest) = clustering(&dir, &config, embedder.as_ref(), conv)?;
         counts.evidence_clustered = locomo::evidence_events(conv)
             .iter()
@@ -191,14 +236,37 @@ pub fn run_locomo(path: &Path, opts: &Options) -> Result<EvalReport> {
             .count();
         counts.largest_cluster = largest;
         overall.add(&counts);
+        let mut routes = BTreeMap::new();
+        let mut refusals = BTreeMap::new();
+        for d in &decisions {
+            *routes.entry(d.route.clone()).or_insert(0) += 1;
+            if d.route == "refused" {
+                *refusals.entry(reason_class(&d.reason)).or_insert(0) += 1;
+            }
+        }
         results.push(ConversationResult {
             sample_id: conv.sample_id.clone(),
             result: counts.into(),
+            routes,
+            refusals,
+            decisions,
             skipped: conv.skipped.clone(),
             repo: opts.keep.as_ref().map(|_| dir.display().to_string()),
         });
     }
+    let mut routes = BTreeMap::new();
+    let mut refusals = BTreeMap::new();
+    for c in &results {
+        for (k, v) in &c.routes {
+            *routes.entry(k.clone()).or_insert(0) += v;
+        }
+        for (k, v) in &c.refusals {
+            *refusals.entry(k.clone()).or_insert(0) += v;
+        }
+    }
     Ok(EvalReport {
+        routes,
+        refusals,
         dataset: path.display().to_string(),
         config: opts
             .config
@@ -212,6 +280,28 @@ pub fn run_locomo(path: &Path, opts: &Options) -> Result<EvalReport> {
         overall: overall.into(),
         seconds: (started.elapsed().as_secs_f64() * 10.0).round() / 10.0,
     })
+}
+
+/// A refusal's reason with what varies between candidates (quoted words, numbers, ids)
+/// left out, so that refusals for the same reason are counted together.
+pub fn reason_class(reason: &str) -> String {
+    static QUOTED: std::sync::LazyLock<regex::Regex> =
+        std::sync::LazyLock::new(|| regex::Regex::new(r#""[^"]*""#).expect("a valid regex"));
+    static IDS: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r"\b[\w.-]*\d[\w.:-]*\b").expect("a valid regex")
+    });
+    static UNTRACEABLE: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r"\((untraceable|proposed because)[^)]*\)").expect("a valid regex")
+    });
+    let r = UNTRACEABLE.replace_all(reason, "");
+    let r = QUOTED.replace_all(&r, "\u{2026}");
+    let r = IDS.replace_all(&r, "N");
+    let words: Vec<&str> = r.split_whitespace().collect();
+    let mut out = words.join(" ");
+    if out.chars().count() > 90 {
+        out = out.chars().take(89).collect::<String>() + "\u{2026}";
+    }
+    out
 }
 
 /// The turns a replay clustered with another turn (see [`locomo::clustered_turns`]),
@@ -247,40 +337,48 @@ pub fn render(r: &EvalReport) -> String {
     );
     let _ = writeln!(
         o,
-        "\n  {:<10} {:>6} {:>6} {:>5} {:>5}  {:>9} {:>11}  {:>6}  {:>8} {:>8} {:>9}  {:>7}  {:>9}",
+        "\n  {:<10} {:>6} {:>6} {:>5} {:>5} {:>5}  {:>9} {:>9} {:>7}  {:>6}  {:>8} {:>7} {:>9} {:>9}  {:>7}  {:>9}  {:>7}",
         "sample",
         "events",
         "cycles",
         "facts",
+        "epis",
         "cards",
         "retention",
+        "+episodes",
         "+cards",
         "size",
         "evidence",
         "+cards",
+        "precision",
         "clustered",
         "support",
-        "traceable"
+        "traceable",
+        "tok/ev"
     );
     let row = |o: &mut String, name: &str, x: &Result1| {
         let f = &x.figures;
         let c = &x.counts;
         let _ = writeln!(
             o,
-            "  {:<10} {:>6} {:>6} {:>5} {:>5}  {:>9} {:>11}  {:>6}  {:>8} {:>8} {:>9}  {:>7}  {:>9}",
+            "  {:<10} {:>6} {:>6} {:>5} {:>5} {:>5}  {:>9} {:>9} {:>7}  {:>6}  {:>8} {:>7} {:>9} {:>9}  {:>7}  {:>9}  {:>7}",
             name,
             c.events,
             c.cycles,
             c.facts,
+            c.episodes,
             c.cards,
             format!("{:.1}%", f.answer_retention * 100.0),
+            format!("{:.1}%", f.answer_retention_with_episodes * 100.0),
             format!("{:.1}%", f.answer_retention_with_cards * 100.0),
             format!("{:.2}%", f.memory_size * 100.0),
             format!("{:.1}%", f.evidence_recall_facts_only * 100.0),
             format!("{:.1}%", f.evidence_recall * 100.0),
+            format!("{:.1}%", f.evidence_precision * 100.0),
             format!("{:.1}%", f.evidence_clustered * 100.0),
             format!("{:.2}", f.average_support),
             format!("{:.1}%", f.traceability * 100.0),
+            format!("{:.0}", f.tokens_per_event),
         );
     };
     for c in &r.conversations {
@@ -288,20 +386,25 @@ pub fn render(r: &EvalReport) -> String {
     }
     row(&mut o, "overall", &r.overall);
     let c = &r.overall.counts;
+    let f = &r.overall.figures;
     let _ = writeln!(
         o,
-        "\n  retention: questions of categories 1, 2, 4 ({}) whose answer's content words are all in one fact (+cards: or one pending card)",
+        "\n  retention: questions of categories 1, 2, 4 ({}) whose answer's content words are all in one durable fact (+episodes: or one episode; +cards: or one pending card)",
         c.questions
     );
     let _ = writeln!(
         o,
-        "  size: words in durable facts / words in the transcript ({} / {})",
+        "  size: words in memory (durable facts and episodes) / words in the transcript ({} / {})",
         c.memory_words, c.transcript_words
     );
     let _ = writeln!(
         o,
-        "  evidence: evidence turns ({}; {} invalid ids left out) cited by a fact (+cards: or a card); support: events cited per fact",
-        c.evidence_turns, c.evidence_invalid
+        "  evidence: evidence turns ({}; {} invalid ids left out) cited by memory (+cards: or a card); precision: cited events that are evidence turns ({} of {}; base rate {:.1}%); support: events cited per fact or episode",
+        c.evidence_turns,
+        c.evidence_invalid,
+        c.cited_evidence,
+        c.cited_events,
+        f.evidence_base_rate * 100.0
     );
     let _ = writeln!(
         o,
@@ -310,12 +413,37 @@ pub fn render(r: &EvalReport) -> String {
     );
     let _ = writeln!(
         o,
-        "  traceable: facts whose content words all appear in the events they cite (must be 100%)"
+        "  traceable: facts and episodes whose content words all appear in the events they cite (must be 100%); tok/ev: model tokens per event ({} tokens in {} calls)",
+        c.tokens, c.calls
     );
+    if !r.routes.is_empty() {
+        let routes: Vec<String> = r.routes.iter().map(|(k, v)| format!("{v} {k}")).collect();
+        let _ = writeln!(o, "\n  candidates: {}", routes.join(", "));
+        for (reason, n) in &r.refusals {
+            let _ = writeln!(o, "    refused {n:>5}: {reason}");
+        }
+    }
     for conv in &r.conversations {
         if let Some(repo) = &conv.repo {
             let _ = writeln!(o, "  kept {}: {repo}", conv.sample_id);
         }
     }
     o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn like_refusals_count_together() {
+        assert_eq!(
+            reason_class("invented name \"Andrew\" absent from the supporting events"),
+            reason_class("invented name \"Audrey\" absent from the supporting events")
+        );
+        assert_eq!(
+            reason_class("coverage 0.412 is below min_coverage 0.5 (untraceable: find, enjoy)"),
+            "coverage N is below min_coverage N"
+        );
+    }
 }

@@ -84,6 +84,8 @@ pub struct EventInfo {
     pub session: String,
     pub kind: String,
     pub trust: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub actor: String,
     pub text: String,
 }
 
@@ -269,6 +271,7 @@ pub fn explain(root: &Path, config: &Config, today: NaiveDate, query: &str) -> R
                 session: s.event.session.clone().unwrap_or_default(),
                 kind: s.event.kind.clone(),
                 trust: s.event.trust.as_str().into(),
+                actor: s.event.actor.clone().unwrap_or_default(),
                 text: memory::excerpt(&s.event.text, 300),
             });
         }
@@ -282,6 +285,7 @@ pub fn explain(root: &Path, config: &Config, today: NaiveDate, query: &str) -> R
                     session: e.session.clone(),
                     kind: "message".into(),
                     trust: e.trust.clone(),
+                    actor: e.actor.clone(),
                     text: e.text.clone(),
                 });
             }
@@ -309,6 +313,7 @@ pub fn explain(root: &Path, config: &Config, today: NaiveDate, query: &str) -> R
                 recalled: false,
                 new: true,
                 text: e.text.clone(),
+                actor: e.actor.clone(),
             })
             .collect();
         let p = Proposal {
@@ -320,7 +325,11 @@ pub fn explain(root: &Path, config: &Config, today: NaiveDate, query: &str) -> R
             reason: String::new(),
         };
         let none = HashSet::new();
-        let g = gates::gate_proposal(&p, &Evidence::new(&events, &none), config);
+        let g = gates::gate_proposal(
+            &p,
+            &Evidence::new(&events, &none).owned_by(&config.owner.names),
+            config,
+        );
         let keep = ["ids", "floor", "trust", "secret", "entities", "coverage"];
         ex.remeasured.push((
             f.id.clone(),

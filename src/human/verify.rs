@@ -177,6 +177,15 @@ impl Snap {
     fn archived(&self) -> impl Iterator<Item = Archived> + '_ {
         self.archive.iter().filter_map(|l| Archived::parse(l))
     }
+
+    /// Active facts outside the episodes: what `retention.max_active_facts` counts (the
+    /// episodes have their own cap, `episodes.max_facts`).
+    fn durable(&self) -> usize {
+        self.facts
+            .values()
+            .filter(|(b, _)| *b != Block::Episodes)
+            .count()
+    }
 }
 
 struct Auditor {
@@ -329,7 +338,10 @@ impl Auditor {
     /// Counts of a consolidation commit: its subject against its body lines.
     fn consolidate_counts(&mut self, c: &HistoryCommit) {
         static SUBJECT: LazyLock<Regex> = LazyLock::new(|| {
-            Regex::new(r"(\d+) promoted, (\d+) queued, (\d+) reinforced, (\d+) refused").unwrap()
+            Regex::new(
+                r"(\d+) promoted, (?:(\d+) episodes, )?(\d+) queued, (\d+) reinforced, (\d+) refused",
+            )
+            .unwrap()
         });
         let short = c.short();
         let Some(caps) = SUBJECT.captures(c.subject()) else {
@@ -344,27 +356,33 @@ impl Auditor {
             ));
             return;
         };
-        let n = |i: usize| caps[i].parse::<usize>().unwrap_or(0);
+        let n = |i: usize| {
+            caps.get(i)
+                .and_then(|m| m.as_str().parse::<usize>().ok())
+                .unwrap_or(0)
+        };
         let count = |word: &str| {
             c.message
                 .lines()
                 .filter(|l| l.split_whitespace().next() == Some(word))
                 .count()
         };
-        let (promoted, refused) = (count("promoted"), count("refused"));
+        let (promoted, episodes, refused) = (count("promoted"), count("episode"), count("refused"));
         if promoted != n(1)
-            || refused != n(4)
-            || count("queued") > n(2)
-            || count("reinforced") > n(3)
+            || episodes != n(2)
+            || refused != n(5)
+            || count("queued") > n(3)
+            || count("reinforced") > n(4)
         {
             self.push(problem(
                 "counts",
                 Some(&short),
                 None,
                 format!(
-                    "the subject says {} promoted and {} refused, the body lists {promoted} promoted and {refused} refused",
+                    "the subject says {} promoted, {} episodes and {} refused, the body lists {promoted} promoted, {episodes} episodes and {refused} refused",
                     n(1),
-                    n(4)
+                    n(2),
+                    n(5)
                 ),
             ));
         }
@@ -443,7 +461,7 @@ impl Auditor {
             .filter_map(|l| l.get("item").map(str::to_string))
             .collect();
         let mut covered = BTreeSet::new();
-        let mut active = before.facts.len();
+        let mut active = before.durable();
         for l in &lines {
             let item = l.get("item").unwrap_or_default().to_string();
             if l.verdict == "refused" {
@@ -911,6 +929,7 @@ impl Auditor {
                         e.policy
                     ));
                 }
+                "expired" => found.extend(expiry_problems(&e, day, before, after)),
                 "forgotten" => {
                     let pinned = self.pinned(before);
                     let used = self.last_used(&id, day, &e.policy);
@@ -921,7 +940,7 @@ impl Auditor {
                         &e.policy,
                         &after.config.retention,
                         day,
-                        before.facts.len() - removed,
+                        before.durable() - removed,
                         after,
                         &pinned,
                         used,
@@ -1024,7 +1043,7 @@ impl Auditor {
                 }
                 let Some(state) = &state else { continue };
                 self.v.traced += 1;
-                for m in trace(f, &state.conn, &config)? {
+                for m in trace(f, bf.block, &state.conn, &config)? {
                     self.push(problem("trace", None, Some(&f.id), m));
                 }
             }
@@ -1057,17 +1076,22 @@ impl Auditor {
             self.v.cycle_reports += 1;
             let n = |v: &serde_json::Value, k: &str| v[k].as_u64().unwrap_or(0);
             let k = &c.report["candidates"];
-            let sum = n(k, "promoted") + n(k, "queued") + n(k, "reinforced") + n(k, "refused");
+            let sum = n(k, "promoted")
+                + n(k, "episodes")
+                + n(k, "queued")
+                + n(k, "reinforced")
+                + n(k, "refused");
             if n(k, "proposed") != sum {
                 self.push(problem(
                     "counts",
                     None,
                     None,
                     format!(
-                        "cycle {}: {} proposed but {} promoted + {} queued + {} reinforced + {} refused = {sum}",
+                        "cycle {}: {} proposed but {} promoted + {} episodes + {} queued + {} reinforced + {} refused = {sum}",
                         c.id,
                         n(k, "proposed"),
                         n(k, "promoted"),
+                        n(k, "episodes"),
                         n(k, "queued"),
                         n(k, "reinforced"),
                         n(k, "refused")
@@ -1185,7 +1209,9 @@ fn forget_problems(
         if let Some((other, s)) = after
             .facts
             .iter()
-            .filter(|(oid, (_, f))| !protected(f, r) && !pinned.contains(*oid))
+            .filter(|(oid, (b, f))| {
+                *b != Block::Episodes && !protected(f, r) && !pinned.contains(*oid)
+            })
             .map(|(oid, (b, f))| (oid, salience(*b, f, r, day)))
             .find(|(_, s)| *s + TOLERANCE < mine)
         {
@@ -1201,8 +1227,140 @@ fn forget_problems(
     found
 }
 
+/// Who wrote an event and when, as the words a fact citing it may use. This restates the
+/// rule the cycle's gates apply rather than calling them: the event's actor, the owner's
+/// names (`owner.names`), its day written "Monday 8 May 2023", "8 May 2023", "May 8, 2023"
+/// and "2023-05-08", and the day each relative date in its text names ("yesterday" in an
+/// event of 8 May 2023 is "on 7 May 2023"; `when::relatives` reads them).
+pub(crate) fn who_and_when(e: &dream_core::event::Event, names: &[String]) -> String {
+    let d = e.ts.date_naive();
+    let mut out = format!(
+        "{} {}. {} {} {} {}",
+        e.actor.as_deref().unwrap_or_default(),
+        names.join(" "),
+        d.format("%A"),
+        d.format("%-d %B %Y"),
+        d.format("%B %-d, %Y"),
+        d.format("%Y-%m-%d")
+    );
+    for r in dream_core::when::relatives(&e.text, d) {
+        out.push_str(". ");
+        out.push_str(&r.absolute);
+    }
+    out
+}
+
+/// What is wrong with an episode's expiry (`why=expired`), restated from the tier's rule:
+/// under `retention_days=N` it was last seen more than N days before it was archived;
+/// under `max_facts=M` the episodes held more than M before it left, and none a cycle
+/// wrote that was last seen earlier stayed.
+fn expiry_problems(e: &Archived, day: NaiveDate, before: &Snap, after: &Snap) -> Vec<String> {
+    let id = &e.fact.id;
+    let cfg = &after.config.episodes;
+    let mut found = Vec::new();
+    if e.block != Block::Episodes {
+        found.push(format!(
+            "{id} expired from {}, but only episodes expire",
+            e.block.as_str()
+        ));
+    }
+    if matches!(e.fact.origin, Origin::Owner | Origin::Review) {
+        found.push(format!(
+            "{id} expired, but a person put it there (by={})",
+            e.fact.origin.as_str()
+        ));
+    }
+    let age = (day - e.fact.last_seen).num_days();
+    if e.policy.starts_with("retention_days") {
+        if age <= i64::from(cfg.retention_days) {
+            found.push(format!(
+                "{id} expired as not said again, but it was last seen {age} days before (episodes.retention_days {})",
+                cfg.retention_days
+            ));
+        }
+    } else if e.policy.starts_with("max_facts") {
+        let left = after
+            .facts
+            .values()
+            .filter(|(b, _)| *b == Block::Episodes)
+            .count();
+        let expired_now = after
+            .archived()
+            .filter(|a| a.why == "expired" && a.policy.starts_with("max_facts"))
+            .filter(|a| !before.archive.contains(&a.render()))
+            .count();
+        if left + expired_now <= cfg.max_facts {
+            found.push(format!(
+                "{id} expired over the cap, but {} episodes would have been within episodes.max_facts {}",
+                left + expired_now,
+                cfg.max_facts
+            ));
+        }
+        if let Some((other, (_, f))) = after.facts.iter().find(|(_, (b, f))| {
+            *b == Block::Episodes
+                && matches!(f.origin, Origin::Auto | Origin::Pass)
+                && f.last_seen < e.fact.last_seen
+        }) {
+            found.push(format!(
+                "{id} (last seen {}) expired over the cap while {other} (last seen {}) stayed: not oldest first",
+                e.fact.last_seen, f.last_seen
+            ));
+        }
+    } else {
+        found.push(format!(
+            "{id} expired under {:?}, which is not an episodes policy",
+            e.policy
+        ));
+    }
+    found
+}
+
 /// What keeps an active fact from being traceable to its supporting events.
-fn trace(f: &Fact, conn: &rusqlite::Connection, config: &Config) -> Result<Vec<String>> {
+/// The seed's rule for the durable blocks, restated: a fact a cycle (or a pass) put in
+/// persona, human or scratch rests on at least `promote.min_support` distinct supporting
+/// events (none read back from memory) on at least `promote.min_days` days. Episodes are
+/// exempt: they are where single mentions live.
+fn durable_rule(
+    f: &Fact,
+    block: Block,
+    events: &[state::Stored],
+    p: &dream_core::config::Promote,
+) -> Vec<String> {
+    if block == Block::Episodes || !matches!(f.origin, Origin::Auto | Origin::Pass) {
+        return Vec::new();
+    }
+    let support: BTreeSet<&str> = events
+        .iter()
+        .filter(|s| !s.event.recalled)
+        .map(|s| s.event.id.as_str())
+        .collect();
+    let days: BTreeSet<NaiveDate> = events
+        .iter()
+        .filter(|s| !s.event.recalled)
+        .map(|s| s.event.ts.date_naive())
+        .collect();
+    if support.len() < p.min_support || days.len() < p.min_days {
+        vec![format!(
+            "{} (by={}) is in {} on {} supporting events over {} days; the durable blocks need {} on {} (promote.min_support, promote.min_days) unless a person put it there",
+            f.id,
+            f.origin.as_str(),
+            block.as_str(),
+            support.len(),
+            days.len(),
+            p.min_support,
+            p.min_days
+        )]
+    } else {
+        Vec::new()
+    }
+}
+
+fn trace(
+    f: &Fact,
+    block: Block,
+    conn: &rusqlite::Connection,
+    config: &Config,
+) -> Result<Vec<String>> {
     let mut found = Vec::new();
     if f.support.is_empty() {
         found.push(format!(
@@ -1227,7 +1385,12 @@ fn trace(f: &Fact, conn: &rusqlite::Connection, config: &Config) -> Result<Vec<S
             missing.join(", ")
         ));
     }
-    let sources: Vec<&str> = events.iter().map(|s| s.event.text.as_str()).collect();
+    let mut owned: Vec<String> = Vec::new();
+    for s in &events {
+        owned.push(s.event.text.clone());
+        owned.push(who_and_when(&s.event, &config.owner.names));
+    }
+    let sources: Vec<&str> = owned.iter().map(String::as_str).collect();
     for e in measures::invented_entities(&f.text, &sources) {
         found.push(format!(
             "{} names {} {:?}, absent from its supporting events",
@@ -1235,6 +1398,9 @@ fn trace(f: &Fact, conn: &rusqlite::Connection, config: &Config) -> Result<Vec<S
             e.kind.as_str(),
             e.text
         ));
+    }
+    if f.origin != Origin::Review {
+        found.extend(durable_rule(f, block, &events, &config.promote));
     }
     let need = match f.origin {
         Origin::Review => config.promote.min_coverage,

@@ -1,8 +1,11 @@
 //! The consolidation stage (SPEC S4 steps 4 to 8): cluster the window, reflect on every
-//! cluster that holds a new event, gate each proposal, judge what passed, route it, and
-//! apply the routes to the in-memory facts and cards. The result is one [`Stage`] (the
-//! files to commit) plus candidate records in the state transaction; nothing is written
-//! to the repository here.
+//! cluster that holds a new event and on each session's new single mentions (the events
+//! no cluster holds that may say something: one call per session), gate each proposal,
+//! judge what passed, route it, and apply the routes to the in-memory facts, episodes and
+//! cards; a restated episode whose support now meets the durable rule moves to its block,
+//! and episodes past `episodes.retention_days` or over `episodes.max_facts` expire to the
+//! archive. The result is one [`Stage`] (the files to commit) plus candidate records in
+//! the state transaction; nothing is written to the repository here.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -13,18 +16,21 @@ use rusqlite::Connection;
 use crate::edges::state::{self, Stored};
 use crate::edges::store::Change;
 use crate::error::{Error, Result};
-use crate::stages::{parallel_map, reflect_plan, Ctx, Work};
+use crate::stages::{parallel_map, reflect_plan, Archive, Ctx, Work};
 use dream_core::cluster;
 use dream_core::commit::Stage;
 use dream_core::config::Config;
+use dream_core::episodes;
 use dream_core::gates::{self, Evidence, Gated};
 use dream_core::llm::budget::CallError;
 use dream_core::llm::plan::{self, Failure};
 use dream_core::llm::{
-    EventView, FactView, JudgeItem, JudgeRequest, Llm, LlmErrorKind, Proposal, Verdict,
+    EventView, FactView, JudgeItem, JudgeRequest, Llm, LlmErrorKind, Proposal, ReflectPrompt,
+    ReflectRequest, Verdict,
 };
 use dream_core::memory::{
-    self, text_id, unique_id, Card, Decision, Excerpt, Fact, GateResult, Memory, Origin,
+    self, text_id, unique_id, Archived, Block, Card, Decision, Excerpt, Fact, GateResult, Memory,
+    Origin,
 };
 use dream_core::report::{DecisionRow, Degraded};
 use dream_core::route::{self, Outcome};
@@ -41,6 +47,7 @@ pub fn run(ctx: &Ctx<'_>, tx: &Connection, work: &mut Work) -> Result<()> {
     work.lap("reflect");
 
     let mut gated: Vec<Gated> = Vec::with_capacity(proposals.len());
+    let mut own: HashSet<String> = HashSet::new();
     for (p, sent) in &proposals {
         let sent_ids: HashSet<&str> = sent.iter().map(|e| e.id.as_str()).collect();
         let mut elsewhere = HashSet::new();
@@ -49,11 +56,35 @@ pub fn run(ctx: &Ctx<'_>, tx: &Connection, work: &mut Work) -> Result<()> {
                 elsewhere.insert(id.clone());
             }
         }
-        gated.push(gates::gate_proposal(
-            p,
-            &Evidence::new(sent, &elsewhere),
-            ctx.config,
-        ));
+        let evidence = Evidence::new(sent, &elsewhere).owned_by(&ctx.config.owner.names);
+        let g = gates::gate_proposal(p, &evidence, ctx.config);
+        // A model's wording the events do not fully hold goes to a person (or is refused
+        // below min_coverage); meanwhile the cited turn's own words are proposed too (kept
+        // as an episode when specific).
+        let paraphrase = match &g.refused {
+            None => g.measures.coverage < 1.0,
+            Some(r) => r.starts_with("coverage "),
+        };
+        let cited: Vec<&EventView> = g
+            .support
+            .iter()
+            .filter_map(|id| evidence.sent.get(id.as_str()).copied())
+            .collect();
+        gated.push(g);
+        if paraphrase && !ctx.llm.offline() && ctx.config.episodes.enabled {
+            let last = gated.last().expect("just pushed");
+            if let Some(words) = dream_core::llm::offline::own_words(
+                &last.text,
+                &last.category,
+                last.block.as_str(),
+                &cited,
+            ) {
+                if own.insert(words.text.clone()) {
+                    work.report.own_words += 1;
+                    gated.push(gates::gate_proposal(&words, &evidence, ctx.config));
+                }
+            }
+        }
     }
     let defaulted: Vec<&Gated> = gated.iter().filter(|g| !g.notes.is_empty()).collect();
     if let Some(first) = defaulted.first() {
@@ -91,9 +122,13 @@ pub fn run(ctx: &Ctx<'_>, tx: &Connection, work: &mut Work) -> Result<()> {
         let decided = decide(ctx, tx, work, g, verdict, &vetoes, &restating, &mut texts)?;
         apply(ctx, tx, work, decided, &mut card_writes, &mut lines)?;
     }
+    let expired = expire(ctx, work, &mut lines)?;
     work.lap("route");
 
     let mut change = Change::blocks(&before, &work.memory);
+    if let Some(text) = expired {
+        change.write(memory::ARCHIVE, text);
+    }
     for (path, contents) in card_writes {
         match contents {
             Some(text) => change.write(path, text),
@@ -103,10 +138,11 @@ pub fn run(ctx: &Ctx<'_>, tx: &Connection, work: &mut Work) -> Result<()> {
     if !change.is_empty() {
         let c = &work.report.candidates;
         let subject = format!(
-            "dream: {} cycle {}: {} promoted, {} queued, {} reinforced, {} refused",
+            "dream: {} cycle {}: {} promoted, {} episodes, {} queued, {} reinforced, {} refused",
             ctx.opts.kind.as_str(),
             ctx.today,
             c.promoted,
+            c.episodes,
             c.queued,
             c.reinforced,
             c.refused
@@ -115,6 +151,39 @@ pub fn run(ctx: &Ctx<'_>, tx: &Connection, work: &mut Work) -> Result<()> {
         work.push_stage(ctx, Stage::Consolidate, change, &subject, &lines, tokens);
     }
     Ok(())
+}
+
+/// Expire the episodes `episodes::expiring` names: each moves to the archive
+/// (`why=expired`) with the policy verified. Returns the archive's new text when one did.
+fn expire(ctx: &Ctx<'_>, work: &mut Work, lines: &mut Vec<String>) -> Result<Option<String>> {
+    let due = episodes::expiring(&work.memory, ctx.today, &ctx.config.episodes);
+    if due.is_empty() {
+        return Ok(None);
+    }
+    let mut archive = Archive::load(ctx, work)?;
+    for e in due {
+        let Some((block, fact)) = work.memory.remove(&e.id) else {
+            continue;
+        };
+        lines.push(format!(
+            "expired    {}  {}  -- {}",
+            e.id,
+            memory::excerpt(&fact.text, 100),
+            e.reason
+        ));
+        work.report.episodes_expired += 1;
+        archive.push(Archived {
+            fact,
+            block,
+            archived: ctx.today,
+            why: "expired".into(),
+            reason: e.reason,
+            policy: e.policy,
+        });
+    }
+    let text = archive.text.clone();
+    work.archive = Some(archive);
+    Ok(Some(text))
 }
 
 /// Vectors of the candidates and the active facts, by text, when the embedder has a
@@ -129,7 +198,10 @@ fn meaning_vectors(
     notes: &mut Vec<String>,
 ) -> Option<HashMap<String, Vec<f32>>> {
     ctx.embedder.restates()?;
-    let mut wanted: Vec<&str> = memory.facts().map(|(_, f)| f.text.as_str()).collect();
+    let mut wanted: Vec<&str> = memory
+        .facts()
+        .map(|(_, f)| memory::episode_body(&f.text))
+        .collect();
     wanted.extend(
         gated
             .iter()
@@ -195,13 +267,12 @@ fn reflect(
         Some(&fresh),
     );
     work.report.window.clusters = clustering.clusters.len();
-    looked_at.extend(
-        clustering
-            .noise
-            .iter()
-            .filter(|&&i| !w.reflected[i])
-            .map(|&i| w.seq[i]),
-    );
+    let noise: Vec<usize> = clustering
+        .noise
+        .iter()
+        .copied()
+        .filter(|&i| !w.reflected[i])
+        .collect();
     let mut selected: Vec<Vec<usize>> = clustering
         .clusters
         .into_iter()
@@ -234,8 +305,26 @@ fn reflect(
         ));
         looked_at.extend(planned.restated_seen);
     }
-    // Oldest new event first, across clusters: when the budget admits only some prompts,
-    // the events that have waited longest go out, so none starves behind busy clusters.
+    // The single mentions: new events no cluster holds. Those that cannot say anything
+    // (not the owner's, or nothing but chatter) are looked at now; the rest are shown per
+    // session, one call for a session's events (several for a session with more than
+    // `cluster.max_events_per_prompt`), under the same budget and seen rules.
+    let (singles, passed_over) = if config.episodes.enabled {
+        let model = llm.tokenizer_key().unwrap_or_else(|| llm.name());
+        single_calls(tx, selected.len(), &noise, &work.window, config, &model)?
+    } else {
+        (
+            Vec::new(),
+            noise.iter().map(|&i| work.window.seq[i]).collect(),
+        )
+    };
+    looked_at.extend(passed_over);
+    work.report.window.singles = singles.iter().map(|c| c.prompt.shown()).sum();
+    work.report.window.single_calls = singles.len();
+    calls.extend(singles);
+    // Oldest new event first, across clusters and sessions: when the budget admits only
+    // some prompts, the events that have waited longest go out, so none starves behind
+    // busy clusters.
     calls.sort_by_key(|c| c.oldest);
     work.report.window.prompts = calls.len();
     for call in &calls {
@@ -313,6 +402,7 @@ fn reflect(
         match result {
             Ok(reply) => {
                 work.report.window.reflected += clusters;
+                work.report.window.shown += call.prompt.shown();
                 for note in reply.notes {
                     if !work.report.notes.contains(&note) {
                         work.report.notes.push(note);
@@ -404,6 +494,73 @@ fn reflect(
     work.report.window.new_events += looked_at.len();
     state::mark_reflected_seq(tx, &looked_at, &ctx.cycle_id)?;
     Ok(proposals)
+}
+
+/// The calls for a cycle's new single mentions (`noise`: window rows no cluster holds,
+/// not looked at yet): the events that pass the cheap pre-filter
+/// ([`episodes::worth_reflecting_once`]), grouped by session in time order, at most
+/// `cluster.max_events_per_prompt` to a call, numbered after the `first` clusters; and
+/// the row ids of those that do not pass, to mark as looked at.
+fn single_calls(
+    tx: &Connection,
+    first: usize,
+    noise: &[usize],
+    window: &state::Window,
+    config: &Config,
+    model: &str,
+) -> Result<(Vec<reflect_plan::Call>, Vec<i64>)> {
+    let cap = config.cluster.max_events_per_prompt;
+    let seqs: Vec<i64> = noise.iter().map(|&i| window.seq[i]).collect();
+    let by_id: HashMap<&str, i64> = noise
+        .iter()
+        .map(|&i| (window.ids[i].as_str(), window.seq[i]))
+        .collect();
+    let mut sessions: BTreeMap<String, Vec<(EventView, i64)>> = BTreeMap::new();
+    let mut passed_over = Vec::new();
+    for s in state::events_by_seq(tx, &seqs)? {
+        let Some(&seq) = by_id.get(s.event.id.as_str()) else {
+            continue;
+        };
+        let v = EventView::of(&s.event, true);
+        if episodes::worth_reflecting_once(&v) {
+            sessions
+                .entry(v.session.clone())
+                .or_default()
+                .push((v, seq));
+        } else {
+            passed_over.push(seq);
+        }
+    }
+    let mut out: Vec<reflect_plan::Call> = Vec::new();
+    for (_, mut events) in sessions {
+        events.sort_by(|a, b| a.0.ts.cmp(&b.0.ts).then_with(|| a.0.id.cmp(&b.0.id)));
+        for chunk in events.chunks(cap.max(1)) {
+            let n = first + out.len();
+            let events: Vec<EventView> = chunk.iter().map(|(v, _)| v.clone()).collect();
+            let key = plan::key(
+                model,
+                config.llm.max_tokens,
+                config.llm.timeout_secs,
+                events.iter().map(|e| e.id.as_str()),
+            );
+            out.push(reflect_plan::Call {
+                oldest: events
+                    .iter()
+                    .map(|e| e.ts.timestamp())
+                    .min()
+                    .unwrap_or(i64::MAX),
+                prompt: ReflectPrompt::single(&ReflectRequest {
+                    cluster: n,
+                    events,
+                    singles: true,
+                }),
+                label: format!("{n} (single mentions)"),
+                new: chunk.iter().map(|(_, seq)| *seq).collect(),
+                key,
+            });
+        }
+    }
+    Ok((out, passed_over))
 }
 
 /// "cluster 3 is" or "clusters 3, 4 are".
@@ -560,6 +717,8 @@ struct Decided {
     /// the events the fact already cites.
     stored: Vec<Stored>,
     older: Vec<Stored>,
+    /// The episode this candidate's restatement moves to its durable block.
+    graduate: Option<String>,
 }
 
 /// Read what one candidate's route depends on (nearest facts, the card it restates, the
@@ -591,11 +750,41 @@ fn decide(
     g.measures.novelty =
         dream_core::measures::round3(1.0 - near.first().map_or(0.0, |n| n.similarity));
     g.measures.nearest_fact = near.first().map(|n| n.fact_id.clone());
-    let (g, hit) = check_vetoes(tx, g, vetoes, config)?;
-    let (outcome, judge_text, route_gates) = route::route(&g, &near, verdict, config);
-    let outcome = veto::cap(outcome, hit.as_ref());
+    let (mut g, hit) = check_vetoes(tx, g, vetoes, config)?;
+    let (mut outcome, mut judge_text, route_gates) = route::route(&g, &near, verdict, config);
+    outcome = veto::cap(outcome, hit.as_ref());
     let mut gates = g.gates.clone();
     gates.extend(route_gates);
+    // A restated episode whose support now meets the durable rule moves to its block:
+    // the episode's words, with the union of both supports, routed again.
+    let mut graduate = None;
+    if let Outcome::Reinforce { fact_id } = &outcome {
+        if let Some((Block::Episodes, ep)) = work.memory.get(fact_id) {
+            if let (Some(home), true) = (ep.home, episodes::governed(ep.origin)) {
+                if let Some(merged) = merge_into_episode(tx, ep, home, &g, config)? {
+                    let rest: Vec<route::Near> = near
+                        .iter()
+                        .filter(|n| &n.fact_id != fact_id)
+                        .cloned()
+                        .collect();
+                    let v = verdict.cloned().map(|mut v| {
+                        v.contradicts = v.contradicts.filter(|c| c != fact_id);
+                        v.duplicate_of = v.duplicate_of.filter(|d| d != fact_id);
+                        v
+                    });
+                    let (o, j, rg) = route::route(&merged, &rest, v.as_ref(), config);
+                    if o == Outcome::Promote {
+                        graduate = Some(fact_id.clone());
+                        gates = merged.gates.clone();
+                        gates.extend(rg);
+                        g = merged;
+                        outcome = o;
+                        judge_text = j;
+                    }
+                }
+            }
+        }
+    }
     let stored = state::events_by_ids(tx, &g.support)?;
     let older = match &outcome {
         Outcome::Reinforce { fact_id } => match work.memory.get(fact_id) {
@@ -622,7 +811,59 @@ fn decide(
         gates,
         stored,
         older,
+        graduate,
     })
+}
+
+/// An episode said again: its own words (without the day it starts with) as a proposal for
+/// its durable block `home`, with the union of both supports, gated again. Its confidence
+/// is the higher of the candidate's and what its independent restatements give (`1 -
+/// 0.4^k`, as the offline reflector reckons it). `None` when the gates refuse it.
+fn merge_into_episode(
+    tx: &Connection,
+    ep: &Fact,
+    home: Block,
+    g: &Gated,
+    config: &Config,
+) -> Result<Option<Gated>> {
+    let mut ids = ep.support.clone();
+    for id in &g.support {
+        if !ids.contains(id) {
+            ids.push(id.clone());
+        }
+    }
+    let fresh: HashSet<&String> = g
+        .support
+        .iter()
+        .filter(|id| !ep.support.contains(id))
+        .collect();
+    let events: Vec<EventView> = state::events_by_ids(tx, &ids)?
+        .iter()
+        .map(|s| {
+            let mut v = view_of(s);
+            v.new = fresh.contains(&v.id);
+            v
+        })
+        .collect();
+    let refs: Vec<&EventView> = events.iter().filter(|e| !e.recalled).collect();
+    let (_, independent) = gates::support_measures(&refs);
+    let proposal = Proposal {
+        text: memory::episode_body(&ep.text).to_string(),
+        category: ep.category.clone(),
+        block: home.as_str().into(),
+        supporting_event_ids: ids,
+        confidence: g
+            .confidence
+            .max(dream_core::llm::offline::confidence(independent)),
+        reason: format!("{} said again ({})", ep.id, g.reason),
+    };
+    let none = HashSet::new();
+    let merged = gates::gate_proposal(
+        &proposal,
+        &Evidence::new(&events, &none).owned_by(&config.owner.names),
+        config,
+    );
+    Ok(merged.refused.is_none().then_some(merged))
 }
 
 /// Apply a decided route to the in-memory facts and cards, and record it: a commit line,
@@ -645,9 +886,89 @@ fn apply(
         gates: all_gates,
         stored,
         older,
+        graduate,
     } = d;
     let events = excerpts(&stored);
     let (target, reason) = match &outcome {
+        Outcome::Promote if graduate.is_some() => {
+            let id = graduate.clone().unwrap_or_default();
+            let (_, old) = work.memory.remove(&id).ok_or_else(|| {
+                Error::Other(format!(
+                    "routing chose to move episode {id}, which is not an active fact"
+                ))
+            })?;
+            let (first, last) = span(&events, ctx.today);
+            work.memory.block_mut(g.block).push(Fact {
+                id: id.clone(),
+                text: g.text.clone(),
+                category: g.category.clone(),
+                origin: Origin::Auto,
+                support: cite(&g.text, &g.support, &stored),
+                first_seen: first.min(old.first_seen),
+                last_seen: last.max(old.last_seen),
+                valid_from: old.valid_from,
+                valid_to: old.valid_to,
+                home: None,
+                extra: old.extra,
+            });
+            lines.push(format!(
+                "promoted   {id}  [{}/{}] {}  (an episode said again: support {}, days {}, confidence {:.3})",
+                g.block.as_str(),
+                g.category,
+                g.text,
+                g.measures.support,
+                g.measures.days,
+                g.confidence
+            ));
+            (
+                Some(id.clone()),
+                format!("{id} was an episode; said again, it meets the durable rule"),
+            )
+        }
+        Outcome::Episode { reason } => {
+            let taken: Vec<String> = work.memory.facts().map(|(_, f)| f.id.clone()).collect();
+            let (first, last) = span(&events, ctx.today);
+            let text = episodes::text(first, &g.text);
+            let id = unique_id(text_id("f", &text), &taken);
+            let mut support = cite(&g.text, &g.support, &stored);
+            // The day it starts with traces to its first event: keep citing that one.
+            if let Some(e) = stored.iter().min_by_key(|s| s.event.ts) {
+                if !support.contains(&e.event.id) {
+                    support.truncate(memory::MAX_CITED - 1);
+                    support.insert(0, e.event.id.clone());
+                }
+            }
+            work.memory.block_mut(Block::Episodes).push(Fact {
+                id: id.clone(),
+                text: text.clone(),
+                category: g.category.clone(),
+                origin: Origin::Auto,
+                support,
+                first_seen: first,
+                last_seen: last,
+                valid_from: None,
+                valid_to: None,
+                home: (g.block != Block::Episodes).then_some(g.block),
+                extra: BTreeMap::new(),
+            });
+            if let Some(ci) = matched {
+                let mut card = work.cards.remove(ci);
+                card_writes.insert(card.path(), None);
+                card.decision = Some(Decision {
+                    verdict: "kept as an episode".into(),
+                    at: now,
+                    reason: "fully traceable to the owner's own words; it moves to its block when said again".into(),
+                    fact_id: Some(id.clone()),
+                });
+                card.supporting_event_ids = g.support.clone();
+                card_writes.insert(card.path(), Some(card.render()));
+            }
+            lines.push(format!(
+                "episode    {id}  [episodes/{}] {text}  -- {reason}",
+                g.category
+            ));
+            (Some(id), reason.clone())
+        }
         Outcome::Promote => {
             let taken: Vec<String> = work.memory.facts().map(|(_, f)| f.id.clone()).collect();
             let id = unique_id(text_id("f", &g.text), &taken);
@@ -662,6 +983,7 @@ fn apply(
                 last_seen: last,
                 valid_from: None,
                 valid_to: None,
+                home: None,
                 extra: BTreeMap::new(),
             });
             if let Some(ci) = matched {
@@ -770,6 +1092,7 @@ fn apply(
         block: g.block.as_str().into(),
         category: g.category.clone(),
         reason: reason.clone(),
+        proposer: g.reason.clone(),
         gate: matches!(outcome, Outcome::Refuse { .. })
             .then(|| all_gates.iter().find(|r| !r.passed).map(|r| r.gate.clone()))
             .flatten(),
@@ -871,7 +1194,11 @@ fn merge_into_card(tx: &Connection, card: &Card, g: &Gated, config: &Config) -> 
         reason: g.reason.clone(),
     };
     let none = HashSet::new();
-    let merged = gates::gate_proposal(&proposal, &Evidence::new(&events, &none), config);
+    let merged = gates::gate_proposal(
+        &proposal,
+        &Evidence::new(&events, &none).owned_by(&config.owner.names),
+        config,
+    );
     Ok(if merged.refused.is_some() {
         g.clone()
     } else {

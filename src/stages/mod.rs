@@ -29,11 +29,12 @@ use dream_core::commit::{Message, Stage};
 use dream_core::config::{Config, CycleKind};
 use dream_core::llm::budget::{Budget, CallError};
 use dream_core::llm::{Llm, LlmError, LlmErrorKind, Reply};
-use dream_core::memory::{Card, Memory};
+use dream_core::memory::{self, Archived, Card, Memory};
 use dream_core::report::Report;
 
 use crate::edges::state;
-use crate::edges::store::Change;
+use crate::edges::store::{Change, Store};
+use crate::error::Result;
 use crate::providers::embed::Embedder;
 
 /// How a cycle runs.
@@ -120,6 +121,43 @@ pub struct Work {
     pub report: Report,
     pub stages: Vec<StageCommit>,
     pub timer: Instant,
+    /// `archive/facts.md` as this cycle will commit it, once a stage added to it (the next
+    /// stage adds to that, not to the file on disk).
+    pub archive: Option<Archive>,
+}
+
+/// The archive file as it will be committed, and the ids it holds.
+#[derive(Debug, Clone)]
+pub struct Archive {
+    pub text: String,
+    pub ids: std::collections::BTreeSet<String>,
+}
+
+impl Archive {
+    /// The archive as the cycle's earlier stages left it, else as the repository holds it.
+    pub fn load(ctx: &Ctx<'_>, work: &Work) -> Result<Archive> {
+        if let Some(a) = &work.archive {
+            return Ok(a.clone());
+        }
+        let text = Store::open(ctx.root)?
+            .read(memory::ARCHIVE)?
+            .unwrap_or_else(memory::archive_header);
+        let ids = text
+            .lines()
+            .filter_map(Archived::parse)
+            .map(|a| a.fact.id)
+            .collect();
+        Ok(Archive { text, ids })
+    }
+
+    pub fn push(&mut self, entry: Archived) {
+        if !self.text.is_empty() && !self.text.ends_with('\n') {
+            self.text.push('\n');
+        }
+        self.text.push_str(&entry.render());
+        self.text.push('\n');
+        self.ids.insert(entry.fact.id);
+    }
 }
 
 impl Work {

@@ -21,10 +21,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use rusqlite::Connection;
 
-use crate::edges::store::Change;
-use crate::edges::store::Store;
+use crate::edges::store::{Change, Store};
 use crate::error::Result;
-use crate::stages::{Ctx, Work};
+use crate::stages::{Archive, Ctx, Work};
 use dream_core::commit::Message;
 use dream_core::llm::budget::CallError;
 use dream_core::llm::passes::{
@@ -32,7 +31,7 @@ use dream_core::llm::passes::{
     PassFact, Promote, PromoteRequest,
 };
 use dream_core::llm::{LlmError, Reply};
-use dream_core::memory::{self, one_line, Archived, Block, Fact, Memory, Origin};
+use dream_core::memory::{self, one_line, Archived, Block, BlockFile, Fact, Memory, Origin};
 use dream_core::passes::{review, Pass};
 use dream_core::report::{Degraded, MutationRow, PassSummary};
 
@@ -44,33 +43,6 @@ use dream_core::passes::record::{Counts, Line};
 
 /// The passes, in the order they run.
 pub const PASSES: [Pass; 4] = Pass::ALL;
-
-/// The archive file as it will be committed, and the ids it holds.
-struct Archive {
-    text: String,
-    ids: BTreeSet<String>,
-}
-
-impl Archive {
-    fn load(text: Option<String>) -> Archive {
-        let text = text.unwrap_or_else(memory::archive_header);
-        let ids = text
-            .lines()
-            .filter_map(Archived::parse)
-            .map(|a| a.fact.id)
-            .collect();
-        Archive { text, ids }
-    }
-
-    fn push(&mut self, entry: Archived) {
-        if !self.text.is_empty() && !self.text.ends_with('\n') {
-            self.text.push('\n');
-        }
-        self.text.push_str(&entry.render());
-        self.text.push('\n');
-        self.ids.insert(entry.fact.id);
-    }
-}
 
 /// What one pass did: its commit lines and report rows.
 struct Outcome {
@@ -199,10 +171,12 @@ impl Outcome {
     }
 }
 
-/// Run the four passes over `work.memory`, each one stage when it changed something.
+/// Run the four passes over the durable blocks of `work.memory`, each one stage when it
+/// changed something. The episodes are held aside while a pass runs: their own rules
+/// (`episodes.rs`: restatement, expiry, a cap) govern them, not the passes'; a pass may
+/// still move an event out of scratch into the episodes.
 pub fn run(ctx: &Ctx<'_>, tx: &Connection, work: &mut Work) -> Result<()> {
-    let store = Store::open(ctx.root)?;
-    let mut archive = Archive::load(store.read(memory::ARCHIVE)?);
+    let mut archive = Archive::load(ctx, work)?;
     let pinned: BTreeMap<String, String> = work
         .cards
         .iter()
@@ -221,21 +195,24 @@ pub fn run(ctx: &Ctx<'_>, tx: &Connection, work: &mut Work) -> Result<()> {
     // What the merge and promote passes are shown: what this cycle changed, against memory
     // as the cycle found it (the store's, hand edits recorded), unless they cannot know
     // what they reviewed (see `dream_core::passes::review`).
-    let start = store.load_memory(ctx.today)?;
+    let start = Store::open(ctx.root)?.load_memory(ctx.today)?;
     let hand_edited = work.report.commits.iter().any(|c| c.stage == "manual");
     let degraded = crate::edges::state::last_degraded_stages(tx)?;
-    let mut guard = LossGuard::new(
-        work.memory.len(),
-        &ctx.config.retention,
-        ctx.opts.allow_loss,
-    );
+    // The guard's share is of the durable facts: episodes expire by their own rules.
+    let durable = work.memory.len() - work.memory.block(Block::Episodes).facts().count();
+    let mut guard = LossGuard::new(durable, &ctx.config.retention, ctx.opts.allow_loss);
     for pass in PASSES {
         let all = start.is_empty() || hand_edited || degraded.iter().any(|d| d == pass.as_str());
         // Against the memory this pass finds: a merge just made is new to promote.
         let changed = (!all).then(|| review::changed(&start, &work.memory));
         let memory_before = work.memory.clone();
         let archive_before = archive.text.clone();
+        let held = std::mem::replace(
+            work.memory.block_mut(Block::Episodes),
+            BlockFile::empty(Block::Episodes),
+        );
         let before = Before::new(&work.memory, archive.ids.clone(), pinned.clone())
+            .with_episodes(held.facts().map(|f| f.id.clone()).collect())
             .with_uses(last_used.clone());
         let spent = ctx.budget.spend().spent;
         let mut out = Outcome::new(pass);
@@ -252,6 +229,34 @@ pub fn run(ctx: &Ctx<'_>, tx: &Connection, work: &mut Work) -> Result<()> {
             ),
             Pass::Promote => promote(ctx, &before, work, &mut out, changed.as_ref()),
             Pass::Forget => forget(ctx, &before, work, &mut archive, &mut guard, &mut out),
+        }
+        // The episodes back, with whatever the pass moved into them.
+        let moved_in: Vec<Fact> = work
+            .memory
+            .block(Block::Episodes)
+            .facts()
+            .cloned()
+            .collect();
+        *work.memory.block_mut(Block::Episodes) = held;
+        let moved = !moved_in.is_empty();
+        for f in moved_in {
+            work.memory.block_mut(Block::Episodes).push(f);
+        }
+        // Events moved into the episodes count against their cap at once.
+        if moved {
+            for e in dream_core::episodes::expiring(&work.memory, ctx.today, &ctx.config.episodes) {
+                if let Some((block, fact)) = work.memory.remove(&e.id) {
+                    work.report.episodes_expired += 1;
+                    archive.push(Archived {
+                        fact,
+                        block,
+                        archived: ctx.today,
+                        why: "expired".into(),
+                        reason: e.reason,
+                        policy: e.policy,
+                    });
+                }
+            }
         }
         let tokens = ctx.budget.spend().spent.saturating_sub(spent);
         let mut change = Change::blocks(&memory_before, &work.memory);
@@ -274,6 +279,7 @@ pub fn run(ctx: &Ctx<'_>, tx: &Connection, work: &mut Work) -> Result<()> {
         work.report.passes.push(out.summary());
         work.lap(pass.as_str());
     }
+    work.archive = Some(archive);
     if ctx.opts.allow_loss {
         work.report.notes.push(format!(
             "--allow-loss: the loss guard was lifted; the passes archived {} of {} active facts",

@@ -119,6 +119,7 @@ fn whole_cluster_calls(
                 cluster: n,
                 known: Vec::new(),
                 events,
+                singles: false,
             }],
         };
         out.push(Call {
@@ -336,6 +337,7 @@ fn model_calls(
                 cluster: c.n,
                 known: c.known.clone(),
                 events: slice.iter().map(|(_, e)| e.clone()).collect(),
+                singles: false,
             });
         }
         let prompt = ReflectPrompt { parts };

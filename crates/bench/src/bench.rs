@@ -1399,6 +1399,7 @@ fn tokens_at(
             let req = ReflectRequest {
                 cluster: 0,
                 events: vec![EventView::of(event, true)],
+                singles: false,
             };
             let call = prompts::reflect_call(&req, config.llm.max_tokens);
             match provider.chat_json(&call) {
@@ -1501,6 +1502,7 @@ fn facts_repo(dir: &Path, n: usize) -> Result<()> {
             last_seen: last,
             valid_from: None,
             valid_to: None,
+            home: None,
             extra: BTreeMap::new(),
         };
         blocks

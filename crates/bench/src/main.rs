@@ -5,6 +5,7 @@
 //! its own binary so the shipped `dream` carries none of the test kit.
 
 mod bench;
+mod quality;
 
 use std::path::PathBuf;
 
@@ -38,6 +39,14 @@ enum Command {
     /// call expects: each `user:` line of its new messages as one memory. `GET
     /// /fake/usage` answers the calls and tokens counted so far.
     FakeServer(FakeServerArgs),
+    /// Replay LoCoMo as `dream eval locomo` does; with --reference, every reflect call is
+    /// answered by the scripted fake server with the LoCoMo authors' own observations of
+    /// the turns it holds (a stand-in for a good model), and the fate of every observation
+    /// is listed by reason.
+    EvalLocomo(EvalLocomoArgs),
+    /// Replay generated coding-agent sessions (the test kit's labelled dev set) one evening
+    /// cycle per working day and score memory against the labels.
+    EvalAgent(EvalAgentArgs),
 }
 
 #[derive(Debug, Args)]
@@ -56,12 +65,55 @@ struct FakeServerArgs {
     seed: u64,
 }
 
+#[derive(Debug, Args)]
+struct EvalLocomoArgs {
+    /// The LoCoMo JSON file.
+    #[arg(value_name = "PATH")]
+    path: PathBuf,
+    /// Answer reflect with the authors' observations through the fake server.
+    #[arg(long)]
+    reference: bool,
+    /// Only these conversations (sample ids, comma-separated).
+    #[arg(long, value_name = "IDS", value_delimiter = ',')]
+    only: Vec<String>,
+    /// A dream.toml whose keys replace the defaults (for example an embedder).
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Keep the replay repositories in this folder.
+    #[arg(long, value_name = "DIR")]
+    keep: Option<PathBuf>,
+    /// Print one JSON object on stdout.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, Args)]
+struct EvalAgentArgs {
+    /// Seeds of the generated sets (each a different person).
+    #[arg(long, value_delimiter = ',', default_value = "15,16,17,18,19")]
+    seeds: Vec<u64>,
+    /// Working days per set.
+    #[arg(long, default_value_t = 10)]
+    days: u32,
+    /// A dream.toml whose keys replace the defaults.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Keep the replay repositories in this folder.
+    #[arg(long, value_name = "DIR")]
+    keep: Option<PathBuf>,
+    /// Print one JSON value on stdout.
+    #[arg(long)]
+    json: bool,
+}
+
 fn main() {
     let cli = Cli::parse();
     dream::cli::init_logging(&cli.global);
     let result = match &cli.command {
         Some(Command::Cycle(a)) => cycle(&cli.global, a),
         Some(Command::FakeServer(a)) => fake_server(a),
+        Some(Command::EvalLocomo(a)) => eval_locomo(a),
+        Some(Command::EvalAgent(a)) => eval_agent(a),
         None => run(&cli.global, &cli.bench),
     };
     match result {
@@ -129,6 +181,49 @@ fn run(g: &Global, a: &BenchArgs) -> Result<i32> {
         dream::cmd::print_json(&report)?;
     } else {
         print!("{}", bench::render(&report));
+    }
+    Ok(EXIT_OK)
+}
+
+fn eval_locomo(a: &EvalLocomoArgs) -> Result<i32> {
+    let cwd = std::env::current_dir().context(|| "reading the current folder".into())?;
+    let o = quality::LocomoOptions {
+        path: dream::cmd::absolute(&cwd, &a.path),
+        reference: a.reference,
+        eval: dream::eval::Options {
+            only: a.only.clone(),
+            config: a.config.as_deref().map(|p| dream::cmd::absolute(&cwd, p)),
+            keep: a.keep.as_deref().map(|p| dream::cmd::absolute(&cwd, p)),
+            llm: None,
+        },
+    };
+    let q = quality::locomo(&o)?;
+    if a.json {
+        dream::cmd::print_json(&q)?;
+    } else {
+        print!("{}", quality::render_locomo(&q));
+    }
+    let c = &q.eval.overall.counts;
+    if c.traceable_facts < c.facts + c.episodes {
+        eprintln!("error: a fact or episode is not fully traceable to the events it cites");
+        return Ok(1);
+    }
+    Ok(EXIT_OK)
+}
+
+fn eval_agent(a: &EvalAgentArgs) -> Result<i32> {
+    let cwd = std::env::current_dir().context(|| "reading the current folder".into())?;
+    let o = quality::AgentOptions {
+        seeds: a.seeds.clone(),
+        days: a.days,
+        config: a.config.as_deref().map(|p| dream::cmd::absolute(&cwd, p)),
+        keep: a.keep.as_deref().map(|p| dream::cmd::absolute(&cwd, p)),
+    };
+    let rows = quality::agent(&o)?;
+    if a.json {
+        dream::cmd::print_json(&rows)?;
+    } else {
+        print!("{}", quality::render_agent(&rows));
     }
     Ok(EXIT_OK)
 }

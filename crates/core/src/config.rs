@@ -37,6 +37,41 @@ pub struct Config {
     pub skills: Skills,
     pub context: Context,
     pub heartbeat: Heartbeat,
+    pub episodes: Episodes,
+    pub owner: Owner,
+}
+
+/// The episodic tier, `memory/episodes.md` (see `episodes.rs`): what was said once, or
+/// happened, kept dated until it is said again or expires.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Episodes {
+    /// Keep single mentions and under-supported candidates as episodes; off, they go to
+    /// review as cards (a person decides every one) and no single mention is reflected on.
+    pub enabled: bool,
+    /// An episode not said again for this many days expires to the archive.
+    pub retention_days: u32,
+    /// The most episodes the file holds; over it, the oldest (by last seen) expire first.
+    pub max_facts: usize,
+}
+
+impl Default for Episodes {
+    fn default() -> Self {
+        Episodes {
+            enabled: true,
+            retention_days: 365,
+            max_facts: 200,
+        }
+    }
+}
+
+/// The person the memory belongs to.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(default, deny_unknown_fields)]
+pub struct Owner {
+    /// Names the owner goes by ("Ada", "Ada Lovelace"): a fact may name the owner by any
+    /// of them and still trace to the owner's own words (besides each event's actor).
+    pub names: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -206,7 +241,7 @@ impl Default for Promote {
             min_confidence: 0.8,
             min_support: 3,
             min_days: 2,
-            min_coverage: 0.8,
+            min_coverage: 0.5,
             reinforce_similarity: 0.9,
         }
     }
@@ -507,7 +542,7 @@ max_events_per_prompt = 40      # most events in one reflect prompt; a larger cl
 min_confidence = 0.8            # auto-promote needs at least this confidence,
 min_support = 3                 # this many distinct supporting events,
 min_days = 2                    # on this many distinct days, and full traceability
-min_coverage = 0.8              # below this coverage a candidate is refused
+min_coverage = 0.5              # below this coverage refused; between it and 1.0 a review card
 reinforce_similarity = 0.9      # this similar to an active fact: reinforce it instead
 
 [retention]
@@ -551,6 +586,14 @@ min_confidence = 0.8            # below this a review card proposes the skill in
 max_per_cycle = 5               # drafts asked of the model per cycle, largest procedures first
 installed = ["~/.claude/skills", "~/.codex/skills"]   # skills agents already have
 # install_to = "~/.claude/skills"   # where `dream skills promote` also copies a skill
+
+[episodes]                      # memory/episodes.md: what was said once or happened, dated
+enabled = true                  # false: single mentions are not kept; under-supported candidates go to review
+retention_days = 365            # an episode not said again for this many days expires
+max_facts = 200                 # the most episodes kept (agents load them); oldest go first
+
+[owner]                         # the person this memory belongs to
+names = []                      # names they go by, traceable like each event's author
 
 [context]                       # what agents load at session start (`dream context`, hooks)
 budget_tokens = 2000            # most tokens printed (half the bytes, as the budget counts)
@@ -657,6 +700,8 @@ impl Config {
             ("skills.min_days", c.skills.min_days as u64),
             ("skills.min_sessions", c.skills.min_sessions as u64),
             ("skills.min_steps", c.skills.min_steps as u64),
+            ("episodes.retention_days", c.episodes.retention_days as u64),
+            ("episodes.max_facts", c.episodes.max_facts as u64),
             (
                 "retention.unused_after_days",
                 c.retention.unused_after_days.map_or(1, u64::from),
@@ -694,6 +739,25 @@ impl Config {
         ] {
             if !(v.is_finite() && v >= 0.0) {
                 return Err(format!("key `{key}`: must be a number >= 0, not {v}"));
+            }
+        }
+        if c.episodes.retention_days > 3650 {
+            return Err(format!(
+                "key `episodes.retention_days`: must be at most 3650 (ten years), not {}",
+                c.episodes.retention_days
+            ));
+        }
+        if c.episodes.max_facts > 10_000 {
+            return Err(format!(
+                "key `episodes.max_facts`: must be at most 10000 (agents load the file), not {}",
+                c.episodes.max_facts
+            ));
+        }
+        for (i, n) in c.owner.names.iter().enumerate() {
+            if n.trim().is_empty() || n.chars().count() > 80 {
+                return Err(format!(
+                    "key `owner.names[{i}]`: must be a name of 1 to 80 characters, not {n:?}"
+                ));
             }
         }
         if c.context.budget_tokens < MIN_CONTEXT_BUDGET {
@@ -867,6 +931,8 @@ const SECTIONS: &[&str] = &[
     "skills",
     "context",
     "heartbeat",
+    "episodes",
+    "owner",
 ];
 
 /// Whether an environment variable's name sets a `dream.toml` key (`DREAM_<SECTION>_...`).
@@ -985,6 +1051,32 @@ mod tests {
             .to_string();
         assert!(err.contains("cluster.min_points"), "{err}");
         assert!(err.contains("promote.min_support (3)"), "{err}");
+    }
+
+    #[test]
+    fn episodes_and_owner_keys_are_range_checked() {
+        let c =
+            parse("[episodes]\nretention_days = 30\nmax_facts = 50\n[owner]\nnames = [\"Ada\"]\n")
+                .unwrap();
+        assert_eq!((c.episodes.retention_days, c.episodes.max_facts), (30, 50));
+        assert_eq!(c.owner.names, vec!["Ada"]);
+        for (bad, key) in [
+            (
+                "[episodes]\nretention_days = 0\n",
+                "episodes.retention_days",
+            ),
+            (
+                "[episodes]\nretention_days = 99999\n",
+                "episodes.retention_days",
+            ),
+            ("[episodes]\nmax_facts = 0\n", "episodes.max_facts"),
+            ("[episodes]\nmax_facts = 20000\n", "episodes.max_facts"),
+            ("[owner]\nnames = [\" \"]\n", "owner.names[0]"),
+            ("[episodes]\nkeep = 3\n", "episodes.keep"),
+        ] {
+            let err = parse(bad).unwrap_err().to_string();
+            assert!(err.contains(key), "{bad}: {err}");
+        }
     }
 
     #[test]

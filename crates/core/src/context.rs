@@ -138,6 +138,11 @@ impl Entry {
     fn line(&self) -> String {
         match self.section {
             Section::Durable => format!("- {} [{}]", self.text, self.id),
+            // An episode kept by the episodic tier names its own day ("8 May 2023, Ana:
+            // ..."); any other is shown with the day it was last seen.
+            Section::Episodes if crate::memory::episode_body(&self.text) != self.text => {
+                format!("- {} [{}]", self.text, self.id)
+            }
             Section::Episodes => format!("- {}: {} [{}]", self.last_seen, self.text, self.id),
         }
     }
@@ -490,6 +495,7 @@ mod tests {
             last_seen: day(last),
             valid_from: None,
             valid_to: None,
+            home: None,
             extra: BTreeMap::new(),
         }
     }
@@ -603,6 +609,27 @@ mod tests {
         assert!(md
             .contains("## Recent episodes\n- 2026-11-25: Gave a talk at RustConf. [f_00000005]\n"));
         assert!(!md.contains("left out"), "{md}");
+    }
+
+    #[test]
+    fn an_episode_that_names_its_day_is_shown_without_a_second_one() {
+        let m = memory(&[(
+            Block::Episodes,
+            fact(
+                "f_00000009",
+                "8 May 2023, Ana: I sold my bike.",
+                "event",
+                "2026-11-25",
+                1,
+            ),
+        )]);
+        let r = Retention::default();
+        let cos = BTreeMap::new();
+        let md = build(&req(&m, &r, None, &cos)).render_markdown();
+        assert!(
+            md.contains("## Recent episodes\n- 8 May 2023, Ana: I sold my bike. [f_00000009]\n"),
+            "{md}"
+        );
     }
 
     #[test]

@@ -85,6 +85,7 @@ pub struct CycleSummary {
     pub now: DateTime<Utc>,
     pub proposed: u64,
     pub promoted: u64,
+    pub episodes: u64,
     pub queued: u64,
     pub reinforced: u64,
     pub refused: u64,
@@ -113,6 +114,7 @@ impl CycleSummary {
             promoted: n(&r["candidates"]["promoted"]),
             queued: n(&r["candidates"]["queued"]),
             reinforced: n(&r["candidates"]["reinforced"]),
+            episodes: n(&r["candidates"]["episodes"]),
             refused: n(&r["candidates"]["refused"]),
             tokens_spent: n(&r["tokens"]["spent"]),
             tokens_cap: n(&r["tokens"]["cap"]),
@@ -684,12 +686,17 @@ impl Digest {
         };
         let _ = writeln!(
             o,
-            "`{}` at {}: {} proposed = {} promoted + {} queued + {} reinforced + {} refused; \
+            "`{}` at {}: {} proposed = {} promoted + {}{} queued + {} reinforced + {} refused; \
              {} of {} tokens in {}{}; {}.",
             e.id,
             e.now.format("%Y-%m-%d %H:%M UTC"),
             e.proposed,
             e.promoted,
+            if e.episodes > 0 {
+                format!("{} episodes + ", e.episodes)
+            } else {
+                String::new()
+            },
             e.queued,
             e.reinforced,
             e.refused,
@@ -869,6 +876,7 @@ mod tests {
             last_seen: day(first),
             valid_from: None,
             valid_to: None,
+            home: None,
             extra: BTreeMap::new(),
         }
     }

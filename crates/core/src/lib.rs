@@ -16,10 +16,12 @@ pub mod kv;
 pub mod measures;
 pub mod phrases;
 pub mod secrets;
+pub mod when;
 
 // Memory as rows, and the vectors and clusters a cycle reflects on (SPEC S3, S4).
 pub mod cluster;
 pub mod embed;
+pub mod episodes;
 pub mod memory;
 
 // What agents load and search: the budgeted context and recall ranking (no echo), and

@@ -71,7 +71,12 @@ impl Block {
         match self {
             Block::Persona => "Durable facts about the assistant itself.",
             Block::Human => "Stable facts about the user: identity, preferences, commitments.",
-            Block::Episodes => "Events anchored in time or place.",
+            Block::Episodes => {
+                "What was said once or happened, dated (events anchored in time or place). An \
+                 episode said again on enough days moves to its block (`home=`); one not said \
+                 again for `episodes.retention_days` days, or the oldest beyond \
+                 `episodes.max_facts`, moves to the archive."
+            }
             Block::Scratch => "Facts not yet placed in a block.",
         }
     }
@@ -157,6 +162,10 @@ pub struct Fact {
     /// End of validity, set when it was superseded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub valid_to: Option<NaiveDate>,
+    /// For an episode, the durable block it moves to once it is said often enough
+    /// (`home=`); none for an event, which stays in the episodes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub home: Option<Block>,
     /// Metadata keys this version of dream does not know, kept verbatim.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub extra: BTreeMap<String, String>,
@@ -167,6 +176,20 @@ pub struct Fact {
 pub fn text_id(prefix: &str, text: &str) -> String {
     let digest = Sha256::digest(measures::normalize(text).as_bytes());
     format!("{prefix}_{}", &hex(&digest)[..8])
+}
+
+static EPISODE_DAY: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+    regex::Regex::new(r"^\d{1,2} [A-Z][a-z]+ \d{4}(?:: |, )").expect("a valid pattern")
+});
+
+/// An episode's text without the day it starts with ("8 May 2023: I sold my bike." is "I
+/// sold my bike."; "8 May 2023, Ana: I sold my bike." is "Ana: I sold my bike."). Any other
+/// text is itself. Restatements are compared by what they say, not by when.
+pub fn episode_body(text: &str) -> &str {
+    match EPISODE_DAY.find(text) {
+        Some(m) => &text[m.end()..],
+        None => text,
+    }
 }
 
 /// Make a proposed text fit on one fact line: white space collapsed, no comment markers.
@@ -218,7 +241,9 @@ fn parse_meta(s: &str) -> Option<BTreeMap<String, MetaValue>> {
     crate::kv::parse(s, true).map(|pairs| pairs.into_iter().collect())
 }
 
-const KNOWN_KEYS: &[&str] = &["id", "cat", "by", "first", "last", "from", "to", "ev"];
+const KNOWN_KEYS: &[&str] = &[
+    "id", "cat", "by", "first", "last", "from", "to", "home", "ev",
+];
 
 impl Fact {
     /// The fact as one Markdown list item with its metadata comment.
@@ -238,6 +263,9 @@ impl Fact {
         }
         if let Some(d) = self.valid_to {
             put(&mut meta, "to", &d.to_string());
+        }
+        if let Some(b) = self.home {
+            put(&mut meta, "home", b.as_str());
         }
         for (k, v) in &self.extra {
             put(&mut meta, k, v);
@@ -282,6 +310,7 @@ impl Fact {
                 last_seen: today,
                 valid_from: None,
                 valid_to: None,
+                home: None,
                 extra: BTreeMap::new(),
             });
         };
@@ -304,6 +333,7 @@ impl Fact {
             last_seen: date("last").or(date("first")).unwrap_or(today),
             valid_from: date("from"),
             valid_to: date("to"),
+            home: get("home").and_then(|b| Block::parse(&b)),
             extra,
         })
     }
@@ -749,6 +779,9 @@ pub struct Excerpt {
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub session: String,
     pub trust: String,
+    /// Who wrote it, when the writer said.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub actor: String,
     pub text: String,
 }
 
@@ -760,6 +793,7 @@ impl Excerpt {
             ts: e.ts,
             session: e.session.clone().unwrap_or_default(),
             trust: e.trust.as_str().into(),
+            actor: e.actor.clone().unwrap_or_default(),
             text: excerpt(&e.text, 300),
         }
     }
@@ -917,13 +951,17 @@ impl Card {
             } else {
                 e.session.as_str()
             };
+            let who = if e.actor.is_empty() {
+                e.trust.clone()
+            } else {
+                format!("{}, {}", e.trust, e.actor)
+            };
             let _ = writeln!(
                 out,
-                "- {} `{}` session `{}` ({}): {}",
+                "- {} `{}` session `{}` ({who}): {}",
                 e.ts.format("%Y-%m-%d %H:%M"),
                 e.id,
                 session,
-                e.trust,
                 excerpt(&e.text, 200)
             );
         }
@@ -974,6 +1012,7 @@ mod tests {
             last_seen: day("2026-11-03"),
             valid_from: None,
             valid_to: None,
+            home: None,
             extra: BTreeMap::new(),
         }
     }

@@ -1,7 +1,7 @@
 //! The cycle report (SPEC S4 step 12): one value that says what a cycle did, printed as a
 //! table for people or as one JSON object (`--json`), stored with the cycle record, and
 //! summarised in commit messages. Every count balances:
-//! `proposed = promoted + queued + reinforced + refused`.
+//! `proposed = promoted + episodes + queued + reinforced + refused`.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -26,6 +26,12 @@ pub struct Report {
     pub window: Window,
     pub candidates: Counts,
     pub decisions: Vec<DecisionRow>,
+    /// Candidates the cycle added: a cited turn's own words beside a model's wording the
+    /// events do not fully hold (counted in `candidates` too).
+    pub own_words: usize,
+    /// Episodes that expired to the archive (not said again for `episodes.retention_days`,
+    /// or the oldest over `episodes.max_facts`).
+    pub episodes_expired: usize,
     /// The maintenance passes (dedupe, merge, promote, forget), in the order they ran.
     pub passes: Vec<PassSummary>,
     pub tokens: Tokens,
@@ -65,11 +71,20 @@ pub struct Window {
     pub clusters: usize,
     /// Clusters holding at least one event no cycle has reflected on.
     pub with_new: usize,
-    /// Reflect prompts those clusters make: one each, or several for a cluster with more
-    /// new events than `cluster.max_events_per_prompt`.
+    /// Reflect prompts: one per cluster with new events, or several for a cluster with more
+    /// new events than `cluster.max_events_per_prompt`, plus the single-mention calls.
     pub prompts: usize,
-    /// Events this cycle looked at for the first time (clustered or found to be noise).
+    /// Events this cycle looked at for the first time (clustered, found to be noise, or
+    /// passed over by the single-mention pre-filter).
     pub new_events: usize,
+    /// New events no cluster holds that may say something (owner messages with a sentence
+    /// that is not chatter), shown to the reflector per session, and in how many calls
+    /// (counted in `prompts`).
+    pub singles: usize,
+    pub single_calls: usize,
+    /// Events shown to the reflector in the calls that returned (an event shown in two
+    /// calls counts twice; earlier events shown beside new ones count too).
+    pub shown: usize,
     /// Prompts reflected on (`reflected + pending = prompts`).
     pub reflected: usize,
     /// Prompts left for the next cycle (budget reached, the call failed, was not started
@@ -89,6 +104,8 @@ pub struct Window {
 pub struct Counts {
     pub proposed: usize,
     pub promoted: usize,
+    /// Kept in the episodes (memory/episodes.md).
+    pub episodes: usize,
     pub queued: usize,
     pub reinforced: usize,
     pub refused: usize,
@@ -96,13 +113,15 @@ pub struct Counts {
 
 impl Counts {
     pub fn balances(&self) -> bool {
-        self.proposed == self.promoted + self.queued + self.reinforced + self.refused
+        self.proposed
+            == self.promoted + self.episodes + self.queued + self.reinforced + self.refused
     }
 
     pub fn add(&mut self, route: &str) {
         self.proposed += 1;
         match route {
             "promoted" => self.promoted += 1,
+            "episode" => self.episodes += 1,
             "queued" => self.queued += 1,
             "reinforced" => self.reinforced += 1,
             _ => self.refused += 1,
@@ -123,6 +142,9 @@ pub struct DecisionRow {
     pub block: String,
     pub category: String,
     pub reason: String,
+    /// The proposer's own reason (the model's, or the offline reflector's).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub proposer: String,
     /// For a refused candidate, the gate that refused it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub gate: Option<String>,
@@ -285,12 +307,16 @@ impl Report {
             "  cluster     {} events in the {}-day window, {} clusters, {} with new events",
             w.events, w.days, w.clusters, w.with_new
         );
-        if w.prompts > w.with_new {
+        let cluster_prompts = w.prompts.saturating_sub(w.single_calls);
+        if cluster_prompts > w.with_new || w.single_calls > 0 {
             let _ = writeln!(
                 o,
-                "  reflect     {} prompts for {} clusters: {} reflected ({} new events seen), {} left pending{}",
+                "  reflect     {} prompts ({} for {} clusters, {} for {} single mentions): {} reflected ({} new events seen), {} left pending{}",
                 w.prompts,
+                cluster_prompts,
                 w.with_new,
+                w.single_calls,
+                w.singles,
                 w.reflected,
                 w.seen,
                 w.pending,
@@ -307,9 +333,16 @@ impl Report {
         }
         let _ = writeln!(
             o,
-            "  candidates  {} proposed = {} promoted + {} queued + {} reinforced + {} refused",
-            c.proposed, c.promoted, c.queued, c.reinforced, c.refused
+            "  candidates  {} proposed = {} promoted + {} episodes + {} queued + {} reinforced + {} refused",
+            c.proposed, c.promoted, c.episodes, c.queued, c.reinforced, c.refused
         );
+        if self.episodes_expired > 0 {
+            let _ = writeln!(
+                o,
+                "  episodes    {} expired to the archive",
+                self.episodes_expired
+            );
+        }
         let idle = self
             .passes
             .iter()

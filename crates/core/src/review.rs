@@ -261,6 +261,7 @@ fn apply_fact(
         last_seen: last,
         valid_from: None,
         valid_to: None,
+        home: None,
         extra: BTreeMap::new(),
     };
     let mut superseded = None;
@@ -333,7 +334,11 @@ pub fn regate_edit(
         reason: "edited by a person in review".into(),
     };
     let none = HashSet::new();
-    let g = gates::gate_proposal(&proposal, &Evidence::new(&events, &none), config);
+    let g = gates::gate_proposal(
+        &proposal,
+        &Evidence::new(&events, &none).owned_by(&config.owner.names),
+        config,
+    );
     match &g.refused {
         Some(r) => Err(r.clone()),
         None => Ok(g),
@@ -353,6 +358,7 @@ pub fn events_from_excerpts(card: &Card) -> Vec<EventView> {
             recalled: false,
             new: true,
             text: e.text.clone(),
+            actor: e.actor.clone(),
         })
         .collect()
 }
@@ -478,6 +484,7 @@ mod tests {
             last_seen: day("2026-11-02"),
             valid_from: None,
             valid_to: None,
+            home: None,
             extra: BTreeMap::new(),
         }
     }
@@ -512,6 +519,7 @@ mod tests {
                     ts: "2026-11-05T09:00:00Z".parse().unwrap(),
                     session: "s".into(),
                     trust: "owner".into(),
+                    actor: String::new(),
                     text: text.into(),
                 },
                 Excerpt {
@@ -519,6 +527,7 @@ mod tests {
                     ts: "2026-11-06T09:00:00Z".parse().unwrap(),
                     session: "s".into(),
                     trust: "owner".into(),
+                    actor: String::new(),
                     text: text.into(),
                 },
             ],

@@ -1,13 +1,17 @@
 //! Score and route (SPEC S4 steps 6 and 8): where a gated candidate goes.
 //!
-//! Four routes, and every proposal takes exactly one, so the cycle's counts balance
-//! (`proposed = promoted + queued + reinforced + refused`):
-//! - **reinforce** an active fact it restates (S6 similarity >= `reinforce_similarity`,
-//!   same polarity): add support, refresh last-seen, no new fact;
-//! - **promote** when confidence, support, days, traceability, an owner's own words and the
-//!   judge all allow it;
-//! - **queue** a review card otherwise, saying which condition was not met; a
-//!   contradiction becomes a card proposing to supersede the old fact;
+//! Five routes, and every proposal takes exactly one, so the cycle's counts balance
+//! (`proposed = promoted + episodes + queued + reinforced + refused`):
+//! - **reinforce** an active fact or episode it restates (S6 similarity >=
+//!   `reinforce_similarity`, same polarity): add support, refresh last-seen, no new fact;
+//! - **promote** into its durable block (persona, human, scratch) when confidence,
+//!   support, days, traceability, an owner's own words and the judge all allow it;
+//! - **episode**: kept in `memory/episodes.md` when it is fully traceable, the owner's own
+//!   words establish it and the judge finds no conflict, but it lacks the corroboration a
+//!   durable block needs (confidence, support, days), or it is an event to begin with;
+//! - **queue** a review card for what a person should decide: words the events do not
+//!   hold, no owner's word for it, a contradiction (a card proposing to supersede the old
+//!   fact) or a duplicate the judge named;
 //! - **refuse** what a hard gate refused.
 //!
 //! Pure functions over the gated candidate, the active facts and the judge's verdict.
@@ -18,11 +22,15 @@ use crate::config::Config;
 use crate::gates::Gated;
 use crate::llm::Verdict;
 use crate::measures::{self, round3};
-use crate::memory::{GateResult, Memory};
+use crate::memory::{episode_body, Block, GateResult, Memory};
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Outcome {
     Promote,
+    /// Kept in the episodes; the reason says what a durable block would need.
+    Episode {
+        reason: String,
+    },
     Queue {
         reason: String,
         /// The active fact this candidate would replace, for a contradiction.
@@ -40,6 +48,7 @@ impl Outcome {
     pub fn label(&self) -> &'static str {
         match self {
             Outcome::Promote => "promoted",
+            Outcome::Episode { .. } => "episode",
             Outcome::Queue { .. } => "queued",
             Outcome::Reinforce { .. } => "reinforced",
             Outcome::Refuse { .. } => "refused",
@@ -114,7 +123,7 @@ pub fn restates(
 }
 
 /// The `k` active facts nearest `text`: those it restates first, then by S6 similarity,
-/// then by vector distance. A fact is near when it shares a content word, or when its
+/// then by vector distance (an episode by what it says without its day). A fact is near when it shares a content word, or when its
 /// vector lies within the restatement distance.
 pub fn nearest(memory: &Memory, text: &str, k: usize, rule: &Restating<'_>) -> Vec<Near> {
     nearest_cached(
@@ -141,12 +150,13 @@ pub fn nearest_cached(
     let numbers = measures::numbers(text);
     let mut out: Vec<Near> = Vec::new();
     for (_, f) in memory.facts() {
-        let fact = cache.get(&f.text);
+        let body = episode_body(&f.text);
+        let fact = cache.get(body);
         let similarity = round3(measures::set_similarity(&query.content, &fact.content));
         let (distance, within) = match query_vector {
             Some((w, vectors, q)) => (
                 vectors
-                    .get(&f.text)
+                    .get(body)
                     .filter(|v| v.len() == q.len())
                     .map(|v| euclidean(q, v)),
                 Some(w),
@@ -157,14 +167,9 @@ pub fn nearest_cached(
         if similarity <= 0.0 && !close {
             continue;
         }
-        let same_numbers = numbers == measures::numbers(&f.text);
-        let agrees = same_numbers
-            && s6_agrees(
-                &query,
-                fact,
-                &query_entities,
-                &measures::entity_keys(&f.text),
-            );
+        let same_numbers = numbers == measures::numbers(body);
+        let agrees =
+            same_numbers && s6_agrees(&query, fact, &query_entities, &measures::entity_keys(body));
         out.push(Near {
             fact_id: f.id.clone(),
             similarity,
@@ -297,7 +302,9 @@ pub fn route(
         );
     }
 
-    let mut unmet = Vec::new();
+    // What a durable block needs beyond what an episode does (corroboration), and what
+    // a person must decide (review).
+    let mut unmet: Vec<(bool, String)> = Vec::new();
     let mut check = |gates: &mut Vec<GateResult>,
                      name: &str,
                      value: String,
@@ -306,7 +313,8 @@ pub fn route(
                      why: String| {
         gates.push(GateResult::new(name, value, threshold, ok));
         if !ok {
-            unmet.push(why);
+            let corroboration = matches!(name, "confidence" | "support" | "days");
+            unmet.push((corroboration, why));
         }
     };
     let m = &g.measures;
@@ -385,24 +393,59 @@ pub fn route(
             _ => String::new(),
         },
     );
-    if unmet.is_empty() {
-        (Outcome::Promote, judge, gates)
-    } else {
+    let review: Vec<&str> = unmet
+        .iter()
+        .filter(|(c, _)| !c)
+        .map(|(_, w)| w.as_str())
+        .collect();
+    let all: Vec<&str> = unmet.iter().map(|(_, w)| w.as_str()).collect();
+    if !review.is_empty() {
         (
             Outcome::Queue {
-                reason: unmet.join("; "),
+                reason: all.join("; "),
                 supersedes: contradicts,
             },
             judge,
             gates,
         )
+    } else if !all.is_empty() && !config.episodes.enabled {
+        // The episodic tier is off: a person decides what lacks corroboration.
+        (
+            Outcome::Queue {
+                reason: all.join("; "),
+                supersedes: contradicts,
+            },
+            judge,
+            gates,
+        )
+    } else if !all.is_empty() {
+        (
+            Outcome::Episode {
+                reason: format!(
+                    "kept as an episode until it is said again: {}",
+                    all.join("; ")
+                ),
+            },
+            judge,
+            gates,
+        )
+    } else if g.block == Block::Episodes && config.episodes.enabled {
+        (
+            Outcome::Episode {
+                reason: "an event: kept in the episodes".into(),
+            },
+            judge,
+            gates,
+        )
+    } else {
+        (Outcome::Promote, judge, gates)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::memory::{Block, Measures};
+    use crate::memory::Measures;
 
     fn gated(support: usize, days: usize, confidence: f64, coverage: f64) -> Gated {
         Gated {
@@ -448,14 +491,38 @@ mod tests {
         let (o, _, _) = route(&gated(2, 1, 0.9, 1.0), &[], None, &c);
         assert_eq!(
             o,
-            Outcome::Queue {
-                reason: "support 2 < min_support 3; days 1 < min_days 2".into(),
-                supersedes: None
+            Outcome::Episode {
+                reason: "kept as an episode until it is said again: support 2 < min_support 3; days 1 < min_days 2".into(),
             }
         );
+        // A single mention, at the confidence one event gives.
+        let (o, _, _) = route(&gated(1, 1, 0.6, 1.0), &[], None, &c);
+        assert!(matches!(o, Outcome::Episode { .. }), "{o:?}");
+        // Untraceable words go to a person, with everything else that is missing.
         let (o, _, _) = route(&gated(3, 2, 0.9, 0.9), &[], None, &c);
         assert!(
             matches!(o, Outcome::Queue { ref reason, .. } if reason.starts_with("coverage 0.900 < 1.0"))
+        );
+        let (o, _, _) = route(&gated(1, 1, 0.6, 0.9), &[], None, &c);
+        assert!(
+            matches!(o, Outcome::Queue { ref reason, .. } if reason.contains("coverage 0.900 < 1.0") && reason.contains("support 1 < min_support 3")),
+            "{o:?}"
+        );
+        // An agent's own statement needs a person, however often it is made.
+        let mut agent = gated(3, 2, 0.9, 1.0);
+        agent.measures.owner_support = 0;
+        assert!(matches!(
+            route(&agent, &[], None, &c).0,
+            Outcome::Queue { .. }
+        ));
+        // An event fully corroborated is still an episode: episodes hold events.
+        let mut event = gated(3, 2, 0.9, 1.0);
+        event.block = Block::Episodes;
+        assert_eq!(
+            route(&event, &[], None, &c).0,
+            Outcome::Episode {
+                reason: "an event: kept in the episodes".into()
+            }
         );
         let (o, _, _) = route(&gated(3, 2, 0.9, 1.0), &[near("f_1", 0.95)], None, &c);
         assert_eq!(
@@ -464,6 +531,23 @@ mod tests {
                 fact_id: "f_1".into()
             }
         );
+    }
+
+    #[test]
+    fn with_the_episodic_tier_off_a_person_decides_what_lacks_corroboration() {
+        let mut c = Config::default();
+        c.episodes.enabled = false;
+        let (o, _, _) = route(&gated(2, 1, 0.9, 1.0), &[], None, &c);
+        assert_eq!(
+            o,
+            Outcome::Queue {
+                reason: "support 2 < min_support 3; days 1 < min_days 2".into(),
+                supersedes: None
+            }
+        );
+        let mut event = gated(3, 2, 0.9, 1.0);
+        event.block = Block::Episodes;
+        assert_eq!(route(&event, &[], None, &c).0, Outcome::Promote);
     }
 
     #[test]
@@ -480,6 +564,7 @@ mod tests {
             last_seen: day,
             valid_from: None,
             valid_to: None,
+            home: None,
             extra: Default::default(),
         };
         let mut human = BlockFile::empty(Block::Human);

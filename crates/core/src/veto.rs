@@ -5,7 +5,7 @@
 //! ([`check`]). A candidate that restates a vetoed text (S6 similarity at or above
 //! `promote.reinforce_similarity`, same polarity) is refused when the events it cites beyond
 //! the recorded ones do not restate it themselves (their coverage of the claim is below
-//! `promote.min_coverage`, or there are none): the same evidence never brings back what a
+//! [`RESTATED_COVERAGE`], or there are none): the same evidence never brings back what a
 //! person took out. When there is such new evidence, the candidate is never auto-promoted:
 //! it goes to review, saying that a person rejected or undid a similar fact before
 //! ([`cap`]). Pure functions; the state edge stores and loads the vetoes.
@@ -17,6 +17,10 @@ use crate::config::Config;
 use crate::measures::{self, round3};
 use crate::memory::GateResult;
 use crate::route::Outcome;
+
+/// New events restate a vetoed fact when they hold at least this share of its words: a
+/// person's "no" stands against anything less, however much paraphrase a card may show.
+pub const RESTATED_COVERAGE: f64 = 0.8;
 
 /// A rejected card (`kind = "rejected"`, id `c_...`) or an undone fact (`kind = "undone"`,
 /// id `f_...`).
@@ -93,7 +97,7 @@ pub fn check(
     } else {
         round3(measures::coverage(text, fresh.iter().copied()).value)
     };
-    let min = config.promote.min_coverage;
+    let min = RESTATED_COVERAGE;
     let date = v.at.format("%Y-%m-%d");
     let effect = if fresh.is_empty() {
         Effect::Refuse(format!(
@@ -106,7 +110,7 @@ pub fn check(
         ))
     } else if cov < min {
         Effect::Refuse(format!(
-            "restates {} ({:?}), which a person {} on {date}{}; its {} events beyond the {} it had then do not restate it (coverage by them {cov:.3} < min_coverage {min})",
+            "restates {} ({:?}), which a person {} on {date}{}; its {} events beyond the {} it had then do not restate it (coverage by them {cov:.3} < {min})",
             v.id,
             measures_excerpt(&v.text),
             v.verb(),
@@ -150,7 +154,7 @@ pub fn cap(outcome: Outcome, hit: Option<&Hit>) -> Outcome {
         return outcome;
     };
     match outcome {
-        Outcome::Promote => Outcome::Queue {
+        Outcome::Promote | Outcome::Episode { .. } => Outcome::Queue {
             reason: why.clone(),
             supersedes: None,
         },
@@ -219,7 +223,7 @@ mod tests {
         )
         .unwrap();
         assert!(
-            matches!(&hit.effect, Effect::Refuse(r) if r.contains("coverage by them 0.000 < min_coverage 0.8")),
+            matches!(&hit.effect, Effect::Refuse(r) if r.contains("coverage by them 0.000 < 0.8")),
             "{:?}",
             hit.effect
         );

@@ -21,6 +21,10 @@ pub struct EventView {
     #[serde(skip)]
     pub new: bool,
     pub text: String,
+    /// Who wrote it (`user`, `assistant`, a person's name); empty when the writer gave
+    /// none.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub actor: String,
 }
 
 impl EventView {
@@ -35,6 +39,7 @@ impl EventView {
             recalled: e.recalled,
             new,
             text: e.text.clone(),
+            actor: e.actor.clone().unwrap_or_default(),
         }
     }
 }
@@ -48,11 +53,15 @@ pub struct FactView {
     pub text: String,
 }
 
-/// Reflect (S4 step 5): one cluster of events.
+/// Reflect (S4 step 5): one cluster of events, or one session's single mentions (events
+/// no cluster holds that may say something worth keeping).
 #[derive(Debug, Clone, Serialize)]
 pub struct ReflectRequest {
     pub cluster: usize,
     pub events: Vec<EventView>,
+    /// The events are one session's single mentions, unrelated to each other.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub singles: bool,
 }
 
 /// What one reflect call sends: one cluster or several. A model charges every call its
@@ -74,6 +83,10 @@ pub struct ReflectPart {
     /// Events shown in full, oldest first: a model's only the new ones; the offline
     /// reflector's the earlier ones too.
     pub events: Vec<EventView>,
+    /// The events are one session's single mentions (no cluster holds them), unrelated
+    /// to each other.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub singles: bool,
 }
 
 /// A fact or a pending card that a cluster's earlier events support, as context.
@@ -96,6 +109,7 @@ impl ReflectPrompt {
                 cluster: req.cluster,
                 known: Vec::new(),
                 events: req.events.clone(),
+                singles: req.singles,
             }],
         }
     }
@@ -106,6 +120,7 @@ impl ReflectPrompt {
         self.parts.iter().map(|p| ReflectRequest {
             cluster: p.cluster,
             events: p.events.clone(),
+            singles: p.singles,
         })
     }
 

@@ -2,12 +2,16 @@
 //! that need no network and give the same answer every time.
 //!
 //! The reflector never writes a word of its own: every candidate is one sentence the owner
-//! wrote, taken verbatim from a supporting event, so it is traceable by construction (the
-//! agent's, a tool's or a web page's restatements may add support, never the sentence). It proposes a
-//! sentence only when other events in the cluster restate it, and never proposes
-//! questions, requests, greetings or other low-content chatter, however often they repeat:
-//! repetition alone is not durability. Category and block come from the transparent
-//! phrase rules in [`classify`]. The judge flags duplicates by S6 similarity and, as a
+//! wrote, taken verbatim from a supporting event (without its lead-in, and named by its
+//! speaker when the speaker is someone other than "user"), so it is traceable by
+//! construction (the agent's, a tool's or a web page's restatements may add support, never
+//! the sentence). It proposes a sentence the events restate, and a sentence said once
+//! when it is specific (a name, a number, a date; a fact about the speaker, a preference,
+//! a plan: [`crate::phrases::specific`]); the cycle keeps the latter as an episode until it
+//! is said again. It never proposes questions, requests, greetings, thinking aloud,
+//! reactions or a thing's passing status ([`crate::phrases::chatter`]), however often
+//! they repeat: repetition alone is not durability. Category and block come from the
+//! transparent phrase rules in [`classify`]. The judge flags duplicates by S6 similarity and, as a
 //! conservative offline stand-in for a model, possible contradictions between same-subject
 //! facts whose polarity, names or numbers differ; anything else is "no contradiction found".
 
@@ -19,7 +23,9 @@ use super::{
 };
 use crate::config::Config;
 use crate::measures::{self, Entity};
-use crate::phrases::{classify, not_a_fact, sentences};
+use crate::phrases::{
+    about_speaker, classify, lead_in, not_a_fact, sentences, specific, worth_keeping_once,
+};
 
 /// A sentence supports a candidate when it is at least this similar (and agrees in polarity
 /// and names every entity of the candidate).
@@ -30,6 +36,8 @@ pub const SAME_SUBJECT_SIMILARITY: f64 = 0.6;
 pub struct Offline {
     min_points: usize,
     duplicate_similarity: f64,
+    /// Propose what was said once (when `episodes.enabled`).
+    singles: bool,
 }
 
 impl Offline {
@@ -37,6 +45,7 @@ impl Offline {
         Offline {
             min_points: config.cluster.min_points,
             duplicate_similarity: config.promote.reinforce_similarity,
+            singles: config.episodes.enabled,
         }
     }
 }
@@ -59,6 +68,7 @@ fn analyse(e: &EventView) -> Analysed<'_> {
     let sentences = sentences(&e.text)
         .into_iter()
         .map(|text| {
+            let text = capitalised(lead_in(&text));
             let prepared = measures::Prepared::new(&text);
             Sentence {
                 tokens: prepared.content.clone(),
@@ -85,6 +95,77 @@ fn supports(a: &Analysed<'_>, unit: &Sentence, entities: &[Entity]) -> bool {
         .all(|en| measures::entity_present(en, &[a.event.text.as_str()], &a.vocab))
 }
 
+/// A sentence without its lead-in starts with a capital letter, as the sentence did.
+fn capitalised(s: &str) -> String {
+    let mut cs = s.chars();
+    match cs.next() {
+        Some(first) => first.to_uppercase().chain(cs).collect(),
+        None => String::new(),
+    }
+}
+
+/// Actors that are the person the memory belongs to: their sentences are quoted as they
+/// are ("I live in Porto."); anyone else's are named ("Caroline: I went there.").
+pub const OWNER_ACTORS: &[&str] = &["", "user", "human", "owner"];
+
+/// The sentence as the candidate's text: named by its speaker unless that is the owner.
+pub fn quoted(actor: &str, sentence: &str) -> String {
+    if OWNER_ACTORS.contains(&actor.to_ascii_lowercase().as_str()) {
+        sentence.to_string()
+    } else {
+        format!("{actor}: {sentence}")
+    }
+}
+
+/// The owner's own words for a candidate whose wording is not fully theirs: the sentence
+/// of a cited owner event that shares the most content words with it (at least two), if
+/// that sentence is worth keeping on its own (specific, not chatter), named by its speaker
+/// and supported by its event alone. A model's paraphrase goes to a person; this keeps
+/// what the events themselves say meanwhile.
+pub fn own_words(
+    candidate: &str,
+    category: &str,
+    block: &str,
+    cited: &[&EventView],
+) -> Option<Proposal> {
+    let want = measures::content_tokens(candidate);
+    let mut best: Option<(usize, std::cmp::Reverse<usize>, Proposal)> = None;
+    for e in cited {
+        if e.trust != crate::event::Trust::Owner || e.recalled || e.kind.starts_with("tool_") {
+            continue;
+        }
+        for s in sentences(&e.text) {
+            let s = capitalised(lead_in(&s));
+            if !worth_keeping_once(&s) {
+                continue;
+            }
+            let shared = measures::content_tokens(&s).intersection(&want).count();
+            if shared < 2 {
+                continue;
+            }
+            let key = (shared, std::cmp::Reverse(s.chars().count()));
+            if best.as_ref().is_none_or(|b| (b.0, b.1) < key) {
+                best = Some((
+                    key.0,
+                    key.1,
+                    Proposal {
+                        text: quoted(&e.actor, &s),
+                        category: category.into(),
+                        block: block.into(),
+                        supporting_event_ids: vec![e.id.clone()],
+                        confidence: confidence(1),
+                        reason: format!(
+                            "the words of {} for a candidate whose own words are not all in the events",
+                            e.id
+                        ),
+                    },
+                ));
+            }
+        }
+    }
+    best.map(|b| b.2)
+}
+
 /// `1 - 0.4^k`, k the number of distinct (session, day) pairs among supporting events that
 /// can establish a fact: one restatement 0.6, two independent ones 0.84, three 0.94.
 pub fn confidence(independent: usize) -> f64 {
@@ -106,6 +187,8 @@ impl Offline {
             event: usize,
             sentence: usize,
             support: Vec<usize>,
+            /// Specific enough to keep when said once.
+            once: bool,
         }
         let mut units: Vec<Unit> = Vec::new();
         for (i, a) in analysed.iter().enumerate() {
@@ -113,7 +196,10 @@ impl Offline {
                 continue;
             }
             for (j, unit) in a.sentences.iter().enumerate() {
-                if not_a_fact(&unit.text) {
+                // Repetition is not durability: a restated sentence must be as specific as
+                // one said once (a name, number or date, a preference, a plan, an event,
+                // the project) or say something about its speaker, never a general remark.
+                if not_a_fact(&unit.text) || !(specific(&unit.text) || about_speaker(&unit.text)) {
                     continue;
                 }
                 let entities = measures::entities(&unit.text);
@@ -123,19 +209,23 @@ impl Offline {
                     .filter(|(_, b)| supports(b, unit, &entities))
                     .map(|(k, _)| k)
                     .collect();
-                if support.len() >= self.min_points
+                let once = self.singles && a.event.new && worth_keeping_once(&unit.text);
+                if (support.len() >= self.min_points || once)
                     && support.iter().any(|&k| analysed[k].event.new)
                 {
                     units.push(Unit {
                         event: i,
                         sentence: j,
                         support,
+                        once,
                     });
                 }
             }
         }
         let mut used = vec![false; analysed.len()];
-        let mut candidates = Vec::new();
+        let mut candidates: Vec<Proposal> = Vec::new();
+        let mut taken: Vec<BTreeSet<String>> = Vec::new();
+        // Restated sentences first, most supported first; each event supports one.
         loop {
             // Most supporting events, then most sessions, then an owner among them, then
             // the shortest sentence (the most atomic statement of the fact: fewest content
@@ -182,36 +272,75 @@ impl Offline {
                 break;
             };
             let unit = &analysed[i].sentences[j];
-            let independent: HashSet<(String, chrono::NaiveDate)> = support
-                .iter()
-                .map(|&k| analysed[k].event)
-                .filter(|e| e.trust.can_establish())
-                .map(|e| (e.session.clone(), e.ts.date_naive()))
-                .collect();
-            let days: HashSet<chrono::NaiveDate> = support
-                .iter()
-                .map(|&k| analysed[k].event.ts.date_naive())
-                .collect();
-            let (category, block) = classify(&unit.text);
-            candidates.push(Proposal {
-                text: unit.text.clone(),
-                category: category.into(),
-                block: block.as_str().into(),
-                supporting_event_ids: support.iter().map(|&k| analysed[k].event.id.clone()).collect(),
-                confidence: confidence(independent.len()),
-                reason: format!(
-                    "sentence taken verbatim from {}; restated by {} events in {} independent session-days over {} days",
-                    analysed[i].event.id,
-                    support.len(),
-                    independent.len(),
-                    days.len()
-                ),
-            });
+            candidates.push(self.proposal(&analysed, i, j, &support));
+            taken.push(unit.tokens.clone());
             for k in support {
                 used[k] = true;
             }
         }
+        // Then what was said once and is specific: its own event is its support, unless a
+        // restated candidate already says the same, or its event supports one by this very
+        // sentence (it is a restatement of that candidate, not news of its own).
+        for u in units.iter().filter(|u| u.once) {
+            let unit = &analysed[u.event].sentences[u.sentence];
+            if taken.iter().any(|t| {
+                let similarity = measures::set_similarity(t, &unit.tokens);
+                similarity >= self.duplicate_similarity
+                    || (used[u.event] && similarity >= SUPPORT_SIMILARITY)
+            }) {
+                continue;
+            }
+            candidates.push(self.proposal(&analysed, u.event, u.sentence, &[u.event]));
+            taken.push(unit.tokens.clone());
+        }
         ReflectReply { candidates }
+    }
+
+    /// The candidate of sentence `j` of event `i`, supported by `support`.
+    fn proposal(
+        &self,
+        analysed: &[Analysed<'_>],
+        i: usize,
+        j: usize,
+        support: &[usize],
+    ) -> Proposal {
+        let unit = &analysed[i].sentences[j];
+        let independent: HashSet<(String, chrono::NaiveDate)> = support
+            .iter()
+            .map(|&k| analysed[k].event)
+            .filter(|e| e.trust.can_establish())
+            .map(|e| (e.session.clone(), e.ts.date_naive()))
+            .collect();
+        let days: HashSet<chrono::NaiveDate> = support
+            .iter()
+            .map(|&k| analysed[k].event.ts.date_naive())
+            .collect();
+        let (category, block) = classify(&unit.text);
+        let reason = if support.len() == 1 {
+            format!(
+                "sentence taken verbatim from {}; said once, and specific (a name, number or date, or a fact about the speaker, a preference or a plan)",
+                analysed[i].event.id
+            )
+        } else {
+            format!(
+                "sentence taken verbatim from {}; restated by {} events in {} independent session-days over {} days",
+                analysed[i].event.id,
+                support.len(),
+                independent.len(),
+                days.len()
+            )
+        };
+        Proposal {
+            text: quoted(&analysed[i].event.actor, &unit.text),
+            category: category.into(),
+            block: block.as_str().into(),
+            supporting_event_ids: support
+                .iter()
+                .map(|&k| analysed[k].event.id.clone())
+                .collect(),
+            confidence: confidence(independent.len()),
+            reason,
+        }
     }
 
     fn verdict(&self, candidate_id: &str, text: &str, neighbours: &[super::FactView]) -> Verdict {
@@ -347,6 +476,7 @@ mod tests {
             recalled: false,
             new,
             text: text.into(),
+            actor: "user".into(),
         }
     }
 
@@ -383,6 +513,7 @@ mod tests {
                 ev("e4", 3, "s3", "Can you check the build?", true),
                 ev("e5", 3, "s3", "Can you check the build?", true),
             ],
+            singles: false,
         };
         let reply = offline().reflect(&req).unwrap().value;
         assert_eq!(reply.candidates.len(), 1, "{reply:?}");
@@ -408,6 +539,7 @@ mod tests {
                 ),
                 ev("e3", 3, "s3", "My sister Ana lives in Porto.", true),
             ],
+            singles: false,
         };
         let reply = offline().reflect(&req).unwrap().value;
         assert_eq!(reply.candidates.len(), 1, "{reply:?}");
@@ -426,6 +558,7 @@ mod tests {
                 ev("e1", 1, "s1", "I live in Lisbon with two cats.", false),
                 ev("e2", 2, "s2", "I live in Lisbon with two cats.", false),
             ],
+            singles: false,
         };
         assert!(offline().reflect(&req).unwrap().value.candidates.is_empty());
     }
@@ -450,8 +583,107 @@ mod tests {
                     true,
                 ),
             ],
+            singles: false,
         };
-        assert!(offline().reflect(&req).unwrap().value.candidates.is_empty());
+        // Each is said once (and is specific), so each is proposed on its own event alone.
+        let c = offline().reflect(&req).unwrap().value.candidates;
+        let got: Vec<(&str, Vec<String>)> = c
+            .iter()
+            .map(|c| (c.text.as_str(), c.supporting_event_ids.clone()))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (
+                    "I live in Lisbon and work best in the morning.",
+                    vec!["e1".to_string()]
+                ),
+                (
+                    "I live in Porto and work best in the morning.",
+                    vec!["e2".to_string()]
+                ),
+            ]
+        );
+    }
+
+    #[test]
+    fn chatter_is_never_proposed_however_often_it_is_said() {
+        let noise = [
+            "hmm let me think about lunch",
+            "The build finished in 3 minutes.",
+            "They really are a lot of fun.",
+            "Can't wait to see you perform.",
+            "hey, good morning!",
+            "What does this error mean?",
+            "I wonder if the cache is warm already.",
+            "Tests passed on the second try.",
+        ];
+        let mut events = Vec::new();
+        for (n, text) in noise.iter().enumerate() {
+            for day in 1..=6 {
+                events.push(ev(
+                    &format!("n{n}-{day}"),
+                    day,
+                    &format!("s{}", day % 4),
+                    text,
+                    true,
+                ));
+            }
+        }
+        let req = ReflectRequest {
+            cluster: 0,
+            events,
+            singles: false,
+        };
+        let c = offline().reflect(&req).unwrap().value.candidates;
+        assert!(c.is_empty(), "{c:#?}");
+    }
+
+    #[test]
+    fn a_specific_sentence_said_once_is_proposed_on_its_own_event_and_its_speaker_named() {
+        let mut friend = ev(
+            "e1",
+            1,
+            "s1",
+            "Hey Mel! I went to a LGBTQ support group yesterday. It was so powerful.",
+            true,
+        );
+        friend.actor = "Caroline".into();
+        let mine = ev("e2", 1, "s1", "Yeah, I sold my old bike to Marta.", true);
+        let vague = ev(
+            "e3",
+            1,
+            "s1",
+            "I had a long meeting that went nowhere.",
+            true,
+        );
+        let req = ReflectRequest {
+            cluster: 0,
+            events: vec![friend, mine, vague],
+            singles: true,
+        };
+        let c = offline().reflect(&req).unwrap().value.candidates;
+        let got: Vec<(&str, Vec<String>, f64)> = c
+            .iter()
+            .map(|c| {
+                (
+                    c.text.as_str(),
+                    c.supporting_event_ids.clone(),
+                    c.confidence,
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (
+                    "Caroline: I went to a LGBTQ support group yesterday.",
+                    vec!["e1".to_string()],
+                    0.6
+                ),
+                ("I sold my old bike to Marta.", vec!["e2".to_string()], 0.6),
+            ]
+        );
     }
 
     #[test]

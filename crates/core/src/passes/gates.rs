@@ -37,6 +37,8 @@ pub struct Before {
     archived: BTreeSet<String>,
     /// Fact id -> the pending review card that proposes to supersede it.
     pinned: BTreeMap<String, String>,
+    /// Episodes, which the passes leave to their own rules (see `episodes.rs`).
+    episodes: BTreeSet<String>,
     /// Fact id -> the last day an agent used it (`recall`, a cited id).
     last_used: BTreeMap<String, NaiveDate>,
 }
@@ -55,7 +57,14 @@ impl Before {
             archived,
             pinned,
             last_used: BTreeMap::new(),
+            episodes: BTreeSet::new(),
         }
+    }
+
+    /// The same, knowing which ids are episodes held aside from the passes.
+    pub fn with_episodes(mut self, ids: BTreeSet<String>) -> Before {
+        self.episodes = ids;
+        self
     }
 
     /// The same memory, with the last day an agent used each fact.
@@ -204,6 +213,12 @@ fn active<'a>(
         Some(f) => Some(f),
         None if before.archived.contains(id) => {
             c.refuse(format!("{role} {id} is archived, not an active fact"));
+            None
+        }
+        None if before.episodes.contains(id) => {
+            c.refuse(format!(
+                "{role} {id} is an episode: episodes are kept, moved and expired by their own rules (episodes.retention_days, episodes.max_facts), not by the passes"
+            ));
             None
         }
         None => {
@@ -952,6 +967,7 @@ mod tests {
             last_seen: day(last),
             valid_from: None,
             valid_to: None,
+            home: None,
             extra: BTreeMap::new(),
         }
     }

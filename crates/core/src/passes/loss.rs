@@ -168,6 +168,7 @@ mod tests {
             last_seen: d,
             valid_from: None,
             valid_to: None,
+            home: None,
             extra: BTreeMap::new(),
         }
     }

@@ -65,6 +65,7 @@ mod tests {
             last_seen: day,
             valid_from: None,
             valid_to: None,
+            home: None,
             extra: Default::default(),
         }
     }
