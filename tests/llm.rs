@@ -224,7 +224,9 @@ fn a_cycle_promotes_queues_and_refuses_exactly_as_the_model_scripted() {
         Answer::json(json!({ "candidates": candidates }))
     });
     // Room for one cluster's reply per call, so each cluster is a prompt of its own and the
-    // script above answers it (at 1024 the three clusters share one prompt).
+    // script above answers it (at 1024 the three clusters share one prompt). Episodes off:
+    // only what the model scripted (the engine would also keep the standup's own words).
+    env.episodes_off();
     let report = run(&env, &fake, &[("DREAM_LLM_MAX_TOKENS", "256")]);
 
     assert_eq!(report["provider"], "openai:fake-model");

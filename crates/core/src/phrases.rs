@@ -855,8 +855,9 @@ pub fn not_a_fact(sentence: &str) -> bool {
 
 /// Whether a sentence is specific enough to keep when it was said only once: it names
 /// someone or something (a capitalised name, a number, a date or a relative date such as
-/// "yesterday"), or one of the phrase rules of [`classify`] places it (a fact about the
-/// speaker, a preference, a plan or commitment, an event, the project).
+/// "yesterday"), it states a habit of the speaker ([`habit`]), or one of the phrase rules
+/// of [`classify`] places it (a fact about the speaker, a preference, a plan or
+/// commitment, an event, the project).
 pub fn specific(sentence: &str) -> bool {
     let s = lead_in(sentence);
     if s.chars().any(|c| c.is_ascii_digit()) || !measures::proper_nouns(s).is_empty() {
@@ -867,18 +868,33 @@ pub fn specific(sentence: &str) -> bool {
     if !crate::when::relatives(s, any_day).is_empty() {
         return true;
     }
-    classify(s).0 != "knowledge"
+    habit(s) || classify(s).0 != "knowledge"
 }
 
 /// Whether a sentence is about its speaker: it opens with "I", "my", "we" or "our" (after
-/// any lead-in). A person's habit restated over sessions ("I drink green tea every
-/// morning") is about them even when it names nothing.
+/// any lead-in). Said again in other sessions, such a sentence is a fact about a person
+/// even when it names nothing ("I am learning to play the cello").
 pub fn about_speaker(sentence: &str) -> bool {
     let s = measures::normalize(lead_in(sentence));
     s.split_whitespace()
         .next()
         .is_some_and(|w| SPEAKER_STARTS.contains(&w))
 }
+
+/// Whether a sentence states a habit of its speaker: about the speaker, and it says how
+/// often ("every morning", "usually", "on weekends"). "I drink green tea every morning"
+/// names nothing, and is still specific enough to keep when said once.
+pub fn habit(sentence: &str) -> bool {
+    about_speaker(sentence) && HOW_OFTEN.is_match(&measures::normalize(lead_in(sentence)))
+}
+
+/// Words that say how often something happens.
+static HOW_OFTEN: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+    regex::Regex::new(
+        r"\b(?:every|each|usually|always|often|daily|weekly|monthly|nightly|weekdays|weekends|mornings|evenings|nights|mondays|tuesdays|wednesdays|thursdays|fridays|saturdays|sundays)\b",
+    )
+    .expect("a valid pattern")
+});
 
 /// What the offline reflector keeps from a sentence said once: a fact that is specific.
 pub fn worth_keeping_once(sentence: &str) -> bool {
@@ -1170,16 +1186,18 @@ mod tests {
     }
 
     #[test]
-    fn a_habit_is_about_its_speaker_and_praise_is_not() {
+    fn a_habit_of_the_speaker_is_specific_and_a_vague_remark_is_not() {
         for (s, want) in [
             ("I drink green tea every morning.", true),
-            ("As I said, my standup is at ten.", true),
-            ("We keep the keys in the drawer.", true),
-            ("That tree pic looks awesome!", false),
-            ("Way to go, John!", false),
-            ("The build finished in 3 minutes.", false),
+            ("As I said, we usually walk the dog after lunch.", true),
+            ("I'm gonna make it happen!", false),
+            ("That tree pic looks awesome every time!", false),
+            ("We can all make a difference!", false),
         ] {
-            assert_eq!(about_speaker(s), want, "{s}");
+            assert_eq!(habit(s), want, "{s}");
         }
+        assert!(specific("I drink green tea every morning."));
+        assert!(about_speaker("I am learning to play the cello."));
+        assert!(!about_speaker("That tree pic looks awesome!"));
     }
 }

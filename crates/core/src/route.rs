@@ -149,7 +149,7 @@ pub fn nearest_cached(
     let query_vector = rule.vectors.and_then(|(w, v)| Some((w, v, v.get(text)?)));
     let numbers = measures::numbers(text);
     let mut out: Vec<Near> = Vec::new();
-    for (_, f) in memory.facts() {
+    for (block, f) in memory.facts() {
         let body = episode_body(&f.text);
         let fact = cache.get(body);
         let similarity = round3(measures::set_similarity(&query.content, &fact.content));
@@ -175,12 +175,19 @@ pub fn nearest_cached(
             similarity,
             same_polarity: measures::polarity_agrees_prepared(&query, fact),
             distance: distance.map(round3),
+            // An episode is one dated happening, and a sentence close to it in meaning is
+            // most often another happening of the same kind: only a restatement in its own
+            // words (S6) reinforces it. Meaning alone joins durable facts.
             restates: restates(
                 agrees,
                 similarity,
                 rule.reinforce_similarity,
                 distance,
-                within,
+                if block == Block::Episodes {
+                    None
+                } else {
+                    within
+                },
             ),
             same_numbers,
         });
@@ -613,6 +620,15 @@ mod tests {
         // Far in meaning, though words are shared: near by S6, no restatement.
         let n = nearest(&memory, "Far away in meaning, with my partner.", 5, &rule);
         assert!(!n[0].restates && n[0].distance == Some(1.414), "{n:?}");
+        // The same closeness to an episode (one dated happening) is another happening of
+        // its kind: only a restatement in its own words reinforces an episode.
+        let mut episodes = BlockFile::empty(Block::Episodes);
+        episodes.push(fact("f_lisbon", "I live in Lisbon with my partner."));
+        let memory = Memory::new(vec![episodes]);
+        let n = nearest(&memory, "My home is in Lisbon, with my partner.", 5, &rule);
+        assert!(!n[0].restates && n[0].distance == Some(0.632), "{n:?}");
+        let n = nearest(&memory, "I live in Lisbon with my partner.", 5, &rule);
+        assert!(n[0].restates, "{n:?}");
     }
 
     #[test]

@@ -197,8 +197,8 @@ impl Offline {
             }
             for (j, unit) in a.sentences.iter().enumerate() {
                 // Repetition is not durability: a restated sentence must be as specific as
-                // one said once (a name, number or date, a preference, a plan, an event,
-                // the project) or say something about its speaker, never a general remark.
+                // one said once (a name, number or date, a habit, a preference, a plan, an
+                // event, the project) or be about its speaker, never a general remark.
                 if not_a_fact(&unit.text) || !(specific(&unit.text) || about_speaker(&unit.text)) {
                     continue;
                 }
