@@ -89,6 +89,7 @@ fn run(g: &Global, a: &BenchArgs) -> Result<i32> {
                 tables: a.lsh_tables.unwrap_or(d.tables),
                 bits: a.lsh_bits.unwrap_or(d.bits),
                 probes: a.lsh_probes.unwrap_or(d.probes),
+                max_neighbours: a.lsh_max_neighbours.unwrap_or(d.max_neighbours),
                 ..d
             }
         },
@@ -200,6 +201,11 @@ pub struct BenchArgs {
     /// Sign-LSH least certain bits probed per table for the clustering scenario.
     #[arg(long)]
     pub lsh_probes: Option<usize>,
+
+    /// Neighbour groups one search keeps for the clustering scenario (0: all; the engine
+    /// keeps `dream_core::cluster::MAX_NEIGHBOURS`).
+    #[arg(long)]
+    pub lsh_max_neighbours: Option<usize>,
 
     /// Events of the token scenario.
     #[arg(long, default_value_t = 2_000)]
