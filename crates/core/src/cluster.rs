@@ -85,7 +85,7 @@ pub const MAX_NEIGHBOURS: usize = 64;
 /// Candidates one capped search verifies with the exact distance, per neighbour it may
 /// keep: `MAX_NEIGHBOURS * CHECKS_PER_NEIGHBOUR` in all (see "A bound on dense
 /// neighbourhoods").
-pub const CHECKS_PER_NEIGHBOUR: usize = 8;
+pub const CHECKS_PER_NEIGHBOUR: usize = 4;
 
 /// Groups of row indices, and the rows that belong to no group.
 #[derive(Debug, Clone, PartialEq, Default, serde::Serialize, serde::Deserialize)]
