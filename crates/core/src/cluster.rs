@@ -48,16 +48,21 @@
 //! Agents repeat themselves: the same tool output with other numbers, the same request in
 //! other words, a theme restated a thousand times. Where thousands of distinct rows lie
 //! within the radius of each other, exact DBSCAN reads every pair (its neighbourhoods
-//! cover the region), which is quadratic in the region. So a search stops after
-//! [`MAX_NEIGHBOURS`] neighbour groups (never fewer than `min_points`): a row with that many
-//! is a core point whatever the rest are, and every link found is kept both ways (a group
-//! that found a crowded one is in the crowded one's list too), so the graph DBSCAN walks has
-//! at most `2 * MAX_NEIGHBOURS` links per distinct row. A row of a group that already
+//! cover the region), which is quadratic in the region; and where thousands lie just
+//! outside it (the common case for a static model, whose vectors all share one large
+//! direction), verifying candidates is. So a search stops after [`MAX_NEIGHBOURS`]
+//! neighbour groups (never fewer than `min_points`) or [`CHECKS_PER_NEIGHBOUR`] exact
+//! checks per neighbour it may keep, whichever comes first, taking each table's share
+//! first and reading each bucket from a place of its own, so the links kept are spread
+//! over the region. A row with that many neighbours is a core point whatever the rest
+//! are, and every link found is kept both ways (a group that found a crowded one is in the
+//! crowded one's list too), so the graph DBSCAN walks has at most `2 * MAX_NEIGHBOURS`
+//! links per distinct row, and a search costs at most 256 exact distances. A row of a group that already
 //! answered as a core point is answered with `min_points` rows (DBSCAN already holds the
-//! rest). What this can cost: two rows that both have more than `MAX_NEIGHBOURS`
-//! neighbours may not find each other, and an old row whose only neighbours are such
-//! crowded rows may be left out of their cluster; a new row is always searched itself, so
-//! it always joins its neighbours' cluster.
+//! rest). What this can cost: two rows in crowded places may not find each other, and an
+//! old row whose only neighbours are crowded rows may be left out of their cluster; a new
+//! row is always searched itself, so it joins a cluster when its first 256 checks find a
+//! neighbour. Measured: docs/BENCHMARKS.md ("The heavy scenario with minilm").
 //!
 //! Windows of at most [`EXHAUSTIVE_GROUPS`] distinct rows are searched exhaustively (every
 //! pair verified: exact, and as fast as hashing at that size); data that are not unit
