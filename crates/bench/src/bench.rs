@@ -931,7 +931,14 @@ fn round4(x: f64) -> f64 {
 pub fn neighbour_recall(data: &Array2<f32>, q: usize, eps: f64, lsh: &SignLsh) -> (f64, usize) {
     use linfa_nn::distance::L2Dist;
     use linfa_nn::NearestNeighbour;
-    let index = lsh.from_batch(data, L2Dist).expect("a non-empty batch");
+    // The search itself: a capped one stops at `max_neighbours` by design.
+    let uncapped = SignLsh {
+        max_neighbours: 0,
+        ..lsh.clone()
+    };
+    let index = uncapped
+        .from_batch(data, L2Dist)
+        .expect("a non-empty batch");
     let norms: Vec<f32> = data.rows().into_iter().map(|r| r.dot(&r)).collect();
     let limit = (eps * eps) as f32;
     let (mut found, mut total, mut false_found) = (0usize, 0usize, 0usize);

@@ -164,6 +164,7 @@ fn run(g: &Global, a: &BenchArgs) -> Result<i32> {
                 tables: a.lsh_tables.unwrap_or(d.tables),
                 bits: a.lsh_bits.unwrap_or(d.bits),
                 probes: a.lsh_probes.unwrap_or(d.probes),
+                max_neighbours: a.lsh_max_neighbours.unwrap_or(d.max_neighbours),
                 ..d
             }
         },
@@ -357,6 +358,11 @@ pub struct BenchArgs {
     /// hours (several: 0,1,2). Each daily schedule is compared with the one cycle.
     #[arg(long, value_delimiter = ',', default_value = "0,1")]
     pub cycles_per_day: Vec<u32>,
+
+    /// Neighbour groups one search keeps for the clustering scenario (0: all; the engine
+    /// keeps `dream_core::cluster::MAX_NEIGHBOURS`).
+    #[arg(long)]
+    pub lsh_max_neighbours: Option<usize>,
 
     /// Base URL of an OpenAI-compatible server for the token scenario (for example the
     /// fake server's http://127.0.0.1:PORT/v1); without it the scenario reports offline.

@@ -43,6 +43,27 @@
 //! alone and come out as noise. Old noise, the costliest rows to prove isolated, is then
 //! never searched.
 //!
+//! # A bound on dense neighbourhoods
+//!
+//! Agents repeat themselves: the same tool output with other numbers, the same request in
+//! other words, a theme restated a thousand times. Where thousands of distinct rows lie
+//! within the radius of each other, exact DBSCAN reads every pair (its neighbourhoods
+//! cover the region), which is quadratic in the region; and where thousands lie just
+//! outside it (the common case for a static model, whose vectors all share one large
+//! direction), verifying candidates is. So a search stops after [`MAX_NEIGHBOURS`]
+//! neighbour groups (never fewer than `min_points`) or [`CHECKS_PER_NEIGHBOUR`] exact
+//! checks per neighbour it may keep, whichever comes first, taking each table's share
+//! first and reading each bucket from a place of its own, so the links kept are spread
+//! over the region. A row with that many neighbours is a core point whatever the rest
+//! are, and every link found is kept both ways (a group that found a crowded one is in the
+//! crowded one's list too), so the graph DBSCAN walks has at most `2 * MAX_NEIGHBOURS`
+//! links per distinct row, and a search costs at most 256 exact distances. A row of a group that already
+//! answered as a core point is answered with `min_points` rows (DBSCAN already holds the
+//! rest). What this can cost: two rows in crowded places may not find each other, and an
+//! old row whose only neighbours are crowded rows may be left out of their cluster; a new
+//! row is always searched itself, so it joins a cluster when its first 256 checks find a
+//! neighbour. Measured: docs/BENCHMARKS.md ("The heavy scenario with minilm").
+//!
 //! Windows of at most [`EXHAUSTIVE_GROUPS`] distinct rows are searched exhaustively (every
 //! pair verified: exact, and as fast as hashing at that size); data that are not unit
 //! vectors and distances other than the Euclidean one use linfa's exact linear search.
@@ -60,6 +81,16 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 
 /// Up to this many distinct rows, every pair is verified (exact) instead of hashed.
 pub const EXHAUSTIVE_GROUPS: usize = 128;
+
+/// Neighbour groups (distinct rows) one search keeps: a row with this many neighbours is
+/// a core point whatever the rest are, and its cluster is held together by these links
+/// and by the links of its neighbours (see "A bound on dense neighbourhoods").
+pub const MAX_NEIGHBOURS: usize = 64;
+
+/// Candidates one capped search verifies with the exact distance, per neighbour it may
+/// keep: `MAX_NEIGHBOURS * CHECKS_PER_NEIGHBOUR` in all (see "A bound on dense
+/// neighbourhoods").
+pub const CHECKS_PER_NEIGHBOUR: usize = 4;
 
 /// Groups of row indices, and the rows that belong to no group.
 #[derive(Debug, Clone, PartialEq, Default, serde::Serialize, serde::Deserialize)]
@@ -79,7 +110,11 @@ pub fn dbscan(
     eps: f64,
     focus: Option<&[bool]>,
 ) -> Clustering {
-    let mut lsh = SignLsh::default();
+    let mut lsh = SignLsh {
+        min_points: min_points.max(2),
+        max_neighbours: MAX_NEIGHBOURS.max(min_points),
+        ..SignLsh::default()
+    };
     if let Some(f) = focus {
         lsh.focus = Some(Focus {
             rows: f.into(),
@@ -201,6 +236,13 @@ pub struct SignLsh {
     pub seed: u64,
     /// Answer only what DBSCAN needs for the clusters holding these rows.
     pub focus: Option<Focus>,
+    /// Neighbour groups a search keeps before it stops; see "A bound on dense
+    /// neighbourhoods" in the module documentation. 0: unbounded, every search complete
+    /// and every answer given in full (for measuring the search itself).
+    pub max_neighbours: usize,
+    /// DBSCAN's `min_points`: a search keeps at least this many neighbours, and a row whose
+    /// group already answered as a core point gets this many back.
+    pub min_points: usize,
 }
 
 /// The rows whose clusters matter (a cycle's new events), and DBSCAN's `min_points`.
@@ -218,6 +260,8 @@ impl Default for SignLsh {
             probes: 3,
             seed: 0x5eed_d8ea,
             focus: None,
+            max_neighbours: MAX_NEIGHBOURS,
+            min_points: 2,
         }
     }
 }
@@ -286,6 +330,9 @@ struct SignLshIndex<'a, F: Float, D: Distance<F>> {
     exhaustive: bool,
     /// Focused rows and min_points (see [`Focus`]).
     focus: Option<Focus>,
+    /// Neighbour groups a search keeps (`usize::MAX`: all), and DBSCAN's `min_points`.
+    cap: usize,
+    min_points: usize,
     scratch: Mutex<Scratch>,
 }
 
@@ -300,6 +347,12 @@ struct Scratch {
     reach: Option<Vec<bool>>,
     /// Whether the up-front searches for this radius were made.
     searched: bool,
+    /// Links found from one side only, waiting for their group's list (see
+    /// [`SignLshIndex::link_back`]).
+    pending: Vec<Vec<u32>>,
+    /// Per group: its first answer held at least `min_points` rows (a core point), so its
+    /// other rows are answered briefly.
+    answered_core: Vec<bool>,
 }
 
 /// "Seen" stamps per group, so a group found in several tables is checked once per search.
@@ -454,12 +507,20 @@ impl<'a, F: Float, D: Distance<F>> SignLshIndex<'a, F, D> {
             hashed,
             exhaustive: groups <= EXHAUSTIVE_GROUPS,
             focus: p.focus.clone().filter(|f| f.rows.len() == n),
+            cap: if p.max_neighbours == 0 {
+                usize::MAX
+            } else {
+                p.max_neighbours.max(p.min_points)
+            },
+            min_points: p.min_points.max(1),
             scratch: Mutex::new(Scratch {
                 seen: Seen::new(groups),
                 range: f64::NAN,
                 neighbours: vec![None; groups],
                 reach: None,
                 searched: false,
+                pending: vec![Vec::new(); groups],
+                answered_core: vec![false; groups],
             }),
         };
         if !hashed {
@@ -776,37 +837,84 @@ impl<'a, F: Float, D: Distance<F>> SignLshIndex<'a, F, D> {
         let stamp = seen.next();
         let words = self.words;
         let mut found = Vec::new();
-        for t in 0..self.tables {
-            let weak = &c.weak[t * self.probes..(t + 1) * self.probes];
-            for mask in 0u32..(1 << self.probes) {
-                let mut key = c.keys[t];
-                for (j, bit) in weak.iter().enumerate() {
-                    if mask >> j & 1 == 1 {
-                        key ^= 1 << bit;
+        // With a cap, each table gives at most its share of it in a first pass, so the
+        // neighbours kept come from every table's partition of the space (a crowded
+        // region split by one table's key is still linked across the split); a second
+        // pass fills the cap from what the first left unread.
+        let (quota, max_checks) = if self.cap == usize::MAX {
+            (usize::MAX, usize::MAX)
+        } else {
+            (
+                self.cap.div_ceil(self.tables).max(1),
+                self.cap.saturating_mul(CHECKS_PER_NEIGHBOUR),
+            )
+        };
+        let check_quota = max_checks.div_ceil(self.tables).max(1);
+        let mut checks = 0usize;
+        let mut cut_short = false;
+        let spin = match self.row_of(point) {
+            Some(i) => (u64::from(self.group_of[i]) + 1)
+                .wrapping_mul(0x9e37_79b9_7f4a_7c15)
+                .rotate_left(29) as usize,
+            None => 0,
+        };
+        for pass in 0..2 {
+            if pass == 1 && !cut_short {
+                break;
+            }
+            for t in 0..self.tables {
+                let weak = &c.weak[t * self.probes..(t + 1) * self.probes];
+                let (mut from_table, mut checked) = (0, 0);
+                'table: for mask in 0u32..(1 << self.probes) {
+                    let mut key = c.keys[t];
+                    for (j, bit) in weak.iter().enumerate() {
+                        if mask >> j & 1 == 1 {
+                            key ^= 1 << bit;
+                        }
                     }
-                }
-                let (lo, hi) = (
-                    self.offsets[t][key as usize] as usize,
-                    self.offsets[t][key as usize + 1] as usize,
-                );
-                let sketches = &self.member_sketch[t][lo * words..hi * words];
-                for (k, sk) in sketches.chunks_exact(words).enumerate() {
-                    let differ: u32 = sk
-                        .iter()
-                        .zip(&c.sketch)
-                        .map(|(a, b)| (a ^ b).count_ones())
-                        .sum();
-                    if differ > limit {
-                        continue;
-                    }
-                    let g = self.members[t][lo + k];
-                    let gi = g as usize;
-                    if seen.stamps[gi] == stamp {
-                        continue;
-                    }
-                    seen.stamps[gi] = stamp;
-                    if self.group_within(point, query_sparse.as_ref(), gi, r) {
-                        found.push(g);
+                    let (lo, hi) = (
+                        self.offsets[t][key as usize] as usize,
+                        self.offsets[t][key as usize + 1] as usize,
+                    );
+                    // Each query reads its bucket from its own place onwards (wrapping),
+                    // so capped searches link to scattered members, not to the same first
+                    // few of every bucket (which a search from a few new rows could not
+                    // get past).
+                    let len = hi - lo;
+                    let from = if len == 0 { 0 } else { spin % len };
+                    for step in 0..len {
+                        let k = (from + step) % len;
+                        let sk = &self.member_sketch[t][(lo + k) * words..(lo + k + 1) * words];
+                        let differ: u32 = sk
+                            .iter()
+                            .zip(&c.sketch)
+                            .map(|(a, b)| (a ^ b).count_ones())
+                            .sum();
+                        if differ > limit {
+                            continue;
+                        }
+                        let g = self.members[t][lo + k];
+                        let gi = g as usize;
+                        if seen.stamps[gi] == stamp {
+                            continue;
+                        }
+                        if pass == 0 && (from_table >= quota || checked >= check_quota) {
+                            cut_short = true;
+                            break 'table;
+                        }
+                        seen.stamps[gi] = stamp;
+                        checks += 1;
+                        checked += 1;
+                        if checks > max_checks {
+                            return found;
+                        }
+                        if self.group_within(point, query_sparse.as_ref(), gi, r) {
+                            found.push(g);
+                            from_table += 1;
+                            if found.len() >= self.cap {
+                                return found;
+                            }
+                        }
                     }
                 }
             }
@@ -850,14 +958,67 @@ impl<'a, F: Float, D: Distance<F>> SignLshIndex<'a, F, D> {
         }
     }
 
-    /// The neighbour groups of group `g` (searched once per radius).
+    /// The neighbour groups of group `g` (searched once per radius), with the links other
+    /// searches found to it.
     fn neighbours_of(&self, g: usize, range: F, scratch: &mut Scratch) -> Vec<u32> {
-        if let Some(list) = &scratch.neighbours[g] {
-            return list.clone();
+        if scratch.neighbours[g].is_none() {
+            let list = self.search_group(g, range, &mut scratch.seen);
+            self.store(g, list, scratch);
         }
-        let list = self.search_group(g, range, &mut scratch.seen);
-        scratch.neighbours[g] = Some(list.clone());
-        list
+        scratch.neighbours[g].clone().unwrap_or_default()
+    }
+
+    /// Keep group `g`'s list, with the links waiting for it.
+    fn store(&self, g: usize, mut list: Vec<u32>, scratch: &mut Scratch) {
+        let waiting = std::mem::take(&mut scratch.pending[g]);
+        if !waiting.is_empty() {
+            list.extend(waiting);
+            list.sort_unstable();
+            list.dedup();
+        }
+        scratch.neighbours[g] = Some(list);
+    }
+
+    /// Make the links of these groups' lists go both ways: a search that stopped at
+    /// `max_neighbours` may have left out a group that found it. A link to a group not
+    /// searched yet waits in `pending` until it is. Returns the groups whose lists grew.
+    fn link_back(&self, groups: &[usize], scratch: &mut Scratch) -> Vec<usize> {
+        let mut back: Vec<(u32, u32)> = Vec::new();
+        for &g in groups {
+            if let Some(list) = &scratch.neighbours[g] {
+                back.extend(
+                    list.iter()
+                        .filter(|&&h| h as usize != g)
+                        .map(|&h| (h, g as u32)),
+                );
+            }
+        }
+        back.sort_unstable();
+        back.dedup();
+        let mut grown = Vec::new();
+        let mut k = 0;
+        while k < back.len() {
+            let h = back[k].0;
+            let mut end = k;
+            while end < back.len() && back[end].0 == h {
+                end += 1;
+            }
+            let from = back[k..end].iter().map(|p| p.1);
+            match &mut scratch.neighbours[h as usize] {
+                Some(list) => {
+                    let before = list.len();
+                    list.extend(from);
+                    list.sort_unstable();
+                    list.dedup();
+                    if list.len() > before {
+                        grown.push(h as usize);
+                    }
+                }
+                None => scratch.pending[h as usize].extend(from),
+            }
+            k = end;
+        }
+        grown
     }
 
     /// The neighbour groups of group `g`, itself included.
@@ -881,6 +1042,9 @@ impl<'a, F: Float, D: Distance<F>> SignLshIndex<'a, F, D> {
             .collect();
         let threads = threads();
         if threads < 2 || todo.len() < 256 {
+            for g in todo {
+                self.neighbours_of(g, range, scratch);
+            }
             return;
         }
         let total = self.groups();
@@ -903,12 +1067,21 @@ impl<'a, F: Float, D: Distance<F>> SignLshIndex<'a, F, D> {
                 .collect()
         });
         for (g, list) in found.into_iter().flatten() {
-            scratch.neighbours[g] = Some(list);
+            self.store(g, list, scratch);
         }
     }
 
+    /// Rows in a group's list (its neighbourhood's size, the point itself included).
+    fn count(&self, g: usize, scratch: &Scratch) -> usize {
+        scratch.neighbours[g].as_ref().map_or(0, |list| {
+            list.iter().map(|&h| self.rows_of(h as usize).len()).sum()
+        })
+    }
+
     /// The groups DBSCAN can reach from the focused rows (see the module documentation),
-    /// breadth first, each wave's searches spread over the machine's cores.
+    /// breadth first, each wave's searches spread over the machine's cores. A group is
+    /// expanded (its neighbours reached) once it is focused or a core point; a link found
+    /// back to it later can make it one.
     fn reach(&self, focus: &Focus, range: F, scratch: &mut Scratch) -> Vec<bool> {
         let groups = self.groups();
         let mut focused = vec![false; groups];
@@ -918,15 +1091,19 @@ impl<'a, F: Float, D: Distance<F>> SignLshIndex<'a, F, D> {
             }
         }
         let mut reach = focused.clone();
+        let mut expanded = vec![false; groups];
         let mut wave: Vec<usize> = (0..groups).filter(|&g| focused[g]).collect();
         while !wave.is_empty() {
             self.fill_neighbours(&wave, range, scratch);
+            let grown = self.link_back(&wave, scratch);
             let mut next = Vec::new();
-            for g in wave {
-                let list = self.neighbours_of(g, range, scratch);
-                let count: usize = list.iter().map(|&h| self.rows_of(h as usize).len()).sum();
-                if focused[g] || count >= focus.min_points {
-                    for h in list {
+            for g in wave.into_iter().chain(grown) {
+                if expanded[g] || !reach[g] {
+                    continue;
+                }
+                if focused[g] || self.count(g, scratch) >= focus.min_points {
+                    expanded[g] = true;
+                    for &h in scratch.neighbours[g].as_deref().unwrap_or_default() {
                         if !reach[h as usize] {
                             reach[h as usize] = true;
                             next.push(h as usize);
@@ -1059,6 +1236,8 @@ impl<F: Float, D: Distance<F>> NearestNeighbourIndex<F> for SignLshIndex<'_, F, 
             scratch.neighbours.iter_mut().for_each(|n| *n = None);
             scratch.reach = None;
             scratch.searched = false;
+            scratch.pending.iter_mut().for_each(Vec::clear);
+            scratch.answered_core.iter_mut().for_each(|a| *a = false);
             scratch.range = range64;
         }
         let Some(i) = self.row_of(&point) else {
@@ -1077,6 +1256,7 @@ impl<F: Float, D: Distance<F>> NearestNeighbourIndex<F> for SignLshIndex<'_, F, 
             if self.focus.is_none() {
                 let all: Vec<usize> = (0..self.groups()).collect();
                 self.fill_neighbours(&all, range, scratch);
+                self.link_back(&all, scratch);
             }
         }
         if let Some(focus) = &self.focus {
@@ -1090,6 +1270,11 @@ impl<F: Float, D: Distance<F>> NearestNeighbourIndex<F> for SignLshIndex<'_, F, 
         }
         let list = self.neighbours_of(g, range, scratch);
         let reach = scratch.reach.as_ref();
+        // Another row of a group that already answered as a core point: DBSCAN has put
+        // every row of that answer in its cluster or its queue, so only the count is still
+        // asked (`min_points` rows say "core"). This keeps a group of many identical rows
+        // from being answered in full once per row.
+        let brief = scratch.answered_core[g] && self.cap != usize::MAX;
         let mut out = Vec::new();
         for h in list {
             if reach.is_some_and(|r| !r[h as usize]) {
@@ -1100,6 +1285,13 @@ impl<F: Float, D: Distance<F>> NearestNeighbourIndex<F> for SignLshIndex<'_, F, 
                     .iter()
                     .map(|&r| (self.points.row(r as usize), r as usize)),
             );
+            if brief && out.len() >= self.min_points {
+                out.truncate(self.min_points);
+                break;
+            }
+        }
+        if out.len() >= self.min_points {
+            scratch.answered_core[g] = true;
         }
         Ok(out)
     }
@@ -1142,6 +1334,57 @@ mod tests {
             assert_eq!(c.clusters, vec![vec![0, 1, 2], vec![3, 4]]);
             assert_eq!(c.noise, vec![5]);
         }
+    }
+
+    /// `n` distinct unit vectors in `dim` dimensions, all within a small angle of
+    /// `centre` (near-duplicates: every pair within 0.2 of each other).
+    fn blob(n: usize, dim: usize, centre: usize, seed: u64) -> Vec<Vec<f32>> {
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
+        (0..n)
+            .map(|_| {
+                let mut v: Vec<f32> = (0..dim).map(|_| 0.01 * gaussian(&mut rng)).collect();
+                v[centre] += 1.0;
+                let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+                v.iter().map(|x| x / norm).collect()
+            })
+            .collect()
+    }
+
+    /// Every row's answer, in order, as linfa's DBSCAN would ask (rows of a group that
+    /// answered as a core point answered briefly): the total is the work DBSCAN does.
+    fn answered(points: &Array2<f32>, lsh: SignLsh, eps: f32) -> usize {
+        let index = lsh.from_batch(points, L2Dist).unwrap();
+        (0..points.nrows())
+            .map(|i| index.within_range(points.row(i), eps).unwrap().len())
+            .sum()
+    }
+
+    #[test]
+    fn a_window_of_near_duplicates_is_clustered_with_bounded_work() {
+        // Two blobs of 1,500 near-duplicates each, 600 copies of one row, and loners.
+        let dim = 32;
+        let mut v = blob(1500, dim, 0, 1);
+        v.extend(blob(1500, dim, 1, 2));
+        v.extend(std::iter::repeat_n(blob(1, dim, 2, 3).remove(0), 600));
+        v.extend((3..8).map(|c| blob(1, dim, c, 4 + c as u64).remove(0)));
+        let points = rows(&v);
+        let exact = exact_components(points.view(), 0.3);
+        assert_eq!(exact.clusters.len(), 3);
+        let some: Vec<bool> = (0..v.len()).map(|i| i % 500 == 0).collect();
+        for focus in [None, Some(&some[..])] {
+            let c = dbscan(points.view(), 2, 0.3, focus);
+            assert_eq!(c.clusters, exact.clusters, "focus {}", focus.is_some());
+            assert_eq!(c.noise, exact.noise);
+        }
+        // Every pair of a cluster is within the radius, so exact answers hold the whole
+        // cluster each: 1,500^2 * 2 + 600^2 rows in all. Bounded ones hold at most
+        // 2 * MAX_NEIGHBOURS groups per distinct row, and min_points rows for a repeat.
+        let exact_work: usize = exact.clusters.iter().map(|c| c.len() * c.len()).sum();
+        let groups = 1500 * 2 + 1 + 5;
+        let limit = 2 * MAX_NEIGHBOURS * groups + 600 + 2 * 600 + 5;
+        let bounded = answered(&points, SignLsh::default(), 0.3);
+        assert!(bounded <= limit, "{bounded} > {limit}");
+        assert!(limit * 10 < exact_work, "{limit} against {exact_work}");
     }
 
     #[test]
