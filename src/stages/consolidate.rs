@@ -826,25 +826,7 @@ fn merge_into_episode(
     g: &Gated,
     config: &Config,
 ) -> Result<Option<Gated>> {
-    let mut ids = ep.support.clone();
-    for id in &g.support {
-        if !ids.contains(id) {
-            ids.push(id.clone());
-        }
-    }
-    let fresh: HashSet<&String> = g
-        .support
-        .iter()
-        .filter(|id| !ep.support.contains(id))
-        .collect();
-    let events: Vec<EventView> = state::events_by_ids(tx, &ids)?
-        .iter()
-        .map(|s| {
-            let mut v = view_of(s);
-            v.new = fresh.contains(&v.id);
-            v
-        })
-        .collect();
+    let (ids, events) = union_support(tx, &ep.support, &g.support)?;
     let refs: Vec<&EventView> = events.iter().filter(|e| !e.recalled).collect();
     let (_, independent) = gates::support_measures(&refs);
     let proposal = Proposal {
@@ -1162,29 +1144,35 @@ fn matching_card(
         .map(|(i, _)| i)
 }
 
-/// A candidate that restates a pending card: the card's text with the union of both
-/// supports, gated again as one proposal. A restatement that adds no new event leaves
-/// the candidate as it was.
-fn merge_into_card(tx: &Connection, card: &Card, g: &Gated, config: &Config) -> Result<Gated> {
-    let mut ids = card.supporting_event_ids.clone();
-    for id in &g.support {
+/// The union of what an episode or a card already cites (`earlier`) and a candidate's
+/// support (`added`), and those events as the gates see them (the added ones new).
+fn union_support(
+    tx: &Connection,
+    earlier: &[String],
+    added: &[String],
+) -> Result<(Vec<String>, Vec<EventView>)> {
+    let mut ids = earlier.to_vec();
+    for id in added {
         if !ids.contains(id) {
             ids.push(id.clone());
         }
     }
-    let fresh: HashSet<&String> = g
-        .support
-        .iter()
-        .filter(|id| !card.supporting_event_ids.contains(id))
-        .collect();
-    let events: Vec<EventView> = state::events_by_ids(tx, &ids)?
+    let events = state::events_by_ids(tx, &ids)?
         .iter()
         .map(|s| {
             let mut v = view_of(s);
-            v.new = fresh.contains(&v.id);
+            v.new = added.contains(&v.id) && !earlier.contains(&v.id);
             v
         })
         .collect();
+    Ok((ids, events))
+}
+
+/// A candidate that restates a pending card: the card's text with the union of both
+/// supports, gated again as one proposal. A restatement that adds no new event leaves
+/// the candidate as it was.
+fn merge_into_card(tx: &Connection, card: &Card, g: &Gated, config: &Config) -> Result<Gated> {
+    let (ids, events) = union_support(tx, &card.supporting_event_ids, &g.support)?;
     let proposal = Proposal {
         text: card.text.clone(),
         category: card.category.clone(),
