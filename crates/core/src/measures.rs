@@ -398,14 +398,34 @@ pub fn polarity_agrees_prepared(a: &Prepared, b: &Prepared) -> bool {
 }
 
 /// Prepared texts by text, so a text compared many times in a stage (an active fact, a
-/// pending card) is tokenised once.
+/// pending card) is tokenised once, and its entity keys and numbers found once.
 #[derive(Debug, Default)]
-pub struct PreparedCache(HashMap<String, Prepared>);
+pub struct PreparedCache(HashMap<String, Keyed>);
+
+/// A prepared text with what routing compares besides its words.
+#[derive(Debug)]
+pub struct Keyed {
+    pub prepared: Prepared,
+    /// [`entity_keys`] of the text.
+    pub entity_keys: BTreeSet<String>,
+    /// [`numbers`] of the text.
+    pub numbers: BTreeSet<String>,
+}
 
 impl PreparedCache {
     pub fn get(&mut self, text: &str) -> &Prepared {
+        &self.keyed(text).prepared
+    }
+
+    /// The text prepared, with its entity keys and numbers.
+    pub fn keyed(&mut self, text: &str) -> &Keyed {
         if !self.0.contains_key(text) {
-            self.0.insert(text.to_string(), Prepared::new(text));
+            let keyed = Keyed {
+                prepared: Prepared::new(text),
+                entity_keys: entity_keys(text),
+                numbers: numbers(text),
+            };
+            self.0.insert(text.to_string(), keyed);
         }
         &self.0[text]
     }

@@ -151,7 +151,8 @@ pub fn nearest_cached(
     let mut out: Vec<Near> = Vec::new();
     for (block, f) in memory.facts() {
         let body = episode_body(&f.text);
-        let fact = cache.get(body);
+        let keyed = cache.keyed(body);
+        let fact = &keyed.prepared;
         let similarity = round3(measures::set_similarity(&query.content, &fact.content));
         let (distance, within) = match query_vector {
             Some((w, vectors, q)) => (
@@ -167,9 +168,8 @@ pub fn nearest_cached(
         if similarity <= 0.0 && !close {
             continue;
         }
-        let same_numbers = numbers == measures::numbers(body);
-        let agrees =
-            same_numbers && s6_agrees(&query, fact, &query_entities, &measures::entity_keys(body));
+        let same_numbers = numbers == keyed.numbers;
+        let agrees = same_numbers && s6_agrees(&query, fact, &query_entities, &keyed.entity_keys);
         out.push(Near {
             fact_id: f.id.clone(),
             similarity,
