@@ -716,11 +716,13 @@ pub enum EvalCommand {
     /// consolidated in its own temporary repository with the default configuration (or
     /// the keys of --config). Answer retention counts the questions of categories 1, 2 and
     /// 4 whose answer's content words all appear in one durable fact (and, beside it, in
-    /// one fact or review card); memory size is durable memory's words as a share of the
-    /// transcript's; evidence recall is the share of the questions' evidence turns cited
-    /// by some fact or card, shown with the average number of events a fact cites;
-    /// traceability is the share of facts whose every content word appears in the events
-    /// they cite (it must be 100%: the command exits 1 otherwise).
+    /// one fact or episode, and in one of those or a pending review card); memory size is
+    /// the words of facts and episodes as a share of the transcript's; evidence recall is
+    /// the share of the questions' evidence turns cited by memory (or a card), precision
+    /// the share of cited events that are evidence turns, shown with the average number of
+    /// events a fact cites; traceability is the share of facts and episodes whose every
+    /// content word appears in the events they cite (it must be 100%: the command exits 1
+    /// otherwise).
     Locomo(EvalLocomoArgs),
 
     /// Measure how well the embedder tells a restatement from another fact on the same

@@ -454,7 +454,7 @@ fn a_running_cycle_shows_its_progress_and_status_sees_it() {
         echo_reflect(c).delayed(Duration::from_millis(1500))
     });
     let child = env
-        .spawn_cmd()
+        .std_cmd()
         .env("DREAM_EMBED_PROVIDER", "builtin")
         .env("DREAM_LLM_PROVIDER", "openai")
         .env("DREAM_LLM_BASE_URL", fake.base_url())

@@ -54,8 +54,17 @@ impl Env {
 
     /// A `dream` command in this environment, working on this env's repo.
     pub fn cmd(&self) -> Command {
-        let mut c = Command::cargo_bin("dream").expect("the dream binary");
-        for (k, _) in std::env::vars() {
+        Command::from_std(self.std_cmd())
+    }
+
+    /// [`Env::cmd`] as a `std::process::Command`: to start in the background, or for what
+    /// `assert_cmd` cannot do (point stdout or stderr at a file such as /dev/full). The
+    /// environment is hermetic: no DREAM_ or GIT_ variable of the caller, a fake HOME, no
+    /// git configuration, and the variables [`Env::set_var`] set.
+    pub fn std_cmd(&self) -> std::process::Command {
+        let mut c = std::process::Command::new(assert_cmd::cargo::cargo_bin("dream"));
+        for (k, _) in std::env::vars_os() {
+            let k = k.to_string_lossy().into_owned();
             if k.starts_with("DREAM_") || k.starts_with("GIT_") {
                 c.env_remove(k);
             }
@@ -71,46 +80,6 @@ impl Env {
         for (k, v) in self.vars() {
             c.env(k, v);
         }
-        c
-    }
-
-    /// `dream` as a plain process (to start in the background), with the same hermetic
-    /// environment as [`Env::cmd`].
-    pub fn spawn_cmd(&self) -> std::process::Command {
-        let mut c = std::process::Command::new(assert_cmd::cargo::cargo_bin("dream"));
-        for (k, _) in std::env::vars() {
-            if k.starts_with("DREAM_") || k.starts_with("GIT_") {
-                c.env_remove(k);
-            }
-        }
-        c.env("HOME", &self.home)
-            .env("GIT_CONFIG_GLOBAL", "/dev/null")
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .env("NO_COLOR", "1")
-            .env("DREAM_REPO", &self.repo)
-            .current_dir(&self.root);
-        for (k, v) in self.vars() {
-            c.env(k, v);
-        }
-        c
-    }
-
-    /// [`Env::cmd`] as a `std::process::Command`, for what `assert_cmd` cannot do (point
-    /// stdout or stderr at a file such as /dev/full).
-    pub fn std_cmd(&self) -> std::process::Command {
-        let mut c = std::process::Command::new(assert_cmd::cargo::cargo_bin("dream"));
-        for (k, _) in std::env::vars_os() {
-            let k = k.to_string_lossy().into_owned();
-            if k.starts_with("DREAM_") || k.starts_with("GIT_") {
-                c.env_remove(k);
-            }
-        }
-        c.env("HOME", &self.home)
-            .env("GIT_CONFIG_GLOBAL", "/dev/null")
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .env("NO_COLOR", "1")
-            .env("DREAM_REPO", &self.repo)
-            .current_dir(&self.root);
         c
     }
 

@@ -866,26 +866,29 @@ pub fn put_cycle(conn: &Connection, c: &CycleRecord) -> Result<()> {
     Ok(())
 }
 
-pub fn recent_cycles(conn: &Connection, limit: usize) -> Result<Vec<CycleRecord>> {
-    let mut stmt = conn
-        .prepare("SELECT id, kind, started, finished, now, report FROM cycles ORDER BY finished DESC LIMIT ?1")
-        .context(|| "reading cycles".into())?;
-    let parse = |s: String| {
+/// A `cycles` row (id, kind, started, finished, now, report) as a record.
+fn cycle_record(r: &rusqlite::Row<'_>) -> rusqlite::Result<CycleRecord> {
+    let time = |s: String| {
         DateTime::parse_from_rfc3339(&s)
             .map(|t| t.with_timezone(&Utc))
             .unwrap_or_default()
     };
+    Ok(CycleRecord {
+        id: r.get(0)?,
+        kind: r.get(1)?,
+        started: time(r.get(2)?),
+        finished: time(r.get(3)?),
+        now: time(r.get(4)?),
+        report: serde_json::from_str(&r.get::<_, String>(5)?).unwrap_or_default(),
+    })
+}
+
+pub fn recent_cycles(conn: &Connection, limit: usize) -> Result<Vec<CycleRecord>> {
+    let mut stmt = conn
+        .prepare("SELECT id, kind, started, finished, now, report FROM cycles ORDER BY finished DESC LIMIT ?1")
+        .context(|| "reading cycles".into())?;
     let rows = stmt
-        .query_map([limit as i64], |r| {
-            Ok(CycleRecord {
-                id: r.get(0)?,
-                kind: r.get(1)?,
-                started: parse(r.get(2)?),
-                finished: parse(r.get(3)?),
-                now: parse(r.get(4)?),
-                report: serde_json::from_str(&r.get::<_, String>(5)?).unwrap_or_default(),
-            })
-        })
+        .query_map([limit as i64], cycle_record)
         .context(|| "reading cycles".into())?;
     rows.collect::<rusqlite::Result<Vec<_>>>()
         .context(|| "reading cycles".into())
@@ -1107,25 +1110,11 @@ pub fn last_cycle_of_kind(
     kind: &str,
     at: DateTime<Utc>,
 ) -> Result<Option<CycleRecord>> {
-    let parse = |s: String| {
-        DateTime::parse_from_rfc3339(&s)
-            .map(|t| t.with_timezone(&Utc))
-            .unwrap_or_default()
-    };
     conn.query_row(
         "SELECT id, kind, started, finished, now, report FROM cycles WHERE kind = ?1 AND now <= ?2
          ORDER BY now DESC, finished DESC LIMIT 1",
         params![kind, at.to_rfc3339()],
-        |r| {
-            Ok(CycleRecord {
-                id: r.get(0)?,
-                kind: r.get(1)?,
-                started: parse(r.get(2)?),
-                finished: parse(r.get(3)?),
-                now: parse(r.get(4)?),
-                report: serde_json::from_str(&r.get::<_, String>(5)?).unwrap_or_default(),
-            })
-        },
+        cycle_record,
     )
     .optional()
     .context(|| format!("reading the last {kind} cycle"))
@@ -1430,11 +1419,6 @@ pub fn cycles_until(
     at: DateTime<Utc>,
     limit: usize,
 ) -> Result<Vec<CycleRecord>> {
-    let parse = |s: String| {
-        DateTime::parse_from_rfc3339(&s)
-            .map(|t| t.with_timezone(&Utc))
-            .unwrap_or_default()
-    };
     let mut stmt = conn
         .prepare_cached(
             "SELECT id, kind, started, finished, now, COALESCE(heartbeat, json_object(
@@ -1459,16 +1443,7 @@ pub fn cycles_until(
         )
         .context(|| "reading cycles".into())?;
     let rows = stmt
-        .query_map(params![at.to_rfc3339(), limit as i64], |r| {
-            Ok(CycleRecord {
-                id: r.get(0)?,
-                kind: r.get(1)?,
-                started: parse(r.get(2)?),
-                finished: parse(r.get(3)?),
-                now: parse(r.get(4)?),
-                report: serde_json::from_str(&r.get::<_, String>(5)?).unwrap_or_default(),
-            })
-        })
+        .query_map(params![at.to_rfc3339(), limit as i64], cycle_record)
         .context(|| "reading cycles".into())?;
     rows.collect::<rusqlite::Result<Vec<_>>>()
         .context(|| "reading cycles".into())

@@ -934,16 +934,17 @@ fn apply(
                 extra: BTreeMap::new(),
             });
             if let Some(ci) = matched {
-                let mut card = work.cards.remove(ci);
-                card_writes.insert(card.path(), None);
-                card.decision = Some(Decision {
-                    verdict: "kept as an episode".into(),
-                    at: now,
-                    reason: "fully traceable to the owner's own words; it moves to its block when said again".into(),
-                    fact_id: Some(id.clone()),
-                });
-                card.supporting_event_ids = g.support.clone();
-                card_writes.insert(card.path(), Some(card.render()));
+                let reason = "fully traceable to the owner's own words; it moves to its block when said again";
+                close_card(
+                    work,
+                    ci,
+                    card_writes,
+                    "kept as an episode",
+                    reason,
+                    &id,
+                    &g.support,
+                    now,
+                );
             }
             lines.push(format!(
                 "episode    {id}  [episodes/{}] {text}  -- {reason}",
@@ -969,16 +970,17 @@ fn apply(
                 extra: BTreeMap::new(),
             });
             if let Some(ci) = matched {
-                let mut card = work.cards.remove(ci);
-                card_writes.insert(card.path(), None);
-                card.decision = Some(Decision {
-                    verdict: "auto-promoted".into(),
-                    at: now,
-                    reason: "new evidence made it qualify for auto-promotion".into(),
-                    fact_id: Some(id.clone()),
-                });
-                card.supporting_event_ids = g.support.clone();
-                card_writes.insert(card.path(), Some(card.render()));
+                let reason = "new evidence made it qualify for auto-promotion";
+                close_card(
+                    work,
+                    ci,
+                    card_writes,
+                    "auto-promoted",
+                    reason,
+                    &id,
+                    &g.support,
+                    now,
+                );
             }
             lines.push(format!(
                 "promoted   {id}  [{}/{}] {}  (support {}, days {}, confidence {:.3})",
@@ -1142,6 +1144,32 @@ fn matching_card(
         })
         .max_by(|a, b| a.1.total_cmp(&b.1))
         .map(|(i, _)| i)
+}
+
+/// Decide the pending card `ci` by the fact a candidate just became (`fact_id`, cited by
+/// `support`): the card leaves `review/` and is written under `review/decided/` with
+/// `verdict` and `reason`.
+#[allow(clippy::too_many_arguments)]
+fn close_card(
+    work: &mut Work,
+    ci: usize,
+    card_writes: &mut BTreeMap<String, Option<String>>,
+    verdict: &str,
+    reason: &str,
+    fact_id: &str,
+    support: &[String],
+    now: DateTime<Utc>,
+) {
+    let mut card = work.cards.remove(ci);
+    card_writes.insert(card.path(), None);
+    card.decision = Some(Decision {
+        verdict: verdict.into(),
+        at: now,
+        reason: reason.into(),
+        fact_id: Some(fact_id.into()),
+    });
+    card.supporting_event_ids = support.to_vec();
+    card_writes.insert(card.path(), Some(card.render()));
 }
 
 /// The union of what an episode or a card already cites (`earlier`) and a candidate's

@@ -875,17 +875,23 @@ pub fn specific(sentence: &str) -> bool {
 /// any lead-in). Said again in other sessions, such a sentence is a fact about a person
 /// even when it names nothing ("I am learning to play the cello").
 pub fn about_speaker(sentence: &str) -> bool {
-    let s = measures::normalize(lead_in(sentence));
-    s.split_whitespace()
-        .next()
-        .is_some_and(|w| SPEAKER_STARTS.contains(&w))
+    opens_with_speaker(&measures::normalize(lead_in(sentence)))
 }
 
 /// Whether a sentence states a habit of its speaker: about the speaker, and it says how
 /// often ("every morning", "usually", "on weekends"). "I drink green tea every morning"
 /// names nothing, and is still specific enough to keep when said once.
 pub fn habit(sentence: &str) -> bool {
-    about_speaker(sentence) && HOW_OFTEN.is_match(&measures::normalize(lead_in(sentence)))
+    let s = measures::normalize(lead_in(sentence));
+    opens_with_speaker(&s) && HOW_OFTEN.is_match(&s)
+}
+
+/// A normalised sentence's first word is one of [`SPEAKER_STARTS`].
+fn opens_with_speaker(normalized: &str) -> bool {
+    normalized
+        .split_whitespace()
+        .next()
+        .is_some_and(|w| SPEAKER_STARTS.contains(&w))
 }
 
 /// Words that say how often something happens.
