@@ -95,7 +95,7 @@ pub fn run(ctx: &Ctx<'_>, tx: &Connection, work: &mut Work) -> Result<()> {
             first.notes.join("; ")
         ));
     }
-    let mut texts = dream_core::measures::PreparedCache::default();
+    let mut texts = route::Texts::default();
     let vectors = meaning_vectors(ctx, &gated, &work.memory, &mut work.report.notes);
     let restating = route::Restating {
         reinforce_similarity: ctx.config.promote.reinforce_similarity,
@@ -117,9 +117,19 @@ pub fn run(ctx: &Ctx<'_>, tx: &Connection, work: &mut Work) -> Result<()> {
     let before = work.memory.clone();
     let mut card_writes: BTreeMap<String, Option<String>> = BTreeMap::new();
     let mut lines = Vec::new();
+    let mut events = Events::new(tx);
     for g in &gated {
         let verdict = verdicts.get(&text_id("k", &g.text));
-        let decided = decide(ctx, tx, work, g, verdict, &vetoes, &restating, &mut texts)?;
+        let decided = decide(
+            ctx,
+            &mut events,
+            work,
+            g,
+            verdict,
+            &vetoes,
+            &restating,
+            &mut texts,
+        )?;
         apply(ctx, tx, work, decided, &mut card_writes, &mut lines)?;
     }
     let expired = expire(ctx, work, &mut lines)?;
@@ -612,7 +622,7 @@ fn judge(
     restating: &route::Restating<'_>,
     degraded: &mut Vec<Degraded>,
     notes: &mut Vec<String>,
-    texts: &mut dream_core::measures::PreparedCache,
+    texts: &mut route::Texts,
 ) -> HashMap<String, Verdict> {
     let (llm, config) = (ctx.llm, ctx.config);
     let mut items = Vec::new();
@@ -701,6 +711,46 @@ fn judge(
     out
 }
 
+/// The events routing reads, each read from the state once per stage. A candidate's route
+/// reads its support, and an episode or card restated reads the whole support it already
+/// has; one episode is often restated many times in a cycle. Events do not change while
+/// candidates are routed (reflect marked them before), so a read is never stale.
+struct Events<'t> {
+    tx: &'t Connection,
+    read: HashMap<String, Option<Stored>>,
+}
+
+impl<'t> Events<'t> {
+    fn new(tx: &'t Connection) -> Events<'t> {
+        Events {
+            tx,
+            read: HashMap::new(),
+        }
+    }
+
+    /// The events with these ids, in the order asked; unknown ids are left out (as
+    /// [`state::events_by_ids`] does).
+    fn by_ids(&mut self, ids: &[String]) -> Result<Vec<Stored>> {
+        let missing: Vec<String> = ids
+            .iter()
+            .filter(|id| !self.read.contains_key(id.as_str()))
+            .cloned()
+            .collect();
+        if !missing.is_empty() {
+            for s in state::events_by_ids(self.tx, &missing)? {
+                self.read.insert(s.event.id.clone(), Some(s));
+            }
+            for id in missing {
+                self.read.entry(id).or_insert(None);
+            }
+        }
+        Ok(ids
+            .iter()
+            .filter_map(|id| self.read.get(id.as_str()).cloned().flatten())
+            .collect())
+    }
+}
+
 /// What the cycle knows about one gated candidate once everything it needs is read:
 /// the route the pure `route` and `veto` functions chose, and the data applying it takes.
 struct Decided {
@@ -726,13 +776,13 @@ struct Decided {
 #[allow(clippy::too_many_arguments)]
 fn decide(
     ctx: &Ctx<'_>,
-    tx: &Connection,
+    events: &mut Events<'_>,
     work: &Work,
     g: &Gated,
     verdict: Option<&Verdict>,
     vetoes: &[veto::Veto],
     restating: &route::Restating<'_>,
-    texts: &mut dream_core::measures::PreparedCache,
+    texts: &mut route::Texts,
 ) -> Result<Decided> {
     let config = ctx.config;
     let cand_id = text_id("k", &g.text);
@@ -743,14 +793,14 @@ fn decide(
         None
     };
     let mut g = match matched {
-        Some(ci) => merge_into_card(tx, &work.cards[ci], g, config)?,
+        Some(ci) => merge_into_card(events, &work.cards[ci], g, config)?,
         None => g.clone(),
     };
     // Novelty against durable memory (S4 step 6): 1 - similarity to the nearest fact.
     g.measures.novelty =
         dream_core::measures::round3(1.0 - near.first().map_or(0.0, |n| n.similarity));
     g.measures.nearest_fact = near.first().map(|n| n.fact_id.clone());
-    let (mut g, hit) = check_vetoes(tx, g, vetoes, config)?;
+    let (mut g, hit) = check_vetoes(events, g, vetoes, config)?;
     let (mut outcome, mut judge_text, route_gates) = route::route(&g, &near, verdict, config);
     outcome = veto::cap(outcome, hit.as_ref());
     let mut gates = g.gates.clone();
@@ -761,7 +811,7 @@ fn decide(
     if let Outcome::Reinforce { fact_id } = &outcome {
         if let Some((Block::Episodes, ep)) = work.memory.get(fact_id) {
             if let (Some(home), true) = (ep.home, episodes::governed(ep.origin)) {
-                if let Some(merged) = merge_into_episode(tx, ep, home, &g, config)? {
+                if let Some(merged) = merge_into_episode(events, ep, home, &g, config)? {
                     let rest: Vec<route::Near> = near
                         .iter()
                         .filter(|n| &n.fact_id != fact_id)
@@ -785,7 +835,7 @@ fn decide(
             }
         }
     }
-    let stored = state::events_by_ids(tx, &g.support)?;
+    let stored = events.by_ids(&g.support)?;
     let older = match &outcome {
         Outcome::Reinforce { fact_id } => match work.memory.get(fact_id) {
             Some((_, fact)) if fact.support.len() + g.support.len() > memory::MAX_CITED => {
@@ -796,7 +846,7 @@ fn decide(
                     .filter(|id| !fresh.contains(id.as_str()))
                     .cloned()
                     .collect();
-                state::events_by_ids(tx, &older)?
+                events.by_ids(&older)?
             }
             _ => Vec::new(),
         },
@@ -820,15 +870,20 @@ fn decide(
 /// is the higher of the candidate's and what its independent restatements give (`1 -
 /// 0.4^k`, as the offline reflector reckons it). `None` when the gates refuse it.
 fn merge_into_episode(
-    tx: &Connection,
+    events: &mut Events<'_>,
     ep: &Fact,
     home: Block,
     g: &Gated,
     config: &Config,
 ) -> Result<Option<Gated>> {
-    let (ids, events) = union_support(tx, &ep.support, &g.support)?;
+    let (ids, events) = union_support(events, &ep.support, &g.support)?;
     let refs: Vec<&EventView> = events.iter().filter(|e| !e.recalled).collect();
-    let (_, independent) = gates::support_measures(&refs);
+    let (measured, independent) = gates::support_measures(&refs);
+    // The gates measure support and days over these events at most, and the durable rule
+    // needs both: an episode short of either stays an episode, and is not gated again.
+    if measured.support < config.promote.min_support || measured.days < config.promote.min_days {
+        return Ok(None);
+    }
     let proposal = Proposal {
         text: memory::episode_body(&ep.text).to_string(),
         category: ep.category.clone(),
@@ -1102,7 +1157,7 @@ fn apply(
 /// Hold a candidate that passed the gates against a person's earlier rejections and undos
 /// (see `veto`): the veto's gate joins the candidate's, and a refusal refuses it.
 fn check_vetoes(
-    tx: &Connection,
+    events: &mut Events<'_>,
     mut g: Gated,
     vetoes: &[veto::Veto],
     config: &Config,
@@ -1110,7 +1165,7 @@ fn check_vetoes(
     if vetoes.is_empty() || g.refused.is_some() {
         return Ok((g, None));
     }
-    let events = state::events_by_ids(tx, &g.support)?;
+    let events = events.by_ids(&g.support)?;
     let support: Vec<(&str, &str)> = events
         .iter()
         .map(|s| (s.event.id.as_str(), s.event.text.as_str()))
@@ -1130,20 +1185,14 @@ fn matching_card(
     cards: &[Card],
     text: &str,
     config: &Config,
-    texts: &mut dream_core::measures::PreparedCache,
+    texts: &mut route::Texts,
 ) -> Option<usize> {
-    let query = dream_core::measures::Prepared::new(text);
-    cards
-        .iter()
-        .enumerate()
-        .filter_map(|(i, c)| {
-            let card = texts.get(&c.text);
-            let sim = dream_core::measures::set_similarity(&query.content, &card.content);
-            let same = dream_core::measures::polarity_agrees_prepared(&query, card);
-            (same && sim >= config.promote.reinforce_similarity).then_some((i, sim))
-        })
-        .max_by(|a, b| a.1.total_cmp(&b.1))
-        .map(|(i, _)| i)
+    route::restated_in_words(
+        texts,
+        text,
+        cards.iter().map(|c| c.text.as_str()),
+        config.promote.reinforce_similarity,
+    )
 }
 
 /// Decide the pending card `ci` by the fact a candidate just became (`fact_id`, cited by
@@ -1175,7 +1224,7 @@ fn close_card(
 /// The union of what an episode or a card already cites (`earlier`) and a candidate's
 /// support (`added`), and those events as the gates see them (the added ones new).
 fn union_support(
-    tx: &Connection,
+    events: &mut Events<'_>,
     earlier: &[String],
     added: &[String],
 ) -> Result<(Vec<String>, Vec<EventView>)> {
@@ -1185,7 +1234,8 @@ fn union_support(
             ids.push(id.clone());
         }
     }
-    let events = state::events_by_ids(tx, &ids)?
+    let events = events
+        .by_ids(&ids)?
         .iter()
         .map(|s| {
             let mut v = view_of(s);
@@ -1199,8 +1249,13 @@ fn union_support(
 /// A candidate that restates a pending card: the card's text with the union of both
 /// supports, gated again as one proposal. A restatement that adds no new event leaves
 /// the candidate as it was.
-fn merge_into_card(tx: &Connection, card: &Card, g: &Gated, config: &Config) -> Result<Gated> {
-    let (ids, events) = union_support(tx, &card.supporting_event_ids, &g.support)?;
+fn merge_into_card(
+    events: &mut Events<'_>,
+    card: &Card,
+    g: &Gated,
+    config: &Config,
+) -> Result<Gated> {
+    let (ids, events) = union_support(events, &card.supporting_event_ids, &g.support)?;
     let proposal = Proposal {
         text: card.text.clone(),
         category: card.category.clone(),

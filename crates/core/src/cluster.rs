@@ -316,6 +316,9 @@ struct SignLshIndex<'a, F: Float, D: Distance<F>> {
     member_sketch: Vec<Vec<u64>>,
     /// All sign bits of each group, `words` u64 per group.
     sketch: Vec<u64>,
+    /// Per group, per table, its `probes` least certain bits (group-major), so a search
+    /// from a row needs no projection of its own.
+    weak: Vec<u8>,
     words: usize,
     /// Per group, its vector as sorted (dimension, value) pairs when at most a quarter of
     /// its values are non-zero (hashed bag-of-words vectors), and its squared norm.
@@ -323,6 +326,16 @@ struct SignLshIndex<'a, F: Float, D: Distance<F>> {
     sparse_dims: Vec<u16>,
     sparse_vals: Vec<f32>,
     norm2: Vec<f32>,
+    /// Per dense group, its vector in eight bits (`codes8[g * dim..(g + 1) * dim]` times
+    /// `scale8[g]`; NaN for a sparse group), the sum of the codes' squares, and how far the
+    /// eight-bit vector lies from the real one (`err8[g]`, rounded up). A check decides
+    /// from these when the distance is clearly on one side of the radius: they are a
+    /// quarter of the rows' size and in group order, where the rows are a window's worth
+    /// of memory read at random.
+    codes8: Vec<i8>,
+    scale8: Vec<f32>,
+    sumsq8: Vec<f32>,
+    err8: Vec<f32>,
     /// False when some row is neither a unit vector nor zero, or the distance is not
     /// Euclidean: then every query is answered by exact search.
     hashed: bool,
@@ -382,6 +395,16 @@ impl Seen {
 
 /// Codes of one point: per table key and weak bits, and the sketch.
 struct Codes {
+    keys: Vec<u32>,
+    weak: Vec<u8>,
+    sketch: Vec<u64>,
+}
+
+/// The codes of a range of groups from `start`, as one hashing thread computes them:
+/// keys (`tables` per group), least certain bits (`tables * probes` per group) and
+/// sketches (`words` per group).
+struct RangeCodes {
+    start: usize,
     keys: Vec<u32>,
     weak: Vec<u8>,
     sketch: Vec<u64>,
@@ -499,11 +522,16 @@ impl<'a, F: Float, D: Distance<F>> SignLshIndex<'a, F, D> {
             members: Vec::new(),
             member_sketch: Vec::new(),
             sketch: Vec::new(),
+            weak: Vec::new(),
             words,
             sparse: Vec::new(),
             sparse_dims: Vec::new(),
             sparse_vals: Vec::new(),
             norm2: Vec::new(),
+            codes8: Vec::new(),
+            scale8: Vec::new(),
+            sumsq8: Vec::new(),
+            err8: Vec::new(),
             hashed,
             exhaustive: groups <= EXHAUSTIVE_GROUPS,
             focus: p.focus.clone().filter(|f| f.rows.len() == n),
@@ -552,10 +580,11 @@ impl<'a, F: Float, D: Distance<F>> SignLshIndex<'a, F, D> {
         if index.exhaustive {
             return index;
         }
+        index.quantise(&reps);
         // Keys and sketches, the groups split over the machine's cores.
         let threads = threads();
         let chunk = groups.div_ceil(threads).max(BLOCK_ROWS);
-        let parts: Vec<(usize, Vec<u32>, Vec<u64>)> = std::thread::scope(|s| {
+        let parts: Vec<RangeCodes> = std::thread::scope(|s| {
             let index = &index;
             let reps = &reps;
             let handles: Vec<_> = (0..groups)
@@ -569,8 +598,17 @@ impl<'a, F: Float, D: Distance<F>> SignLshIndex<'a, F, D> {
                 .map(|h| h.join().expect("a hashing thread"))
                 .collect()
         });
-        for (start, keys, sketch) in parts {
+        index.weak = vec![0; groups * tables * index.probes];
+        let per = tables * index.probes;
+        for RangeCodes {
+            start,
+            keys,
+            weak,
+            sketch,
+        } in parts
+        {
             let len = keys.len() / tables;
+            index.weak[start * per..(start + len) * per].copy_from_slice(&weak);
             for k in 0..len {
                 for t in 0..tables {
                     index.keys[t * groups + start + k] = keys[k * tables + t];
@@ -607,16 +645,79 @@ impl<'a, F: Float, D: Distance<F>> SignLshIndex<'a, F, D> {
         index
     }
 
-    /// Keys (group-major, `tables` per group) and sketches of the groups in `range`:
-    /// sparse groups projected from their non-zero values (as queries are), dense ones by
-    /// block matrix products.
-    fn codes_range(
-        &self,
-        range: std::ops::Range<usize>,
-        reps: &[u32],
-    ) -> (usize, Vec<u32>, Vec<u64>) {
+    /// The eight-bit form of every dense group (see `codes8`): each value divided by the
+    /// group's largest |value| / 127 and rounded.
+    fn quantise(&mut self, reps: &[u32]) {
+        let dim = self.points.ncols();
+        let groups = reps.len();
+        if self.sparse.iter().all(Option::is_some) {
+            return;
+        }
+        self.codes8 = vec![0; groups * dim];
+        self.scale8 = vec![f32::NAN; groups];
+        self.sumsq8 = vec![0.0; groups];
+        self.err8 = vec![0.0; groups];
+        for (g, &rep) in reps.iter().enumerate() {
+            if self.sparse[g].is_some() {
+                continue;
+            }
+            let row = self.points.row(rep as usize);
+            let values: Vec<f64> = row.iter().map(|x| x.to_f64().unwrap_or(0.0)).collect();
+            let top = values.iter().fold(0f64, |m, v| m.max(v.abs()));
+            if !top.is_finite() || top == 0.0 {
+                continue;
+            }
+            let scale = (top / 127.0) as f32;
+            let (mut sumsq, mut err) = (0f64, 0f64);
+            for (j, v) in values.iter().enumerate() {
+                let q = (v / f64::from(scale)).round().clamp(-127.0, 127.0);
+                self.codes8[g * dim + j] = q as i8;
+                sumsq += q * q;
+                err += (v - q * f64::from(scale)).powi(2);
+            }
+            self.scale8[g] = scale;
+            self.sumsq8[g] = sumsq as f32;
+            self.err8[g] = (err.sqrt() * (1.0 + 1e-6) + 1e-7) as f32;
+        }
+    }
+
+    /// Whether group `g` is clearly within (`Some(true)`) or clearly beyond
+    /// (`Some(false)`) true distance `radius` of group `a`, from their eight-bit forms: the
+    /// distance between the eight-bit vectors differs from the real one by at most the sum
+    /// of their `err8` (the triangle inequality). `None` when that does not decide it.
+    fn within8(&self, a: usize, g: usize, radius: f64) -> Option<bool> {
+        let (sa, sg) = (*self.scale8.get(a)?, *self.scale8.get(g)?);
+        if sa.is_nan() || sg.is_nan() {
+            return None;
+        }
+        let dim = self.points.ncols();
+        let dot: i32 = self.codes8[a * dim..(a + 1) * dim]
+            .iter()
+            .zip(&self.codes8[g * dim..(g + 1) * dim])
+            .map(|(x, y)| i32::from(*x) * i32::from(*y))
+            .sum();
+        let (sa, sg) = (f64::from(sa), f64::from(sg));
+        let d2 = sa * sa * f64::from(self.sumsq8[a]) + sg * sg * f64::from(self.sumsq8[g])
+            - 2.0 * sa * sg * f64::from(dot);
+        let d = d2.max(0.0).sqrt();
+        let slack = f64::from(self.err8[a] + self.err8[g]) + 1e-6 * radius.max(1.0);
+        if d + slack < radius {
+            Some(true)
+        } else if d - slack > radius {
+            Some(false)
+        } else {
+            None
+        }
+    }
+
+    /// Keys (group-major, `tables` per group), least certain bits and sketches of the
+    /// groups in `range`: sparse groups projected from their non-zero values (as queries
+    /// are), dense ones by block matrix products.
+    fn codes_range(&self, range: std::ops::Range<usize>, reps: &[u32]) -> RangeCodes {
         let (tables, words) = (self.tables, self.words);
+        let per = tables * self.probes;
         let m = self.proj.ncols();
+        let mut weak = vec![0u8; range.len() * per];
         let mut keys = vec![0u32; range.len() * tables];
         let mut sketch = vec![0u64; range.len() * words];
         let mut projected = vec![0f32; m];
@@ -628,7 +729,7 @@ impl<'a, F: Float, D: Distance<F>> SignLshIndex<'a, F, D> {
                     self.write_codes(
                         &projected,
                         &mut keys[k * tables..(k + 1) * tables],
-                        &mut [],
+                        &mut weak[k * per..(k + 1) * per],
                         &mut sketch[k * words..(k + 1) * words],
                     );
                 }
@@ -651,12 +752,17 @@ impl<'a, F: Float, D: Distance<F>> SignLshIndex<'a, F, D> {
                 self.write_codes(
                     p,
                     &mut keys[k * tables..(k + 1) * tables],
-                    &mut [],
+                    &mut weak[k * per..(k + 1) * per],
                     &mut sketch[k * words..(k + 1) * words],
                 );
             }
         }
-        (range.start, keys, sketch)
+        RangeCodes {
+            start: range.start,
+            keys,
+            weak,
+            sketch,
+        }
     }
 
     /// The projections of a sparse vector: the sum of its values times the projection rows.
@@ -781,11 +887,23 @@ impl<'a, F: Float, D: Distance<F>> SignLshIndex<'a, F, D> {
         }
     }
 
-    /// Codes and sparse form of a query point. A row's sparse form is its group's, and
-    /// its projections are recomputed from it (a few dozen values times the projection
-    /// rows), which is cheaper than keeping every group's least certain bits.
+    /// Codes and sparse form of a query point. A row's are its group's, kept since the
+    /// index was built; another point is projected.
     fn query_of(&self, point: &ArrayView1<'_, F>) -> (Codes, Option<SparseQuery>) {
         let sparse = self.query_sparse(point);
+        if let (Some(i), false) = (self.row_of(point), self.weak.is_empty()) {
+            let g = self.group_of[i] as usize;
+            let groups = self.groups();
+            let per = self.tables * self.probes;
+            let codes = Codes {
+                keys: (0..self.tables)
+                    .map(|t| self.keys[t * groups + g])
+                    .collect(),
+                weak: self.weak[g * per..(g + 1) * per].to_vec(),
+                sketch: self.sketch[g * self.words..(g + 1) * self.words].to_vec(),
+            };
+            return (codes, sparse);
+        }
         let projected = match &sparse {
             Some((dims, vals, _)) => {
                 let m = self.proj.ncols();
@@ -827,7 +945,7 @@ impl<'a, F: Float, D: Distance<F>> SignLshIndex<'a, F, D> {
             let query_sparse = self.query_sparse(point);
             let r = self.dist_fn.dist_to_rdist(range);
             return (0..self.groups())
-                .filter(|&g| self.group_within(point, query_sparse.as_ref(), g, r))
+                .filter(|&g| self.group_within(point, None, query_sparse.as_ref(), g, r))
                 .map(|g| g as u32)
                 .collect();
         }
@@ -852,8 +970,9 @@ impl<'a, F: Float, D: Distance<F>> SignLshIndex<'a, F, D> {
         let check_quota = max_checks.div_ceil(self.tables).max(1);
         let mut checks = 0usize;
         let mut cut_short = false;
-        let spin = match self.row_of(point) {
-            Some(i) => (u64::from(self.group_of[i]) + 1)
+        let query_group = self.row_of(point).map(|i| self.group_of[i] as usize);
+        let spin = match query_group {
+            Some(g) => (g as u64 + 1)
                 .wrapping_mul(0x9e37_79b9_7f4a_7c15)
                 .rotate_left(29) as usize,
             None => 0,
@@ -908,7 +1027,7 @@ impl<'a, F: Float, D: Distance<F>> SignLshIndex<'a, F, D> {
                         if checks > max_checks {
                             return found;
                         }
-                        if self.group_within(point, query_sparse.as_ref(), gi, r) {
+                        if self.group_within(point, query_group, query_sparse.as_ref(), gi, r) {
                             found.push(g);
                             from_table += 1;
                             if found.len() >= self.cap {
@@ -922,19 +1041,27 @@ impl<'a, F: Float, D: Distance<F>> SignLshIndex<'a, F, D> {
         found
     }
 
-    /// Whether group `g` lies within reduced distance `r` of `point`. A fast distance
-    /// decides (from sparse dot products when both are sparse, else a vectorised squared
-    /// distance); a pair within rounding distance of the radius is decided by the
-    /// distance function itself, so the answer is always the distance function's.
+    /// Whether group `g` lies within reduced distance `r` of `point` (a row of group
+    /// `query_group`, when it is one). The eight-bit forms decide when the distance is
+    /// clearly on one side ([`Self::within8`]); else a fast distance decides (from sparse
+    /// dot products when both are sparse, else a vectorised squared distance); a pair
+    /// within rounding distance of the radius is decided by the distance function itself,
+    /// so the answer is always the distance function's.
     fn group_within(
         &self,
         point: &ArrayView1<'_, F>,
+        query_group: Option<usize>,
         query: Option<&SparseQuery>,
         g: usize,
         r: F,
     ) -> bool {
-        let row = self.points.row(self.rows_of(g)[0] as usize);
         let r64 = r.to_f64().unwrap_or(f64::INFINITY);
+        if let Some(a) = query_group {
+            if let Some(within) = self.within8(a, g, r64.max(0.0).sqrt()) {
+                return within;
+            }
+        }
+        let row = self.points.row(self.rows_of(g)[0] as usize);
         let margin = 1e-4 * r64.max(1.0);
         let fast = match (query, self.sparse[g]) {
             (Some((qd, qv, qn)), Some((at, len))) => {
@@ -1357,6 +1484,54 @@ mod tests {
         (0..points.nrows())
             .map(|i| index.within_range(points.row(i), eps).unwrap().len())
             .sum()
+    }
+
+    #[test]
+    fn the_eight_bit_check_never_contradicts_the_exact_distance() {
+        // Dense unit vectors spread over distances around each radius tried; a zero row
+        // (a vector not cached yet) has no eight-bit form.
+        let dim = 48;
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(7);
+        let mut v: Vec<Vec<f32>> = Vec::new();
+        for c in 0..8 {
+            for k in 0..40 {
+                let spread = 0.05 * (1 + k % 8) as f32;
+                let mut p: Vec<f32> = (0..dim).map(|_| spread * gaussian(&mut rng)).collect();
+                p[c] += 1.0;
+                let n = p.iter().map(|x| x * x).sum::<f32>().sqrt();
+                v.push(p.iter().map(|x| x / n).collect());
+            }
+        }
+        v.push(vec![0.0; dim]);
+        let points = rows(&v);
+        let index = SignLshIndex::build(&SignLsh::default(), points.view(), L2Dist);
+        assert!(!index.exhaustive && index.groups() == v.len());
+        let (mut decided, mut undecided) = (0, 0);
+        for radius in [0.3, 0.7, 1.0, 1.3] {
+            for a in 0..v.len() {
+                for g in (a % 7..v.len()).step_by(7) {
+                    let exact = squared_distance(&v[a], &v[g]).sqrt() as f64;
+                    let group = |row: usize| index.group_of[row] as usize;
+                    match index.within8(group(a), group(g), radius) {
+                        Some(within) => {
+                            decided += 1;
+                            assert_eq!(within, exact < radius, "{a} {g} at {radius}: {exact}");
+                        }
+                        None => undecided += 1,
+                    }
+                }
+            }
+        }
+        let zero = index.group_of[v.len() - 1] as usize;
+        assert!(index
+            .within8(index.group_of[0] as usize, zero, 0.7)
+            .is_none());
+        // It decides nearly every pair: only those within rounding of the radius are left
+        // to the exact distance.
+        assert!(
+            decided > 20 * undecided,
+            "{decided} decided, {undecided} not"
+        );
     }
 
     #[test]

@@ -186,6 +186,9 @@ static EPISODE_DAY: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new
 /// sold my bike."; "8 May 2023, Ana: I sold my bike." is "Ana: I sold my bike."). Any other
 /// text is itself. Restatements are compared by what they say, not by when.
 pub fn episode_body(text: &str) -> &str {
+    if !text.starts_with(|c: char| c.is_ascii_digit()) {
+        return text;
+    }
     match EPISODE_DAY.find(text) {
         Some(m) => &text[m.end()..],
         None => text,

@@ -18,6 +18,8 @@
 
 use std::collections::{BTreeSet, HashMap};
 
+use rustc_hash::FxHashMap;
+
 use crate::config::Config;
 use crate::gates::Gated;
 use crate::llm::Verdict;
@@ -122,77 +124,180 @@ pub fn restates(
             || matches!((distance, within), (Some(d), Some(w)) if d <= w))
 }
 
+/// What routing compares of a text it meets again and again in one stage (an active
+/// fact, a pending card, a candidate judged and then routed), found once: its tokens, its
+/// content words as numbers, its entity keys and numbers, and its vector. Content words
+/// are numbered in the order they are first met, so two texts' shared words are a merge of
+/// two short sorted lists of integers, not a comparison of strings; the figure is S6
+/// similarity exactly ([`measures::sorted_similarity`]).
+#[derive(Debug, Default)]
+pub struct Texts {
+    words: FxHashMap<String, u32>,
+    entries: Vec<Compared>,
+    /// Texts compared as they are (candidates, cards), by text.
+    texts: FxHashMap<String, usize>,
+    /// Facts by their whole line's text, each compared by what it says (an episode
+    /// without its day: [`episode_body`]).
+    facts: FxHashMap<String, usize>,
+}
+
+/// One text as [`Texts`] holds it.
+#[derive(Debug)]
+pub struct Compared {
+    pub prepared: measures::Prepared,
+    /// The content words' numbers, sorted, each once.
+    pub words: Vec<u32>,
+    /// [`measures::entity_keys`] of the text.
+    pub entity_keys: BTreeSet<String>,
+    /// [`measures::numbers`] of the text, sorted.
+    pub numbers: Vec<String>,
+    /// Its vector, once looked up (`None`: not yet; `Some(None)`: it has none).
+    vector: Option<Option<Vec<f32>>>,
+}
+
+impl Compared {
+    fn vector(&self) -> Option<&[f32]> {
+        self.vector.as_ref().and_then(|v| v.as_deref())
+    }
+}
+
+/// Vectors by text, as [`Restating`] holds them.
+type Vectors = HashMap<String, Vec<f32>>;
+
+impl Texts {
+    fn prepare(&mut self, text: &str) -> Compared {
+        let prepared = measures::Prepared::new(text);
+        let mut words: Vec<u32> = prepared
+            .content
+            .iter()
+            .map(|w| {
+                let next = self.words.len() as u32;
+                *self.words.entry(w.clone()).or_insert(next)
+            })
+            .collect();
+        words.sort_unstable();
+        Compared {
+            prepared,
+            words,
+            entity_keys: measures::entity_keys(text),
+            numbers: measures::numbers(text).into_iter().collect(),
+            vector: None,
+        }
+    }
+
+    /// The entry of `text`, made when new: with `by_fact` a fact's line, compared by what
+    /// it says ([`episode_body`]); its vector looked up when `vectors` are given.
+    fn entry(&mut self, text: &str, by_fact: bool, vectors: Option<&Vectors>) -> usize {
+        let known = if by_fact { &self.facts } else { &self.texts };
+        let i = match known.get(text) {
+            Some(&i) => i,
+            None => {
+                let body = if by_fact { episode_body(text) } else { text };
+                let compared = self.prepare(body);
+                self.entries.push(compared);
+                let i = self.entries.len() - 1;
+                let index = if by_fact {
+                    &mut self.facts
+                } else {
+                    &mut self.texts
+                };
+                index.insert(text.to_string(), i);
+                i
+            }
+        };
+        if let (None, Some(vectors)) = (&self.entries[i].vector, vectors) {
+            let body = if by_fact { episode_body(text) } else { text };
+            self.entries[i].vector = Some(vectors.get(body).cloned());
+        }
+        i
+    }
+}
+
 /// The `k` active facts nearest `text`: those it restates first, then by S6 similarity,
 /// then by vector distance (an episode by what it says without its day). A fact is near when it shares a content word, or when its
 /// vector lies within the restatement distance.
 pub fn nearest(memory: &Memory, text: &str, k: usize, rule: &Restating<'_>) -> Vec<Near> {
-    nearest_cached(
-        memory,
-        text,
-        k,
-        rule,
-        &mut measures::PreparedCache::default(),
-    )
+    nearest_cached(memory, text, k, rule, &mut Texts::default())
 }
 
-/// [`nearest`], with the facts' texts tokenised once per `cache` (a stage compares every
-/// candidate with every active fact).
+/// [`nearest`], with the texts prepared once per `cache` (a stage compares every candidate
+/// with every active fact). The S6 agreement checks (polarity, names, swapped values) are
+/// made only for a fact the candidate could restate: one it shares enough words with, or a
+/// durable fact its vector is close to.
 pub fn nearest_cached(
     memory: &Memory,
     text: &str,
     k: usize,
     rule: &Restating<'_>,
-    cache: &mut measures::PreparedCache,
+    cache: &mut Texts,
 ) -> Vec<Near> {
-    let query = measures::Prepared::new(text);
-    let query_entities = measures::entity_keys(text);
-    let query_vector = rule.vectors.and_then(|(w, v)| Some((w, v, v.get(text)?)));
-    let numbers = measures::numbers(text);
-    let mut out: Vec<Near> = Vec::new();
-    for (block, f) in memory.facts() {
-        let body = episode_body(&f.text);
-        let keyed = cache.keyed(body);
-        let fact = &keyed.prepared;
-        let similarity = round3(measures::set_similarity(&query.content, &fact.content));
-        let (distance, within) = match query_vector {
-            Some((w, vectors, q)) => (
-                vectors
-                    .get(body)
-                    .filter(|v| v.len() == q.len())
-                    .map(|v| euclidean(q, v)),
-                Some(w),
-            ),
-            None => (None, None),
+    let vectors = rule.vectors.map(|(_, v)| v);
+    let q = cache.entry(text, false, vectors);
+    let facts: Vec<(Block, &str, usize)> = memory
+        .facts()
+        .map(|(block, f)| (block, f.id.as_str(), cache.entry(&f.text, true, vectors)))
+        .collect();
+    let query = &cache.entries[q];
+    // Each near fact's id beside its Near (whose id is filled in for the k kept).
+    let mut out: Vec<(&str, Near)> = Vec::new();
+    for (block, id, i) in facts {
+        let fact = &cache.entries[i];
+        let similarity = round3(measures::sorted_similarity(&query.words, &fact.words));
+        // The restatement distance applies where both texts have a vector of one length.
+        let (distance, within) = match (query.vector(), fact.vector(), rule.vectors) {
+            (Some(q), Some(v), Some((w, _))) if q.len() == v.len() => {
+                (Some(euclidean(q, v)), Some(w))
+            }
+            _ => (None, None),
         };
         let close = matches!((distance, within), (Some(d), Some(w)) if d <= w);
         if similarity <= 0.0 && !close {
             continue;
         }
-        let same_numbers = numbers == keyed.numbers;
-        let agrees = same_numbers && s6_agrees(&query, fact, &query_entities, &keyed.entity_keys);
-        out.push(Near {
-            fact_id: f.id.clone(),
+        // An episode is one dated happening, and a sentence close to it in meaning is
+        // most often another happening of the same kind: only a restatement in its own
+        // words (S6) reinforces it. Meaning alone joins durable facts.
+        let within = if block == Block::Episodes {
+            None
+        } else {
+            within
+        };
+        let may_restate = restates(
+            true,
             similarity,
-            same_polarity: measures::polarity_agrees_prepared(&query, fact),
-            distance: distance.map(round3),
-            // An episode is one dated happening, and a sentence close to it in meaning is
-            // most often another happening of the same kind: only a restatement in its own
-            // words (S6) reinforces it. Meaning alone joins durable facts.
-            restates: restates(
-                agrees,
+            rule.reinforce_similarity,
+            distance,
+            within,
+        );
+        let same_numbers = query.numbers == fact.numbers;
+        let agrees = may_restate
+            && same_numbers
+            && s6_agrees(
+                &query.prepared,
+                &fact.prepared,
+                &query.entity_keys,
+                &fact.entity_keys,
+            );
+        out.push((
+            id,
+            Near {
+                fact_id: String::new(),
                 similarity,
-                rule.reinforce_similarity,
-                distance,
-                if block == Block::Episodes {
-                    None
-                } else {
-                    within
-                },
-            ),
-            same_numbers,
-        });
+                same_polarity: measures::polarity_agrees_prepared(&query.prepared, &fact.prepared),
+                distance: distance.map(round3),
+                restates: restates(
+                    agrees,
+                    similarity,
+                    rule.reinforce_similarity,
+                    distance,
+                    within,
+                ),
+                same_numbers,
+            },
+        ));
     }
-    out.sort_by(|a, b| {
+    let order = |a: &(&str, Near), b: &(&str, Near)| {
+        let ((ida, a), (idb, b)) = (a, b);
         b.restates
             .cmp(&a.restates)
             .then(b.similarity.total_cmp(&a.similarity))
@@ -201,19 +306,70 @@ pub fn nearest_cached(
                     .unwrap_or(f64::INFINITY)
                     .total_cmp(&b.distance.unwrap_or(f64::INFINITY)),
             )
-            .then(a.fact_id.cmp(&b.fact_id))
-    });
-    out.truncate(k);
-    out
+            .then(ida.cmp(idb))
+    };
+    // The order is total (fact ids are unique), so selecting the first k and sorting
+    // them gives what sorting everything would.
+    if k < out.len() {
+        out.select_nth_unstable_by(k, order);
+        out.truncate(k);
+    }
+    out.sort_by(order);
+    out.into_iter()
+        .map(|(id, n)| Near {
+            fact_id: id.to_string(),
+            ..n
+        })
+        .collect()
 }
 
-/// Euclidean distance between two vectors of one length.
+/// Which of `others` `text` restates in their words (S6 similarity >=
+/// `reinforce_similarity`, the same polarity): the most similar, the last of equals. A
+/// pending card is matched so, and the candidate's evidence joins it.
+pub fn restated_in_words<'a>(
+    cache: &mut Texts,
+    text: &str,
+    others: impl IntoIterator<Item = &'a str>,
+    reinforce_similarity: f64,
+) -> Option<usize> {
+    let q = cache.entry(text, false, None);
+    let others: Vec<usize> = others
+        .into_iter()
+        .map(|t| cache.entry(t, false, None))
+        .collect();
+    let query = &cache.entries[q];
+    others
+        .iter()
+        .enumerate()
+        .filter_map(|(i, &e)| {
+            let other = &cache.entries[e];
+            let sim = measures::sorted_similarity(&query.words, &other.words);
+            (sim >= reinforce_similarity
+                && measures::polarity_agrees_prepared(&query.prepared, &other.prepared))
+            .then_some((i, sim))
+        })
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+        .map(|(i, _)| i)
+}
+
+/// Euclidean distance between two vectors of one length, summed in four lanes (which the
+/// compiler can keep in vector registers: routing measures every candidate against every
+/// fact).
 fn euclidean(a: &[f32], b: &[f32]) -> f64 {
-    a.iter()
-        .zip(b)
+    let mut lanes = [0f64; 4];
+    let (ca, cb) = (a.chunks_exact(4), b.chunks_exact(4));
+    let (ra, rb) = (ca.remainder(), cb.remainder());
+    for (x, y) in ca.zip(cb) {
+        for k in 0..4 {
+            lanes[k] += f64::from(x[k] - y[k]).powi(2);
+        }
+    }
+    let rest: f64 = ra
+        .iter()
+        .zip(rb)
         .map(|(x, y)| f64::from(x - y).powi(2))
-        .sum::<f64>()
-        .sqrt()
+        .sum();
+    (lanes.iter().sum::<f64>() + rest).sqrt()
 }
 
 /// Decide the route of one gated candidate. `near` are the facts sent to the judge (most
