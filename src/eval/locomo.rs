@@ -524,8 +524,7 @@ pub fn measure(
             continue;
         }
         c.questions += 1;
-        let held =
-            |v: &std::collections::HashSet<String>| measures::coverage_in(answer, v).value >= 1.0;
+        let held = |v: &measures::Vocabulary| measures::coverage_in(answer, v).value >= 1.0;
         let in_facts = fact_vocab.iter().any(held);
         let in_memory = in_facts || episode_vocab.iter().any(held);
         if in_facts {

@@ -115,7 +115,7 @@ pub fn run(ctx: &Ctx<'_>, tx: &Connection, work: &mut Work) -> Result<()> {
 
     let vetoes = state::vetoes(tx)?;
     let before = work.memory.clone();
-    let mut card_writes: BTreeMap<String, Option<String>> = BTreeMap::new();
+    let mut card_writes: BTreeMap<String, CardWrite> = BTreeMap::new();
     let mut lines = Vec::new();
     let mut events = Events::new(tx);
     for g in &gated {
@@ -139,10 +139,19 @@ pub fn run(ctx: &Ctx<'_>, tx: &Connection, work: &mut Work) -> Result<()> {
     if let Some(text) = expired {
         change.write(memory::ARCHIVE, text);
     }
-    for (path, contents) in card_writes {
-        match contents {
-            Some(text) => change.write(path, text),
-            None => change.delete(path),
+    let pending: HashMap<String, &Card> = work.cards.iter().map(|c| (c.path(), c)).collect();
+    for (path, write) in card_writes {
+        match write {
+            CardWrite::Text(text) => change.write(path, text),
+            CardWrite::Pending => match pending.get(&path) {
+                Some(card) => change.write(path, card.render()),
+                None => {
+                    return Err(Error::Other(format!(
+                        "{path} was to be written as a pending card, which is no longer pending"
+                    )))
+                }
+            },
+            CardWrite::Delete => change.delete(path),
         }
     }
     if !change.is_empty() {
@@ -910,7 +919,7 @@ fn apply(
     tx: &Connection,
     work: &mut Work,
     d: Decided,
-    card_writes: &mut BTreeMap<String, Option<String>>,
+    card_writes: &mut BTreeMap<String, CardWrite>,
     lines: &mut Vec<String>,
 ) -> Result<()> {
     let now = ctx.opts.now;
@@ -1064,7 +1073,7 @@ fn apply(
             );
             let unchanged = existing.is_some_and(|old| same_card(old, &card));
             if !unchanged {
-                card_writes.insert(card.path(), Some(card.render()));
+                card_writes.insert(card.path(), CardWrite::Pending);
                 lines.push(format!(
                     "queued     {}  [{}/{}] {}  -- {}",
                     card.id,
@@ -1202,7 +1211,7 @@ fn matching_card(
 fn close_card(
     work: &mut Work,
     ci: usize,
-    card_writes: &mut BTreeMap<String, Option<String>>,
+    card_writes: &mut BTreeMap<String, CardWrite>,
     verdict: &str,
     reason: &str,
     fact_id: &str,
@@ -1210,7 +1219,7 @@ fn close_card(
     now: DateTime<Utc>,
 ) {
     let mut card = work.cards.remove(ci);
-    card_writes.insert(card.path(), None);
+    card_writes.insert(card.path(), CardWrite::Delete);
     card.decision = Some(Decision {
         verdict: verdict.into(),
         at: now,
@@ -1218,7 +1227,16 @@ fn close_card(
         fact_id: Some(fact_id.into()),
     });
     card.supporting_event_ids = support.to_vec();
-    card_writes.insert(card.path(), Some(card.render()));
+    card_writes.insert(card.path(), CardWrite::Text(card.render()));
+}
+
+/// What routing does to a card's file. A pending card changed by several candidates in a
+/// cycle is rendered once, as it stands at the end.
+enum CardWrite {
+    /// The pending card with this path in `work.cards`.
+    Pending,
+    Text(String),
+    Delete,
 }
 
 /// The union of what an episode or a card already cites (`earlier`) and a candidate's

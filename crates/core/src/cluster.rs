@@ -1001,8 +1001,7 @@ impl<'a, F: Float, D: Distance<F>> SignLshIndex<'a, F, D> {
                     // get past).
                     let len = hi - lo;
                     let from = if len == 0 { 0 } else { spin % len };
-                    for step in 0..len {
-                        let k = (from + step) % len;
+                    for k in (from..len).chain(0..from) {
                         let sk = &self.member_sketch[t][(lo + k) * words..(lo + k + 1) * words];
                         let differ: u32 = sk
                             .iter()

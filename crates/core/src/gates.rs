@@ -178,7 +178,7 @@ pub struct Candidate<'a> {
     /// The supporting events' texts, each followed by who wrote it and when
     /// ([`context`]), and their vocabulary (S6 tokens).
     pub sources: Vec<String>,
-    pub vocab: HashSet<String>,
+    pub vocab: measures::Vocabulary,
     pub coverage: measures::Coverage,
     /// The block and category: as proposed, or their documented defaults ([`defaults`]).
     pub block: Block,

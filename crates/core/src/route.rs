@@ -136,9 +136,10 @@ pub struct Texts {
     entries: Vec<Compared>,
     /// Texts compared as they are (candidates, cards), by text.
     texts: FxHashMap<String, usize>,
-    /// Facts by their whole line's text, each compared by what it says (an episode
-    /// without its day: [`episode_body`]).
-    facts: FxHashMap<String, usize>,
+    /// Facts by id, each with the text of its line when it was prepared (compared by what
+    /// it says: an episode without its day, [`episode_body`]). An id is shorter to hash
+    /// than a text, and the text is compared to be sure it did not change.
+    facts: FxHashMap<String, (String, usize)>,
 }
 
 /// One text as [`Texts`] holds it.
@@ -185,31 +186,44 @@ impl Texts {
         }
     }
 
-    /// The entry of `text`, made when new: with `by_fact` a fact's line, compared by what
-    /// it says ([`episode_body`]); its vector looked up when `vectors` are given.
-    fn entry(&mut self, text: &str, by_fact: bool, vectors: Option<&Vectors>) -> usize {
-        let known = if by_fact { &self.facts } else { &self.texts };
-        let i = match known.get(text) {
+    /// The entry of `text`, made when new, its vector looked up when `vectors` are given.
+    fn entry(&mut self, text: &str, vectors: Option<&Vectors>) -> usize {
+        let i = match self.texts.get(text) {
             Some(&i) => i,
             None => {
-                let body = if by_fact { episode_body(text) } else { text };
-                let compared = self.prepare(body);
+                let compared = self.prepare(text);
+                self.entries.push(compared);
+                self.texts.insert(text.to_string(), self.entries.len() - 1);
+                self.entries.len() - 1
+            }
+        };
+        self.look_up_vector(i, text, false, vectors);
+        i
+    }
+
+    /// The entry of fact `id` whose line reads `line`, compared by what it says
+    /// ([`episode_body`]): made when new or when the line changed.
+    fn fact(&mut self, id: &str, line: &str, vectors: Option<&Vectors>) -> usize {
+        let i = match self.facts.get(id) {
+            Some((known, i)) if known == line => *i,
+            _ => {
+                let compared = self.prepare(episode_body(line));
                 self.entries.push(compared);
                 let i = self.entries.len() - 1;
-                let index = if by_fact {
-                    &mut self.facts
-                } else {
-                    &mut self.texts
-                };
-                index.insert(text.to_string(), i);
+                self.facts.insert(id.to_string(), (line.to_string(), i));
                 i
             }
         };
-        if let (None, Some(vectors)) = (&self.entries[i].vector, vectors) {
-            let body = if by_fact { episode_body(text) } else { text };
-            self.entries[i].vector = Some(vectors.get(body).cloned());
-        }
+        self.look_up_vector(i, line, true, vectors);
         i
+    }
+
+    /// Look up entry `i`'s vector once: by `text`, or by a fact line's body.
+    fn look_up_vector(&mut self, i: usize, text: &str, line: bool, vectors: Option<&Vectors>) {
+        if let (None, Some(vectors)) = (&self.entries[i].vector, vectors) {
+            let text = if line { episode_body(text) } else { text };
+            self.entries[i].vector = Some(vectors.get(text).cloned());
+        }
     }
 }
 
@@ -232,20 +246,26 @@ pub fn nearest_cached(
     cache: &mut Texts,
 ) -> Vec<Near> {
     let vectors = rule.vectors.map(|(_, v)| v);
-    let q = cache.entry(text, false, vectors);
+    let q = cache.entry(text, vectors);
     let facts: Vec<(Block, &str, usize)> = memory
         .facts()
-        .map(|(block, f)| (block, f.id.as_str(), cache.entry(&f.text, true, vectors)))
+        .map(|(block, f)| (block, f.id.as_str(), cache.fact(&f.id, &f.text, vectors)))
         .collect();
     let query = &cache.entries[q];
     // Each near fact's id beside its Near (whose id is filled in for the k kept).
     let mut out: Vec<(&str, Near)> = Vec::new();
     for (block, id, i) in facts {
         let fact = &cache.entries[i];
-        let similarity = round3(measures::sorted_similarity(&query.words, &fact.words));
+        let shared = measures::sorted_similarity(&query.words, &fact.words);
+        let similarity = if shared > 0.0 { round3(shared) } else { 0.0 };
         // The restatement distance applies where both texts have a vector of one length.
         let (distance, within) = match (query.vector(), fact.vector(), rule.vectors) {
             (Some(q), Some(v), Some((w, _))) if q.len() == v.len() => {
+                // Most facts share no word and lie far: a quick distance in single
+                // precision leaves them out, and the rest are measured exactly.
+                if similarity <= 0.0 && f64::from(quick_distance(q, v)) > w + 1e-3 {
+                    continue;
+                }
                 (Some(euclidean(q, v)), Some(w))
             }
             _ => (None, None),
@@ -332,11 +352,8 @@ pub fn restated_in_words<'a>(
     others: impl IntoIterator<Item = &'a str>,
     reinforce_similarity: f64,
 ) -> Option<usize> {
-    let q = cache.entry(text, false, None);
-    let others: Vec<usize> = others
-        .into_iter()
-        .map(|t| cache.entry(t, false, None))
-        .collect();
+    let q = cache.entry(text, None);
+    let others: Vec<usize> = others.into_iter().map(|t| cache.entry(t, None)).collect();
     let query = &cache.entries[q];
     others
         .iter()
@@ -350,6 +367,21 @@ pub fn restated_in_words<'a>(
         })
         .max_by(|a, b| a.1.total_cmp(&b.1))
         .map(|(i, _)| i)
+}
+
+/// Euclidean distance in single precision, summed in eight lanes (vector registers): within
+/// a millionth of [`euclidean`], for leaving out what is clearly far.
+fn quick_distance(a: &[f32], b: &[f32]) -> f32 {
+    let mut lanes = [0f32; 8];
+    let (ca, cb) = (a.chunks_exact(8), b.chunks_exact(8));
+    let (ra, rb) = (ca.remainder(), cb.remainder());
+    for (x, y) in ca.zip(cb) {
+        for k in 0..8 {
+            lanes[k] += (x[k] - y[k]) * (x[k] - y[k]);
+        }
+    }
+    let rest: f32 = ra.iter().zip(rb).map(|(x, y)| (x - y) * (x - y)).sum();
+    (lanes.iter().sum::<f32>() + rest).sqrt()
 }
 
 /// Euclidean distance between two vectors of one length, summed in four lanes (which the

@@ -61,7 +61,7 @@ struct Analysed<'a> {
     event: &'a EventView,
     sentences: Vec<Sentence>,
     /// Every stemmed token of the event, for entity checks.
-    vocab: HashSet<String>,
+    vocab: measures::Vocabulary,
 }
 
 fn analyse(e: &EventView) -> Analysed<'_> {
