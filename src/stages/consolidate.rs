@@ -46,6 +46,7 @@ pub fn run(ctx: &Ctx<'_>, tx: &Connection, work: &mut Work) -> Result<()> {
     let proposals = reflect(ctx, tx, work)?;
     work.lap("reflect");
 
+    let sources = gates::Sources::default();
     let mut gated: Vec<Gated> = Vec::with_capacity(proposals.len());
     let mut own: HashSet<String> = HashSet::new();
     for (p, sent) in &proposals {
@@ -56,7 +57,9 @@ pub fn run(ctx: &Ctx<'_>, tx: &Connection, work: &mut Work) -> Result<()> {
                 elsewhere.insert(id.clone());
             }
         }
-        let evidence = Evidence::new(sent, &elsewhere).owned_by(&ctx.config.owner.names);
+        let evidence = Evidence::new(sent, &elsewhere)
+            .owned_by(&ctx.config.owner.names)
+            .with_sources(&sources);
         let g = gates::gate_proposal(p, &evidence, ctx.config);
         // A model's wording the events do not fully hold goes to a person (or is refused
         // below min_coverage); meanwhile the cited turn's own words are proposed too (kept
@@ -117,7 +120,7 @@ pub fn run(ctx: &Ctx<'_>, tx: &Connection, work: &mut Work) -> Result<()> {
     let before = work.memory.clone();
     let mut card_writes: BTreeMap<String, CardWrite> = BTreeMap::new();
     let mut lines = Vec::new();
-    let mut events = Events::new(tx);
+    let mut events = Events::new(tx, &sources);
     for g in &gated {
         let verdict = verdicts.get(&text_id("k", &g.text));
         let decided = decide(
@@ -727,13 +730,16 @@ fn judge(
 struct Events<'t> {
     tx: &'t Connection,
     read: HashMap<String, Option<Stored>>,
+    /// Their words as the gates read them, prepared once.
+    sources: &'t gates::Sources,
 }
 
 impl<'t> Events<'t> {
-    fn new(tx: &'t Connection) -> Events<'t> {
+    fn new(tx: &'t Connection, sources: &'t gates::Sources) -> Events<'t> {
         Events {
             tx,
             read: HashMap::new(),
+            sources,
         }
     }
 
@@ -885,6 +891,7 @@ fn merge_into_episode(
     g: &Gated,
     config: &Config,
 ) -> Result<Option<Gated>> {
+    let sources = events.sources;
     let (ids, events) = union_support(events, &ep.support, &g.support)?;
     let refs: Vec<&EventView> = events.iter().filter(|e| !e.recalled).collect();
     let (measured, independent) = gates::support_measures(&refs);
@@ -906,7 +913,9 @@ fn merge_into_episode(
     let none = HashSet::new();
     let merged = gates::gate_proposal(
         &proposal,
-        &Evidence::new(&events, &none).owned_by(&config.owner.names),
+        &Evidence::new(&events, &none)
+            .owned_by(&config.owner.names)
+            .with_sources(sources),
         config,
     );
     Ok(merged.refused.is_none().then_some(merged))
@@ -1273,6 +1282,7 @@ fn merge_into_card(
     g: &Gated,
     config: &Config,
 ) -> Result<Gated> {
+    let sources = events.sources;
     let (ids, events) = union_support(events, &card.supporting_event_ids, &g.support)?;
     let proposal = Proposal {
         text: card.text.clone(),
@@ -1285,7 +1295,9 @@ fn merge_into_card(
     let none = HashSet::new();
     let merged = gates::gate_proposal(
         &proposal,
-        &Evidence::new(&events, &none).owned_by(&config.owner.names),
+        &Evidence::new(&events, &none)
+            .owned_by(&config.owner.names)
+            .with_sources(sources),
         config,
     );
     Ok(if merged.refused.is_some() {

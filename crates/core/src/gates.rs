@@ -15,7 +15,9 @@
 //! says is written out against that event's day ([`anchor_dates`]): memory stores "on 7
 //! May 2023", never "yesterday".
 
+use std::cell::RefCell;
 use std::collections::{BTreeSet, HashMap, HashSet};
+use std::rc::Rc;
 
 use chrono::NaiveDate;
 
@@ -38,6 +40,43 @@ pub struct Evidence<'a> {
     pub elsewhere: &'a HashSet<String>,
     /// The owner's names (`owner.names`): traceable wherever the owner is the subject.
     pub owner_names: Vec<String>,
+    /// Events' words prepared by an earlier gating with the same owner's names.
+    pub sources: Option<&'a Sources>,
+}
+
+/// Each event's words as the gates read them (its text and its [`context`]), prepared once
+/// per event: a cycle gates a pending card's events again each time a candidate joins it,
+/// and a card cites dozens. Kept for one owner's names (one stage's config): the context
+/// holds them.
+#[derive(Debug, Default)]
+pub struct Sources(RefCell<HashMap<String, Rc<Source>>>);
+
+/// One event's context line and the vocabulary of its text and context, each word once.
+#[derive(Debug)]
+pub struct Source {
+    context: String,
+    words: Vec<String>,
+}
+
+impl Source {
+    fn of(e: &EventView, owner_names: &[String]) -> Source {
+        let context = context(e, owner_names);
+        let words = measures::vocabulary([e.text.as_str(), context.as_str()])
+            .into_iter()
+            .collect();
+        Source { context, words }
+    }
+}
+
+impl Sources {
+    fn of(&self, e: &EventView, owner_names: &[String]) -> Rc<Source> {
+        if let Some(known) = self.0.borrow().get(&e.id) {
+            return Rc::clone(known);
+        }
+        let source = Rc::new(Source::of(e, owner_names));
+        self.0.borrow_mut().insert(e.id.clone(), Rc::clone(&source));
+        source
+    }
 }
 
 impl<'a> Evidence<'a> {
@@ -46,7 +85,14 @@ impl<'a> Evidence<'a> {
             sent: events.iter().map(|e| (e.id.as_str(), e)).collect(),
             elsewhere,
             owner_names: Vec::new(),
+            sources: None,
         }
+    }
+
+    /// The same evidence, its events' words taken from (and kept in) `sources`.
+    pub fn with_sources(mut self, sources: &'a Sources) -> Evidence<'a> {
+        self.sources = Some(sources);
+        self
     }
 
     /// The same evidence, with the owner's names traceable too.
@@ -207,11 +253,21 @@ impl<'a> Candidate<'a> {
                 None => bad_ids.push(format!("{id} does not exist")),
             }
         }
-        let sources: Vec<String> = support
-            .iter()
-            .flat_map(|e| [e.text.clone(), context(e, &evidence.owner_names)])
-            .collect();
-        let vocab = measures::vocabulary(sources.iter().map(String::as_str));
+        let mut sources: Vec<String> = Vec::with_capacity(2 * support.len());
+        let mut vocab = measures::Vocabulary::default();
+        for e in &support {
+            let source = match evidence.sources {
+                Some(known) => known.of(e, &evidence.owner_names),
+                None => Rc::new(Source::of(e, &evidence.owner_names)),
+            };
+            sources.push(e.text.clone());
+            sources.push(source.context.clone());
+            for w in &source.words {
+                if !vocab.contains(w) {
+                    vocab.insert(w.clone());
+                }
+            }
+        }
         let coverage = measures::coverage_in(&text, &vocab);
         let (block, category, notes) = defaults(p, &text);
         Candidate {
