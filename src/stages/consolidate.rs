@@ -910,15 +910,27 @@ fn merge_into_episode(
             .max(dream_core::llm::offline::confidence(independent)),
         reason: format!("{} said again ({})", ep.id, g.reason),
     };
+    let merged = gate_merged(&proposal, &events, sources, config);
+    Ok(merged.refused.is_none().then_some(merged))
+}
+
+/// Gate a merged proposal (an episode said again, a card joined) against the union of
+/// the events both cite, as the first gating did: the owner's names traceable, each
+/// event's words from the stage's `sources`.
+fn gate_merged(
+    proposal: &Proposal,
+    events: &[EventView],
+    sources: &gates::Sources,
+    config: &Config,
+) -> Gated {
     let none = HashSet::new();
-    let merged = gates::gate_proposal(
-        &proposal,
-        &Evidence::new(&events, &none)
+    gates::gate_proposal(
+        proposal,
+        &Evidence::new(events, &none)
             .owned_by(&config.owner.names)
             .with_sources(sources),
         config,
-    );
-    Ok(merged.refused.is_none().then_some(merged))
+    )
 }
 
 /// Apply a decided route to the in-memory facts and cards, and record it: a commit line,
@@ -1292,14 +1304,7 @@ fn merge_into_card(
         confidence: card.confidence.max(g.confidence),
         reason: g.reason.clone(),
     };
-    let none = HashSet::new();
-    let merged = gates::gate_proposal(
-        &proposal,
-        &Evidence::new(&events, &none)
-            .owned_by(&config.owner.names)
-            .with_sources(sources),
-        config,
-    );
+    let merged = gate_merged(&proposal, &events, sources, config);
     Ok(if merged.refused.is_some() {
         g.clone()
     } else {
