@@ -8,6 +8,7 @@
 //! the state transaction; nothing is written to the repository here.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::rc::Rc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use chrono::{DateTime, NaiveDate, Utc};
@@ -264,7 +265,7 @@ fn reflect(
     ctx: &Ctx<'_>,
     tx: &Connection,
     work: &mut Work,
-) -> Result<Vec<(Proposal, Vec<EventView>)>> {
+) -> Result<Vec<(Proposal, Rc<[EventView]>)>> {
     let config = ctx.config;
     let mut looked_at: Vec<i64> = Vec::new();
     let w = &mut work.window;
@@ -317,7 +318,11 @@ fn reflect(
     };
     let planned = reflect_plan::plan(tx, &input, config, llm)?;
     let mut calls = planned.calls;
-    let mut proposals = planned.restated;
+    let mut proposals: Vec<(Proposal, Rc<[EventView]>)> = planned
+        .restated
+        .into_iter()
+        .map(|(p, sent)| (p, sent.into()))
+        .collect();
     if !planned.restated_seen.is_empty() {
         work.report.window.seen += planned.restated_seen.len();
         work.report.notes.push(format!(
@@ -434,8 +439,16 @@ fn reflect(
                 // are in its other prompts.
                 work.report.window.seen += call.new.len();
                 looked_at.extend(call.new);
+                // Proposals citing one cluster share its events (one copy per part).
+                let mut parts: HashMap<usize, Rc<[EventView]>> = HashMap::new();
                 for p in reply.value.candidates {
-                    let sent = call.prompt.evidence_for(&p);
+                    let sent = match call.prompt.evidence_part(&p) {
+                        Some(i) => parts
+                            .entry(i)
+                            .or_insert_with(|| call.prompt.part_evidence(i).into())
+                            .clone(),
+                        None => Rc::from(Vec::new()),
+                    };
                     proposals.push((p, sent));
                 }
             }

@@ -146,6 +146,15 @@ impl ReflectPrompt {
     /// cluster is then not among them, and the ids gate refuses it: a candidate is made of
     /// one cluster's events, as with a prompt per cluster.
     pub fn evidence_for(&self, p: &Proposal) -> Vec<EventView> {
+        self.evidence_part(p)
+            .map(|i| self.part_evidence(i))
+            .unwrap_or_default()
+    }
+
+    /// Which part [`Self::evidence_for`] takes a proposal's events from (`None` when the
+    /// prompt has no part): the same for every proposal citing the same cluster, so a
+    /// caller with many proposals can keep each part's events once.
+    pub fn evidence_part(&self, p: &Proposal) -> Option<usize> {
         let cited: std::collections::HashSet<&str> =
             p.supporting_event_ids.iter().map(String::as_str).collect();
         let mut best: Option<(usize, usize)> = None;
@@ -157,14 +166,21 @@ impl ReflectPrompt {
                 best = Some((i, hits));
             }
         }
+        best.map(|(i, _)| i)
+    }
+
+    /// The events of part `i` a proposal citing it is checked against, each once.
+    pub fn part_evidence(&self, i: usize) -> Vec<EventView> {
         let mut seen = std::collections::HashSet::new();
-        best.map(|(i, _)| {
-            part_events(&self.parts[i])
-                .filter(|e| seen.insert(e.id.clone()))
-                .cloned()
-                .collect()
-        })
-        .unwrap_or_default()
+        self.parts
+            .get(i)
+            .map(|part| {
+                part_events(part)
+                    .filter(|e| seen.insert(e.id.as_str()))
+                    .cloned()
+                    .collect()
+            })
+            .unwrap_or_default()
     }
 }
 
