@@ -964,10 +964,11 @@ pub fn put_candidate(
     text: &str,
     record: &serde_json::Value,
 ) -> Result<()> {
-    conn.execute(
+    // Once per proposal in a cycle (thousands in a heavy one): the statement is kept.
+    conn.prepare_cached(
         "INSERT OR REPLACE INTO candidates (id, cycle, route, text, record) VALUES (?1, ?2, ?3, ?4, ?5)",
-        params![id, cycle, route, text, record.to_string()],
     )
+    .and_then(|mut s| s.execute(params![id, cycle, route, text, record.to_string()]))
     .context(|| format!("recording candidate {id}"))?;
     Ok(())
 }

@@ -742,7 +742,7 @@ fn judge(
 /// candidates are routed (reflect marked them before), so a read is never stale.
 struct Events<'t> {
     tx: &'t Connection,
-    read: HashMap<String, Option<Stored>>,
+    read: HashMap<String, Option<Rc<Stored>>>,
     /// Their words as the gates read them, prepared once.
     sources: &'t gates::Sources,
 }
@@ -757,8 +757,9 @@ impl<'t> Events<'t> {
     }
 
     /// The events with these ids, in the order asked; unknown ids are left out (as
-    /// [`state::events_by_ids`] does).
-    fn by_ids(&mut self, ids: &[String]) -> Result<Vec<Stored>> {
+    /// [`state::events_by_ids`] does). Shared, not copied: a card's whole support is asked
+    /// for again each time it is restated.
+    fn by_ids(&mut self, ids: &[String]) -> Result<Vec<Rc<Stored>>> {
         let missing: Vec<String> = ids
             .iter()
             .filter(|id| !self.read.contains_key(id.as_str()))
@@ -766,7 +767,7 @@ impl<'t> Events<'t> {
             .collect();
         if !missing.is_empty() {
             for s in state::events_by_ids(self.tx, &missing)? {
-                self.read.insert(s.event.id.clone(), Some(s));
+                self.read.insert(s.event.id.clone(), Some(Rc::new(s)));
             }
             for id in missing {
                 self.read.entry(id).or_insert(None);
@@ -793,8 +794,8 @@ struct Decided {
     gates: Vec<dream_core::memory::GateResult>,
     /// The supporting events, and for a reinforcement that must choose which ids to cite,
     /// the events the fact already cites.
-    stored: Vec<Stored>,
-    older: Vec<Stored>,
+    stored: Vec<Rc<Stored>>,
+    older: Vec<Rc<Stored>>,
     /// The episode this candidate's restatement moves to its durable block.
     graduate: Option<String>,
 }
@@ -983,7 +984,7 @@ fn apply(
                 text: g.text.clone(),
                 category: g.category.clone(),
                 origin: Origin::Auto,
-                support: cite(&g.text, &g.support, &stored),
+                support: cite(&g.text, &g.support, stored.iter().map(|s| &**s)),
                 first_seen: first.min(old.first_seen),
                 last_seen: last.max(old.last_seen),
                 valid_from: old.valid_from,
@@ -1010,7 +1011,7 @@ fn apply(
             let (first, last) = span(&events, ctx.today);
             let text = episodes::text(first, &g.text);
             let id = unique_id(text_id("f", &text), &taken);
-            let mut support = cite(&g.text, &g.support, &stored);
+            let mut support = cite(&g.text, &g.support, stored.iter().map(|s| &**s));
             // The day it starts with traces to its first event: keep citing that one.
             if let Some(e) = stored.iter().min_by_key(|s| s.event.ts) {
                 if !support.contains(&e.event.id) {
@@ -1059,7 +1060,7 @@ fn apply(
                 text: g.text.clone(),
                 category: g.category.clone(),
                 origin: Origin::Auto,
-                support: cite(&g.text, &g.support, &stored),
+                support: cite(&g.text, &g.support, stored.iter().map(|s| &**s)),
                 first_seen: first,
                 last_seen: last,
                 valid_from: None,
@@ -1139,7 +1140,11 @@ fn apply(
             }
             let added = fact.support.len() - before;
             if fact.support.len() > memory::MAX_CITED {
-                fact.support = cite(&fact.text, &fact.support, stored.iter().chain(&older));
+                fact.support = cite(
+                    &fact.text,
+                    &fact.support,
+                    stored.iter().chain(&older).map(|s| &**s),
+                );
             }
             let (_, last) = span(&events, ctx.today);
             if last > fact.last_seen {
@@ -1340,7 +1345,7 @@ fn same_card(a: &Card, b: &Card) -> bool {
     a == b
 }
 
-fn excerpts(stored: &[Stored]) -> Vec<Excerpt> {
+fn excerpts(stored: &[Rc<Stored>]) -> Vec<Excerpt> {
     stored.iter().map(|s| Excerpt::of(&s.event)).collect()
 }
 
