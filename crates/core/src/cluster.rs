@@ -293,6 +293,14 @@ impl NearestNeighbour for SignLsh {
     }
 }
 
+/// The sign bits two sketches disagree in. Baseline x86-64 has no population-count
+/// instruction (each word's count is a dozen shifts and masks); nearly every processor has
+/// one, and a search counts a few hundred sketches.
+#[multiversion::multiversion(targets("x86_64+avx2+popcnt", "x86_64+popcnt"))]
+fn disagreements(a: &[u64], b: &[u64]) -> u32 {
+    a.iter().zip(b).map(|(x, y)| (x ^ y).count_ones()).sum()
+}
+
 /// The dot product of two eight-bit code vectors (exact: at most 127 * 127 per value).
 /// Compiled also for AVX2 and AVX-512 and picked by what the processor has when first
 /// called: the baseline x86-64 instructions multiply four values at a time, AVX2 sixteen.
@@ -1087,11 +1095,7 @@ impl<'a, F: Float, D: Distance<F>> SignLshIndex<'a, F, D> {
                     let from = if len == 0 { 0 } else { spin % len };
                     for k in (from..len).chain(0..from) {
                         let sk = &self.member_sketch[t][(lo + k) * words..(lo + k + 1) * words];
-                        let differ: u32 = sk
-                            .iter()
-                            .zip(&c.sketch)
-                            .map(|(a, b)| (a ^ b).count_ones())
-                            .sum();
+                        let differ = disagreements(sk, &c.sketch);
                         if differ > limit {
                             continue;
                         }
