@@ -984,7 +984,7 @@ fn apply(
                 text: g.text.clone(),
                 category: g.category.clone(),
                 origin: Origin::Auto,
-                support: cite(&g.text, &g.support, stored.iter().map(|s| &**s)),
+                support: cite(&g.text, &g.support, &stored),
                 first_seen: first.min(old.first_seen),
                 last_seen: last.max(old.last_seen),
                 valid_from: old.valid_from,
@@ -1011,7 +1011,7 @@ fn apply(
             let (first, last) = span(&events, ctx.today);
             let text = episodes::text(first, &g.text);
             let id = unique_id(text_id("f", &text), &taken);
-            let mut support = cite(&g.text, &g.support, stored.iter().map(|s| &**s));
+            let mut support = cite(&g.text, &g.support, &stored);
             // The day it starts with traces to its first event: keep citing that one.
             if let Some(e) = stored.iter().min_by_key(|s| s.event.ts) {
                 if !support.contains(&e.event.id) {
@@ -1060,7 +1060,7 @@ fn apply(
                 text: g.text.clone(),
                 category: g.category.clone(),
                 origin: Origin::Auto,
-                support: cite(&g.text, &g.support, stored.iter().map(|s| &**s)),
+                support: cite(&g.text, &g.support, &stored),
                 first_seen: first,
                 last_seen: last,
                 valid_from: None,
@@ -1140,11 +1140,7 @@ fn apply(
             }
             let added = fact.support.len() - before;
             if fact.support.len() > memory::MAX_CITED {
-                fact.support = cite(
-                    &fact.text,
-                    &fact.support,
-                    stored.iter().chain(&older).map(|s| &**s),
-                );
+                fact.support = cite(&fact.text, &fact.support, stored.iter().chain(&older));
             }
             let (_, last) = span(&events, ctx.today);
             if last > fact.last_seen {
@@ -1355,14 +1351,14 @@ fn excerpts(stored: &[Rc<Stored>]) -> Vec<Excerpt> {
 fn cite<'a>(
     text: &str,
     ids: &[String],
-    stored: impl IntoIterator<Item = &'a Stored>,
+    stored: impl IntoIterator<Item = &'a Rc<Stored>>,
 ) -> Vec<String> {
     if ids.len() <= memory::MAX_CITED {
         return ids.to_vec();
     }
     let by_id: HashMap<&str, &Stored> = stored
         .into_iter()
-        .map(|s| (s.event.id.as_str(), s))
+        .map(|s| (s.event.id.as_str(), &**s))
         .collect();
     let (found, lost): (Vec<&String>, Vec<&String>) =
         ids.iter().partition(|id| by_id.contains_key(id.as_str()));

@@ -320,6 +320,11 @@ pub fn sorted_similarity<T: Ord>(a: &[T], b: &[T]) -> f64 {
     if smaller == 0 {
         return 0.0;
     }
+    sorted_shared(a, b) as f64 / smaller as f64
+}
+
+/// How many elements two sorted lists share (with multiplicity), by one merge.
+pub fn sorted_shared<T: Ord>(a: &[T], b: &[T]) -> usize {
     let (mut i, mut j, mut shared) = (0, 0, 0usize);
     while i < a.len() && j < b.len() {
         match a[i].cmp(&b[j]) {
@@ -332,7 +337,7 @@ pub fn sorted_similarity<T: Ord>(a: &[T], b: &[T]) -> f64 {
             }
         }
     }
-    shared as f64 / smaller as f64
+    shared
 }
 
 /// How much of a claim its sources account for.

@@ -140,20 +140,12 @@ impl ReflectPrompt {
         })
     }
 
-    /// The events the gates check a proposal from this prompt against: those of the one
-    /// cluster it cites (the part holding most of its cited ids; the first on a tie or when
-    /// it cites none), shown in full or listed under a known item. An id of another
-    /// cluster is then not among them, and the ids gate refuses it: a candidate is made of
-    /// one cluster's events, as with a prompt per cluster.
-    pub fn evidence_for(&self, p: &Proposal) -> Vec<EventView> {
-        self.evidence_part(p)
-            .map(|i| self.part_evidence(i))
-            .unwrap_or_default()
-    }
-
-    /// Which part [`Self::evidence_for`] takes a proposal's events from (`None` when the
-    /// prompt has no part): the same for every proposal citing the same cluster, so a
-    /// caller with many proposals can keep each part's events once.
+    /// The part whose events the gates check a proposal from this prompt against
+    /// ([`Self::part_evidence`]; `None` when the prompt has no part): the one cluster it
+    /// cites, the part holding most of its cited ids (the first on a tie or when it cites
+    /// none). An id of another cluster is then not among them, and the ids gate refuses it:
+    /// a candidate is made of one cluster's events, as with a prompt per cluster. The same
+    /// for every proposal citing the same cluster, so a caller keeps each part's events once.
     pub fn evidence_part(&self, p: &Proposal) -> Option<usize> {
         let cited: std::collections::HashSet<&str> =
             p.supporting_event_ids.iter().map(String::as_str).collect();
@@ -169,7 +161,8 @@ impl ReflectPrompt {
         best.map(|(i, _)| i)
     }
 
-    /// The events of part `i` a proposal citing it is checked against, each once.
+    /// The events of part `i` a proposal citing it is checked against, each once: shown in
+    /// full or listed under a known item.
     pub fn part_evidence(&self, i: usize) -> Vec<EventView> {
         let mut seen = std::collections::HashSet::new();
         self.parts

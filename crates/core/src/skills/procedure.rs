@@ -748,7 +748,8 @@ pub fn group(instances: &[Instance], t: &Thresholds) -> Vec<Procedure> {
             let longer = seqs[a].len().max(seqs[b].len()) as f64;
             // The LCS is at most the shorter length, and at most the steps both share.
             if (seqs[a].len().min(seqs[b].len()) as f64) < t.same_procedure * longer
-                || (shared(&bags[a], &bags[b]) as f64) < t.same_procedure * longer
+                || (crate::measures::sorted_shared(&bags[a], &bags[b]) as f64)
+                    < t.same_procedure * longer
             {
                 continue;
             }
@@ -837,23 +838,6 @@ pub fn group(instances: &[Instance], t: &Thresholds) -> Vec<Procedure> {
             .then(instances[a.typical].start.cmp(&instances[b.typical].start))
     });
     out
-}
-
-/// How many elements two sorted lists share (with multiplicity).
-fn shared(a: &[u32], b: &[u32]) -> usize {
-    let (mut i, mut j, mut n) = (0, 0, 0);
-    while i < a.len() && j < b.len() {
-        match a[i].cmp(&b[j]) {
-            std::cmp::Ordering::Less => i += 1,
-            std::cmp::Ordering::Greater => j += 1,
-            std::cmp::Ordering::Equal => {
-                n += 1;
-                i += 1;
-                j += 1;
-            }
-        }
-    }
-    n
 }
 
 #[cfg(test)]
