@@ -16,6 +16,7 @@ pub mod kv;
 pub mod measures;
 pub mod phrases;
 pub mod secrets;
+pub mod turn;
 pub mod when;
 
 // Memory as rows, and the vectors and clusters a cycle reflects on (SPEC S3, S4).
