@@ -15,7 +15,7 @@ use crate::edges::inbox;
 use crate::edges::sources::{self, FileRead};
 use crate::error::{Context, Error, Result, EXIT_FAILURE, EXIT_OK};
 use dream_core::adapters::{Counts, Format};
-use dream_core::event::{self, Event, Parsed};
+use dream_core::event::{Event, Parsed};
 
 /// Events are appended in batches of this many.
 const BATCH: usize = 2000;
@@ -167,8 +167,12 @@ fn read_stdin(max: usize, out: &mut Out) -> Result<usize> {
         if buf.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
-        match event::parse_line(&buf, max) {
-            Ok(p) => out.push(p)?,
+        match dream_core::turn::parse_line(&buf, max) {
+            Ok(parts) => {
+                for p in parts {
+                    out.push(p)?;
+                }
+            }
             Err(reason) => {
                 refused += 1;
                 eprintln!("-:{line_no}: {reason}");

@@ -15,7 +15,7 @@ use crate::edges::inbox::{self, file_key};
 use crate::edges::state;
 use crate::error::{Error, Result};
 use dream_core::config::Config;
-use dream_core::event;
+
 pub use dream_core::ingested::Ingested;
 use dream_core::secrets;
 
@@ -108,22 +108,35 @@ fn ingest_line(
             line.len, config.inbox.max_event_bytes
         ))
     } else {
-        event::parse_line(&line.bytes, config.inbox.max_event_bytes)
+        dream_core::turn::parse_line(&line.bytes, config.inbox.max_event_bytes)
     };
+    // A line is one event, or an owner's message cut into its parts (`turn`): a part
+    // stored before with other content refuses the whole line, so none is half stored.
     let reason = match parsed {
         Err(reason) => Some(reason),
-        Ok(p) => {
-            let hash = p.event.content_hash();
-            match state::event_hash(conn, &p.event.id)? {
-                Some(h) if h == hash => {
-                    out.duplicates += 1;
-                    None
+        Ok(parts) => {
+            let mut known = Vec::with_capacity(parts.len());
+            let mut conflict = None;
+            for p in &parts {
+                let hash = p.event.content_hash();
+                match state::event_hash(conn, &p.event.id)? {
+                    Some(h) if h == hash => known.push((true, hash)),
+                    Some(_) => {
+                        conflict = Some(format!(
+                            "conflict: event id {:?} was already stored with different content",
+                            p.event.id
+                        ));
+                        break;
+                    }
+                    None => known.push((false, hash)),
                 }
-                Some(_) => Some(format!(
-                    "conflict: event id {:?} was already stored with different content",
-                    p.event.id
-                )),
-                None => {
+            }
+            if conflict.is_none() {
+                for (p, (stored, hash)) in parts.into_iter().zip(known) {
+                    if stored {
+                        out.duplicates += 1;
+                        continue;
+                    }
                     state::insert_event_hashed(
                         conn,
                         &p.event,
@@ -136,9 +149,9 @@ fn ingest_line(
                         out.redacted += 1;
                     }
                     out.new_ids.push(p.event.id);
-                    None
                 }
             }
+            conflict
         }
     };
     if let Some(reason) = reason {

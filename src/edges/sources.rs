@@ -26,7 +26,7 @@ use crate::edges::state;
 use crate::error::{Context, Result};
 use dream_core::adapters::{self, capped, codex, Counts, FileCtx, Format};
 use dream_core::config::{Config, Source};
-use dream_core::event::{self, Parsed};
+use dream_core::event::Parsed;
 use dream_core::ingested::{Ingested, SourceReport, Watermark};
 use dream_core::secrets;
 
@@ -200,12 +200,17 @@ fn map_line(
         let parsed = if line.truncated {
             Err(over_limit(line, r.max_line))
         } else {
-            event::parse_line(&line.bytes, r.max_line)
+            dream_core::turn::parse_line(&line.bytes, r.max_line)
         };
-        if parsed.is_ok() {
-            counts.events += 1;
+        match parsed {
+            Ok(parts) => {
+                counts.events += parts.len() as u64;
+                for p in parts {
+                    sink(line, Ok(p))?;
+                }
+            }
+            Err(reason) => sink(line, Err(reason))?,
         }
-        sink(line, parsed)?;
         return Ok(true);
     }
     let value = if line.truncated {

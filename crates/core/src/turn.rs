@@ -26,6 +26,9 @@
 use std::sync::OnceLock;
 
 use regex::Regex;
+use serde_json::Value;
+
+use crate::event::{Event, Parsed, Trust};
 
 /// What a part of a turn is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -71,6 +74,73 @@ impl PartKind {
 
 /// Event kinds that are parts of a turn but not the owner's words.
 pub const NOT_OWNER_WORDS: &[&str] = &["paste", "injected", "command"];
+
+/// An owner's message as the events of its parts: the first keeps the message's id, the
+/// others take `<id>.<n>`; each part's meta says which part of how many it is (`part`,
+/// `parts`) and of which turn (`turn`). A message that is all prose, and every other
+/// event, comes back as it was. Secrets were redacted from the whole text before.
+pub fn split_parsed(p: Parsed) -> Vec<Parsed> {
+    let e = &p.event;
+    if e.kind != "message" || e.trust != Trust::Owner || e.recalled {
+        return vec![p];
+    }
+    let parts = split(&e.text);
+    if parts.len() <= 1 && parts.first().is_none_or(|x| x.kind == PartKind::Prose) {
+        return vec![p];
+    }
+    let n = parts.len();
+    let Parsed { event, redacted } = p;
+    parts
+        .into_iter()
+        .enumerate()
+        .map(|(i, part)| {
+            let mut ev: Event = event.clone();
+            if i > 0 {
+                ev.id = format!("{}.{i}", event.id);
+            }
+            ev.kind = part.kind.event_kind().to_string();
+            ev.text = part.text;
+            match part.kind {
+                PartKind::Prose => {}
+                PartKind::Paste => ev.trust = Trust::External,
+                PartKind::Injected => {
+                    ev.trust = Trust::External;
+                    ev.actor = Some("system".into());
+                }
+                PartKind::Command => ev.trust = Trust::Tool,
+            }
+            let mut meta = match ev.meta.take() {
+                Some(Value::Object(m)) => m,
+                _ => serde_json::Map::new(),
+            };
+            meta.insert("turn".into(), Value::String(event.id.clone()));
+            meta.insert("part".into(), Value::from(i + 1));
+            meta.insert("parts".into(), Value::from(n));
+            ev.meta = Some(Value::Object(meta));
+            Parsed {
+                event: ev,
+                redacted: if i == 0 { redacted.clone() } else { Vec::new() },
+            }
+        })
+        .collect()
+}
+
+/// [`crate::event::parse_line`], then the owner's message cut into its parts
+/// ([`split_parsed`]): how every line of dream's own inbox format is read.
+pub fn parse_line(bytes: &[u8], max_bytes: usize) -> Result<Vec<Parsed>, String> {
+    crate::event::parse_line(bytes, max_bytes).map(split_parsed)
+}
+
+/// Whether an event holds the owner's own words: the person's prose, not recalled, not a
+/// tool's, not a part of a turn they pasted or the harness wrote. Only such events count
+/// as support, sessions and days, and establish a fact.
+pub fn owner_statement(trust: Trust, kind: &str, recalled: bool) -> bool {
+    trust == Trust::Owner
+        && !recalled
+        && !kind.starts_with("tool_")
+        && !NOT_OWNER_WORDS.contains(&kind)
+        && !matches!(kind, "session_summary" | "memory")
+}
 
 /// One part of a turn: a run of whole lines of the original text, in order.
 #[derive(Debug, Clone, PartialEq)]
@@ -227,6 +297,12 @@ fn is_marker(text: &str) -> bool {
         r"^\[(Request interrupted by user[^\]]*|Image #\d+[^\]]*)\]$",
     )
     .is_match(text.trim())
+}
+
+/// The placeholder an adapter writes for an image or a document (`[image: image/png]`).
+fn is_placeholder(t: &str) -> bool {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    re(&RE, r"^\[(image|document|blob)(: [^\]]*)?\]$").is_match(t)
 }
 
 /// The turn cut at harness tags: `<compound-name ...>...</compound-name>` (a tag whose
@@ -394,7 +470,7 @@ fn paragraph(lines: &[&str], shapes: &[Shape]) -> Vec<(PartKind, String)> {
         && lines
             .iter()
             .all(|l| l.starts_with("    ") || l.starts_with('\t') || l.trim().is_empty())
-        && shapes.iter().any(|s| *s == Shape::Material);
+        && shapes.contains(&Shape::Material);
     if indented || (material == lines.len()) {
         return vec![(PartKind::Paste, lines.join("\n"))];
     }
@@ -427,6 +503,10 @@ fn shape(line: &str) -> Shape {
     }
     if is_heading(t) {
         return Shape::Heading;
+    }
+    // dream's own placeholder for an attachment stays with the words about it.
+    if is_placeholder(t) {
+        return Shape::Prose;
     }
     if is_marker(t) || is_material(line, t) {
         Shape::Material
@@ -509,7 +589,7 @@ fn is_material(line: &str, t: &str) -> bool {
         r#"(?x)
         ^(if|else|elif|for|while|return|def|class|fn|pub|let|const|var|import|from|use|
           function|async|await|export|package|func|struct|impl|match|try|except|catch|
-          switch|case|println!|print|console|self|this|int|void|static|private|public|
+          switch|case|println[!]|print|console|self|this|int|void|static|private|public|
           \#include|\#define|require|module|SELECT|INSERT|UPDATE|CREATE)
           (\s|\(|\.|$).*([{}:;,(]|\)|=>|->|==|!=|::|\s=\s)\s*$
         | (;|\{|\}|\);|=>\s*\{|\)\s*\{)$          # a statement's end

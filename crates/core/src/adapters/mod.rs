@@ -129,7 +129,16 @@ pub fn map_line(
         Format::Codex => codex::map(line, ctx, counts),
         Format::Jsonl => unreachable!("dream's own lines are parsed by event::parse_line"),
     };
-    let out: Vec<_> = drafts.into_iter().map(Draft::finish).collect();
+    // An owner's message is cut into the person's prose and what they pasted or the
+    // harness put there (`turn`), each its own event.
+    let out: Vec<_> = drafts
+        .into_iter()
+        .map(Draft::finish)
+        .flat_map(|r| match r {
+            Ok(p) => crate::turn::split_parsed(p).into_iter().map(Ok).collect(),
+            Err(e) => vec![Err(e)],
+        })
+        .collect();
     counts.events += out.iter().filter(|r| r.is_ok()).count() as u64;
     out
 }
