@@ -1329,19 +1329,23 @@ fn durable_rule(
     if block == Block::Episodes || !matches!(f.origin, Origin::Auto | Origin::Pass) {
         return Vec::new();
     }
+    // The gates count the owner's statements only; so does this.
+    let owner = |s: &&state::Stored| {
+        dream_core::turn::owner_statement(s.event.trust, &s.event.kind, s.event.recalled)
+    };
     let support: BTreeSet<&str> = events
         .iter()
-        .filter(|s| !s.event.recalled)
+        .filter(owner)
         .map(|s| s.event.id.as_str())
         .collect();
     let days: BTreeSet<NaiveDate> = events
         .iter()
-        .filter(|s| !s.event.recalled)
+        .filter(owner)
         .map(|s| s.event.ts.date_naive())
         .collect();
     if support.len() < p.min_support || days.len() < p.min_days {
         vec![format!(
-            "{} (by={}) is in {} on {} supporting events over {} days; the durable blocks need {} on {} (promote.min_support, promote.min_days) unless a person put it there",
+            "{} (by={}) is in {} on {} statements of the owner's over {} days; the durable blocks need {} on {} (promote.min_support, promote.min_days) unless a person put it there",
             f.id,
             f.origin.as_str(),
             block.as_str(),
@@ -1385,8 +1389,30 @@ fn trace(
             missing.join(", ")
         ));
     }
+    // What a cycle wrote is traced to the owner's statements alone, as the gates traced
+    // it: a sentence of a tool's output is not the owner's because an owner's message is
+    // cited beside it. What a person wrote or accepted is traced to everything it cites.
+    let by_cycle = matches!(f.origin, Origin::Auto | Origin::Pass);
+    let owners: Vec<&state::Stored> = events
+        .iter()
+        .filter(|s| {
+            dream_core::turn::owner_statement(s.event.trust, &s.event.kind, s.event.recalled)
+        })
+        .collect();
+    if by_cycle && owners.is_empty() {
+        found.push(format!(
+            "{} (by={}) rests on no statement of the owner's: agent messages, tool output, pastes and harness text never establish a fact",
+            f.id,
+            f.origin.as_str()
+        ));
+    }
+    let basis: Vec<&state::Stored> = if by_cycle {
+        owners
+    } else {
+        events.iter().collect()
+    };
     let mut owned: Vec<String> = Vec::new();
-    for s in &events {
+    for s in &basis {
         owned.push(s.event.text.clone());
         owned.push(who_and_when(&s.event, &config.owner.names));
     }

@@ -840,7 +840,29 @@ fn decide(
     if let Outcome::Reinforce { fact_id } = &outcome {
         if let Some((Block::Episodes, ep)) = work.memory.get(fact_id) {
             if let (Some(home), true) = (ep.home, episodes::governed(ep.origin)) {
-                if let Some(merged) = merge_into_episode(events, ep, home, &g, config)? {
+                if let Some((merged, false)) = merge_into_episode(events, ep, home, &g, config)? {
+                    // Said again by the owner, yet short of the durable rule: more than a
+                    // single mention is not an episode, and two statements are not enough
+                    // to skip the person. A card proposes its durable block; accepting it
+                    // retires the episode.
+                    if merged.refused.is_none() && outcome_allows_card(&outcome) {
+                        outcome = Outcome::Queue {
+                            reason: format!(
+                                "{fact_id} said again: {} statements of the owner's on {} days, short of the durable rule (min_support {}, min_days {}); a person decides whether it belongs in {}",
+                                merged.measures.support,
+                                merged.measures.days,
+                                config.promote.min_support,
+                                config.promote.min_days,
+                                home.as_str()
+                            ),
+                            supersedes: Some(fact_id.clone()),
+                        };
+                        gates = merged.gates.clone();
+                        g = merged;
+                    }
+                } else if let Some((merged, true)) =
+                    merge_into_episode(events, ep, home, &g, config)?
+                {
                     let rest: Vec<route::Near> = near
                         .iter()
                         .filter(|n| &n.fact_id != fact_id)
@@ -897,23 +919,26 @@ fn decide(
 /// An episode said again: its own words (without the day it starts with) as a proposal for
 /// its durable block `home`, with the union of both supports, gated again. Its confidence
 /// is the higher of the candidate's and what its independent restatements give (`1 -
-/// 0.4^k`, as the offline reflector reckons it). `None` when the gates refuse it.
+/// 0.4^k`, as the offline reflector reckons it), and whether its support and days meet the
+/// durable rule. `None` when fewer than two statements of the owner's support it (an
+/// agent's or a tool's restatement is not the owner saying it again), or, when it meets
+/// the rule, when the gates refuse it.
 fn merge_into_episode(
     events: &mut Events<'_>,
     ep: &Fact,
     home: Block,
     g: &Gated,
     config: &Config,
-) -> Result<Option<Gated>> {
+) -> Result<Option<(Gated, bool)>> {
     let sources = events.sources;
     let (ids, events) = union_support(events, &ep.support, &g.support)?;
     let refs: Vec<&EventView> = events.iter().filter(|e| !e.recalled).collect();
     let (measured, independent) = gates::support_measures(&refs);
-    // The gates measure support and days over these events at most, and the durable rule
-    // needs both: an episode short of either stays an episode, and is not gated again.
-    if measured.support < config.promote.min_support || measured.days < config.promote.min_days {
+    if measured.support < 2 {
         return Ok(None);
     }
+    let meets =
+        measured.support >= config.promote.min_support && measured.days >= config.promote.min_days;
     let proposal = Proposal {
         text: memory::episode_body(&ep.text).to_string(),
         category: ep.category.clone(),
@@ -925,7 +950,16 @@ fn merge_into_episode(
         reason: format!("{} said again ({})", ep.id, g.reason),
     };
     let merged = gate_merged(&proposal, &events, sources, config);
-    Ok(merged.refused.is_none().then_some(merged))
+    if meets && merged.refused.is_some() {
+        return Ok(None);
+    }
+    Ok(Some((merged, meets)))
+}
+
+/// Whether an episode said again may become a card: not when the person vetoed it, or the
+/// restatement was refused.
+fn outcome_allows_card(outcome: &Outcome) -> bool {
+    matches!(outcome, Outcome::Reinforce { .. })
 }
 
 /// Gate a merged proposal (an episode said again, a card joined) against the union of
@@ -1001,6 +1035,25 @@ fn apply(
                 g.measures.days,
                 g.confidence
             ));
+            // The card that asked the person about it (said again, short of the rule)
+            // is decided by the fact it now is.
+            let asked = matched.or_else(|| {
+                work.cards
+                    .iter()
+                    .position(|c| c.supersedes.as_deref() == Some(id.as_str()))
+            });
+            if let Some(ci) = asked {
+                close_card(
+                    work,
+                    ci,
+                    card_writes,
+                    "promoted",
+                    "said again on enough days: it met the durable rule",
+                    &id,
+                    &g.support,
+                    now,
+                );
+            }
             (
                 Some(id.clone()),
                 format!("{id} was an episode; said again, it meets the durable rule"),
@@ -1360,6 +1413,20 @@ fn cite<'a>(
         .into_iter()
         .map(|s| (s.event.id.as_str(), &**s))
         .collect();
+    // Over the cap, the owner's statements are what a fact rests on: context goes first.
+    let owners: Vec<String> = ids
+        .iter()
+        .filter(|id| {
+            by_id.get(id.as_str()).is_none_or(|s| {
+                dream_core::turn::owner_statement(s.event.trust, &s.event.kind, s.event.recalled)
+            })
+        })
+        .cloned()
+        .collect();
+    let ids = if owners.is_empty() { ids } else { &owners[..] };
+    if ids.len() <= memory::MAX_CITED {
+        return ids.to_vec();
+    }
     let (found, lost): (Vec<&String>, Vec<&String>) =
         ids.iter().partition(|id| by_id.contains_key(id.as_str()));
     let events: Vec<dream_core::measures::Citation> = found

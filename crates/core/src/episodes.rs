@@ -19,7 +19,6 @@
 use chrono::NaiveDate;
 
 use crate::config::Episodes;
-use crate::event::Trust;
 use crate::llm::EventView;
 use crate::memory::{Block, Memory, Origin};
 use crate::phrases::{not_a_fact, sentences};
@@ -29,10 +28,7 @@ use crate::when;
 /// own message (not a tool's output, not text read back from memory) with at least one
 /// sentence that is not chatter ([`not_a_fact`]). The rest is passed over without a call.
 pub fn worth_reflecting_once(e: &EventView) -> bool {
-    e.trust == Trust::Owner
-        && !e.recalled
-        && !e.kind.starts_with("tool_")
-        && sentences(&e.text).iter().any(|s| !not_a_fact(s))
+    e.is_owner_statement() && sentences(&e.text).iter().any(|s| !not_a_fact(s))
 }
 
 /// An episode's text: the day it was said, then what was said. A speaker named at the

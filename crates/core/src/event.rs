@@ -46,11 +46,6 @@ impl Trust {
             _ => None,
         }
     }
-
-    /// Whether events of this trust can establish a fact on their own.
-    pub fn can_establish(self) -> bool {
-        matches!(self, Trust::Owner | Trust::Agent)
-    }
 }
 
 /// One episodic event, validated and redacted.

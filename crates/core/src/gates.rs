@@ -22,7 +22,6 @@ use std::rc::Rc;
 use chrono::NaiveDate;
 
 use crate::config::Config;
-use crate::event::Trust;
 use crate::llm::{EventView, Proposal};
 use crate::measures::{self, round3};
 use crate::memory::{one_line, Block, GateResult, Measures};
@@ -178,29 +177,31 @@ pub struct Gated {
     pub notes: Vec<String>,
 }
 
-/// Support figures of a set of events (S4 step 6): distinct events, sessions, days, spread,
-/// how many the owner wrote, and the independent (session, day) pairs that may establish.
+/// Support figures of a set of events (S4 step 6), counted over the owner's statements
+/// among them ([`EventView::is_owner_statement`]): distinct statements, their sessions,
+/// days and spread, and the independent (session, day) pairs. Agent messages, tool calls
+/// and results, pastes and harness text may be cited as context; they never count.
 pub fn support_measures(events: &[&EventView]) -> (Measures, usize) {
-    let sessions: HashSet<&str> = events.iter().map(|e| e.session.as_str()).collect();
-    let days: BTreeSet<NaiveDate> = events.iter().map(|e| e.ts.date_naive()).collect();
-    let first = events.iter().map(|e| e.ts).min();
-    let last = events.iter().map(|e| e.ts).max();
+    let owners: Vec<&&EventView> = events.iter().filter(|e| e.is_owner_statement()).collect();
+    let sessions: HashSet<&str> = owners.iter().map(|e| e.session.as_str()).collect();
+    let days: BTreeSet<NaiveDate> = owners.iter().map(|e| e.ts.date_naive()).collect();
+    let first = owners.iter().map(|e| e.ts).min();
+    let last = owners.iter().map(|e| e.ts).max();
     let spread = match (first, last) {
         (Some(a), Some(b)) => (b - a).num_minutes() as f64 / 1440.0,
         _ => 0.0,
     };
-    let independent: HashSet<(&str, NaiveDate)> = events
+    let independent: HashSet<(&str, NaiveDate)> = owners
         .iter()
-        .filter(|e| e.trust.can_establish())
         .map(|e| (e.session.as_str(), e.ts.date_naive()))
         .collect();
     (
         Measures {
-            support: events.len(),
+            support: owners.len(),
             sessions: sessions.len(),
             days: days.len(),
             spread_days: round3(spread),
-            owner_support: events.iter().filter(|e| e.trust == Trust::Owner).count(),
+            owner_support: owners.len(),
             ..Measures::default()
         },
         independent.len(),
@@ -217,6 +218,9 @@ pub struct Candidate<'a> {
     pub cited: usize,
     /// Cited events that were sent and are not recalled, in citation order.
     pub support: Vec<&'a EventView>,
+    /// The owner's statements among them: what the gates count and what the text must be
+    /// traceable to.
+    pub owners: Vec<&'a EventView>,
     /// Cited events that were read back from memory (never support).
     pub recalled: usize,
     /// Cited ids that are unknown, or exist but were not sent, each with why.
@@ -253,9 +257,16 @@ impl<'a> Candidate<'a> {
                 None => bad_ids.push(format!("{id} does not exist")),
             }
         }
-        let mut sources: Vec<String> = Vec::with_capacity(2 * support.len());
+        let owners: Vec<&EventView> = support
+            .iter()
+            .copied()
+            .filter(|e| e.is_owner_statement())
+            .collect();
+        // Only the owner's statements establish the words: a sentence taken from a tool's
+        // output or a web page is not established by citing an owner's message beside it.
+        let mut sources: Vec<String> = Vec::with_capacity(2 * owners.len());
         let mut vocab = measures::Vocabulary::default();
-        for e in &support {
+        for e in &owners {
             let source = match evidence.sources {
                 Some(known) => known.of(e, &evidence.owner_names),
                 None => Rc::new(Source::of(e, &evidence.owner_names)),
@@ -275,6 +286,7 @@ impl<'a> Candidate<'a> {
             text,
             cited: seen.len(),
             support,
+            owners,
             recalled,
             bad_ids,
             sources,
@@ -458,7 +470,7 @@ pub fn recalled_gate(c: &Candidate<'_>, _: &Config) -> Check {
 /// where an episode starts), never promoted.
 pub fn floor_gate(c: &Candidate<'_>, config: &Config) -> Check {
     let floor = config.cluster.min_points;
-    let support = c.support.len();
+    let support = c.owners.len();
     let row = Check::row(
         "floor",
         support,
@@ -471,7 +483,7 @@ pub fn floor_gate(c: &Candidate<'_>, config: &Config) -> Check {
         result: row.result.map(|r| {
             if support < floor {
                 r.why(format!(
-                    "support {support} is below the floor of {floor} distinct events (cluster.min_points): an episode at most, never a durable block"
+                    "support {support} is below the floor of {floor} distinct owner statements (cluster.min_points): an episode at most, never a durable block"
                 ))
             } else {
                 r
@@ -481,35 +493,36 @@ pub fn floor_gate(c: &Candidate<'_>, config: &Config) -> Check {
     }
 }
 
-/// An owner's or agent's event establishes it: tool output and web pages alone cannot.
+/// A statement of the owner's establishes it: agent messages, tool output, web pages,
+/// pastes and harness text may be cited beside it as context, never alone.
 pub fn trust_gate(c: &Candidate<'_>, _: &Config) -> Check {
-    let establishing = c.support.iter().filter(|e| e.trust.can_establish()).count();
+    let establishing = c.owners.len();
     Check::row(
         "trust",
-        format!("{establishing} owner/agent"),
+        format!("{establishing} owner statements"),
         ">= 1",
         establishing > 0,
         String::new(),
     )
     .refuse_if(establishing == 0, || {
         if c.support.is_empty() {
-            "no owner's or agent's event supports it".into()
+            "no statement of the owner's supports it".into()
         } else {
-            "only tool or external events support it; they may support a fact but cannot alone establish one".into()
+            "no statement of the owner's supports it: agent messages, tool output, pastes and harness text are context, never the owner's words".into()
         }
     })
 }
 
 /// At least one supporting event is new to this cycle.
 pub fn new_evidence_gate(c: &Candidate<'_>, _: &Config) -> Check {
-    let fresh = c.support.iter().filter(|e| e.new).count();
+    let fresh = c.owners.iter().filter(|e| e.new).count();
     Check::row("new evidence", fresh, ">= 1", fresh > 0, String::new()).refuse_if(
         fresh == 0,
         || {
             if c.support.is_empty() {
                 "no new evidence: no supporting event was sent".into()
             } else {
-                "no new evidence: every supporting event was already considered by an earlier cycle"
+                "no new evidence: every supporting statement of the owner's was already considered by an earlier cycle"
                     .into()
             }
         },
@@ -679,6 +692,7 @@ pub fn gate_proposal(p: &Proposal, evidence: &Evidence<'_>, config: &Config) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::event::Trust;
 
     fn ev(id: &str, day: u32, session: &str, trust: Trust, new: bool, text: &str) -> EventView {
         EventView {
@@ -774,7 +788,7 @@ mod tests {
             ),
             (
                 proposal("Lisbon weather is sunny", &["e3", "e4"]),
-                "cannot alone establish",
+                "never the owner's words",
             ),
             (
                 proposal("My key is AKIAIOSFODNN7EXAMPLE in Lisbon", &["e1", "e2"]),
@@ -837,7 +851,7 @@ mod tests {
                 trust_gate,
                 proposal("I live in Lisbon.", &["e1", "e3"]),
                 proposal("Lisbon weather", &["e3", "e4"]),
-                "cannot alone establish",
+                "never the owner's words",
             ),
             (
                 "new evidence",
@@ -1031,7 +1045,7 @@ mod tests {
         assert_eq!(g.refused, None, "{:?}", g.gates);
         assert_eq!(
             g.text,
-            "Caroline went to a support group on 7 May 2023 and met Andrew there."
+            "Caroline went to a support group yesterday [7 May 2023] and met Andrew there."
         );
         assert_eq!(g.measures.coverage, 1.0, "{:?}", g.measures.untraceable);
         assert!(g

@@ -28,6 +28,12 @@ pub struct EventView {
 }
 
 impl EventView {
+    /// Whether it holds the owner's own words ([`crate::turn::owner_statement`]): only
+    /// such events count as support, sessions and days, and establish a fact.
+    pub fn is_owner_statement(&self) -> bool {
+        crate::turn::owner_statement(self.trust, &self.kind, self.recalled)
+    }
+
     /// A stored event as a model sees it; `new` says whether a cycle has looked at it yet.
     pub fn of(e: &crate::event::Event, new: bool) -> EventView {
         EventView {
