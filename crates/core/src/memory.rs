@@ -195,6 +195,26 @@ pub fn episode_body(text: &str) -> &str {
     }
 }
 
+/// Whether a memory line is a verbatim span of one of `sources` (the owner's statements
+/// it cites): its words, letter case, identifiers and punctuation exactly as written, once
+/// the day an episode opens with, a speaker's name (`Caroline: `), the days written beside
+/// relative dates (`yesterday [7 May 2023]`) and runs of white space (a wrapped line) are
+/// set aside. What the offline path writes must pass; a model's paraphrase need not.
+pub fn is_verbatim(line: &str, speaker: Option<&str>, sources: &[&str]) -> bool {
+    static BRACKETED: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r" \[[^\[\]]*\d{4}[^\[\]]*\]").expect("a valid pattern")
+    });
+    let body = episode_body(line);
+    let body = match speaker {
+        Some(s) if !s.is_empty() => body.strip_prefix(&format!("{s}: ")).unwrap_or(body),
+        _ => body,
+    };
+    let body = BRACKETED.replace_all(body, "");
+    let squeeze = |t: &str| t.split_whitespace().collect::<Vec<_>>().join(" ");
+    let want = squeeze(&body);
+    !want.is_empty() && sources.iter().any(|s| squeeze(s).contains(&want))
+}
+
 /// Make a proposed text fit on one fact line: white space collapsed, no comment markers.
 pub fn one_line(text: &str) -> String {
     let collapsed = text.split_whitespace().collect::<Vec<_>>().join(" ");

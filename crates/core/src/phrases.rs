@@ -24,6 +24,13 @@ pub fn sentences(text: &str) -> Vec<String> {
     let mut chars = text.chars().peekable();
     while let Some(c) = chars.next() {
         if c == '\n' {
+            // A line break inside a sentence is not its end (a harness wraps long prompts):
+            // the next line goes on the sentence when this one stops mid-clause.
+            let next: String = chars.clone().take_while(|&n| n != '\n').collect();
+            if continues(&cur, &next) {
+                cur.push(' ');
+                continue;
+            }
             push_sentence(&mut out, &mut cur);
             continue;
         }
@@ -34,6 +41,39 @@ pub fn sentences(text: &str) -> Vec<String> {
     }
     push_sentence(&mut out, &mut cur);
     out
+}
+
+/// Words a sentence does not end on: a line that stops after one goes on on the next.
+const GOES_ON: &[&str] = &[
+    "and", "or", "but", "the", "a", "an", "to", "of", "in", "on", "for", "with", "that", "which",
+    "who", "is", "are", "was", "were", "as", "at", "by", "from", "into", "than", "so", "because",
+    "if", "when", "my", "our", "your", "their", "this", "these", "its",
+];
+
+/// Whether the line after `cur` carries on its sentence: `cur` ends without a stop,
+/// on a word no sentence ends on or after a long line (a wrapped one), and the next line
+/// is neither blank nor a list item, a heading or a quote.
+fn continues(cur: &str, next: &str) -> bool {
+    let line = cur.rsplit('\n').next().unwrap_or(cur).trim_end();
+    let next = next.trim();
+    if line.is_empty() || next.is_empty() {
+        return false;
+    }
+    if line.ends_with(['.', '!', '?', ':', ';']) {
+        return false;
+    }
+    if next.starts_with(['-', '*', '•', '>', '#', '|'])
+        || next.chars().next().is_some_and(|c| c.is_ascii_digit())
+    {
+        return false;
+    }
+    let last = line
+        .rsplit(|c: char| !c.is_alphanumeric() && c != '\'')
+        .next()
+        .unwrap_or("")
+        .to_lowercase();
+    GOES_ON.contains(&last.as_str())
+        || (line.chars().count() >= 60 && next.chars().next().is_some_and(char::is_lowercase))
 }
 
 fn push_sentence(out: &mut Vec<String>, cur: &mut String) {

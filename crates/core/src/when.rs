@@ -99,6 +99,9 @@ pub fn relatives(text: &str, said: NaiveDate) -> Vec<Relative> {
     let mut out = Vec::new();
     for c in PHRASE.captures_iter(text) {
         let m = c.get(0).expect("a match");
+        if idiom(text, m.start(), m.as_str()) {
+            continue;
+        }
         let absolute = if c.name("dbefore").is_some() {
             on(said.checked_sub_signed(Duration::days(2)))
         } else if c.name("yesterday").is_some() {
@@ -211,19 +214,15 @@ fn wd_name(wd: Weekday) -> &'static str {
     }
 }
 
-/// Words that already say where in time a phrase sits; an absolute date after one of them
-/// drops its own "on" / "in" ("until tomorrow" is "until 8 May 2023").
-const PREPOSITIONS: &[&str] = &[
-    "on", "in", "since", "until", "till", "by", "from", "before", "after", "of", "during",
-];
-
-/// `text` with every relative date written out against `said`. A phrase at the start of a
-/// sentence starts with a capital letter.
+/// `text` with the day each relative date names written beside it, in brackets:
+/// "I went there yesterday [7 May 2023]". The person's words stay as they were.
 pub fn rewrite(text: &str, said: NaiveDate) -> String {
     rewrite_with(text, &relatives(text, said))
 }
 
-/// `text` with the given relative dates (found in it) written out.
+/// `text` with the given relative dates (found in it) annotated: each phrase is kept and
+/// followed by its absolute form in brackets, without the preposition ("on", "in") the
+/// absolute form carries, since the phrase already places it.
 pub fn rewrite_with(text: &str, found: &[Relative]) -> String {
     let mut out = String::with_capacity(text.len() + 16);
     let mut at = 0;
@@ -231,37 +230,41 @@ pub fn rewrite_with(text: &str, found: &[Relative]) -> String {
         if r.start < at {
             continue;
         }
-        let before = &text[at..r.start];
-        out.push_str(before);
-        let prev_word = out
-            .trim_end()
-            .rsplit(|c: char| !c.is_alphanumeric())
-            .next()
-            .unwrap_or("")
-            .to_ascii_lowercase();
+        out.push_str(&text[at..r.end]);
         let mut absolute = r.absolute.as_str();
-        if PREPOSITIONS.contains(&prev_word.as_str()) {
-            for p in ["on ", "in "] {
-                if let Some(rest) = absolute.strip_prefix(p) {
-                    absolute = rest;
-                }
+        for p in ["on ", "in "] {
+            if let Some(rest) = absolute.strip_prefix(p) {
+                absolute = rest;
             }
         }
-        let sentence_start =
-            out.trim_end().is_empty() || out.trim_end().ends_with(['.', '!', '?', ':', ';', '\n']);
-        if sentence_start {
-            let mut cs = absolute.chars();
-            if let Some(first) = cs.next() {
-                out.extend(first.to_uppercase());
-                out.push_str(cs.as_str());
-            }
-        } else {
-            out.push_str(absolute);
-        }
+        out.push_str(" [");
+        out.push_str(absolute);
+        out.push(']');
         at = r.end;
     }
     out.push_str(&text[at..]);
     out
+}
+
+/// Words before "today", "tomorrow" or "yesterday" that make it a noun rather than a
+/// day ("like there's no tomorrow", "a better tomorrow", "the today show").
+const NOT_A_DAY_BEFORE: &[&str] = &[
+    "no", "a", "an", "the", "every", "any", "another", "each", "better", "brighter", "bright",
+];
+
+/// Whether the phrase at `start` is used as a noun, not as a day.
+fn idiom(text: &str, start: usize, phrase: &str) -> bool {
+    let p = phrase.to_ascii_lowercase();
+    if !matches!(p.as_str(), "today" | "tomorrow" | "yesterday") {
+        return false;
+    }
+    let before = text[..start]
+        .trim_end()
+        .rsplit(|c: char| !(c.is_alphanumeric() || c == '\''))
+        .next()
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    NOT_A_DAY_BEFORE.contains(&before.as_str())
 }
 
 /// The words that say when an event was written and which days its relative dates name:
@@ -292,57 +295,44 @@ mod tests {
     }
 
     #[test]
-    fn relative_dates_are_written_out_against_the_day_said() {
+    fn relative_dates_are_annotated_beside_the_words_that_say_them() {
         // 8 May 2023 was a Monday.
         let said = d("2023-05-08");
         let table = [
             (
                 "I went to a support group yesterday.",
-                "I went to a support group on 7 May 2023.",
+                "I went to a support group yesterday [7 May 2023].",
             ),
             (
                 "Last week, my grandma passed away.",
-                "The week before 8 May 2023, my grandma passed away.",
+                "Last week [the week before 8 May 2023], my grandma passed away.",
             ),
             (
                 "I ran a charity race last Saturday.",
-                "I ran a charity race on Saturday 6 May 2023.",
-            ),
-            (
-                "We fly out next Friday!",
-                "We fly out on Friday 12 May 2023!",
+                "I ran a charity race last Saturday [Saturday 6 May 2023].",
             ),
             (
                 "I'm hoping to attend a conference next month.",
-                "I'm hoping to attend a conference in June 2023.",
+                "I'm hoping to attend a conference next month [June 2023].",
             ),
             (
                 "A friend made it for my 18th birthday ten years ago.",
-                "A friend made it for my 18th birthday in 2013.",
-            ),
-            (
-                "Last year I helped renovate a community center.",
-                "In 2022 I helped renovate a community center.",
-            ),
-            ("I'll come over tomorrow.", "I'll come over on 9 May 2023."),
-            (
-                "the roadtrip this past weekend was insane",
-                "the roadtrip the weekend before 8 May 2023 was insane",
+                "A friend made it for my 18th birthday ten years ago [2013].",
             ),
             (
                 "I'll be busy until tomorrow.",
-                "I'll be busy until 9 May 2023.",
-            ),
-            (
-                "I moved my desk there last month.",
-                "I moved my desk there in April 2023.",
-            ),
-            ("Three days ago I started.", "On 5 May 2023 I started."),
-            (
-                "Last Fri I took my kids to a pottery workshop.",
-                "On Friday 5 May 2023 I took my kids to a pottery workshop.",
+                "I'll be busy until tomorrow [9 May 2023].",
             ),
             ("I recently joined.", "I recently joined."),
+            // Not a day: an idiom keeps its words, with nothing added.
+            (
+                "id be drinking like theres no tomorrow",
+                "id be drinking like theres no tomorrow",
+            ),
+            (
+                "we all want a better tomorrow",
+                "we all want a better tomorrow",
+            ),
         ];
         for (input, want) in table {
             assert_eq!(rewrite(input, said), want, "{input}");
@@ -350,7 +340,7 @@ mod tests {
         // January minus a month is December of the year before.
         assert_eq!(
             rewrite("Last month was hard.", d("2023-01-10")),
-            "In December 2022 was hard."
+            "Last month [December 2022] was hard."
         );
     }
 

@@ -53,6 +53,10 @@ impl Offline {
 /// An event's sentences, each tokenised once.
 struct Sentence {
     text: String,
+    /// Taken whole: no lead-in was left out ("My sister..." over "[Again,] my sister...").
+    whole: bool,
+    /// It names a day relative to when it was said ("today", "last week").
+    relative: bool,
     tokens: BTreeSet<String>,
     prepared: measures::Prepared,
 }
@@ -68,9 +72,19 @@ fn analyse(e: &EventView) -> Analysed<'_> {
     let sentences = sentences(&e.text)
         .into_iter()
         .map(|text| {
-            let text = capitalised(lead_in(&text));
+            // Verbatim: the sentence as written, without its lead-in, letter case and all
+            // (`yesPool`, `https://...` and `components/...` stay as they are).
+            let kept = lead_in(&text);
+            let whole = kept.len() == text.trim().len();
+            let text = kept.to_string();
             let prepared = measures::Prepared::new(&text);
             Sentence {
+                whole,
+                relative: !crate::when::relatives(
+                    &text,
+                    chrono::NaiveDate::from_ymd_opt(2001, 1, 10).unwrap_or_default(),
+                )
+                .is_empty(),
                 tokens: prepared.content.clone(),
                 prepared,
                 text,
@@ -85,23 +99,82 @@ fn analyse(e: &EventView) -> Analysed<'_> {
 }
 
 /// Whether event `a` restates the sentence `unit`.
-fn supports(a: &Analysed<'_>, unit: &Sentence, entities: &[Entity]) -> bool {
-    // The cheap similarity test first: most events of a cluster fail it.
+fn supports(
+    a: &Analysed<'_>,
+    unit: &Sentence,
+    day: chrono::NaiveDate,
+    entities: &[Entity],
+) -> bool {
+    // "Today" said on another day names another day: statements said on different days
+    // are different happenings unless their words say otherwise.
+    if unit.relative && a.event.ts.date_naive() != day {
+        return false;
+    }
+    // The cheap similarity test first: most events of a cluster fail it. A restatement
+    // that names someone or something a sentence naming nobody does not ("My mum Linda
+    // loves gardening" for "my mum loves gardening") is not merged into it: the candidate
+    // would lose the name.
     a.sentences.iter().any(|s| {
         measures::set_similarity(&s.tokens, &unit.tokens) >= SUPPORT_SIMILARITY
             && measures::polarity_agrees_prepared(&s.prepared, &unit.prepared)
+            && (!entities.is_empty()
+                || (measures::entities(&s.text).is_empty() && !names_more(&s.text, &unit.text)))
     }) && entities
         .iter()
         .all(|en| measures::entity_present(en, &[a.event.text.as_str()], &a.vocab))
 }
 
-/// A sentence without its lead-in starts with a capital letter, as the sentence did.
-fn capitalised(s: &str) -> String {
-    let mut cs = s.chars();
-    match cs.next() {
-        Some(first) => first.to_uppercase().chain(cs).collect(),
-        None => String::new(),
-    }
+/// Words that open a sentence in capitals without naming anyone.
+const OPENERS: &[&str] = &[
+    "i",
+    "the",
+    "a",
+    "an",
+    "this",
+    "that",
+    "these",
+    "those",
+    "it",
+    "we",
+    "my",
+    "our",
+    "your",
+    "yes",
+    "no",
+    "so",
+    "and",
+    "but",
+    "also",
+    "again",
+    "today",
+    "yesterday",
+    "tomorrow",
+    "note",
+    "honestly",
+    "please",
+    "as",
+    "then",
+    "now",
+    "there",
+    "here",
+    "he",
+    "she",
+    "they",
+];
+
+/// Whether `s` names someone or something (a capitalised word, even the first, that is
+/// not a common opener) that `unit` does not say at all.
+fn names_more(s: &str, unit: &str) -> bool {
+    let unit_words: HashSet<String> = unit
+        .split(|c: char| !c.is_alphanumeric())
+        .map(str::to_lowercase)
+        .collect();
+    s.split(|c: char| !c.is_alphanumeric()).any(|w| {
+        w.chars().count() >= 2
+            && w.chars().next().is_some_and(char::is_uppercase)
+            && !OPENERS.contains(&w.to_lowercase().as_str())
+            && !unit_words.contains(&w.to_lowercase())
+    })
 }
 
 /// Actors that are the person the memory belongs to: their sentences are quoted as they
@@ -131,11 +204,11 @@ pub fn own_words(
     let want = measures::content_tokens(candidate);
     let mut best: Option<(usize, std::cmp::Reverse<usize>, Proposal)> = None;
     for e in cited {
-        if e.trust != crate::event::Trust::Owner || e.recalled || e.kind.starts_with("tool_") {
+        if !e.is_owner_statement() {
             continue;
         }
         for s in sentences(&e.text) {
-            let s = capitalised(lead_in(&s));
+            let s = lead_in(&s).to_string();
             if !worth_keeping_once(&s) {
                 continue;
             }
@@ -192,7 +265,7 @@ impl Offline {
         }
         let mut units: Vec<Unit> = Vec::new();
         for (i, a) in analysed.iter().enumerate() {
-            if a.event.trust != crate::event::Trust::Owner || a.event.kind.starts_with("tool_") {
+            if !a.event.is_owner_statement() {
                 continue;
             }
             for (j, unit) in a.sentences.iter().enumerate() {
@@ -206,11 +279,17 @@ impl Offline {
                 let support: Vec<usize> = analysed
                     .iter()
                     .enumerate()
-                    .filter(|(_, b)| supports(b, unit, &entities))
+                    .filter(|(_, b)| supports(b, unit, a.event.ts.date_naive(), &entities))
                     .map(|(k, _)| k)
                     .collect();
                 let once = self.singles && a.event.new && worth_keeping_once(&unit.text);
-                if (support.len() >= self.min_points || once)
+                // Only the owner's statements count toward the cluster's floor; agents' and
+                // tools' restatements are cited as context.
+                let owners = support
+                    .iter()
+                    .filter(|&&k| analysed[k].event.is_owner_statement())
+                    .count();
+                if (owners >= self.min_points || once)
                     && support.iter().any(|&k| analysed[k].event.new)
                 {
                     units.push(Unit {
@@ -225,6 +304,7 @@ impl Offline {
         let mut used = vec![false; analysed.len()];
         let mut candidates: Vec<Proposal> = Vec::new();
         let mut taken: Vec<BTreeSet<String>> = Vec::new();
+        let mut days_taken: HashSet<(BTreeSet<String>, chrono::NaiveDate)> = HashSet::new();
         // Restated sentences first, most supported first; each event supports one.
         loop {
             // Most supporting events, then most sessions, then an owner among them, then
@@ -237,6 +317,7 @@ impl Offline {
                 bool,
                 std::cmp::Reverse<usize>,
                 std::cmp::Reverse<usize>,
+                bool,
             );
             let mut best: Option<(usize, usize, Vec<usize>, Score)> = None;
             for u in &units {
@@ -245,24 +326,25 @@ impl Offline {
                 }
                 let unit = &analysed[u.event].sentences[u.sentence];
                 let support: Vec<usize> = u.support.iter().copied().filter(|&k| !used[k]).collect();
-                if support.len() < self.min_points
-                    || !support.iter().any(|&k| analysed[k].event.new)
-                {
+                let owners = support
+                    .iter()
+                    .filter(|&&k| analysed[k].event.is_owner_statement())
+                    .count();
+                if owners < self.min_points || !support.iter().any(|&k| analysed[k].event.new) {
                     continue;
                 }
                 let sessions: HashSet<&str> = support
                     .iter()
                     .map(|&k| analysed[k].event.session.as_str())
                     .collect();
-                let owner = support
-                    .iter()
-                    .any(|&k| analysed[k].event.trust == crate::event::Trust::Owner);
+                let owner = owners > 0;
                 let score = (
-                    support.len(),
+                    owners,
                     sessions.len(),
                     owner,
                     std::cmp::Reverse(unit.tokens.len()),
                     std::cmp::Reverse(unit.text.chars().count()),
+                    unit.whole,
                 );
                 if best.as_ref().is_none_or(|b| score > b.3) {
                     best = Some((u.event, u.sentence, support, score));
@@ -283,11 +365,19 @@ impl Offline {
         // sentence (it is a restatement of that candidate, not news of its own).
         for u in units.iter().filter(|u| u.once) {
             let unit = &analysed[u.event].sentences[u.sentence];
-            if taken.iter().any(|t| {
-                let similarity = measures::set_similarity(t, &unit.tokens);
-                similarity >= self.duplicate_similarity
-                    || (used[u.event] && similarity >= SUPPORT_SIMILARITY)
-            }) {
+            let day = analysed[u.event].event.ts.date_naive();
+            // A sentence that names a day relative to its own ("today") said on another
+            // day is another happening, not the same one again.
+            if unit.relative && !days_taken.insert((unit.tokens.clone(), day)) {
+                continue;
+            }
+            if !unit.relative
+                && taken.iter().any(|t| {
+                    let similarity = measures::set_similarity(t, &unit.tokens);
+                    similarity >= self.duplicate_similarity
+                        || (used[u.event] && similarity >= SUPPORT_SIMILARITY)
+                })
+            {
                 continue;
             }
             candidates.push(self.proposal(&analysed, u.event, u.sentence, &[u.event]));
@@ -308,12 +398,14 @@ impl Offline {
         let independent: HashSet<(String, chrono::NaiveDate)> = support
             .iter()
             .map(|&k| analysed[k].event)
-            .filter(|e| e.trust.can_establish())
+            .filter(|e| e.is_owner_statement())
             .map(|e| (e.session.clone(), e.ts.date_naive()))
             .collect();
         let days: HashSet<chrono::NaiveDate> = support
             .iter()
-            .map(|&k| analysed[k].event.ts.date_naive())
+            .map(|&k| analysed[k].event)
+            .filter(|e| e.is_owner_statement())
+            .map(|e| e.ts.date_naive())
             .collect();
         let (category, block) = classify(&unit.text);
         let reason = if support.len() == 1 {
@@ -323,9 +415,12 @@ impl Offline {
             )
         } else {
             format!(
-                "sentence taken verbatim from {}; restated by {} events in {} independent session-days over {} days",
+                "sentence taken verbatim from {}; restated by {} statements of the owner's in {} independent session-days over {} days",
                 analysed[i].event.id,
-                support.len(),
+                support
+                    .iter()
+                    .filter(|&&k| analysed[k].event.is_owner_statement())
+                    .count(),
                 independent.len(),
                 days.len()
             )
