@@ -267,6 +267,25 @@ fn apply_fact(
     let mut superseded = None;
     if let Some(old_id) = &card.supersedes {
         match memory.remove(old_id) {
+            // An episode said again and accepted into a durable block was not wrong: it
+            // graduated, and stays true for its day.
+            Some((Block::Episodes, old)) => {
+                superseded = Some(format!(
+                    "graduated {old_id}  {:?} -- said again, now {id}",
+                    excerpt(&old.text, 100)
+                ));
+                archive_push(
+                    archive,
+                    &Archived {
+                        block: Block::Episodes,
+                        archived: today,
+                        why: "graduated".into(),
+                        reason: format!("said again and accepted as {id}: {}", excerpt(text, 120)),
+                        policy: id.clone(),
+                        fact: old,
+                    },
+                );
+            }
             Some((old_block, mut old)) => {
                 let start = first.max(old.first_seen);
                 old.valid_to = Some(start);
@@ -393,8 +412,10 @@ pub fn undo_fact(
     let superseded = archive
         .facts()
         .filter(|f| {
-            f.extra.get("why").map(String::as_str) == Some("superseded")
-                && f.extra.get("policy").map(String::as_str) == Some(fact_id)
+            matches!(
+                f.extra.get("why").map(String::as_str),
+                Some("superseded" | "graduated")
+            ) && f.extra.get("policy").map(String::as_str) == Some(fact_id)
         })
         .last()
         .map(|f| f.id.clone());
@@ -407,7 +428,10 @@ pub fn undo_fact(
             let entry = archive
                 .remove_where(|f| {
                     f.id == old_id
-                        && f.extra.get("why").map(String::as_str) == Some("superseded")
+                        && matches!(
+                            f.extra.get("why").map(String::as_str),
+                            Some("superseded" | "graduated")
+                        )
                         && f.extra.get("policy").map(String::as_str) == Some(fact_id)
                 })
                 .expect("found above");

@@ -615,6 +615,22 @@ pub fn route(
             judge,
             gates,
         )
+    } else if !all.is_empty() && m.support >= 2 && g.block != Block::Episodes {
+        // Said by the owner twice or more, yet short of the durable rule: two statements
+        // are not enough to skip the person, and more than a single mention is not an
+        // episode. A person decides.
+        (
+            Outcome::Queue {
+                reason: format!(
+                    "said {} times by the owner but short of the durable rule: {}",
+                    m.support,
+                    all.join("; ")
+                ),
+                supersedes: contradicts,
+            },
+            judge,
+            gates,
+        )
     } else if !all.is_empty() {
         (
             Outcome::Episode {
@@ -685,11 +701,13 @@ mod tests {
             route(&gated(3, 2, 0.9, 1.0), &[], None, &c).0,
             Outcome::Promote
         );
+        // Said twice but short of the durable rule: a person decides, not the episodes.
         let (o, _, _) = route(&gated(2, 1, 0.9, 1.0), &[], None, &c);
         assert_eq!(
             o,
-            Outcome::Episode {
-                reason: "kept as an episode until it is said again: support 2 < min_support 3; days 1 < min_days 2".into(),
+            Outcome::Queue {
+                reason: "said 2 times by the owner but short of the durable rule: support 2 < min_support 3; days 1 < min_days 2".into(),
+                supersedes: None,
             }
         );
         // A single mention, at the confidence one event gives.
