@@ -738,6 +738,64 @@ pub enum EvalCommand {
     /// is the default one, or that of --config, or --embedder: measure a local Ollama
     /// model with a --config that sets embed.provider = "openai".
     Pairs(EvalPairsArgs),
+
+    /// Replay real Claude Code and Codex transcripts one evening cycle per day and show
+    /// every line memory kept, with what it cites.
+    ///
+    /// The files (or the *.jsonl files under the folders) are played forward the way a
+    /// timer reads a live transcript: each day's lines are appended to a copy that an
+    /// `[[inbox.sources]]` entry of a fresh repository points at, and one evening cycle
+    /// runs at that day's evening, with the default configuration or the keys of
+    /// --config. Printed: the events stored by kind (the person's prose `message`, their
+    /// `paste`s, harness-`injected` text, slash `command`s, the agent's and the tools'
+    /// events), then each durable fact, episode and pending card with the kinds of event
+    /// it cites. Exits 1 when a fact or episode cites no statement of the owner's, or is
+    /// not a verbatim span of one (its words, letter case and identifiers as written).
+    Sessions(EvalSessionsArgs),
+
+    /// Measure how well a person's turns are split into their own prose, what they
+    /// pasted, what the harness injected and slash commands, on labelled turns.
+    ///
+    /// Only the prose may become memory in the person's voice, so its precision (of the
+    /// lines taken for prose, the share that are) matters most. Without PATH the shipped
+    /// dev sets are measured (fixtures/devsets/). A set is plain text: `=== id` opens a
+    /// turn, then one `L| line` per line with L one of P (prose), S (pasted), I
+    /// (injected), C (command), and `|` for a blank line.
+    Turns(EvalTurnsArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct EvalTurnsArgs {
+    /// Labelled dev sets in the text format above.
+    #[arg(value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
+
+    /// Also list every line given the wrong kind.
+    #[arg(long)]
+    pub wrong: bool,
+
+    /// Print one JSON object on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct EvalSessionsArgs {
+    /// Transcript files or folders of them (Claude Code session files, Codex rollouts).
+    #[arg(value_name = "PATH", required = true)]
+    pub paths: Vec<PathBuf>,
+
+    /// A dream.toml whose keys replace the defaults in the replay repository.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+
+    /// Keep the replay repository here to inspect it (the folder is replaced).
+    #[arg(long, value_name = "DIR")]
+    pub keep: Option<PathBuf>,
+
+    /// Print one JSON object on stdout.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

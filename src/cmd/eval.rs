@@ -1,5 +1,6 @@
 //! `dream eval locomo PATH`: replay a LoCoMo file and print the quality figures;
-//! `dream eval pairs [PATH]`: measure the embedder on labelled sentence pairs.
+//! `dream eval pairs [PATH]`: measure the embedder on labelled sentence pairs;
+//! `dream eval sessions PATH...`: replay real transcripts and read back what memory kept.
 
 use crate::cli::{EvalCommand, Global};
 use crate::error::{Context, Error, Result, EXIT_OK};
@@ -30,6 +31,60 @@ pub fn run(g: &Global, a: &EvalCommand) -> Result<i32> {
                     "{} of {} facts and episodes are not fully traceable to the events they cite; traceability must be 100%",
                     memory - c.traceable_facts,
                     memory
+                )));
+            }
+        }
+        EvalCommand::Turns(a) => {
+            let sets: Vec<(String, String)> = if a.paths.is_empty() {
+                eval::turns::SHIPPED
+                    .iter()
+                    .map(|(n, t)| (n.to_string(), t.to_string()))
+                    .collect()
+            } else {
+                a.paths
+                    .iter()
+                    .map(|p| {
+                        let p = super::absolute(&cwd, p);
+                        std::fs::read_to_string(&p)
+                            .context(|| format!("reading {}", p.display()))
+                            .map(|t| (p.display().to_string(), t))
+                    })
+                    .collect::<Result<_>>()?
+            };
+            let mut all = serde_json::Map::new();
+            for (name, text) in &sets {
+                let scores =
+                    eval::turns::measure(text).map_err(|e| Error::Input(format!("{name}: {e}")))?;
+                if a.json {
+                    all.insert(
+                        name.clone(),
+                        serde_json::to_value(&scores).unwrap_or_default(),
+                    );
+                } else {
+                    print!("{}", eval::turns::render(name, &scores, a.wrong));
+                }
+            }
+            if a.json {
+                super::print_json(&all)?;
+            }
+        }
+        EvalCommand::Sessions(a) => {
+            let opts = Options {
+                config: a.config.as_deref().map(|p| super::absolute(&cwd, p)),
+                keep: a.keep.as_deref().map(|p| super::absolute(&cwd, p)),
+                ..Options::default()
+            };
+            let paths: Vec<_> = a.paths.iter().map(|p| super::absolute(&cwd, p)).collect();
+            let report = eval::sessions::run_sessions(&paths, &opts)?;
+            if a.json {
+                super::print_json(&report)?;
+            } else {
+                print!("{}", eval::sessions::render(&report));
+            }
+            if report.not_verbatim > 0 || report.without_owner > 0 {
+                return Err(Error::Other(format!(
+                    "{} facts and episodes are not a verbatim span of an owner's statement they cite, {} cite none",
+                    report.not_verbatim, report.without_owner
                 )));
             }
         }

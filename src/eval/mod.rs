@@ -9,6 +9,8 @@
 
 pub mod locomo;
 pub mod pairs;
+pub mod sessions;
+pub mod turns;
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
