@@ -18,6 +18,19 @@ fn repo_with_facts() -> Env {
     let env = Env::new();
     env.init();
     env.add_sample_events();
+    // Two things said once, specific: the episodes (what the sample says twice is a card).
+    env.write_inbox(
+        "singles.jsonl",
+        &(crate::util::event(
+            "2026-11-03T11:00:00Z",
+            "2026-11-03-x",
+            "My dentist appointment moved to Thursday 19 November.",
+        ) + &crate::util::event(
+            "2026-11-04T10:00:00Z",
+            "2026-11-04-x",
+            "I booked the team offsite in Porto for 12 March.",
+        )),
+    );
     env.run_cycle(SAMPLE_NOW);
     assert!(env.facts().len() >= 4, "{:?}", env.facts());
     env
@@ -108,15 +121,18 @@ fn context_is_ranked_within_its_budget_and_says_what_it_left_out() {
     assert!(md.starts_with(MARKER_LINE), "{md}");
     assert!(md.contains("## Durable facts"), "{md}");
     assert!(estimate_tokens(&md) <= 2000);
-    // The sample's two single-day statements are episodes, shown dated after the durable
-    // facts (nothing waits for the person).
+    // What was said once is an episode, shown dated after the durable facts; what the
+    // sample says twice waits for the person as a card.
     assert!(
         md.contains(
-            "## Recent episodes\n- 4 November 2026: My daughter Lina starts school in September. ["
-        ) && md.contains("- 3 November 2026: I am allergic to peanuts and shellfish. ["),
+            "## Recent episodes\n- 4 November 2026: I booked the team offsite in Porto for 12 March. ["
+        ) && md.contains("- 3 November 2026: My dentist appointment moved to Thursday 19 November. ["),
         "{md}"
     );
-    assert!(!md.contains("Waiting for the person"), "{md}");
+    assert!(
+        md.contains("Waiting for the person: 2 review cards"),
+        "{md}"
+    );
 
     let small = stdout(&env.dream(&["context", "--budget", "300", "--now", SAMPLE_NOW]));
     assert!(
@@ -136,10 +152,12 @@ fn context_is_ranked_within_its_budget_and_says_what_it_left_out() {
     .unwrap();
     assert_eq!(json["marker"], "dream:recalled");
     assert_eq!(json["facts"].as_array().unwrap().len(), env.facts().len());
+    // Durable facts by rank; the episodes after them, last seen first.
     let ranks: Vec<f64> = json["facts"]
         .as_array()
         .unwrap()
         .iter()
+        .filter(|f| f["block"] != "episodes")
         .map(|f| f["rank"].as_f64().unwrap())
         .collect();
     assert!(ranks.windows(2).all(|w| w[0] >= w[1]), "ranked: {ranks:?}");
@@ -705,8 +723,7 @@ fn unused_facts_are_retired_only_when_asked_recorded_as_their_policy_and_verifie
     };
     env.write_inbox("later.jsonl", &later(25, "w1"));
     env.run_cycle("2026-11-26T21:00:00Z");
-    // The five durable facts and the sample's two episodes; the weather is status, never
-    // kept.
+    // The five durable facts and the two episodes; the weather is status, never kept.
     assert_eq!(env.facts().len(), 7, "{:?}", env.facts());
 
     // With unused_after_days = 10 (and preferences no longer protected): the TypeScript

@@ -659,8 +659,12 @@ fn a_server_that_refuses_json_mode_is_asked_without_it_from_then_on() {
             ("DREAM_LLM_MAX_TOKENS", "256"),
         ],
     );
-    assert_eq!(routes(&report), (1, 0, 0, 0), "{report}");
-    assert_eq!(count(&report, "episodes"), 1, "said twice: an episode");
+    assert_eq!(routes(&report), (1, 1, 0, 0), "{report}");
+    assert_eq!(
+        count(&report, "episodes"),
+        0,
+        "said twice, short of the durable rule: a card, not an episode"
+    );
     let calls = fake.calls("reflect");
     let modes: Vec<(bool, u16)> = calls.iter().map(|c| (c.json_mode, c.status)).collect();
     assert_eq!(

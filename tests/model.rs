@@ -386,8 +386,8 @@ fn a_missing_block_takes_the_block_of_its_category_and_explain_names_every_faile
     let text = stdout(&out);
     for want in [
         "failed: cites no supporting event",
-        "failed: support 0 is below the floor of 2 distinct events",
-        "failed: no owner's or agent's event supports it",
+        "failed: support 0 is below the floor of 2 distinct owner statements",
+        "failed: no statement of the owner's supports it",
         "failed: invented name \"Porto\", number \"3\"",
         "ids           none cited",
     ] {

@@ -15,6 +15,7 @@ mod llm;
 mod measure;
 mod model;
 mod ops;
+mod owner_words;
 mod passes;
 mod review;
 mod robust;
