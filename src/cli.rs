@@ -390,9 +390,10 @@ pub struct RunArgs {
 /// events/ingest-<date>.jsonl; invalid ones are listed with their line number and reason,
 /// and the exit code is 1 when there were any.
 ///
-/// With --format claude-code or codex, reads an agent's transcripts instead (files, or
-/// folders searched for *.jsonl), turns them into events as docs/sources.md describes, and
-/// appends those. To read them every cycle instead, add an [[inbox.sources]] entry to
+/// With --format claude-code, codex, gemini, opencode or copilot, reads an agent's
+/// transcripts instead (files, or folders searched for the files that format reads; any
+/// other file there is named as not read), turns them into events as docs/sources.md
+/// describes, and appends those. opencode's database is only ever opened read-only. To read them every cycle instead, add an [[inbox.sources]] entry to
 /// dream.toml.
 #[derive(Debug, Args)]
 #[command(after_long_help = INGEST_EXAMPLES)]
@@ -401,7 +402,7 @@ pub struct IngestArgs {
     #[arg(value_name = "PATH")]
     pub files: Vec<PathBuf>,
 
-    /// What the input is: dream's own events, Claude Code sessions, or Codex rollouts.
+    /// What the input is: dream's own events, or one agent's sessions.
     #[arg(long, value_parser = format(), default_value = "jsonl")]
     pub format: Format,
 
@@ -416,6 +417,9 @@ Examples:
   dream ingest --format claude-code ~/.claude/projects   every Claude Code session, once
   dream ingest --format codex --dry-run ~/.codex/sessions/2026/11
                                                          what would be read, writing nothing
+  dream ingest --format gemini ~/.gemini/tmp             Gemini CLI (.json and .jsonl chats)
+  dream ingest --format opencode ~/.local/share/opencode/opencode.db
+  dream ingest --format copilot ~/.copilot/session-state
 
 Every cycle instead, in dream.toml:
   [[inbox.sources]]
@@ -1030,6 +1034,15 @@ fn format() -> impl TypedValueParser<Value = Format> {
                 "Claude Code session files (~/.claude/projects/<project>/*.jsonl)"
             }
             Format::Codex => "Codex rollout files (~/.codex/sessions/YYYY/MM/DD/*.jsonl)",
+            Format::Gemini => {
+                "Gemini CLI sessions (~/.gemini/tmp/<project>/chats/*.json and *.jsonl)"
+            }
+            Format::Opencode => {
+                "opencode's SQLite database (~/.local/share/opencode/opencode.db), read-only"
+            }
+            Format::Copilot => {
+                "GitHub Copilot CLI sessions (~/.copilot/session-state/<id>/events.jsonl)"
+            }
         })
     }))
     // Only listed names reach `map`, and every listed name parses.

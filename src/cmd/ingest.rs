@@ -179,11 +179,7 @@ fn read_stdin(max: usize, out: &mut Out) -> Result<usize> {
 }
 
 fn default_folder(format: Format) -> &'static str {
-    match format {
-        Format::ClaudeCode => "~/.claude/projects",
-        Format::Codex => "~/.codex/sessions",
-        Format::Jsonl => "events.jsonl",
-    }
+    format.default_path()
 }
 
 fn print_summary(
