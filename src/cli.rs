@@ -252,6 +252,12 @@ pub enum HooksAction {
 pub enum Harness {
     ClaudeCode,
     Codex,
+    /// Gemini CLI: a block in ~/.gemini/GEMINI.md.
+    Gemini,
+    /// opencode: a block in ~/.config/opencode/AGENTS.md.
+    Opencode,
+    /// GitHub Copilot CLI: a block in ~/.copilot/copilot-instructions.md.
+    Copilot,
 }
 
 impl Harness {
@@ -259,8 +265,19 @@ impl Harness {
         match self {
             Harness::ClaudeCode => "claude-code",
             Harness::Codex => "codex",
+            Harness::Gemini => "gemini",
+            Harness::Opencode => "opencode",
+            Harness::Copilot => "copilot",
         }
     }
+
+    pub const ALL: [Harness; 5] = [
+        Harness::ClaudeCode,
+        Harness::Codex,
+        Harness::Gemini,
+        Harness::Opencode,
+        Harness::Copilot,
+    ];
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -359,8 +359,36 @@ fn sources_checks(root: &Path, config: &Config, checks: &mut Vec<Check>) {
                 format!("{} cannot be read: {e}", path.display()),
                 format!("make {} readable for this user", path.display()),
             )),
-            Ok(_) => match crate::edges::sources::list(&path, &s.include, &s.exclude) {
-                Ok(files) => {
+            Ok(_) => match Ok::<_, crate::error::Error>(crate::edges::sources::list_all(
+                &path, s.format, &s.include, &s.exclude,
+            )) {
+                Ok(listing) => {
+                    let files = listing.files;
+                    if !listing.skipped.is_empty() {
+                        let named: Vec<String> = listing
+                            .skipped
+                            .iter()
+                            .take(3)
+                            .map(|(p, why)| format!("{} ({why})", p.display()))
+                            .collect();
+                        checks.push(warn(
+                            &name,
+                            format!(
+                                "{} entries under {} are not read: {}{}",
+                                listing.skipped.len(),
+                                s.path,
+                                named.join("; "),
+                                if listing.skipped.len() > 3 { "; ..." } else { "" }
+                            ),
+                            format!(
+                                "a {} source reads {}: is `format` right for this folder? (`dream ingest --format {} --dry-run {}` lists them all)",
+                                s.format.as_str(),
+                                crate::edges::sources::reads_what(s.format),
+                                s.format.as_str(),
+                                s.path
+                            ),
+                        ));
+                    }
                     readable_sources += 1;
                     let unreadable = files.iter().find(|f| std::fs::File::open(f).is_err());
                     match unreadable {

@@ -17,6 +17,12 @@
 //! version and surface, needs no trust review (Codex asks a person to trust each
 //! non-managed hook before it runs), and is re-sent with every turn; each cycle refreshes
 //! the block.
+//!
+//! Gemini CLI, opencode and GitHub Copilot CLI get the same managed block in the file each
+//! reads as the user's own instructions at every session: `~/.gemini/GEMINI.md`
+//! (`$GEMINI_CLI_HOME/.gemini`), `~/.config/opencode/AGENTS.md` (`$XDG_CONFIG_HOME`) and
+//! `~/.copilot/copilot-instructions.md` (`$COPILOT_HOME`). A context file works in every
+//! version of each, needs no hook trust, and the cycle refreshes it like Codex's.
 
 use std::path::{Path, PathBuf};
 
@@ -36,6 +42,14 @@ pub struct Home {
     pub claude: PathBuf,
     /// `$CODEX_HOME`, else `~/.codex`.
     pub codex: PathBuf,
+    /// `$GEMINI_CLI_HOME/.gemini`, else `~/.gemini`.
+    pub gemini: PathBuf,
+    /// opencode's config folder: `$XDG_CONFIG_HOME/opencode`, else `~/.config/opencode`.
+    pub opencode_config: PathBuf,
+    /// opencode's data folder: `$XDG_DATA_HOME/opencode`, else `~/.local/share/opencode`.
+    pub opencode_data: PathBuf,
+    /// `$COPILOT_HOME`, else `~/.copilot`.
+    pub copilot: PathBuf,
 }
 
 impl Home {
@@ -54,9 +68,20 @@ impl Home {
                 .map(PathBuf::from)
                 .unwrap_or_else(|| home.join(default))
         };
+        let under = |var: &str, default: &str, name: &str| {
+            std::env::var_os(var)
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+                .unwrap_or_else(|| home.join(default))
+                .join(name)
+        };
         Ok(Home {
             claude: dir("CLAUDE_CONFIG_DIR", ".claude"),
             codex: dir("CODEX_HOME", ".codex"),
+            gemini: under("GEMINI_CLI_HOME", "", ".gemini"),
+            opencode_config: under("XDG_CONFIG_HOME", ".config", "opencode"),
+            opencode_data: under("XDG_DATA_HOME", ".local/share", "opencode"),
+            copilot: dir("COPILOT_HOME", ".copilot"),
         })
     }
 
@@ -72,11 +97,26 @@ impl Home {
         self.codex.join("AGENTS.md")
     }
 
+    /// The instructions file a harness reads at every session, where dream keeps a
+    /// managed block (every harness but Claude Code).
+    pub fn block_file(&self, h: Harness) -> Option<PathBuf> {
+        match h {
+            Harness::ClaudeCode => None,
+            Harness::Codex => Some(self.agents_md()),
+            Harness::Gemini => Some(self.gemini.join("GEMINI.md")),
+            Harness::Opencode => Some(self.opencode_config.join("AGENTS.md")),
+            Harness::Copilot => Some(self.copilot.join("copilot-instructions.md")),
+        }
+    }
+
     /// The transcripts folder of a harness, as dream.toml should name it.
     fn transcripts(&self, h: Harness) -> PathBuf {
         match h {
             Harness::ClaudeCode => self.claude.join("projects"),
             Harness::Codex => self.codex.join("sessions"),
+            Harness::Gemini => self.gemini.join("tmp"),
+            Harness::Opencode => self.opencode_data.join("opencode.db"),
+            Harness::Copilot => self.copilot.join("session-state"),
         }
     }
 }
@@ -150,10 +190,13 @@ pub fn hook_command(exe: &Path, root: &Path) -> String {
     )
 }
 
-fn codex_note(root: &Path) -> String {
+/// The marker line's note of a managed block: the repository it comes from, and how to
+/// take it out.
+fn block_note(h: Harness, root: &Path) -> String {
     format!(
-        "repo={} (managed by `dream hooks`: each cycle refreshes it; `dream hooks uninstall codex` removes it)",
-        root.display()
+        "repo={} (managed by `dream hooks`: each cycle refreshes it; `dream hooks uninstall {}` removes it)",
+        root.display(),
+        h.as_str()
     )
 }
 
@@ -208,12 +251,12 @@ fn planned_install(
                 edit::block_install(before.as_deref(), &edit::block(&claude_note(root), &body));
             (path, "an @ import of the context file", after)
         }
-        (Harness::Codex, _) => {
-            let path = home.agents_md();
+        (h, _) => {
+            let path = home.block_file(h).unwrap_or_else(|| home.agents_md());
             let before = read_opt(&path)?;
             let after = edit::block_install(
                 before.as_deref(),
-                &edit::block(&codex_note(root), context_text),
+                &edit::block(&block_note(h, root), context_text),
             );
             (path, "a block holding the context", after)
         }
@@ -422,6 +465,15 @@ pub fn install(
         (Harness::Codex, _) => notes.push(
             "Codex reads the block from AGENTS.md at every session; each cycle refreshes it".into(),
         ),
+        (Harness::Gemini, _) => notes.push(
+            "Gemini CLI reads the block from GEMINI.md at every session (`/memory show` shows it); each cycle refreshes it".into(),
+        ),
+        (Harness::Opencode, _) => notes.push(
+            "opencode reads the block from its global AGENTS.md at every session; each cycle refreshes it".into(),
+        ),
+        (Harness::Copilot, _) => notes.push(
+            "Copilot CLI reads the block from copilot-instructions.md at every session; each cycle refreshes it".into(),
+        ),
     }
     Ok(Outcome {
         harness: h.as_str(),
@@ -436,7 +488,7 @@ pub fn uninstall(h: Harness, root: &Path, home: &Home, dry_run: bool) -> Result<
     let mut notes = Vec::new();
     let targets: Vec<PathBuf> = match h {
         Harness::ClaudeCode => vec![home.settings(), home.claude_md()],
-        Harness::Codex => vec![home.agents_md()],
+        h => home.block_file(h).into_iter().collect(),
     };
     for path in targets {
         let Some(before) = read_opt(&path)? else {
@@ -580,15 +632,16 @@ pub fn status(h: Harness, root: Option<&Path>, home: &Home) -> Result<Status> {
                 }
             }
         }
-        Harness::Codex => {
-            if let Some(t) = read_opt(&home.agents_md())? {
+        h => {
+            let file = home.block_file(h).unwrap_or_else(|| home.agents_md());
+            if let Some(t) = read_opt(&file)? {
                 if edit::block_body(&t).is_some() {
-                    methods.push(format!("block in {}", home.agents_md().display()));
+                    methods.push(format!("block in {}", file.display()));
                     repos.extend(block_repo(&t));
                 }
             }
-            if backup_path(&home.agents_md()).exists() {
-                backups.push(backup_path(&home.agents_md()));
+            if backup_path(&file).exists() {
+                backups.push(backup_path(&file));
             }
         }
     }
@@ -610,20 +663,30 @@ pub fn status(h: Harness, root: Option<&Path>, home: &Home) -> Result<Status> {
     })
 }
 
-/// The cycle's refresh of the Codex block for this repository (see `stages::context`).
+/// The cycle's refresh of the managed blocks (Codex, Gemini CLI, opencode, Copilot CLI) that
+/// hold this repository's context (see `stages::context`).
 pub fn refresh_codex_block(root: &Path, context_text: &str) -> Result<()> {
     let home = match Home::from_env() {
         Ok(h) => h,
         Err(_) => return Ok(()),
     };
-    let path = home.agents_md();
+    for h in Harness::ALL {
+        refresh_block(&home, h, root, context_text)?;
+    }
+    Ok(())
+}
+
+fn refresh_block(home: &Home, h: Harness, root: &Path, context_text: &str) -> Result<()> {
+    let Some(path) = home.block_file(h) else {
+        return Ok(());
+    };
     let Some(text) = read_opt(&path)? else {
         return Ok(());
     };
     // Install names the repository by its canonical path.
     let canonical = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
     let root = canonical.as_path();
-    let note = codex_note(root);
+    let note = block_note(h, root);
     let ours = text.lines().any(|l| {
         l.starts_with(edit::BLOCK_BEGIN) && l.contains(&format!("repo={} ", root.display()))
     });

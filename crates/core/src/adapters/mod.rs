@@ -88,7 +88,7 @@ impl Format {
         match self {
             Format::Jsonl | Format::ClaudeCode | Format::Codex => ext == "jsonl",
             Format::Gemini => gemini::session_file(rel),
-            Format::Copilot => rel.file_name().is_some_and(|n| n == "events.jsonl"),
+            Format::Copilot => ext == "jsonl",
             Format::Opencode => ext == "db",
         }
     }
