@@ -90,10 +90,10 @@ pub fn read(
             r.path.display()
         ))
     })?;
-    let mut rows = stmt.query([since as i64]).context(|| what())?;
+    let mut rows = stmt.query([since as i64]).context(what)?;
     let mut newest = since;
     let mut n = 0u64;
-    while let Some(row) = rows.next().context(|| what())? {
+    while let Some(row) = rows.next().context(what)? {
         n += 1;
         let text = |i: usize| row.get::<_, Option<String>>(i).ok().flatten();
         let updated = row.get::<_, Option<i64>>(8).ok().flatten().unwrap_or(0);

@@ -178,11 +178,13 @@ pub fn map(row: Value, ctx: &mut FileCtx, counts: &mut Counts) -> Vec<Draft> {
     }
 }
 
-fn tool(
-    part: &Value,
-    base: &dyn Fn(&str, &'static str, String, (&'static str, Trust)) -> Draft,
-    counts: &mut Counts,
-) -> Vec<Draft> {
+/// Who wrote an event: its actor and trust.
+type Who = (&'static str, Trust);
+
+/// A draft of this row's part: its id part, kind, text and author.
+type Base<'a> = dyn Fn(&str, &'static str, String, Who) -> Draft + 'a;
+
+fn tool(part: &Value, base: &Base<'_>, counts: &mut Counts) -> Vec<Draft> {
     let name = str_of(part, "tool").unwrap_or("tool");
     let call_id = str_of(part, "callID").unwrap_or_default().to_string();
     let empty = Value::Null;
