@@ -215,7 +215,12 @@ pub enum ContextFormat {
 ///
 /// codex: a block between dream's markers in ~/.codex/AGENTS.md (or $CODEX_HOME), holding
 /// the context; each cycle refreshes the block's contents. AGENTS.md is read by every Codex
-/// version and surface without a trust prompt.
+/// version and surface without a trust prompt. `--method hook` instead adds a SessionStart
+/// hook to ~/.codex/hooks.json (Codex versions with hooks; Codex asks you to trust it once).
+///
+/// gemini, opencode, copilot: the same managed block in the file each reads as your own
+/// instructions at every session: ~/.gemini/GEMINI.md, ~/.config/opencode/AGENTS.md,
+/// ~/.copilot/copilot-instructions.md.
 ///
 /// Both also add the harness's transcripts as an [[inbox.sources]] entry of dream.toml, so
 /// each cycle reads your sessions. Everything else in those files is left exactly as it
@@ -235,6 +240,8 @@ Examples:
   dream hooks install claude-code --repo ~/memory
   dream hooks install claude-code --method import
   dream hooks install codex --repo ~/memory
+  dream hooks install codex --method hook     a SessionStart hook instead of the block
+  dream hooks install gemini                  (also opencode, copilot)
   dream hooks status
   dream hooks uninstall claude-code";
 
@@ -282,10 +289,13 @@ impl Harness {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum HookMethod {
-    /// Claude Code: a SessionStart hook (the default).
+    /// Claude Code (its default), or Codex: a SessionStart hook.
     Hook,
     /// Claude Code: an `@` import of CONTEXT.md in CLAUDE.md.
     Import,
+    /// Codex, Gemini CLI, opencode, Copilot CLI (their default): a managed block in the
+    /// agent's instructions file.
+    Block,
 }
 
 #[derive(Debug, Args)]
@@ -304,9 +314,11 @@ pub struct HooksInstallArgs {
     #[command(flatten)]
     pub target: HooksTarget,
 
-    /// How Claude Code gets the context (codex always uses its AGENTS.md block).
-    #[arg(long, value_enum, default_value_t = HookMethod::Hook)]
-    pub method: HookMethod,
+    /// How the agent gets the context: Claude Code a SessionStart hook by default (or an
+    /// import); the others a managed block by default; Codex also takes `hook`, a
+    /// SessionStart hook in ~/.codex/hooks.json (Codex asks you to trust it once).
+    #[arg(long, value_enum)]
+    pub method: Option<HookMethod>,
 }
 
 #[derive(Debug, Args)]

@@ -223,3 +223,74 @@ fn the_claude_code_plugin_follows_the_documented_layout_and_runs_dream() {
     let help = env.dream(&["mcp", "--help"]);
     assert!(help.status.success(), "{}", stderr(&help));
 }
+
+#[test]
+fn codex_can_take_a_session_start_hook_that_prints_the_json_codex_reads() {
+    let env = repo_with_facts();
+    let hooks = env.home.join(".codex/hooks.json");
+    let out = env.dream(&["hooks", "install", "codex", "--method", "hook"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("trust"), "{}", stdout(&out));
+    let file: Value = serde_json::from_str(&std::fs::read_to_string(&hooks).unwrap()).unwrap();
+    let keys: Vec<&String> = file.as_object().unwrap().keys().collect();
+    assert_eq!(keys, vec!["hooks"], "Codex refuses other root fields");
+    let hook = &file["hooks"]["SessionStart"][0]["hooks"][0];
+    assert_eq!(hook["type"], "command");
+    let command = words(hook["command"].as_str().unwrap());
+    assert!(
+        command
+            .join(" ")
+            .ends_with(dream_core::hooks::CODEX_HOOK_MARK),
+        "{command:?}"
+    );
+    assert!(
+        !env.home.join(".codex/AGENTS.md").exists(),
+        "the hook, not the block as well: the context once"
+    );
+    // What the hook prints is Codex's SessionStart output, carrying the context.
+    let run = std::process::Command::new(&command[0])
+        .args(&command[1..])
+        .env("HOME", &env.home)
+        .output()
+        .unwrap();
+    assert!(run.status.success());
+    let printed: Value = serde_json::from_slice(&run.stdout).unwrap();
+    assert_eq!(
+        printed["hookSpecificOutput"]["hookEventName"],
+        "SessionStart"
+    );
+    let context = printed["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .unwrap();
+    assert!(
+        context.starts_with("<!-- dream:recalled") && context.contains("I live in Lisbon"),
+        "{context}"
+    );
+    // A broken repository: still valid output, saying memory is unavailable.
+    let broken = std::process::Command::new(&command[0])
+        .args(["--repo", "/no/such/repo", "context", "--hook", "codex"])
+        .env("HOME", &env.home)
+        .output()
+        .unwrap();
+    assert!(broken.status.success());
+    let printed: Value = serde_json::from_slice(&broken.stdout).unwrap();
+    assert!(printed["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .unwrap()
+        .contains("unavailable"));
+
+    let status = stdout(&env.dream(&["hooks", "status", "codex"]));
+    assert!(status.contains("codex: installed (hook in"), "{status}");
+    assert!(env.dream(&["hooks", "uninstall", "codex"]).status.success());
+    assert!(!hooks.exists(), "the file dream created is gone");
+
+    let wrong = env.dream(&["hooks", "install", "codex", "--method", "import"]);
+    assert_eq!(wrong.status.code(), Some(2));
+    assert!(
+        stderr(&wrong).contains("--method import does not apply to codex"),
+        "{}",
+        stderr(&wrong)
+    );
+    let wrong = env.dream(&["hooks", "install", "gemini", "--method", "hook"]);
+    assert_eq!(wrong.status.code(), Some(2));
+}

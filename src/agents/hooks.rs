@@ -16,7 +16,11 @@
 //! Codex gets a managed block in `AGENTS.md`, not a hook: AGENTS.md is read by every Codex
 //! version and surface, needs no trust review (Codex asks a person to trust each
 //! non-managed hook before it runs), and is re-sent with every turn; each cycle refreshes
-//! the block.
+//! the block. Codex versions with hooks can take a SessionStart hook instead
+//! (`--method hook`): `~/.codex/hooks.json` has the same `hooks.SessionStart` shape as
+//! Claude Code's settings, so the same edits write it, and `dream context --hook codex`
+//! prints the JSON (`hookSpecificOutput.additionalContext`) Codex validates. The block stays
+//! the default: it needs no trust review and works in every version.
 //!
 //! Gemini CLI, opencode and GitHub Copilot CLI get the same managed block in the file each
 //! reads as the user's own instructions at every session: `~/.gemini/GEMINI.md`
@@ -95,6 +99,11 @@ impl Home {
 
     fn agents_md(&self) -> PathBuf {
         self.codex.join("AGENTS.md")
+    }
+
+    /// Codex's user-level hooks file.
+    fn codex_hooks(&self) -> PathBuf {
+        self.codex.join("hooks.json")
     }
 
     /// The instructions file a harness reads at every session, where dream keeps a
@@ -180,6 +189,50 @@ fn shell_quote(p: &Path) -> String {
     shell_words::quote(&p.to_string_lossy()).into_owned()
 }
 
+/// The method install uses for a harness: the one asked for when the harness has it, else
+/// the harness's default (Claude Code's hook, everyone else's block).
+pub fn method(h: Harness, asked: Option<HookMethod>) -> Result<HookMethod> {
+    let default = match h {
+        Harness::ClaudeCode => HookMethod::Hook,
+        _ => HookMethod::Block,
+    };
+    let m = asked.unwrap_or(default);
+    let fits = match h {
+        Harness::ClaudeCode => m != HookMethod::Block,
+        Harness::Codex => m != HookMethod::Import,
+        _ => m == HookMethod::Block,
+    };
+    if fits {
+        Ok(m)
+    } else {
+        let takes = match h {
+            Harness::ClaudeCode => "hook (the default) or import",
+            Harness::Codex => "block (the default) or hook",
+            _ => "block only",
+        };
+        Err(Error::Usage(format!(
+            "--method {} does not apply to {}: it takes {takes}",
+            match m {
+                HookMethod::Hook => "hook",
+                HookMethod::Import => "import",
+                HookMethod::Block => "block",
+            },
+            h.as_str()
+        )))
+    }
+}
+
+/// Codex's SessionStart hook command: this binary, the repository, `context --hook codex`
+/// (which prints the JSON Codex reads a SessionStart hook's context from).
+pub fn codex_hook_command(exe: &Path, root: &Path) -> String {
+    format!(
+        "{} --repo {} {}",
+        shell_quote(exe),
+        shell_quote(root),
+        edit::CODEX_HOOK_MARK
+    )
+}
+
 /// The hook's command: this binary, the repository, `context --hook claude-code`.
 pub fn hook_command(exe: &Path, root: &Path) -> String {
     format!(
@@ -250,6 +303,17 @@ fn planned_install(
             let after =
                 edit::block_install(before.as_deref(), &edit::block(&claude_note(root), &body));
             (path, "an @ import of the context file", after)
+        }
+        (Harness::Codex, HookMethod::Hook) => {
+            let path = home.codex_hooks();
+            let before = read_opt(&path)?;
+            let after = edit::claude_install(before.as_deref(), &codex_hook_command(exe, root))
+                .map_err(|m| Error::Input(format!("{}: {m}", path.display())))?;
+            (
+                path,
+                "a SessionStart hook that prints `dream context`",
+                after,
+            )
         }
         (h, _) => {
             let path = home.block_file(h).unwrap_or_else(|| home.agents_md());
@@ -459,8 +523,11 @@ pub fn install(
         (Harness::ClaudeCode, HookMethod::Hook) => notes.push(
             "every Claude Code session now starts with `dream context` (also after /clear and compaction)".into(),
         ),
-        (Harness::ClaudeCode, HookMethod::Import) => notes.push(
+        (Harness::ClaudeCode, _) => notes.push(
             "Claude Code may ask once to allow the external import; each cycle rewrites the file".into(),
+        ),
+        (Harness::Codex, HookMethod::Hook) => notes.push(
+            "Codex asks you once to trust the new hook (/hooks); from then on every session starts with `dream context`. Codex versions without hooks: use the default block instead".into(),
         ),
         (Harness::Codex, _) => notes.push(
             "Codex reads the block from AGENTS.md at every session; each cycle refreshes it".into(),
@@ -488,6 +555,7 @@ pub fn uninstall(h: Harness, root: &Path, home: &Home, dry_run: bool) -> Result<
     let mut notes = Vec::new();
     let targets: Vec<PathBuf> = match h {
         Harness::ClaudeCode => vec![home.settings(), home.claude_md()],
+        Harness::Codex => vec![home.agents_md(), home.codex_hooks()],
         h => home.block_file(h).into_iter().collect(),
     };
     for path in targets {
@@ -633,6 +701,23 @@ pub fn status(h: Harness, root: Option<&Path>, home: &Home) -> Result<Status> {
             }
         }
         h => {
+            if h == Harness::Codex {
+                if let Some(t) = read_opt(&home.codex_hooks())? {
+                    for c in edit::claude_hooks(&t) {
+                        methods.push(format!("hook in {}", home.codex_hooks().display()));
+                        if let Some(r) = shell_words::split(&c).ok().and_then(|w| {
+                            w.iter()
+                                .position(|x| x == "--repo")
+                                .and_then(|i| w.get(i + 1).cloned())
+                        }) {
+                            repos.push(r);
+                        }
+                    }
+                }
+                if backup_path(&home.codex_hooks()).exists() {
+                    backups.push(backup_path(&home.codex_hooks()));
+                }
+            }
             let file = home.block_file(h).unwrap_or_else(|| home.agents_md());
             if let Some(t) = read_opt(&file)? {
                 if edit::block_body(&t).is_some() {

@@ -20,7 +20,7 @@ pub fn run(g: &Global, a: &HooksArgs) -> Result<i32> {
                 .render_markdown();
             let out = hooks::install(
                 i.target.harness,
-                i.method,
+                hooks::method(i.target.harness, i.method)?,
                 &root,
                 &home,
                 &exe,
