@@ -702,7 +702,7 @@ fn gemini_sessions_in_both_forms_become_events_and_a_rewritten_document_gives_on
     assert_eq!(src["skipped"]["block:thoughts"], 1, "{src}");
     let skipped = report["ingest"]["skipped"].to_string();
     assert!(
-        skipped.contains("notes.txt") && skipped.contains("not read"),
+        skipped.contains("notes.txt") && skipped.contains("no gemini adapter reads it"),
         "{skipped}"
     );
     assert!(
@@ -975,7 +975,7 @@ fn a_file_no_adapter_reads_is_named_by_ingest_the_cycle_and_doctor() {
     assert!(out.status.success(), "{}", stderr(&out));
     let err = stderr(&out);
     assert!(
-        err.contains("session.json: not read: no jsonl file"),
+        err.contains("not read: ") && err.contains("session.json: no jsonl adapter reads it"),
         "{err}"
     );
     assert!(err.contains("not read: 1 entries"), "{err}");

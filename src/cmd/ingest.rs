@@ -110,7 +110,7 @@ pub fn run(g: &Global, a: &IngestArgs) -> Result<i32> {
         let listing = sources::list_all(input, a.format, &[], &[]);
         for (path, why) in &listing.skipped {
             unread += 1;
-            eprintln!("{}: {why}", path.display());
+            eprintln!("not read: {}: {why}", path.display());
         }
         for file in listing.files {
             files += 1;

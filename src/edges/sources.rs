@@ -145,7 +145,7 @@ fn scan(dir: &Path, format: Format) -> inbox::Listing {
     unread.sort();
     let n = unread.len();
     let why = format!(
-        "not read: no {} file ({} reads {}; see docs/sources.md)",
+        "no {} adapter reads it (a {} source reads {}; see docs/sources.md)",
         format.as_str(),
         format.as_str(),
         reads_what(format)
@@ -157,7 +157,7 @@ fn scan(dir: &Path, format: Format) -> inbox::Listing {
         out.skipped.push((
             dir.to_path_buf(),
             format!(
-                "{} more files not read (no {} file)",
+                "and {} more files no {} adapter reads",
                 n - UNREAD_NAMED,
                 format.as_str()
             ),
