@@ -215,7 +215,12 @@ pub enum ContextFormat {
 ///
 /// codex: a block between dream's markers in ~/.codex/AGENTS.md (or $CODEX_HOME), holding
 /// the context; each cycle refreshes the block's contents. AGENTS.md is read by every Codex
-/// version and surface without a trust prompt.
+/// version and surface without a trust prompt. `--method hook` instead adds a SessionStart
+/// hook to ~/.codex/hooks.json (Codex versions with hooks; Codex asks you to trust it once).
+///
+/// gemini, opencode, copilot: the same managed block in the file each reads as your own
+/// instructions at every session: ~/.gemini/GEMINI.md, ~/.config/opencode/AGENTS.md,
+/// ~/.copilot/copilot-instructions.md.
 ///
 /// Both also add the harness's transcripts as an [[inbox.sources]] entry of dream.toml, so
 /// each cycle reads your sessions. Everything else in those files is left exactly as it
@@ -235,6 +240,8 @@ Examples:
   dream hooks install claude-code --repo ~/memory
   dream hooks install claude-code --method import
   dream hooks install codex --repo ~/memory
+  dream hooks install codex --method hook     a SessionStart hook instead of the block
+  dream hooks install gemini                  (also opencode, copilot)
   dream hooks status
   dream hooks uninstall claude-code";
 
@@ -252,6 +259,12 @@ pub enum HooksAction {
 pub enum Harness {
     ClaudeCode,
     Codex,
+    /// Gemini CLI: a block in ~/.gemini/GEMINI.md.
+    Gemini,
+    /// opencode: a block in ~/.config/opencode/AGENTS.md.
+    Opencode,
+    /// GitHub Copilot CLI: a block in ~/.copilot/copilot-instructions.md.
+    Copilot,
 }
 
 impl Harness {
@@ -259,16 +272,30 @@ impl Harness {
         match self {
             Harness::ClaudeCode => "claude-code",
             Harness::Codex => "codex",
+            Harness::Gemini => "gemini",
+            Harness::Opencode => "opencode",
+            Harness::Copilot => "copilot",
         }
     }
+
+    pub const ALL: [Harness; 5] = [
+        Harness::ClaudeCode,
+        Harness::Codex,
+        Harness::Gemini,
+        Harness::Opencode,
+        Harness::Copilot,
+    ];
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum HookMethod {
-    /// Claude Code: a SessionStart hook (the default).
+    /// Claude Code (its default), or Codex: a SessionStart hook.
     Hook,
     /// Claude Code: an `@` import of CONTEXT.md in CLAUDE.md.
     Import,
+    /// Codex, Gemini CLI, opencode, Copilot CLI (their default): a managed block in the
+    /// agent's instructions file.
+    Block,
 }
 
 #[derive(Debug, Args)]
@@ -287,9 +314,11 @@ pub struct HooksInstallArgs {
     #[command(flatten)]
     pub target: HooksTarget,
 
-    /// How Claude Code gets the context (codex always uses its AGENTS.md block).
-    #[arg(long, value_enum, default_value_t = HookMethod::Hook)]
-    pub method: HookMethod,
+    /// How the agent gets the context: Claude Code a SessionStart hook by default (or an
+    /// import); the others a managed block by default; Codex also takes `hook`, a
+    /// SessionStart hook in ~/.codex/hooks.json (Codex asks you to trust it once).
+    #[arg(long, value_enum)]
+    pub method: Option<HookMethod>,
 }
 
 #[derive(Debug, Args)]
@@ -390,9 +419,10 @@ pub struct RunArgs {
 /// events/ingest-<date>.jsonl; invalid ones are listed with their line number and reason,
 /// and the exit code is 1 when there were any.
 ///
-/// With --format claude-code or codex, reads an agent's transcripts instead (files, or
-/// folders searched for *.jsonl), turns them into events as docs/sources.md describes, and
-/// appends those. To read them every cycle instead, add an [[inbox.sources]] entry to
+/// With --format claude-code, codex, gemini, opencode or copilot, reads an agent's
+/// transcripts instead (files, or folders searched for the files that format reads; any
+/// other file there is named as not read), turns them into events as docs/sources.md
+/// describes, and appends those. opencode's database is only ever opened read-only. To read them every cycle instead, add an [[inbox.sources]] entry to
 /// dream.toml.
 #[derive(Debug, Args)]
 #[command(after_long_help = INGEST_EXAMPLES)]
@@ -401,7 +431,7 @@ pub struct IngestArgs {
     #[arg(value_name = "PATH")]
     pub files: Vec<PathBuf>,
 
-    /// What the input is: dream's own events, Claude Code sessions, or Codex rollouts.
+    /// What the input is: dream's own events, or one agent's sessions.
     #[arg(long, value_parser = format(), default_value = "jsonl")]
     pub format: Format,
 
@@ -416,6 +446,9 @@ Examples:
   dream ingest --format claude-code ~/.claude/projects   every Claude Code session, once
   dream ingest --format codex --dry-run ~/.codex/sessions/2026/11
                                                          what would be read, writing nothing
+  dream ingest --format gemini ~/.gemini/tmp             Gemini CLI (.json and .jsonl chats)
+  dream ingest --format opencode ~/.local/share/opencode/opencode.db
+  dream ingest --format copilot ~/.copilot/session-state
 
 Every cycle instead, in dream.toml:
   [[inbox.sources]]
@@ -1088,6 +1121,15 @@ fn format() -> impl TypedValueParser<Value = Format> {
                 "Claude Code session files (~/.claude/projects/<project>/*.jsonl)"
             }
             Format::Codex => "Codex rollout files (~/.codex/sessions/YYYY/MM/DD/*.jsonl)",
+            Format::Gemini => {
+                "Gemini CLI sessions (~/.gemini/tmp/<project>/chats/*.json and *.jsonl)"
+            }
+            Format::Opencode => {
+                "opencode's SQLite database (~/.local/share/opencode/opencode.db), read-only"
+            }
+            Format::Copilot => {
+                "GitHub Copilot CLI sessions (~/.copilot/session-state/<id>/events.jsonl)"
+            }
         })
     }))
     // Only listed names reach `map`, and every listed name parses.

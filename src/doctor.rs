@@ -359,30 +359,49 @@ fn sources_checks(root: &Path, config: &Config, checks: &mut Vec<Check>) {
                 format!("{} cannot be read: {e}", path.display()),
                 format!("make {} readable for this user", path.display()),
             )),
-            Ok(_) => match crate::edges::sources::list(&path, &s.include, &s.exclude) {
-                Ok(files) => {
-                    readable_sources += 1;
-                    let unreadable = files.iter().find(|f| std::fs::File::open(f).is_err());
-                    match unreadable {
-                        Some(f) => checks.push(fail(
-                            &name,
-                            format!("{} cannot be opened", f.display()),
-                            format!(
-                                "make the files under {} readable for this user",
-                                path.display()
-                            ),
-                        )),
-                        None => {
-                            checks.push(ok(&name, format!("{}: {} files", s.path, files.len())))
-                        }
-                    }
+            Ok(_) => {
+                let listing =
+                    crate::edges::sources::list_all(&path, s.format, &s.include, &s.exclude);
+                let files = listing.files;
+                if !listing.skipped.is_empty() {
+                    let named: Vec<String> = listing
+                        .skipped
+                        .iter()
+                        .take(3)
+                        .map(|(p, why)| format!("{} ({why})", p.display()))
+                        .collect();
+                    checks.push(warn(
+                        &name,
+                        format!(
+                            "{} entries under {} are not read: {}{}",
+                            listing.skipped.len(),
+                            s.path,
+                            named.join("; "),
+                            if listing.skipped.len() > 3 { "; ..." } else { "" }
+                        ),
+                        format!(
+                            "a {} source reads {}: is `format` right for this folder? (`dream ingest --format {} --dry-run {}` lists them all)",
+                            s.format.as_str(),
+                            crate::edges::sources::reads_what(s.format),
+                            s.format.as_str(),
+                            s.path
+                        ),
+                    ));
                 }
-                Err(e) => checks.push(fail(
-                    &name,
-                    e.to_string(),
-                    format!("make {} readable for this user", path.display()),
-                )),
-            },
+                readable_sources += 1;
+                let unreadable = files.iter().find(|f| std::fs::File::open(f).is_err());
+                match unreadable {
+                    Some(f) => checks.push(fail(
+                        &name,
+                        format!("{} cannot be opened", f.display()),
+                        format!(
+                            "make the files under {} readable for this user",
+                            path.display()
+                        ),
+                    )),
+                    None => checks.push(ok(&name, format!("{}: {} files", s.path, files.len()))),
+                }
+            }
         }
     }
     if inbox_files == 0 && readable_sources == 0 {
@@ -390,7 +409,7 @@ fn sources_checks(root: &Path, config: &Config, checks: &mut Vec<Check>) {
             "sources",
             "nothing feeds this memory yet: no event file in the inbox and no [[inbox.sources]] entry that exists",
             format!(
-                "point your agent at {} (README.md, Events), or add [[inbox.sources]] for Claude Code or Codex to dream.toml (docs/sources.md)",
+                "point your agent at {} (README.md, Events), or add [[inbox.sources]] for Claude Code, Codex, Gemini CLI, opencode or Copilot CLI to dream.toml (docs/sources.md)",
                 dir.display()
             ),
         ));

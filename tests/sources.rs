@@ -657,3 +657,338 @@ fn a_codex_read_that_starts_mid_file_still_knows_the_session_and_folder() {
     assert_eq!(second.meta["cwd"], "/srv/app");
     assert_eq!(second.meta["git_branch"], "trunk");
 }
+
+/// Texts of the stored events of one kind and actor, in ingest order.
+fn texts<'a>(rows: &'a [Row], kind: &str, actor: &str) -> Vec<&'a str> {
+    rows.iter()
+        .filter(|r| r.kind == kind && r.actor.as_deref() == Some(actor))
+        .map(|r| r.text.as_str())
+        .collect()
+}
+
+fn no_secret_or_reasoning(rows: &[Row]) {
+    for absent in [
+        OPENAI_KEY,
+        GITHUB_TOKEN,
+        "PRIVATE-",
+        "session_context",
+        "hook_context",
+        "Content from referenced files",
+        "torus",
+    ] {
+        assert!(
+            rows.iter().all(|r| !r.text.contains(absent)),
+            "{absent} reached the state"
+        );
+    }
+}
+
+#[test]
+fn gemini_sessions_in_both_forms_become_events_and_a_rewritten_document_gives_only_new_ones() {
+    let env = Env::new();
+    env.init();
+    let tmp = env.home.join(".gemini/tmp");
+    copy_dir(&fixtures("gemini"), &tmp);
+    // A file no adapter reads: named in the report, never skipped silently.
+    std::fs::write(tmp.join("shop/notes.txt"), "not a session\n").unwrap();
+    add_source(&env, "gemini", "~/.gemini/tmp");
+    let report = env.run_cycle(NOW);
+    let src = source_report(&report, 0);
+    assert_eq!(src["quarantined"], 0, "{src}");
+    assert_eq!(src["files"], 2, "{src}");
+    assert_eq!(src["unknown"], json!({"message:hologram": 1}), "{src}");
+    assert_eq!(src["skipped"]["user:session_context"], 1, "{src}");
+    assert_eq!(src["skipped"]["user:command"], 1, "{src}");
+    assert_eq!(src["skipped"]["block:thoughts"], 1, "{src}");
+    let skipped = report["ingest"]["skipped"].to_string();
+    assert!(
+        skipped.contains("notes.txt") && skipped.contains("no gemini adapter reads it"),
+        "{skipped}"
+    );
+    assert!(
+        !skipped.contains("logs.json"),
+        "a known companion: {skipped}"
+    );
+
+    let rows = events(&env);
+    assert!(rows.iter().all(|r| r.source.as_deref() == Some("gemini")));
+    assert_eq!(
+        texts(&rows, "message", "user"),
+        vec![
+            "We deploy the shop with Fly.io; never suggest Heroku.",
+            "explain @fly.toml",
+            "Prices in the checkout are always shown with VAT included.",
+        ]
+    );
+    assert!(rows
+        .iter()
+        .filter(|r| r.actor.as_deref() == Some("user"))
+        .all(|r| r.trust == "owner"));
+    assert_eq!(
+        texts(&rows, "message", "assistant"),
+        vec!["Understood: Fly.io it is.", "Checking the checkout tests."]
+    );
+    let call = find(&rows, "tool_call", "run_shell_command: fly status");
+    assert_eq!(call.meta["call_id"], "run_shell_command-1");
+    find(&rows, "tool_result", "App shop is running");
+    // The message appended again when its tool call finished adds only the result.
+    assert_eq!(
+        texts(&rows, "tool_call", "assistant"),
+        vec![
+            "run_shell_command: fly status description=check the app",
+            "run_shell_command: pnpm test checkout",
+        ]
+    );
+    assert_eq!(texts(&rows, "tool_result", "tool").len(), 2);
+    assert_eq!(rows.len(), 9, "{rows:#?}");
+    no_secret_or_reasoning(&rows);
+
+    // Gemini CLI rewrites the whole document after each message: only the new one is new.
+    let doc_path = std::fs::read_dir(tmp.join("shop/chats"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "json"))
+        .unwrap();
+    let mut doc: Value =
+        serde_json::from_str(&std::fs::read_to_string(&doc_path).unwrap()).unwrap();
+    doc["messages"].as_array_mut().unwrap().push(json!({
+        "id": "new-message", "timestamp": "2026-03-14T12:30:00.000Z", "type": "user",
+        "content": [{"text": "Staging runs on a single Fly machine."}]
+    }));
+    doc["lastUpdated"] = json!("2026-03-14T12:30:00.000Z");
+    std::fs::write(&doc_path, serde_json::to_string_pretty(&doc).unwrap()).unwrap();
+    let report = env.run_cycle("2026-03-14T22:00:00Z");
+    let src = source_report(&report, 0);
+    assert_eq!(src["new_events"], 1, "{src}");
+    assert_eq!(src["quarantined"], 0, "{src}");
+    let rows = events(&env);
+    assert_eq!(
+        rows.last().unwrap().text,
+        "Staging runs on a single Fly machine."
+    );
+    // Nothing changed: nothing read.
+    let report = env.run_cycle("2026-03-14T23:00:00Z");
+    assert_eq!(source_report(&report, 0)["new_events"], 0);
+    assert_eq!(source_report(&report, 0)["duplicates"], 0);
+}
+
+#[test]
+fn copilot_cli_sessions_become_events() {
+    let env = Env::new();
+    env.init();
+    copy_dir(
+        &fixtures("copilot"),
+        &env.home.join(".copilot/session-state"),
+    );
+    add_source(&env, "copilot", "~/.copilot/session-state");
+    let report = env.run_cycle(NOW);
+    let src = source_report(&report, 0);
+    assert_eq!(src["quarantined"], 0, "{src}");
+    assert_eq!(src["unknown"], json!({"line:sparkle.update": 1}), "{src}");
+    assert_eq!(src["skipped"]["block:reasoning"], 1, "{src}");
+    assert_eq!(src["skipped"]["mirror:toolRequests"], 1, "{src}");
+    assert!(
+        report["ingest"]["skipped"]
+            .as_array()
+            .is_none_or(|a| a.is_empty()),
+        "workspace.yaml is a known companion: {}",
+        report["ingest"]
+    );
+    let rows = events(&env);
+    assert_eq!(
+        texts(&rows, "message", "user"),
+        vec!["Our release branch is always called release/next."]
+    );
+    let owner = find(&rows, "message", "Our release branch");
+    assert_eq!(owner.trust, "owner");
+    assert_eq!(owner.meta["cwd"], "/home/ada/shop");
+    assert_eq!(owner.meta["git_branch"], "main");
+    assert_eq!(
+        texts(&rows, "message", "assistant"),
+        vec![
+            "I will check the branches.",
+            "release/next exists; I will target it."
+        ]
+    );
+    assert_eq!(
+        texts(&rows, "tool_call", "assistant"),
+        vec!["bash: git branch -a"]
+    );
+    assert!(find(&rows, "tool_result", "* main")
+        .text
+        .contains("release/next"));
+    assert_eq!(rows.len(), 5);
+    let session = rows[0].session.clone().unwrap();
+    assert!(rows.iter().all(|r| r.session.as_deref() == Some(&session)));
+    no_secret_or_reasoning(&rows);
+
+    // A line appended later: read from the watermark, still in its session and folder.
+    let file = std::fs::read_dir(env.home.join(".copilot/session-state"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path()
+        .join("events.jsonl");
+    let mut text = std::fs::read_to_string(&file).unwrap();
+    text.push_str(
+        &json!({"type": "user.message", "id": "later", "timestamp": "2026-03-14T15:00:00.000Z",
+        "parentId": null, "data": {"content": "Tag releases as vYYYY.MM."}})
+        .to_string(),
+    );
+    text.push('\n');
+    std::fs::write(&file, text).unwrap();
+    let report = env.run_cycle("2026-03-14T22:00:00Z");
+    assert_eq!(source_report(&report, 0)["new_events"], 1);
+    let rows = events(&env);
+    let later = rows.last().unwrap();
+    assert_eq!(later.text, "Tag releases as vYYYY.MM.");
+    assert_eq!(later.session.as_deref(), Some(session.as_str()));
+    assert_eq!(later.meta["cwd"], "/home/ada/shop");
+}
+
+/// Names of the files in a folder.
+fn names(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn opencode_database_is_read_read_only_even_while_opencode_has_it_open() {
+    let env = Env::new();
+    env.init();
+    let data = env.home.join(".local/share/opencode");
+    std::fs::create_dir_all(&data).unwrap();
+    let db = data.join("opencode.db");
+    std::fs::copy(fixtures("opencode").join("opencode.db"), &db).unwrap();
+    let before = std::fs::read(&db).unwrap();
+    add_source(&env, "opencode", "~/.local/share/opencode");
+    let report = env.run_cycle(NOW);
+    let src = source_report(&report, 0);
+    assert_eq!(src["quarantined"], 0, "{src}");
+    assert_eq!(src["files"], 1, "{src}");
+    assert_eq!(
+        src["unknown"],
+        json!({"part:assistant/hologram": 1}),
+        "{src}"
+    );
+    assert_eq!(src["skipped"]["user:synthetic"], 1, "{src}");
+    assert_eq!(src["skipped"]["block:reasoning"], 1, "{src}");
+    // Not opened for writing: no journal, log or shared-memory file, the bytes unchanged.
+    assert_eq!(names(&data), vec!["opencode.db"]);
+    assert_eq!(std::fs::read(&db).unwrap(), before);
+
+    let rows = events(&env);
+    assert!(rows.iter().all(|r| r.source.as_deref() == Some("opencode")));
+    assert_eq!(
+        texts(&rows, "message", "user"),
+        vec!["Use structured JSON logging in every service of the shop."]
+    );
+    assert_eq!(find(&rows, "message", "Use structured").trust, "owner");
+    assert_eq!(
+        find(&rows, "message", "Use structured").meta["cwd"],
+        "/home/ada/shop"
+    );
+    // A subagent's prompt was written by the parent agent, not the owner.
+    assert_eq!(
+        texts(&rows, "message", "agent"),
+        vec!["Find every console.log call in src/."]
+    );
+    assert_eq!(
+        texts(&rows, "message", "assistant"),
+        vec!["Switched the services to pino with JSON output."]
+    );
+    find(&rows, "tool_call", "bash: grep -rn console.log src");
+    find(&rows, "tool_result", "src/a.ts:3");
+    assert_eq!(rows.len(), 5, "{rows:#?}");
+    no_secret_or_reasoning(&rows);
+
+    // opencode running: the database open in WAL mode with a write committed since.
+    let writer = rusqlite::Connection::open(&db).unwrap();
+    writer.pragma_update(None, "journal_mode", "WAL").unwrap();
+    let t = 1773500000000i64;
+    writer
+        .execute(
+            "INSERT INTO message VALUES ('msg_09', 'ses_main', ?1, ?1, ?2)",
+            rusqlite::params![t, r#"{"role":"user","time":{"created":1773500000000}}"#],
+        )
+        .unwrap();
+    writer
+        .execute(
+            "INSERT INTO part VALUES ('prt_99', 'msg_09', 'ses_main', ?1, ?1, ?2)",
+            rusqlite::params![
+                t,
+                r#"{"type":"text","text":"Logs go to stdout, never to files."}"#
+            ],
+        )
+        .unwrap();
+    let files_open = names(&data);
+    let report = env.run_cycle("2026-03-14T22:00:00Z");
+    let src = source_report(&report, 0);
+    assert_eq!(src["new_events"], 1, "{src}");
+    assert_eq!(
+        events(&env).last().unwrap().text,
+        "Logs go to stdout, never to files."
+    );
+    assert_eq!(names(&data), files_open, "dream created no file beside it");
+    // The writer was never blocked: it writes again at once.
+    writer
+        .execute("UPDATE session SET title = 'x' WHERE id = 'ses_main'", [])
+        .unwrap();
+    drop(writer);
+
+    // `dream ingest --format opencode` reads the same database once.
+    let out = env.dream(&[
+        "ingest",
+        "--format",
+        "opencode",
+        "--dry-run",
+        db.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("would append 6 events"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn a_file_no_adapter_reads_is_named_by_ingest_the_cycle_and_doctor() {
+    let env = Env::new();
+    env.init();
+    let dir = env.home.join("agent-logs");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("a.jsonl"),
+        crate::util::event("2026-03-14T10:00:00Z", "s1", "hello"),
+    )
+    .unwrap();
+    std::fs::write(dir.join("session.json"), "{\"messages\": []}\n").unwrap();
+    add_source(&env, "jsonl", "~/agent-logs");
+
+    let out = env.dream(&["ingest", "--dry-run", dir.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("not read: ") && err.contains("session.json: no jsonl adapter reads it"),
+        "{err}"
+    );
+    assert!(err.contains("not read: 1 entries"), "{err}");
+
+    let report = env.run_cycle(NOW);
+    let skipped = report["ingest"]["skipped"].to_string();
+    assert!(skipped.contains("session.json"), "{skipped}");
+    assert_eq!(report["ingest"]["new_events"], 1);
+
+    let doctor = crate::util::stdout(&env.dream(&["doctor"]));
+    assert!(
+        doctor.contains("entries under ~/agent-logs are not read")
+            && doctor.contains("session.json"),
+        "{doctor}"
+    );
+}

@@ -16,7 +16,17 @@
 //! Codex gets a managed block in `AGENTS.md`, not a hook: AGENTS.md is read by every Codex
 //! version and surface, needs no trust review (Codex asks a person to trust each
 //! non-managed hook before it runs), and is re-sent with every turn; each cycle refreshes
-//! the block.
+//! the block. Codex versions with hooks can take a SessionStart hook instead
+//! (`--method hook`): `~/.codex/hooks.json` has the same `hooks.SessionStart` shape as
+//! Claude Code's settings, so the same edits write it, and `dream context --hook codex`
+//! prints the JSON (`hookSpecificOutput.additionalContext`) Codex validates. The block stays
+//! the default: it needs no trust review and works in every version.
+//!
+//! Gemini CLI, opencode and GitHub Copilot CLI get the same managed block in the file each
+//! reads as the user's own instructions at every session: `~/.gemini/GEMINI.md`
+//! (`$GEMINI_CLI_HOME/.gemini`), `~/.config/opencode/AGENTS.md` (`$XDG_CONFIG_HOME`) and
+//! `~/.copilot/copilot-instructions.md` (`$COPILOT_HOME`). A context file works in every
+//! version of each, needs no hook trust, and the cycle refreshes it like Codex's.
 
 use std::path::{Path, PathBuf};
 
@@ -36,6 +46,14 @@ pub struct Home {
     pub claude: PathBuf,
     /// `$CODEX_HOME`, else `~/.codex`.
     pub codex: PathBuf,
+    /// `$GEMINI_CLI_HOME/.gemini`, else `~/.gemini`.
+    pub gemini: PathBuf,
+    /// opencode's config folder: `$XDG_CONFIG_HOME/opencode`, else `~/.config/opencode`.
+    pub opencode_config: PathBuf,
+    /// opencode's data folder: `$XDG_DATA_HOME/opencode`, else `~/.local/share/opencode`.
+    pub opencode_data: PathBuf,
+    /// `$COPILOT_HOME`, else `~/.copilot`.
+    pub copilot: PathBuf,
 }
 
 impl Home {
@@ -54,9 +72,20 @@ impl Home {
                 .map(PathBuf::from)
                 .unwrap_or_else(|| home.join(default))
         };
+        let under = |var: &str, default: &str, name: &str| {
+            std::env::var_os(var)
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+                .unwrap_or_else(|| home.join(default))
+                .join(name)
+        };
         Ok(Home {
             claude: dir("CLAUDE_CONFIG_DIR", ".claude"),
             codex: dir("CODEX_HOME", ".codex"),
+            gemini: under("GEMINI_CLI_HOME", "", ".gemini"),
+            opencode_config: under("XDG_CONFIG_HOME", ".config", "opencode"),
+            opencode_data: under("XDG_DATA_HOME", ".local/share", "opencode"),
+            copilot: dir("COPILOT_HOME", ".copilot"),
         })
     }
 
@@ -72,11 +101,31 @@ impl Home {
         self.codex.join("AGENTS.md")
     }
 
+    /// Codex's user-level hooks file.
+    fn codex_hooks(&self) -> PathBuf {
+        self.codex.join("hooks.json")
+    }
+
+    /// The instructions file a harness reads at every session, where dream keeps a
+    /// managed block (every harness but Claude Code).
+    pub fn block_file(&self, h: Harness) -> Option<PathBuf> {
+        match h {
+            Harness::ClaudeCode => None,
+            Harness::Codex => Some(self.agents_md()),
+            Harness::Gemini => Some(self.gemini.join("GEMINI.md")),
+            Harness::Opencode => Some(self.opencode_config.join("AGENTS.md")),
+            Harness::Copilot => Some(self.copilot.join("copilot-instructions.md")),
+        }
+    }
+
     /// The transcripts folder of a harness, as dream.toml should name it.
     fn transcripts(&self, h: Harness) -> PathBuf {
         match h {
             Harness::ClaudeCode => self.claude.join("projects"),
             Harness::Codex => self.codex.join("sessions"),
+            Harness::Gemini => self.gemini.join("tmp"),
+            Harness::Opencode => self.opencode_data.join("opencode.db"),
+            Harness::Copilot => self.copilot.join("session-state"),
         }
     }
 }
@@ -140,6 +189,50 @@ fn shell_quote(p: &Path) -> String {
     shell_words::quote(&p.to_string_lossy()).into_owned()
 }
 
+/// The method install uses for a harness: the one asked for when the harness has it, else
+/// the harness's default (Claude Code's hook, everyone else's block).
+pub fn method(h: Harness, asked: Option<HookMethod>) -> Result<HookMethod> {
+    let default = match h {
+        Harness::ClaudeCode => HookMethod::Hook,
+        _ => HookMethod::Block,
+    };
+    let m = asked.unwrap_or(default);
+    let fits = match h {
+        Harness::ClaudeCode => m != HookMethod::Block,
+        Harness::Codex => m != HookMethod::Import,
+        _ => m == HookMethod::Block,
+    };
+    if fits {
+        Ok(m)
+    } else {
+        let takes = match h {
+            Harness::ClaudeCode => "hook (the default) or import",
+            Harness::Codex => "block (the default) or hook",
+            _ => "block only",
+        };
+        Err(Error::Usage(format!(
+            "--method {} does not apply to {}: it takes {takes}",
+            match m {
+                HookMethod::Hook => "hook",
+                HookMethod::Import => "import",
+                HookMethod::Block => "block",
+            },
+            h.as_str()
+        )))
+    }
+}
+
+/// Codex's SessionStart hook command: this binary, the repository, `context --hook codex`
+/// (which prints the JSON Codex reads a SessionStart hook's context from).
+pub fn codex_hook_command(exe: &Path, root: &Path) -> String {
+    format!(
+        "{} --repo {} {}",
+        shell_quote(exe),
+        shell_quote(root),
+        edit::CODEX_HOOK_MARK
+    )
+}
+
 /// The hook's command: this binary, the repository, `context --hook claude-code`.
 pub fn hook_command(exe: &Path, root: &Path) -> String {
     format!(
@@ -150,10 +243,13 @@ pub fn hook_command(exe: &Path, root: &Path) -> String {
     )
 }
 
-fn codex_note(root: &Path) -> String {
+/// The marker line's note of a managed block: the repository it comes from, and how to
+/// take it out.
+fn block_note(h: Harness, root: &Path) -> String {
     format!(
-        "repo={} (managed by `dream hooks`: each cycle refreshes it; `dream hooks uninstall codex` removes it)",
-        root.display()
+        "repo={} (managed by `dream hooks`: each cycle refreshes it; `dream hooks uninstall {}` removes it)",
+        root.display(),
+        h.as_str()
     )
 }
 
@@ -208,12 +304,23 @@ fn planned_install(
                 edit::block_install(before.as_deref(), &edit::block(&claude_note(root), &body));
             (path, "an @ import of the context file", after)
         }
-        (Harness::Codex, _) => {
-            let path = home.agents_md();
+        (Harness::Codex, HookMethod::Hook) => {
+            let path = home.codex_hooks();
+            let before = read_opt(&path)?;
+            let after = edit::claude_install(before.as_deref(), &codex_hook_command(exe, root))
+                .map_err(|m| Error::Input(format!("{}: {m}", path.display())))?;
+            (
+                path,
+                "a SessionStart hook that prints `dream context`",
+                after,
+            )
+        }
+        (h, _) => {
+            let path = home.block_file(h).unwrap_or_else(|| home.agents_md());
             let before = read_opt(&path)?;
             let after = edit::block_install(
                 before.as_deref(),
-                &edit::block(&codex_note(root), context_text),
+                &edit::block(&block_note(h, root), context_text),
             );
             (path, "a block holding the context", after)
         }
@@ -416,11 +523,23 @@ pub fn install(
         (Harness::ClaudeCode, HookMethod::Hook) => notes.push(
             "every Claude Code session now starts with `dream context` (also after /clear and compaction)".into(),
         ),
-        (Harness::ClaudeCode, HookMethod::Import) => notes.push(
+        (Harness::ClaudeCode, _) => notes.push(
             "Claude Code may ask once to allow the external import; each cycle rewrites the file".into(),
+        ),
+        (Harness::Codex, HookMethod::Hook) => notes.push(
+            "Codex asks you once to trust the new hook (/hooks); from then on every session starts with `dream context`. Codex versions without hooks: use the default block instead".into(),
         ),
         (Harness::Codex, _) => notes.push(
             "Codex reads the block from AGENTS.md at every session; each cycle refreshes it".into(),
+        ),
+        (Harness::Gemini, _) => notes.push(
+            "Gemini CLI reads the block from GEMINI.md at every session (`/memory show` shows it); each cycle refreshes it".into(),
+        ),
+        (Harness::Opencode, _) => notes.push(
+            "opencode reads the block from its global AGENTS.md at every session; each cycle refreshes it".into(),
+        ),
+        (Harness::Copilot, _) => notes.push(
+            "Copilot CLI reads the block from copilot-instructions.md at every session; each cycle refreshes it".into(),
         ),
     }
     Ok(Outcome {
@@ -436,7 +555,8 @@ pub fn uninstall(h: Harness, root: &Path, home: &Home, dry_run: bool) -> Result<
     let mut notes = Vec::new();
     let targets: Vec<PathBuf> = match h {
         Harness::ClaudeCode => vec![home.settings(), home.claude_md()],
-        Harness::Codex => vec![home.agents_md()],
+        Harness::Codex => vec![home.agents_md(), home.codex_hooks()],
+        h => home.block_file(h).into_iter().collect(),
     };
     for path in targets {
         let Some(before) = read_opt(&path)? else {
@@ -580,15 +700,33 @@ pub fn status(h: Harness, root: Option<&Path>, home: &Home) -> Result<Status> {
                 }
             }
         }
-        Harness::Codex => {
-            if let Some(t) = read_opt(&home.agents_md())? {
+        h => {
+            if h == Harness::Codex {
+                if let Some(t) = read_opt(&home.codex_hooks())? {
+                    for c in edit::claude_hooks(&t) {
+                        methods.push(format!("hook in {}", home.codex_hooks().display()));
+                        if let Some(r) = shell_words::split(&c).ok().and_then(|w| {
+                            w.iter()
+                                .position(|x| x == "--repo")
+                                .and_then(|i| w.get(i + 1).cloned())
+                        }) {
+                            repos.push(r);
+                        }
+                    }
+                }
+                if backup_path(&home.codex_hooks()).exists() {
+                    backups.push(backup_path(&home.codex_hooks()));
+                }
+            }
+            let file = home.block_file(h).unwrap_or_else(|| home.agents_md());
+            if let Some(t) = read_opt(&file)? {
                 if edit::block_body(&t).is_some() {
-                    methods.push(format!("block in {}", home.agents_md().display()));
+                    methods.push(format!("block in {}", file.display()));
                     repos.extend(block_repo(&t));
                 }
             }
-            if backup_path(&home.agents_md()).exists() {
-                backups.push(backup_path(&home.agents_md()));
+            if backup_path(&file).exists() {
+                backups.push(backup_path(&file));
             }
         }
     }
@@ -610,20 +748,30 @@ pub fn status(h: Harness, root: Option<&Path>, home: &Home) -> Result<Status> {
     })
 }
 
-/// The cycle's refresh of the Codex block for this repository (see `stages::context`).
+/// The cycle's refresh of the managed blocks (Codex, Gemini CLI, opencode, Copilot CLI) that
+/// hold this repository's context (see `stages::context`).
 pub fn refresh_codex_block(root: &Path, context_text: &str) -> Result<()> {
     let home = match Home::from_env() {
         Ok(h) => h,
         Err(_) => return Ok(()),
     };
-    let path = home.agents_md();
+    for h in Harness::ALL {
+        refresh_block(&home, h, root, context_text)?;
+    }
+    Ok(())
+}
+
+fn refresh_block(home: &Home, h: Harness, root: &Path, context_text: &str) -> Result<()> {
+    let Some(path) = home.block_file(h) else {
+        return Ok(());
+    };
     let Some(text) = read_opt(&path)? else {
         return Ok(());
     };
     // Install names the repository by its canonical path.
     let canonical = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
     let root = canonical.as_path();
-    let note = codex_note(root);
+    let note = block_note(h, root);
     let ours = text.lines().any(|l| {
         l.starts_with(edit::BLOCK_BEGIN) && l.contains(&format!("repo={} ", root.display()))
     });

@@ -9,12 +9,17 @@ use crate::error::{Error, Result, EXIT_OK};
 pub fn run(g: &Global, a: &ContextArgs) -> Result<i32> {
     match (print(g, a), &a.hook) {
         (Ok(()), _) => Ok(EXIT_OK),
-        (Err(e), Some(_)) => {
+        (Err(e), Some(h)) => {
             // A session-start hook must never stop a session: say so in the context itself.
-            println!(
-                "{}\nMemory (dream) is unavailable: {e}. Run `dream status` in a terminal.",
+            let text = format!(
+                "{}\nMemory (dream) is unavailable: {e}. Run `dream status` in a terminal.\n",
                 dream_core::context::marker_line()
             );
+            if h == "codex" {
+                println!("{}", codex_hook_output(&text));
+            } else {
+                print!("{text}");
+            }
             tracing::warn!("dream context --hook: {e}");
             Ok(EXIT_OK)
         }
@@ -44,8 +49,23 @@ fn print(g: &Global, a: &ContextArgs) -> Result<()> {
     };
     let ctx = context::build(&root, &config, embedder.as_ref(), today, &opts)?;
     match a.format {
+        ContextFormat::Markdown if a.hook.as_deref() == Some("codex") => {
+            println!("{}", codex_hook_output(&ctx.render_markdown()))
+        }
         ContextFormat::Markdown => print!("{}", ctx.render_markdown()),
         ContextFormat::Json => super::print_json(&ctx)?,
     }
     Ok(())
+}
+
+/// What a Codex SessionStart hook prints: Codex validates the JSON and adds
+/// `hookSpecificOutput.additionalContext` to the session's context.
+fn codex_hook_output(text: &str) -> String {
+    serde_json::json!({
+        "hookSpecificOutput": {
+            "hookEventName": "SessionStart",
+            "additionalContext": text,
+        }
+    })
+    .to_string()
 }

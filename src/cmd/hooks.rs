@@ -20,7 +20,7 @@ pub fn run(g: &Global, a: &HooksArgs) -> Result<i32> {
                 .render_markdown();
             let out = hooks::install(
                 i.target.harness,
-                i.method,
+                hooks::method(i.target.harness, i.method)?,
                 &root,
                 &home,
                 &exe,
@@ -39,7 +39,7 @@ pub fn run(g: &Global, a: &HooksArgs) -> Result<i32> {
             let root = super::repo_root(g).ok();
             let harnesses = match s.harness {
                 Some(h) => vec![h],
-                None => vec![Harness::ClaudeCode, Harness::Codex],
+                None => Harness::ALL.to_vec(),
             };
             let mut all = Vec::new();
             for h in harnesses {

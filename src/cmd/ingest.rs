@@ -86,6 +86,7 @@ pub fn run(g: &Global, a: &IngestArgs) -> Result<i32> {
     let mut refused = 0usize;
     let mut files = 0usize;
     let mut partial = 0usize;
+    let mut unread = 0usize;
     let mut counts = Counts::default();
     for input in &inputs {
         if input.as_os_str() == "-" {
@@ -106,7 +107,12 @@ pub fn run(g: &Global, a: &IngestArgs) -> Result<i32> {
                 input.display()
             )));
         }
-        for file in sources::list(input, &[], &[])? {
+        let listing = sources::list_all(input, a.format, &[], &[]);
+        for (path, why) in &listing.skipped {
+            unread += 1;
+            eprintln!("not read: {}: {why}", path.display());
+        }
+        for file in listing.files {
             files += 1;
             let key = file.display().to_string();
             let read = FileRead {
@@ -138,6 +144,12 @@ pub fn run(g: &Global, a: &IngestArgs) -> Result<i32> {
     }
     out.flush()?;
     print_summary(a, &out, files, refused, partial, &counts);
+    if unread > 0 {
+        eprintln!(
+            "not read: {unread} entries no {} adapter reads (listed above)",
+            a.format.as_str()
+        );
+    }
     if refused > 0 && out.appended == 0 {
         return Err(Error::Input(format!(
             "no valid event in {refused} refused lines; see the reasons above"
@@ -183,11 +195,7 @@ fn read_stdin(max: usize, out: &mut Out) -> Result<usize> {
 }
 
 fn default_folder(format: Format) -> &'static str {
-    match format {
-        Format::ClaudeCode => "~/.claude/projects",
-        Format::Codex => "~/.codex/sessions",
-        Format::Jsonl => "events.jsonl",
-    }
+    format.default_path()
 }
 
 fn print_summary(

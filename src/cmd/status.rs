@@ -84,6 +84,7 @@ pub fn run(g: &Global, a: &StatusArgs) -> Result<i32> {
         if dir.exists() {
             files.extend(crate::edges::sources::list(
                 &dir,
+                source.format,
                 &source.include,
                 &source.exclude,
             )?);

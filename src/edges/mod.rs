@@ -1,5 +1,5 @@
 //! The edges: every read and write of the world a cycle touches. `inbox` reads event
-//! files, `sources` reads other agents' transcripts, `ingest` stores both in `state` (the
+//! files, `sources` reads other agents' transcripts (`opencode` their SQLite database, read-only), `ingest` stores both in `state` (the
 //! SQLite database), `store` is the memory repository (git), `lock` the single-writer
 //! lock, `fsutil` atomic file writes, `heartbeat` what the heartbeat's rules read from the
 //! state, `units` the user's timer units and service manager, `journal` the intent journal
@@ -15,6 +15,7 @@ pub mod inbox;
 pub mod ingest;
 pub mod journal;
 pub mod lock;
+pub mod opencode;
 pub mod repo;
 pub mod sources;
 pub mod state;

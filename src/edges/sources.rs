@@ -29,6 +29,8 @@ use dream_core::config::{Config, Source};
 use dream_core::event::Parsed;
 use dream_core::ingested::{Ingested, SourceReport, Watermark};
 use dream_core::secrets;
+use serde_json::Value;
+use sha2::Digest;
 
 /// What one source gave in a cycle, for the report.
 /// A configured path made absolute: `~` is the home folder, a relative path is relative to
@@ -58,24 +60,149 @@ pub fn source_path(source: &Source, root: &Path) -> PathBuf {
     resolve(&source.path, root, home().as_deref())
 }
 
-/// The `*.jsonl` files of a folder (recursively) or the file itself, filtered by the
+/// The files a format reads in a folder (recursively), or the file itself, filtered by the
 /// include and exclude globs (matched against the path relative to the folder).
-pub fn list(path: &Path, include: &[String], exclude: &[String]) -> Result<Vec<PathBuf>> {
-    Ok(list_all(path, include, exclude).files)
+pub fn list(
+    path: &Path,
+    format: Format,
+    include: &[String],
+    exclude: &[String],
+) -> Result<Vec<PathBuf>> {
+    Ok(list_all(path, format, include, exclude).files)
 }
 
-/// [`list`], with the entries that will not be read (see `inbox::scan`).
-pub fn list_all(path: &Path, include: &[String], exclude: &[String]) -> inbox::Listing {
+/// At most this many unread files of one source are named one by one; the rest are counted.
+pub const UNREAD_NAMED: usize = 10;
+
+/// [`list`], with the entries that will not be read: links, FIFOs, folders that cannot be
+/// listed (see `inbox::scan`), and every other file no adapter of this format reads (a
+/// `.json` file under a `jsonl` source, a Gemini CLI log), so nothing is skipped silently.
+pub fn list_all(
+    path: &Path,
+    format: Format,
+    include: &[String],
+    exclude: &[String],
+) -> inbox::Listing {
     let mut listing = if path.is_file() {
         inbox::Listing {
             files: vec![path.to_path_buf()],
             skipped: Vec::new(),
         }
     } else {
-        inbox::scan(path)
+        scan(path, format)
     };
     listing.files = filter(path, std::mem::take(&mut listing.files), include, exclude);
     listing
+}
+
+/// Every regular file under a folder: the ones `format` reads, sorted, and the others named
+/// as not read (at most [`UNREAD_NAMED`] of them, then a count).
+fn scan(dir: &Path, format: Format) -> inbox::Listing {
+    let mut out = inbox::Listing::default();
+    let mut unread: Vec<PathBuf> = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let entries = match std::fs::read_dir(&d) {
+            Ok(e) => e,
+            Err(e) => {
+                out.skipped
+                    .push((d.clone(), format!("the folder cannot be listed ({e})")));
+                continue;
+            }
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let rel = path.strip_prefix(dir).unwrap_or(&path);
+            let Ok(ft) = entry.file_type() else {
+                out.skipped.push((path, "its type cannot be read".into()));
+                continue;
+            };
+            let read = format.reads(rel);
+            if ft.is_dir() {
+                stack.push(path);
+            } else if ft.is_symlink() {
+                if read || std::fs::metadata(&path).is_ok_and(|m| m.is_dir()) {
+                    out.skipped.push((
+                        path,
+                        "a symbolic link: dream reads only regular files in a source folder (list its target under [[inbox.sources]])".into(),
+                    ));
+                }
+            } else if !ft.is_file() {
+                if read {
+                    out.skipped.push((
+                        path,
+                        "not a regular file (a FIFO, socket or device): never opened".into(),
+                    ));
+                }
+            } else if read {
+                out.files.push(path);
+            } else if !is_companion(format, rel) {
+                unread.push(path);
+            }
+        }
+    }
+    out.files.sort();
+    unread.sort();
+    let n = unread.len();
+    let why = format!(
+        "no {} adapter reads it (a {} source reads {}; see docs/sources.md)",
+        format.as_str(),
+        format.as_str(),
+        reads_what(format)
+    );
+    for p in unread.drain(..n.min(UNREAD_NAMED)) {
+        out.skipped.push((p, why.clone()));
+    }
+    if n > UNREAD_NAMED {
+        out.skipped.push((
+            dir.to_path_buf(),
+            format!(
+                "and {} more files no {} adapter reads",
+                n - UNREAD_NAMED,
+                format.as_str()
+            ),
+        ));
+    }
+    out.skipped.sort();
+    out
+}
+
+/// Files a harness keeps beside its sessions that hold nothing a session file does not
+/// (docs/sources.md lists them): SQLite's log and shared memory beside opencode's
+/// database, Gemini CLI's prompt log and shell history, Copilot CLI's workspace summary,
+/// plan and checkpoints. They are known, so they are not named as unread; any other file
+/// is.
+fn is_companion(format: Format, rel: &Path) -> bool {
+    let name = rel.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    let under = |dir: &str| rel.components().any(|c| c.as_os_str() == dir);
+    match format {
+        Format::Opencode => [".db-wal", ".db-shm", ".db-journal"]
+            .iter()
+            .any(|s| name.ends_with(s)),
+        Format::Gemini => {
+            matches!(name, "logs.json" | "shell_history" | ".project_root")
+                || (name.starts_with("checkpoint-") && name.ends_with(".json"))
+        }
+        Format::Copilot => {
+            matches!(
+                name,
+                "workspace.yaml" | "plan.md" | "command-history-state.json"
+            ) || under("checkpoints")
+                || under("rewind-snapshots")
+                || under("files")
+        }
+        _ => false,
+    }
+}
+
+/// The files a format reads, in words.
+pub fn reads_what(format: Format) -> &'static str {
+    match format {
+        Format::Jsonl | Format::ClaudeCode | Format::Codex => "*.jsonl files",
+        Format::Gemini => "*.json and *.jsonl files under a chats/ folder",
+        Format::Opencode => "SQLite databases, *.db",
+        Format::Copilot => "*.jsonl files (<session>/events.jsonl)",
+    }
 }
 
 fn filter(
@@ -126,7 +253,15 @@ pub fn session_hint(format: Format, path: &Path) -> Option<String> {
     match format {
         Format::Codex => codex::session_from_file_stem(stem),
         Format::ClaudeCode => Some(stem.to_string()),
-        Format::Jsonl => None,
+        // `<session>/events.jsonl`: the folder is the session (older versions wrote
+        // `<session>.jsonl`).
+        Format::Copilot if path.file_name().is_some_and(|n| n == "events.jsonl") => path
+            .parent()
+            .and_then(Path::file_name)
+            .and_then(|n| n.to_str())
+            .map(str::to_string),
+        Format::Copilot => Some(stem.to_string()),
+        Format::Jsonl | Format::Gemini | Format::Opencode => None,
     }
 }
 
@@ -157,8 +292,15 @@ pub fn map_file(
         session: session_hint(r.format, r.path),
         ..FileCtx::default()
     };
-    if r.format == Format::Codex && r.prev.is_some_and(|w| w.offset > 0) {
-        prime(r.path, &mut ctx)?;
+    if r.format == Format::Opencode {
+        return crate::edges::opencode::read(r, counts, &mut ctx, sink);
+    }
+    if r.format == Format::Gemini && r.path.extension().is_some_and(|e| e == "json") {
+        return read_document(r, &mut ctx, counts, &mut sink);
+    }
+    let primes = matches!(r.format, Format::Codex | Format::Gemini | Format::Copilot);
+    if primes && r.prev.is_some_and(|w| w.offset > 0) {
+        prime(r.path, r.format, &mut ctx)?;
     }
     let mut scanned = inbox::for_each_new(r.path, r.key, r.prev, r.max_line, |line| {
         map_line(r, &mut ctx, &line, false, counts, &mut sink).map(|_| ())
@@ -255,15 +397,135 @@ fn stream_line(
     )))
 }
 
-/// Learn the session, folder and branch from a Codex file's first line, for a read that
-/// starts mid-file.
-fn prime(path: &Path, ctx: &mut FileCtx) -> Result<()> {
+/// Learn the session, folder and branch from a file's first line (Codex's `session_meta`,
+/// Copilot's `session.start`, Gemini's metadata record), for a read that starts mid-file.
+fn prime(path: &Path, format: Format, ctx: &mut FileCtx) -> Result<()> {
     let f = File::open(path).context(|| format!("reading {}", path.display()))?;
     if let Ok(first) = capped::parse_first(BufReader::new(f)) {
         let mut scratch = Counts::default();
-        let _ = adapters::map_line(Format::Codex, first, ctx, &mut scratch);
+        let _ = adapters::map_line(format, first, ctx, &mut scratch);
     }
     Ok(())
+}
+
+/// Read a whole-file JSON session (Gemini CLI's older form, rewritten whole after every
+/// message) as one document, a message at a time (`capped::for_each_item`), when it
+/// changed since its watermark. Every message is mapped again; the ones read before keep
+/// their ids and are skipped as duplicates, so only new messages become events. The
+/// watermark is the file's identity, size and first bytes; `line` counts its messages.
+fn read_document(
+    r: &FileRead<'_>,
+    ctx: &mut FileCtx,
+    counts: &mut Counts,
+    sink: &mut impl FnMut(&RawLine, std::result::Result<Parsed, String>) -> Result<()>,
+) -> Result<Scanned> {
+    let what = || format!("reading {}", r.path.display());
+    let mut file = File::open(r.path).context(what)?;
+    let meta = file.metadata().context(what)?;
+    let size = meta.len();
+    let mut head = vec![0u8; size.min(4096) as usize];
+    file.read_exact(&mut head).context(what)?;
+    file.seek(SeekFrom::Start(0)).context(what)?;
+    let watermark = Watermark {
+        file: r.key.to_string(),
+        identity: inbox::identity(&meta),
+        offset: size,
+        line: 0,
+        prefix_hash: event::hex(&sha2::Sha256::digest(&head))[..16].to_string(),
+    };
+    if let Some(w) = r.prev {
+        if w.identity == watermark.identity
+            && w.offset == watermark.offset
+            && w.prefix_hash == watermark.prefix_hash
+        {
+            return Ok(Scanned {
+                watermark: w.clone(),
+                restarted: None,
+                partial_bytes: 0,
+            });
+        }
+    }
+    let mut failed: Option<crate::error::Error> = None;
+    let mut n = 0u64;
+    // First the metadata (the session, the project), wherever the document keeps it: the
+    // messages' ids depend on it. Then the messages, one at a time.
+    let first = BufReader::with_capacity(64 * 1024, (&mut file).take(size));
+    let meta_only = capped::for_each_item(first, "messages", false, |_, _| {});
+    let headed = meta_only.is_ok();
+    if let Ok(head) = meta_only {
+        let mut scratch = Counts::default();
+        let _ = adapters::map_line(r.format, Value::Object(head), ctx, &mut scratch);
+    }
+    file.seek(SeekFrom::Start(0)).context(what)?;
+    let reader = BufReader::with_capacity(64 * 1024, (&mut file).take(size));
+    let parsed = capped::for_each_item(reader, "messages", true, |index, item| {
+        let Some(i) = index else {
+            return;
+        };
+        n = i as u64 + 1;
+        if failed.is_some() {
+            return;
+        }
+        let excerpt = item.to_string();
+        let line = RawLine {
+            line: n,
+            offset: 0,
+            len: excerpt.len() as u64,
+            bytes: excerpt.into_bytes(),
+            truncated: false,
+        };
+        for p in adapters::map_line(r.format, item, ctx, counts) {
+            if let Err(e) = sink(&line, p) {
+                failed = Some(e);
+                return;
+            }
+        }
+    });
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    match parsed {
+        Ok(_) if headed && n == 0 => {
+            // A document without messages: its metadata alone (counted, skipped).
+            counts.lines += 1;
+            counts.skip("line:metadata");
+        }
+        Ok(_) => {}
+        Err(reason) if r.to_end => {
+            counts.lines += 1;
+            let line = RawLine {
+                line: n + 1,
+                offset: 0,
+                len: head.len() as u64,
+                bytes: head.clone(),
+                truncated: false,
+            };
+            sink(
+                &line,
+                Err(format!("the session document cannot be read: {reason}")),
+            )?;
+        }
+        Err(_) => {
+            // Half-written (the CLI rewrites it whole): the messages read so far are kept,
+            // and the file is read again once it changes.
+            return Ok(Scanned {
+                watermark: Watermark {
+                    offset: 0,
+                    ..watermark
+                },
+                restarted: None,
+                partial_bytes: size,
+            });
+        }
+    }
+    Ok(Scanned {
+        watermark: Watermark {
+            line: n,
+            ..watermark
+        },
+        restarted: None,
+        partial_bytes: 0,
+    })
 }
 
 /// Read every configured source since its files' watermarks and store what is new, adding
@@ -288,7 +550,7 @@ pub fn run(
             out.sources.push(rep);
             continue;
         }
-        let listing = list_all(&dir, &source.include, &source.exclude);
+        let listing = list_all(&dir, source.format, &source.include, &source.exclude);
         for (path, why) in &listing.skipped {
             inbox::skipped(out, &file_key(root, path), why);
         }
@@ -426,7 +688,7 @@ mod tests {
         }
         let names = |inc: &[&str], exc: &[&str]| -> Vec<String> {
             let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
-            list(dir.path(), &s(inc), &s(exc))
+            list(dir.path(), Format::Jsonl, &s(inc), &s(exc))
                 .unwrap()
                 .iter()
                 .map(|f| f.strip_prefix(dir.path()).unwrap().display().to_string())

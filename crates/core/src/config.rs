@@ -500,7 +500,7 @@ path = "events"                 # folder of *.jsonl event files, relative to the
 max_event_bytes = 1048576       # a longer line is quarantined (transcript lines are streamed)
 # Other agents' transcripts, read incrementally every cycle (see docs/sources.md):
 # [[inbox.sources]]
-# format = "claude-code"        # claude-code | codex | jsonl
+# format = "claude-code"        # claude-code | codex | gemini | opencode | copilot | jsonl
 # path = "~/.claude/projects"   # a folder (read recursively) or a file; ~ is your home
 # exclude = ["*/subagents/*"]   # optional globs over paths relative to `path` (also: include)
 # [[inbox.sources]]

@@ -20,6 +20,11 @@ use serde_json::Value;
 /// claude-code`.
 pub const CLAUDE_HOOK_MARK: &str = "context --hook claude-code";
 
+/// What identifies dream's Codex SessionStart hook in `~/.codex/hooks.json`, which has the
+/// same `hooks.SessionStart[].hooks[]` shape as Claude Code's settings (so the same edits
+/// serve both).
+pub const CODEX_HOOK_MARK: &str = "context --hook codex";
+
 /// Seconds Claude Code waits for the hook before giving up on it.
 pub const HOOK_TIMEOUT_SECS: u64 = 10;
 
@@ -54,7 +59,8 @@ fn our_hooks(session_start: &jsonc_parser::cst::CstArray) -> Vec<(CstObject, Cst
                 .and_then(|p| p.value())
                 .and_then(|v| v.to_serde_value())
                 .and_then(|v| v.as_str().map(str::to_string));
-            if let Some(c) = command.filter(|c| c.contains(CLAUDE_HOOK_MARK)) {
+            let ours = |c: &String| c.contains(CLAUDE_HOOK_MARK) || c.contains(CODEX_HOOK_MARK);
+            if let Some(c) = command.filter(ours) {
                 out.push((g.clone(), h.clone(), c));
             }
         }

@@ -41,6 +41,55 @@ pub fn parse_first(reader: impl Read) -> Result<Value, String> {
     read_value(&mut json, &mut budget).map_err(|e| format!("not valid JSON: {e}"))
 }
 
+/// Read a whole-file JSON document (an object) one item at a time: each item of the array
+/// under `key` goes to `each` as soon as it is parsed, within the caps for that item
+/// alone, so a session document of any length is read with the memory of one message.
+/// The other members are gathered (capped) and handed to `each` with no index when the
+/// array starts (the document's metadata), and returned with the ones after it; each item
+/// comes with its index. With `items` false the array is skipped unparsed (a first pass
+/// that learns the metadata wherever in the document it is).
+pub fn for_each_item(
+    reader: impl Read,
+    key: &str,
+    items: bool,
+    mut each: impl FnMut(Option<usize>, Value),
+) -> Result<Map<String, Value>, String> {
+    let bad = |e: Box<dyn std::error::Error>| format!("not valid JSON: {e}");
+    let mut json = JsonStreamReader::new(reader);
+    let mut rest = Map::new();
+    let walk = || -> Res<()> {
+        if json.peek()? != ValueType::Object {
+            return Err("the document is not a JSON object".into());
+        }
+        json.begin_object()?;
+        while json.has_next()? {
+            let name = json.next_name_owned()?;
+            if name == key && !items {
+                json.skip_value()?;
+            } else if name == key && json.peek()? == ValueType::Array {
+                each(None, Value::Object(rest.clone()));
+                json.begin_array()?;
+                let mut i = 0;
+                while json.has_next()? {
+                    let mut budget = TOTAL_CAP;
+                    each(Some(i), read_value(&mut json, &mut budget)?);
+                    i += 1;
+                }
+                json.end_array()?;
+            } else {
+                let mut budget = TOTAL_CAP;
+                let v = read_value(&mut json, &mut budget)?;
+                rest.insert(name, v);
+            }
+        }
+        json.end_object()?;
+        json.consume_trailing_whitespace()?;
+        Ok(())
+    };
+    walk().map_err(bad)?;
+    Ok(rest)
+}
+
 type Res<T> = Result<T, Box<dyn std::error::Error>>;
 
 fn read_value<R: Read>(json: &mut JsonStreamReader<R>, budget: &mut usize) -> Res<Value> {

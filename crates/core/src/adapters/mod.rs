@@ -2,7 +2,9 @@
 //!
 //! Each format has a pure mapping from one transcript line (a parsed JSON value) to zero or
 //! more events, plus counters of what was skipped and why: `claude_code` for Claude Code's
-//! session files, `codex` for Codex's rollout files. The mapping tables are written down in
+//! session files, `codex` for Codex's rollout files, `gemini` for Gemini CLI's sessions (both
+//! the whole-file JSON form and JSON Lines), `copilot` for GitHub Copilot CLI's
+//! `events.jsonl`, `opencode` for the rows of opencode's SQLite database. The mapping tables are written down in
 //! `docs/sources.md`. Reading files, watermarks and storing are `sources`' business.
 //!
 //! Every event an adapter builds goes through [`crate::event::from_object`], the one
@@ -15,6 +17,9 @@
 pub mod capped;
 pub mod claude_code;
 pub mod codex;
+pub mod copilot;
+pub mod gemini;
+pub mod opencode;
 
 use std::collections::BTreeMap;
 
@@ -36,6 +41,12 @@ pub enum Format {
     ClaudeCode,
     /// Codex rollout files (`~/.codex/sessions/YYYY/MM/DD/*.jsonl`).
     Codex,
+    /// Gemini CLI sessions (`~/.gemini/tmp/<project>/chats/session-*.json` and `*.jsonl`).
+    Gemini,
+    /// opencode's SQLite database (`~/.local/share/opencode/opencode.db`).
+    Opencode,
+    /// GitHub Copilot CLI sessions (`~/.copilot/session-state/<id>/events.jsonl`).
+    Copilot,
 }
 
 impl Format {
@@ -44,12 +55,23 @@ impl Format {
             Format::Jsonl => "jsonl",
             Format::ClaudeCode => "claude-code",
             Format::Codex => "codex",
+            Format::Gemini => "gemini",
+            Format::Opencode => "opencode",
+            Format::Copilot => "copilot",
         }
     }
 
-    pub const ALL: [Format; 3] = [Format::Jsonl, Format::ClaudeCode, Format::Codex];
+    pub const ALL: [Format; 6] = [
+        Format::Jsonl,
+        Format::ClaudeCode,
+        Format::Codex,
+        Format::Gemini,
+        Format::Opencode,
+        Format::Copilot,
+    ];
 
-    /// The format a name (`jsonl`, `claude-code`, `codex`) says.
+    /// The format a name (`jsonl`, `claude-code`, `codex`, `gemini`, `opencode`, `copilot`)
+    /// says.
     pub fn parse(s: &str) -> Option<Format> {
         Format::ALL.into_iter().find(|f| f.as_str() == s)
     }
@@ -57,6 +79,30 @@ impl Format {
     /// Whether lines are transcripts mapped by an adapter (not dream's own events).
     pub fn is_transcript(self) -> bool {
         !matches!(self, Format::Jsonl)
+    }
+
+    /// Whether a file (its path relative to the source folder) is one this format reads;
+    /// every other file in a source folder is named as not read.
+    pub fn reads(self, rel: &std::path::Path) -> bool {
+        let ext = rel.extension().and_then(|e| e.to_str()).unwrap_or("");
+        match self {
+            Format::Jsonl | Format::ClaudeCode | Format::Codex => ext == "jsonl",
+            Format::Gemini => gemini::session_file(rel),
+            Format::Copilot => ext == "jsonl",
+            Format::Opencode => ext == "db",
+        }
+    }
+
+    /// Where the format's files usually are, for help and error messages.
+    pub fn default_path(self) -> &'static str {
+        match self {
+            Format::Jsonl => "events.jsonl",
+            Format::ClaudeCode => "~/.claude/projects",
+            Format::Codex => "~/.codex/sessions",
+            Format::Gemini => "~/.gemini/tmp",
+            Format::Opencode => "~/.local/share/opencode/opencode.db",
+            Format::Copilot => "~/.copilot/session-state",
+        }
     }
 }
 
@@ -78,6 +124,9 @@ pub struct FileCtx {
     /// The last valid timestamp seen in this read.
     pub last_ts: Option<String>,
     pub codex: codex::Context,
+    /// Metadata a file states once and every later event carries (Copilot's folder and
+    /// branch, Gemini's project hash).
+    pub meta: Map<String, Value>,
 }
 
 /// What the adapters did with the lines of a file or a source, for the report.
@@ -127,6 +176,9 @@ pub fn map_line(
     let drafts = match format {
         Format::ClaudeCode => claude_code::map(line, ctx, counts),
         Format::Codex => codex::map(line, ctx, counts),
+        Format::Gemini => gemini::map(line, ctx, counts),
+        Format::Opencode => opencode::map(line, ctx, counts),
+        Format::Copilot => copilot::map(line, ctx, counts),
         Format::Jsonl => unreachable!("dream's own lines are parsed by event::parse_line"),
     };
     // An owner's message is cut into the person's prose and what they pasted or the
@@ -175,6 +227,9 @@ impl Draft {
         let prefix = match self.source {
             "claude-code" => "cc_",
             "codex" => "cx_",
+            "gemini" => "gm_",
+            "opencode" => "oc_",
+            "copilot" => "cp_",
             _ => "ev_",
         };
         let id = format!("{prefix}{}", &hex(&h.finalize())[..20]);
