@@ -79,6 +79,7 @@ pub enum Command {
     // doc comment here would hide the struct's long help); so do Review, Explain, Undo, Log.
     Init(InitArgs),
     Run(RunArgs),
+    Backfill(BackfillArgs),
     Status(StatusArgs),
     Doctor(DoctorArgs),
     Review(ReviewArgs),
@@ -381,6 +382,37 @@ pub struct RunArgs {
     /// `Dream-Loss-Guard: lifted`.
     #[arg(long)]
     pub allow_loss: bool,
+}
+
+/// Consolidate the history older than the window now, oldest first, window by window.
+///
+/// The evening cycle looks at the last cluster.window_days (14) of events; history older
+/// than that (months of transcripts read on the first run, or events a budget stop left
+/// behind) is consolidated by the backfill: one window of cluster.window_days at a time,
+/// oldest first, each window its own commit (`dream: backfill 2026-05-01 to 2026-05-14:
+/// ...`), under the same token budget, before the current window. `dream run` does this by
+/// itself and goes on from where the last cycle stopped (a mark in the state); the
+/// heartbeat's `unreflected` warning says when old events are still waiting.
+///
+/// `dream backfill` is that evening cycle, except that it starts again at the oldest event
+/// no cycle has looked at, so windows whose calls failed are tried again. Progress goes to
+/// stderr, one line per window. A cycle the budget stops is resumed by the next run or
+/// backfill; a killed one is rolled back and done again. Exits 10 when it finished with
+/// heartbeat warnings (for example older events still left).
+#[derive(Debug, Args)]
+pub struct BackfillArgs {
+    /// Run every step and print the report, but write nothing at all.
+    #[arg(long)]
+    pub dry_run: bool,
+
+    /// Print the report as one JSON object on stdout.
+    #[arg(long)]
+    pub json: bool,
+
+    /// Override budget.tokens_per_cycle for this run. No model call starts that could
+    /// cross it; what is left waits for the next cycle.
+    #[arg(long, value_name = "TOKENS")]
+    pub budget: Option<u64>,
 }
 
 /// Validate events (JSON Lines, one object per line) and append them to the inbox.

@@ -5,6 +5,7 @@
 mod util;
 
 mod agents;
+mod backfill;
 mod crash;
 mod deploy;
 mod doctor;

@@ -140,6 +140,15 @@ CREATE TABLE applied (
     at     TEXT NOT NULL
 );
 "#,
+    // Named positions of the cycle's own (not a file's): `backfill`, how far the
+    // consolidation of history older than the window has come (epoch seconds).
+    r#"
+CREATE TABLE marks (
+    name    TEXT PRIMARY KEY,
+    value   INTEGER NOT NULL,
+    updated TEXT NOT NULL
+);
+"#,
 ];
 
 /// Vectors are keyed by `events.seq * MODEL_SLOTS + embedding_models.id` in a rowid table
@@ -1448,4 +1457,55 @@ pub fn cycles_until(
         .context(|| "reading cycles".into())?;
     rows.collect::<rusqlite::Result<Vec<_>>>()
         .context(|| "reading cycles".into())
+}
+
+/// A named position the cycle keeps (`marks`), if set.
+pub fn mark(conn: &Connection, name: &str) -> Result<Option<i64>> {
+    conn.query_row("SELECT value FROM marks WHERE name = ?1", [name], |r| {
+        r.get(0)
+    })
+    .optional()
+    .context(|| format!("reading the {name} mark"))
+}
+
+/// Set a named position (in the cycle's transaction).
+pub fn put_mark(conn: &Connection, name: &str, value: i64, now: DateTime<Utc>) -> Result<()> {
+    conn.execute(
+        "INSERT INTO marks (name, value, updated) VALUES (?1, ?2, ?3)
+         ON CONFLICT (name) DO UPDATE SET value = excluded.value, updated = excluded.updated",
+        params![name, value, now.to_rfc3339()],
+    )
+    .map(|_| ())
+    .context(|| format!("recording the {name} mark"))
+}
+
+/// Forget a named position.
+pub fn delete_mark(conn: &Connection, name: &str) -> Result<()> {
+    conn.execute("DELETE FROM marks WHERE name = ?1", [name])
+        .map(|_| ())
+        .context(|| format!("clearing the {name} mark"))
+}
+
+/// The time (epoch seconds) of the oldest event with `from <= ts < before` that no cycle has
+/// looked at (recalled text aside), through the index of unreflected events.
+pub fn oldest_unreflected(conn: &Connection, from: i64, before: i64) -> Result<Option<i64>> {
+    conn.query_row(
+        "SELECT MIN(ts_epoch) FROM events WHERE reflected_cycle IS NULL AND recalled = 0
+         AND ts_epoch >= ?1 AND ts_epoch < ?2",
+        [from, before],
+        |r| r.get(0),
+    )
+    .context(|| "finding the oldest event not yet reflected on".into())
+}
+
+/// How many events with `ts < before` no cycle has looked at (recalled text aside), and
+/// the oldest one's time (epoch seconds).
+pub fn unreflected_before(conn: &Connection, before: i64) -> Result<(u64, Option<i64>)> {
+    conn.query_row(
+        "SELECT COUNT(*), MIN(ts_epoch) FROM events WHERE reflected_cycle IS NULL
+         AND recalled = 0 AND ts_epoch < ?1",
+        [before],
+        |r| Ok((r.get::<_, i64>(0)? as u64, r.get(1)?)),
+    )
+    .context(|| "counting events older than the window not yet reflected on".into())
 }
