@@ -188,9 +188,21 @@ pub struct ContextArgs {
     pub format: ContextFormat,
 
     /// Run as a harness's session-start hook: on any error print one line saying memory is
-    /// unavailable, and exit 0, so a broken repository never stops a session.
+    /// unavailable, and exit 0, so a broken repository never stops a session. With
+    /// claude-code, the JSON Claude Code writes on stdin (`cwd`, `session_id`, `source`)
+    /// names the session's project; stdin that is not that JSON is ignored.
     #[arg(long, value_name = "HARNESS", value_parser = ["claude-code", "codex"])]
     pub hook: Option<String>,
+
+    /// The session's project: a folder, whose git repository (every worktree of it the
+    /// same) is the project. Global facts and this project's are shown, not other
+    /// projects'. Default: the hook's `cwd`, else the current folder.
+    #[arg(long, value_name = "PATH", conflicts_with = "every_project")]
+    pub project: Option<String>,
+
+    /// Every project's facts, not only the global ones and the current project's.
+    #[arg(long)]
+    pub every_project: bool,
 }
 
 const CONTEXT_HELP: &str = "\
@@ -198,7 +210,8 @@ Examples:
   dream context                              # Markdown, within context.budget_tokens
   dream context --budget 800 --query \"fix the flaky deploy test\"
   dream context --format json | jq '.facts[].id'
-  dream context --all                        # every active fact";
+  dream context --all                        # every active fact
+  dream context --project ~/src/shop         # global facts and the shop repository's";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ContextFormat {
@@ -318,8 +331,17 @@ pub struct HooksStatusArgs {
 /// Claude Code: `claude mcp add --scope user dream -- dream --repo ~/memory mcp`.
 /// Codex (~/.codex/config.toml): `[mcp_servers.dream]` with `command = "dream"` and
 /// `args = ["--repo", "/home/you/memory", "mcp"]`.
+///
+/// `recall` searches the global facts and the current project's (the git repository of the
+/// folder the agent started the server in, or --project); its `scope` argument `all`
+/// searches every project's.
 #[derive(Debug, Args)]
-pub struct McpArgs {}
+pub struct McpArgs {
+    /// The session's project (a folder; its git repository is the project). Default: the
+    /// folder the server was started in.
+    #[arg(long, value_name = "PATH")]
+    pub project: Option<String>,
+}
 
 /// Create a memory repository: layout, commented dream.toml, .gitignore, first commit.
 ///

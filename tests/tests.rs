@@ -19,6 +19,7 @@ mod ops;
 mod passes;
 mod review;
 mod robust;
+mod scope;
 mod secrets;
 mod skills;
 mod sources;

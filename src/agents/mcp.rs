@@ -55,6 +55,10 @@ pub struct RecallArgs {
     /// string (some clients send every field as text).
     #[serde(default, deserialize_with = "lenient_count")]
     pub limit: Option<usize>,
+    /// `project` (default): the global facts and the current project's; `all`: every
+    /// project's.
+    #[serde(default)]
+    pub scope: Option<String>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -133,17 +137,20 @@ pub struct Mcp {
     root: PathBuf,
     /// `--now`, for reproducible tests; else the wall clock per call.
     now: Option<DateTime<Utc>>,
+    /// The session's project: recall shows the global facts and this project's.
+    project: Option<String>,
     inner: Arc<Mutex<Inner>>,
     tool_router: ToolRouter<Self>,
 }
 
 impl Mcp {
-    pub fn new(root: &Path, now: Option<DateTime<Utc>>) -> Result<Mcp> {
+    pub fn new(root: &Path, now: Option<DateTime<Utc>>, project: Option<String>) -> Result<Mcp> {
         let config = crate::config::load(root)?;
         let embedder = crate::providers::embedder(&config)?;
         Ok(Mcp {
             root: root.to_path_buf(),
             now,
+            project,
             inner: Arc::new(Mutex::new(Inner {
                 config,
                 embedder,
@@ -158,14 +165,31 @@ impl Mcp {
     }
 
     /// The recall tool's work: memory read afresh, ranked, the hits counted as used.
-    pub fn recall_text(&self, query: &str, limit: Option<usize>) -> Result<String> {
+    pub fn recall_text(
+        &self,
+        query: &str,
+        limit: Option<usize>,
+        scope: Option<&str>,
+    ) -> Result<String> {
+        let every = match scope.map(str::trim) {
+            None | Some("") | Some("project") => false,
+            Some("all") => true,
+            Some(other) => {
+                return Err(Error::Usage(format!(
+                    "scope must be \"project\" (the global facts and this project's) or \"all\" (every project's), not {other:?}"
+                )))
+            }
+        };
         if query.trim().is_empty() {
             return Err(Error::Usage(
                 "recall needs a query: a question or a few words".into(),
             ));
         }
         let now = self.now();
-        let memory = Store::open(&self.root)?.load_memory(now.date_naive())?;
+        let mut memory = Store::open(&self.root)?.load_memory(now.date_naive())?;
+        if !every {
+            dream_core::scope::retain(&mut memory, self.project.as_deref());
+        }
         let mut inner = self.inner.lock().expect("the MCP state lock");
         let Inner {
             config,
@@ -388,11 +412,11 @@ impl Mcp {
     /// each with its id, block, category and the day it was last seen.
     #[tool(
         name = "recall",
-        description = "Search the user's long-term memory (dream): facts and episodes relevant to a query, most relevant first, each with its id, block, category and last-seen date. Use it before asking the user something they may have told you before."
+        description = "Search the user's long-term memory (dream): facts and episodes relevant to a query, most relevant first, each with its id, block, category and last-seen date. Searches the global facts and the current project's; pass scope=\"all\" for every project's. Use it before asking the user something they may have told you before."
     )]
     async fn recall(&self, Parameters(a): Parameters<RecallArgs>) -> Result<String, String> {
         let me = self.clone();
-        blocking(move || me.recall_text(&a.query, a.limit)).await
+        blocking(move || me.recall_text(&a.query, a.limit, a.scope.as_deref())).await
     }
 
     /// Where a fact came from.
@@ -428,7 +452,7 @@ impl ServerHandler for Mcp {
 }
 
 /// Serve on stdin/stdout until the client closes the connection.
-pub fn serve_stdio(root: &Path, now: Option<String>) -> Result<()> {
+pub fn serve_stdio(root: &Path, now: Option<String>, project: Option<String>) -> Result<()> {
     let now = match now {
         Some(s) => Some(
             DateTime::parse_from_rfc3339(&s)
@@ -439,7 +463,7 @@ pub fn serve_stdio(root: &Path, now: Option<String>) -> Result<()> {
         ),
         None => None,
     };
-    let server = Mcp::new(root, now)?;
+    let server = Mcp::new(root, now, project)?;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

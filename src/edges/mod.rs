@@ -15,6 +15,7 @@ pub mod inbox;
 pub mod ingest;
 pub mod journal;
 pub mod lock;
+pub mod project;
 pub mod repo;
 pub mod sources;
 pub mod state;

@@ -149,6 +149,11 @@ CREATE TABLE marks (
     updated TEXT NOT NULL
 );
 "#,
+    // The project each event was said in (`edges::project`): NULL for events stored
+    // before scope, which count as unknown.
+    r#"
+ALTER TABLE events ADD COLUMN project TEXT;
+"#,
 ];
 
 /// Vectors are keyed by `events.seq * MODEL_SLOTS + embedding_models.id` in a rowid table
@@ -380,8 +385,8 @@ pub fn insert_event_hashed(
 ) -> Result<()> {
     let mut stmt = conn
         .prepare_cached(
-            "INSERT INTO events (id, ts, ts_epoch, kind, text, session, actor, source, trust, recalled, meta, hash, origin, ingested_cycle)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+            "INSERT INTO events (id, ts, ts_epoch, kind, text, session, actor, source, trust, recalled, meta, hash, origin, ingested_cycle, project)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
         )
         .context(|| format!("storing event {}", e.id))?;
     stmt.execute(params![
@@ -399,6 +404,7 @@ pub fn insert_event_hashed(
         hash,
         origin,
         cycle,
+        crate::edges::project::of_meta(e.meta.as_ref()),
     ])
     .context(|| format!("storing event {}", e.id))?;
     // An agent that cites a fact's id used it (ids in recalled text are what dream showed).
@@ -1508,4 +1514,23 @@ pub fn unreflected_before(conn: &Connection, before: i64) -> Result<(u64, Option
         |r| Ok((r.get::<_, i64>(0)? as u64, r.get(1)?)),
     )
     .context(|| "counting events older than the window not yet reflected on".into())
+}
+
+/// The project each of these events was said in, where it is known (events stored before
+/// project scope, and events with no working folder, have none).
+pub fn projects_of(conn: &Connection, ids: &[String]) -> Result<HashMap<String, String>> {
+    let mut stmt = conn
+        .prepare_cached("SELECT project FROM events WHERE id = ?1 AND project IS NOT NULL")
+        .context(|| "reading events' projects".into())?;
+    let mut out = HashMap::new();
+    for id in ids {
+        let p: Option<String> = stmt
+            .query_row([id], |r| r.get(0))
+            .optional()
+            .context(|| format!("reading the project of event {id}"))?;
+        if let Some(p) = p {
+            out.insert(id.clone(), p);
+        }
+    }
+    Ok(out)
 }

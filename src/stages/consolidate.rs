@@ -139,6 +139,7 @@ pub fn run(ctx: &Ctx<'_>, tx: &Connection, work: &mut Work) -> Result<()> {
     let expired = expire(ctx, work, &mut lines)?;
     work.lap("route");
 
+    crate::stages::scope::assign(tx, &before, &mut work.memory)?;
     let mut change = Change::blocks(&before, &work.memory);
     if let Some(text) = expired {
         change.write(memory::ARCHIVE, text);
