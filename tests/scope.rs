@@ -249,3 +249,60 @@ fn a_person_moves_a_fact_between_scopes_by_editing_its_scope_key() {
         .iter()
         .any(|(s, _)| s == "dream: record hand edits"));
 }
+
+/// `recall` over MCP from a server started in `folder`, with these extra arguments.
+fn mcp_recall(env: &Env, folder: &Path, query: &str, extra: serde_json::Value) -> String {
+    use rmcp::model::CallToolRequestParams;
+    use rmcp::transport::TokioChildProcess;
+    use rmcp::ServiceExt;
+
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let mut cmd = tokio::process::Command::new(assert_cmd::cargo::cargo_bin("dream"));
+        cmd.args([
+            "--repo",
+            &env.repo.display().to_string(),
+            "--now",
+            NOW,
+            "mcp",
+        ])
+        .current_dir(folder)
+        .env("HOME", &env.home)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env_remove("DREAM_REPO")
+        .stderr(std::process::Stdio::null());
+        let client = ().serve(TokioChildProcess::new(cmd).unwrap()).await.unwrap();
+        let mut args = json!({"query": query, "limit": 20});
+        for (k, v) in extra.as_object().unwrap() {
+            args[k] = v.clone();
+        }
+        let r = client
+            .call_tool(
+                CallToolRequestParams::new("recall")
+                    .with_arguments(args.as_object().unwrap().clone()),
+            )
+            .await
+            .unwrap();
+        assert_ne!(r.is_error, Some(true), "{r:?}");
+        client.cancel().await.unwrap();
+        r.content
+            .iter()
+            .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+            .collect::<Vec<_>>()
+            .join("\n")
+    })
+}
+
+#[test]
+fn mcp_recall_searches_the_current_project_and_global_unless_asked_for_all() {
+    let p = setup();
+    let query = "how do we deploy the shop and build the blog with zola";
+    let in_blog = mcp_recall(&p.env, &p.blog, query, json!({}));
+    assert!(in_blog.contains("zola"), "{in_blog}");
+    assert!(!in_blog.contains("make ship"), "{in_blog}");
+    let all = mcp_recall(&p.env, &p.blog, query, json!({"scope": "all"}));
+    assert!(all.contains("zola") && all.contains("make ship"), "{all}");
+}
