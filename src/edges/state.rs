@@ -1043,6 +1043,41 @@ mod tests {
     }
 
     #[test]
+    fn a_database_from_before_scope_and_backfill_migrates_and_its_events_have_no_project() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state.sqlite");
+        let conn = Connection::open(&path).unwrap();
+        // The schema as it was before the backfill's marks and the events' projects.
+        let before = MIGRATIONS.len() - 2;
+        for (n, sql) in MIGRATIONS[..before].iter().enumerate() {
+            conn.execute_batch(&format!(
+                "BEGIN;\n{sql}\nPRAGMA user_version = {};\nCOMMIT;",
+                n + 1
+            ))
+            .unwrap();
+        }
+        conn.execute(
+            "INSERT INTO events (id, ts, ts_epoch, kind, text, trust, hash, origin, ingested_cycle)
+             VALUES ('old', '2026-11-02T09:00:00Z', 1793610000, 'message', 'x', 'owner', 'h', 'test', 'c1')",
+            [],
+        )
+        .unwrap();
+        migrate(&conn, &path).unwrap();
+        let e = serde_json::json!({"id": "new", "ts": "2026-11-03T09:00:00Z", "kind": "message",
+            "text": "y", "meta": {"cwd": "/no/such/project/"}});
+        let e = dream_core::event::parse_line(e.to_string().as_bytes(), 1 << 20)
+            .unwrap()
+            .event;
+        insert_event(&conn, &e, "test", "c2").unwrap();
+        let got = projects_of(&conn, &["old".into(), "new".into()]).unwrap();
+        assert_eq!(got.len(), 1, "the old event's project is unknown: {got:?}");
+        assert_eq!(got["new"], "/no/such/project");
+        assert_eq!(mark(&conn, "backfill").unwrap(), None);
+        put_mark(&conn, "backfill", 42, Utc::now()).unwrap();
+        assert_eq!(mark(&conn, "backfill").unwrap(), Some(42));
+    }
+
+    #[test]
     fn version_one_embeddings_move_to_the_vector_table() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("state.sqlite");
@@ -1053,7 +1088,13 @@ mod tests {
         ))
         .unwrap();
         let e = event("e1", "2026-11-02T09:00:00Z", "I live in Lisbon.");
-        insert_event(&conn, &e, "test", "c1").unwrap();
+        // The row as version 1 stored it (today's insert names later columns).
+        conn.execute(
+            "INSERT INTO events (id, ts, ts_epoch, kind, text, trust, hash, origin, ingested_cycle)
+             VALUES (?1, ?2, ?3, 'message', ?4, 'owner', 'h', 'test', 'c1')",
+            params![e.id, "2026-11-02T09:00:00Z", e.ts.timestamp(), e.text],
+        )
+        .unwrap();
         conn.execute(
             "INSERT INTO embeddings (event_id, model, vec) VALUES ('e1', 'builtin-v1-4', ?1)",
             [encode_vec(&[0.5, 0.5, 0.5, 0.5])],
