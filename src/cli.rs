@@ -79,6 +79,7 @@ pub enum Command {
     // doc comment here would hide the struct's long help); so do Review, Explain, Undo, Log.
     Init(InitArgs),
     Run(RunArgs),
+    Backfill(BackfillArgs),
     Status(StatusArgs),
     Doctor(DoctorArgs),
     Review(ReviewArgs),
@@ -187,9 +188,21 @@ pub struct ContextArgs {
     pub format: ContextFormat,
 
     /// Run as a harness's session-start hook: on any error print one line saying memory is
-    /// unavailable, and exit 0, so a broken repository never stops a session.
+    /// unavailable, and exit 0, so a broken repository never stops a session. With
+    /// claude-code, the JSON Claude Code writes on stdin (`cwd`, `session_id`, `source`)
+    /// names the session's project; stdin that is not that JSON is ignored.
     #[arg(long, value_name = "HARNESS", value_parser = ["claude-code", "codex"])]
     pub hook: Option<String>,
+
+    /// The session's project: a folder, whose git repository (every worktree of it the
+    /// same) is the project. Global facts and this project's are shown, not other
+    /// projects'. Default: the hook's `cwd`, else the current folder.
+    #[arg(long, value_name = "PATH", conflicts_with = "every_project")]
+    pub project: Option<String>,
+
+    /// Every project's facts, not only the global ones and the current project's.
+    #[arg(long)]
+    pub every_project: bool,
 }
 
 const CONTEXT_HELP: &str = "\
@@ -197,7 +210,8 @@ Examples:
   dream context                              # Markdown, within context.budget_tokens
   dream context --budget 800 --query \"fix the flaky deploy test\"
   dream context --format json | jq '.facts[].id'
-  dream context --all                        # every active fact";
+  dream context --all                        # every active fact
+  dream context --project ~/src/shop         # global facts and the shop repository's";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ContextFormat {
@@ -346,8 +360,17 @@ pub struct HooksStatusArgs {
 /// Claude Code: `claude mcp add --scope user dream -- dream --repo ~/memory mcp`.
 /// Codex (~/.codex/config.toml): `[mcp_servers.dream]` with `command = "dream"` and
 /// `args = ["--repo", "/home/you/memory", "mcp"]`.
+///
+/// `recall` searches the global facts and the current project's (the git repository of the
+/// folder the agent started the server in, or --project); its `scope` argument `all`
+/// searches every project's.
 #[derive(Debug, Args)]
-pub struct McpArgs {}
+pub struct McpArgs {
+    /// The session's project (a folder; its git repository is the project). Default: the
+    /// folder the server was started in.
+    #[arg(long, value_name = "PATH")]
+    pub project: Option<String>,
+}
 
 /// Create a memory repository: layout, commented dream.toml, .gitignore, first commit.
 ///
@@ -410,6 +433,37 @@ pub struct RunArgs {
     /// `Dream-Loss-Guard: lifted`.
     #[arg(long)]
     pub allow_loss: bool,
+}
+
+/// Consolidate the history older than the window now, oldest first, window by window.
+///
+/// The evening cycle looks at the last cluster.window_days (14) of events; history older
+/// than that (months of transcripts read on the first run, or events a budget stop left
+/// behind) is consolidated by the backfill: one window of cluster.window_days at a time,
+/// oldest first, each window its own commit (`dream: backfill 2026-05-01 to 2026-05-14:
+/// ...`), under the same token budget, before the current window. `dream run` does this by
+/// itself and goes on from where the last cycle stopped (a mark in the state); the
+/// heartbeat's `unreflected` warning says when old events are still waiting.
+///
+/// `dream backfill` is that evening cycle, except that it starts again at the oldest event
+/// no cycle has looked at, so windows whose calls failed are tried again. Progress goes to
+/// stderr, one line per window. A cycle the budget stops is resumed by the next run or
+/// backfill; a killed one is rolled back and done again. Exits 10 when it finished with
+/// heartbeat warnings (for example older events still left).
+#[derive(Debug, Args)]
+pub struct BackfillArgs {
+    /// Run every step and print the report, but write nothing at all.
+    #[arg(long)]
+    pub dry_run: bool,
+
+    /// Print the report as one JSON object on stdout.
+    #[arg(long)]
+    pub json: bool,
+
+    /// Override budget.tokens_per_cycle for this run. No model call starts that could
+    /// cross it; what is left waits for the next cycle.
+    #[arg(long, value_name = "TOKENS")]
+    pub budget: Option<u64>,
 }
 
 /// Validate events (JSON Lines, one object per line) and append them to the inbox.

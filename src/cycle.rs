@@ -92,7 +92,9 @@ struct Tracked<'a> {
 impl Progress for Tracked<'_> {
     fn stage(&self, stage: &str) {
         self.lock.note(stage);
-        if self.model {
+        // The backfill's windows are shown whatever the provider: a first run on months of
+        // history takes a while even offline.
+        if self.model || stage.starts_with("backfill") {
             self.outer.stage(stage);
         }
     }
@@ -119,6 +121,33 @@ pub fn run_with(
     opts: &Options,
     progress: &dyn Progress,
 ) -> Result<Report> {
+    run_from(root, config, llm, embedder, opts, progress, false)
+}
+
+/// `dream backfill`: one cycle, like [`run_with`], whose backfill starts again at the oldest
+/// event older than the window that no cycle has looked at (the watermark forgotten), so
+/// windows left behind by failed calls are tried again.
+pub fn backfill_with(
+    root: &Path,
+    config: &Config,
+    llm: &dyn Llm,
+    embedder: &dyn Embedder,
+    opts: &Options,
+    progress: &dyn Progress,
+) -> Result<Report> {
+    run_from(root, config, llm, embedder, opts, progress, true)
+}
+
+/// A cycle; `restart`: the backfill starts over at the oldest unreflected event.
+fn run_from(
+    root: &Path,
+    config: &Config,
+    llm: &dyn Llm,
+    embedder: &dyn Embedder,
+    opts: &Options,
+    progress: &dyn Progress,
+    restart: bool,
+) -> Result<Report> {
     let started = Utc::now();
     let (lock, repaired) = if opts.dry_run {
         let mut notes = Vec::new();
@@ -140,7 +169,7 @@ pub fn run_with(
         model: !llm.offline(),
     };
     let result = run_locked(
-        root, config, llm, embedder, opts, &tracked, started, repaired,
+        root, config, llm, embedder, opts, &tracked, started, repaired, restart,
     );
     if let Err(e) = &result {
         if !opts.dry_run {
@@ -186,6 +215,7 @@ fn run_locked(
     tracked: &dyn Progress,
     started: DateTime<Utc>,
     repaired: Vec<String>,
+    restart: bool,
 ) -> Result<Report> {
     let wall = Instant::now();
     let mut store = Store::open(root)?;
@@ -255,7 +285,7 @@ fn run_locked(
             llm.set_calibration(ratio);
         }
     }
-    ingest_and_embed(&ctx, &tx, &mut work)?;
+    ingest_and_embed(&ctx, &tx, &mut work, restart)?;
     let uses = crate::agents::uses::take(&tx, root, opts.dry_run)?;
     if uses > 0 {
         tracing::info!(uses, "counted uses of facts by agents");
@@ -281,8 +311,9 @@ fn run_locked(
     }
     if plan.reflect {
         let new_tool_calls = dream_core::skills::procedure::new_tool_call(&work.window.procedure);
+        backfill(&ctx, &tx, &mut work, restart)?;
         ctx.progress.stage("consolidate");
-        consolidate::run(&ctx, &tx, &mut work)?;
+        consolidate_counted(&ctx, &tx, &mut work, None)?;
         if new_tool_calls {
             ctx.progress.stage("skills");
             skills::run(&ctx, &tx, &mut work)?;
@@ -388,7 +419,7 @@ fn record_hand_edits(
 
 /// Ingest new inbox and source lines into the transaction, then load the window and embed
 /// what has no vector yet, unless nothing is new (the idle fast path).
-fn ingest_and_embed(ctx: &Ctx<'_>, tx: &Connection, work: &mut Work) -> Result<()> {
+fn ingest_and_embed(ctx: &Ctx<'_>, tx: &Connection, work: &mut Work, restart: bool) -> Result<()> {
     let (config, now) = (ctx.config, ctx.opts.now);
     ctx.progress.stage("ingest");
     work.report.ingest = ingest::run(tx, ctx.root, config, &ctx.cycle_id, now)?;
@@ -403,8 +434,11 @@ fn ingest_and_embed(ctx: &Ctx<'_>, tx: &Connection, work: &mut Work) -> Result<(
     // Fast path: with nothing ingested and nothing in the window waiting to be looked at,
     // clustering would find exactly what the last cycle found, so the window is not even
     // loaded (a timer's idle run stays a few milliseconds, whatever the history's size).
-    work.idle =
-        work.report.ingest.new_events == 0 && !state::window_has_unreflected(tx, from, now)?;
+    let backfill_due = config.profile(ctx.opts.kind).reflect
+        && backfill_start(tx, from, restart, i64::MIN)?.is_some();
+    work.idle = work.report.ingest.new_events == 0
+        && !backfill_due
+        && !state::window_has_unreflected(tx, from, now)?;
     if work.idle {
         work.report
             .notes
@@ -462,6 +496,140 @@ fn ingest_and_embed(ctx: &Ctx<'_>, tx: &Connection, work: &mut Work) -> Result<(
         embedded = work.report.embedded,
         "embedded"
     );
+    Ok(())
+}
+
+/// The state mark saying how far the backfill has come: history before it was
+/// consolidated window by window (epoch seconds, the end of the last window done).
+const BACKFILL_MARK: &str = "backfill";
+
+/// Where the backfill starts: the oldest event older than the window (`ts < from`) that no
+/// cycle has looked at, at or after the mark (all of them when `restart`) and `after`.
+fn backfill_start(
+    tx: &Connection,
+    from: DateTime<Utc>,
+    restart: bool,
+    after: i64,
+) -> Result<Option<i64>> {
+    let mark = if restart {
+        None
+    } else {
+        state::mark(tx, BACKFILL_MARK)?
+    };
+    let lower = mark.unwrap_or(i64::MIN).max(after);
+    state::oldest_unreflected(tx, lower, from.timestamp())
+}
+
+/// Consolidate the history older than the window, oldest first, one window of
+/// `cluster.window_days` at a time, each its own commit, under the cycle's budget, before
+/// the current window (so what was said later meets what was said before, in order). After
+/// each window finished, the mark moves past it; when the budget stops a call (or the
+/// server is found unavailable) the backfill stops and the mark stays, so the next cycle
+/// goes on from that window. A kill rolls the whole cycle back with the state transaction:
+/// the rerun does the same windows again. Events left behind (a call that failed, a
+/// budget stop) are counted in the report and are the heartbeat's `unreflected` warning.
+fn backfill(ctx: &Ctx<'_>, tx: &Connection, work: &mut Work, restart: bool) -> Result<()> {
+    let config = ctx.config;
+    let from = ctx.opts.now - Duration::days(i64::from(config.cluster.window_days));
+    let until = from.timestamp();
+    let span = i64::from(config.cluster.window_days.max(1)) * 86_400;
+    let Some(mut start) = backfill_start(tx, from, restart, i64::MIN)? else {
+        return Ok(());
+    };
+    let main_window = std::mem::take(&mut work.window);
+    let main_report = std::mem::take(&mut work.report.window);
+    let mut done = dream_core::report::Backfill::default();
+    let at = |t: i64| DateTime::<Utc>::from_timestamp(t, 0).unwrap_or(from);
+    let mut stopped_at = None;
+    loop {
+        let end = start.saturating_add(span).min(until);
+        let left = ((until - start + span - 1) / span).max(1);
+        ctx.progress.stage(&format!(
+            "backfill {} to {} (about {left} windows of history left)",
+            at(start).date_naive(),
+            at(end - 1).date_naive()
+        ));
+        let refused = ctx.budget.spend().refused;
+        work.report.window = dream_core::report::Window {
+            days: config.cluster.window_days,
+            ..Default::default()
+        };
+        work.window = state::window(tx, at(start), at(end - 1), &ctx.embedder.id())?;
+        let mut embedded = 0;
+        if let Err(e) = embed_missing(
+            tx,
+            ctx.embedder,
+            &mut work.window,
+            config.embed.batch_size,
+            &mut embedded,
+            &Silent,
+        ) {
+            // The current window's embedding decides how the cycle degrades; the backfill
+            // just waits for the next cycle.
+            work.report.notes.push(format!(
+                "the backfill stopped at {}: embedding failed: {e}",
+                at(start).date_naive()
+            ));
+            stopped_at = Some(start);
+            break;
+        }
+        work.report.embedded += embedded;
+        let label = format!(
+            "backfill {} to {}",
+            at(start).date_naive(),
+            at(end - 1).date_naive()
+        );
+        consolidate_counted(ctx, tx, work, Some(&label))?;
+        let w = &work.report.window;
+        done.new_events += w.new_events;
+        done.reflected += w.reflected;
+        done.pending += w.pending;
+        if ctx.budget.spend().refused > refused || ctx.unavailable.get().is_some() {
+            done.stopped = ctx.budget.spend().refused > refused;
+            stopped_at = Some(start);
+            break;
+        }
+        state::put_mark(tx, BACKFILL_MARK, end, ctx.opts.now)?;
+        done.windows += 1;
+        match backfill_start(tx, from, false, end)? {
+            Some(next) => start = next,
+            None => break,
+        }
+    }
+    work.window = main_window;
+    work.report.window = main_report;
+    done.until = stopped_at.map(at);
+    done.left = state::unreflected_before(tx, until)?.0;
+    work.lap("backfill");
+    work.report.backfill = Some(done);
+    Ok(())
+}
+
+/// Run the consolidation stage on `work.window`, and give its commit its own counts and
+/// tokens (the stage's subject counts what it decided; `Dream-Tokens:` is its own spend,
+/// not the cycle's so far), with `label` (a backfill window) before the subject's counts.
+fn consolidate_counted(
+    ctx: &Ctx<'_>,
+    tx: &Connection,
+    work: &mut Work,
+    label: Option<&str>,
+) -> Result<()> {
+    let stages = work.stages.len();
+    let spent = ctx.budget.spend().spent;
+    let counts = std::mem::take(&mut work.report.candidates);
+    let result = consolidate::run(ctx, tx, work);
+    let mine = std::mem::replace(&mut work.report.candidates, counts);
+    work.report.candidates.merge(&mine);
+    result?;
+    let own = ctx.budget.spend().spent.saturating_sub(spent);
+    for s in &mut work.stages[stages..] {
+        s.message.tokens = own;
+        if let Some(label) = label {
+            if let Some(rest) = s.message.subject.strip_prefix("dream: ") {
+                s.message.subject = format!("dream: {label}: {rest}");
+            }
+        }
+    }
     Ok(())
 }
 

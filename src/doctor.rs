@@ -459,11 +459,25 @@ fn schedule_check(root: &Path) -> Check {
             format!("dream schedule install --repo {repo_s}"),
         );
     };
-    if let Some(b) = binary.filter(|b| !Path::new(b).exists()) {
+    if let Some(b) = binary.as_deref().filter(|b| !Path::new(b).exists()) {
         return fail(
             "schedule",
             format!("the units run {b}, which no longer exists"),
             format!("dream schedule install --repo {repo_s} (from the dream you want them to run)"),
+        );
+    }
+    // systemd's units run with PrivateTmp=true: a binary under /tmp is not there for them.
+    if let Some(b) = binary.as_deref().filter(|b| {
+        scheduler == Scheduler::Systemd && (b.starts_with("/tmp/") || b.starts_with("/var/tmp/"))
+    }) {
+        return warn(
+            "schedule",
+            format!(
+                "the units run {b}, under a temporary folder, which PrivateTmp=true hides from them: every run fails to start"
+            ),
+            format!(
+                "install dream outside /tmp and /var/tmp (`cargo install --path .`), then run `dream schedule install --repo {repo_s}` with it"
+            ),
         );
     }
     let Ok(dir) = units::unit_dir(scheduler) else {
@@ -473,6 +487,7 @@ fn schedule_check(root: &Path) -> Check {
         Scheduler::Systemd => {
             let mut disabled = Vec::new();
             let mut asked = None;
+            let mut why_not = None;
             for t in &timers {
                 match units::systemd_state(t) {
                     Ok((enabled, active)) => {
@@ -481,7 +496,8 @@ fn schedule_check(root: &Path) -> Check {
                         }
                         asked = Some(true);
                     }
-                    Err(_) => {
+                    Err(why) => {
+                        why_not = why_not.or(Some(why));
                         asked = asked.or(Some(false));
                         if !units::linked(&dir, t) {
                             disabled.push(format!("{t} (not enabled)"));
@@ -490,9 +506,14 @@ fn schedule_check(root: &Path) -> Check {
                 }
             }
             if !disabled.is_empty() {
+                // What systemctl said when it was asked (a missing user bus, say), so the
+                // cause shows, not only its symptom.
+                let said = why_not
+                    .map(|w| format!("; systemctl could not be asked: {w}"))
+                    .unwrap_or_default();
                 return warn(
                     "schedule",
-                    format!("installed but not running: {}", disabled.join(", ")),
+                    format!("installed but not running: {}{said}", disabled.join(", ")),
                     format!(
                         "systemctl --user daemon-reload && systemctl --user enable --now {}",
                         schedule::shell_line(&timers)

@@ -7,7 +7,7 @@ use std::path::Path;
 
 use serde_json::{json, Value};
 
-use crate::util::{stdout, Env, SAMPLE_NOW};
+use crate::util::{stderr, stdout, Env, SAMPLE_NOW};
 use dream_core::llm::budget::estimate_tokens;
 use dream_testkit::fake_llm::{Answer, FakeLlm};
 
@@ -581,7 +581,11 @@ fn the_injected_context_never_supports_itself() {
     assert_eq!(cited, 1);
 }
 
-fn mcp_exchange(env: &Env, now: &str) -> (Vec<String>, String, String, String) {
+/// What an MCP client got: the tools, a recall (its limit sent as a string, as the MCP
+/// Inspector sends it), a compact explain, a full explain, a remember.
+type Exchange = (Vec<String>, String, String, String, String);
+
+fn mcp_exchange(env: &Env, now: &str) -> Exchange {
     use rmcp::model::CallToolRequestParams;
     use rmcp::transport::TokioChildProcess;
     use rmcp::ServiceExt;
@@ -627,10 +631,9 @@ fn mcp_exchange(env: &Env, now: &str) -> (Vec<String>, String, String, String) {
         };
         let args = |v: Value| v.as_object().unwrap().clone();
         let recall = client
-            .call_tool(
-                CallToolRequestParams::new("recall")
-                    .with_arguments(args(json!({"query": "where does the user live? Lisbon"}))),
-            )
+            .call_tool(CallToolRequestParams::new("recall").with_arguments(args(
+                json!({"query": "where does the user live? Lisbon", "limit": "3"}),
+            )))
             .await
             .unwrap();
         let recall = text_of(recall);
@@ -642,6 +645,14 @@ fn mcp_exchange(env: &Env, now: &str) -> (Vec<String>, String, String, String) {
             .await
             .unwrap();
         let explain = text_of(explain);
+        let full = client
+            .call_tool(
+                CallToolRequestParams::new("explain")
+                    .with_arguments(args(json!({"id": fact_id(env, "Lisbon"), "full": true}))),
+            )
+            .await
+            .unwrap();
+        let full = text_of(full);
         let remember = client
             .call_tool(CallToolRequestParams::new("remember").with_arguments(args(
                 json!({"text": "The user moved the standup to 10:00.", "session": "mcp-1"}),
@@ -650,7 +661,7 @@ fn mcp_exchange(env: &Env, now: &str) -> (Vec<String>, String, String, String) {
             .unwrap();
         let remember = text_of(remember);
         client.cancel().await.unwrap();
-        (tools, recall, explain, remember)
+        (tools, recall, explain, full, remember)
     })
 }
 
@@ -658,7 +669,7 @@ fn mcp_exchange(env: &Env, now: &str) -> (Vec<String>, String, String, String) {
 fn an_mcp_client_lists_three_tools_and_gets_a_ranked_recall() {
     let env = repo_with_facts();
     let snapshot = env.snapshot();
-    let (mut tools, recall, explain, remember) = mcp_exchange(&env, SAMPLE_NOW);
+    let (mut tools, recall, explain, full, remember) = mcp_exchange(&env, SAMPLE_NOW);
     tools.sort();
     assert_eq!(tools, ["explain", "recall", "remember"]);
     assert!(recall.starts_with(MARKER_LINE), "{recall}");
@@ -668,9 +679,24 @@ fn an_mcp_client_lists_three_tools_and_gets_a_ranked_recall() {
         "{recall}"
     );
     assert!(first.contains("last seen 2026-11-06"), "{first}");
+    // "limit": "3" was read as the number 3.
     assert!(
-        explain.contains("\"supporting_events\"") || explain.contains("\"events\""),
+        recall.lines().filter(|l| l.starts_with("- ")).count() <= 3,
+        "{recall}"
+    );
+    // explain: a compact answer by default, the whole trail with full=true.
+    let lisbon = fact_id(&env, "Lisbon");
+    assert!(explain.starts_with(MARKER_LINE), "{explain}");
+    assert!(
+        explain.contains(&format!("{lisbon} (active fact")) && explain.contains("I live in Lisbon"),
         "{explain}"
+    );
+    assert!(explain.contains("supported by "), "{explain}");
+    assert!(explain.contains("full=true"), "{explain}");
+    assert!(explain.len() <= 2048, "{} bytes: {explain}", explain.len());
+    assert!(
+        full.contains("\"events\"") && full.len() > explain.len(),
+        "{full}"
     );
     assert!(remember.contains("nothing in memory changed"), "{remember}");
 
@@ -781,4 +807,51 @@ fn unused_facts_are_retired_only_when_asked_recorded_as_their_policy_and_verifie
     let v = env.dream(&["verify", "--json"]);
     let report: Value = serde_json::from_slice(&v.stdout).unwrap();
     assert_eq!(v.status.code(), Some(0), "{report}");
+}
+
+#[test]
+fn a_first_install_mentions_no_backup_it_did_not_write_and_modes_are_kept() {
+    use std::os::unix::fs::PermissionsExt;
+    let env = repo_with_facts();
+    let settings = env.home.join(".claude/settings.json");
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+
+    // No settings.json yet: install creates it and says no backup exists.
+    let out = env.dream(&["hooks", "install", "claude-code"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let said = stdout(&out);
+    assert!(!said.contains("kept at"), "{said}");
+    assert!(!env.home.join(".claude/settings.json.dream-backup").exists());
+    assert!(said.contains("did not exist before"), "{said}");
+    assert_eq!(mode(&settings), 0o644, "a new settings file is rw-r--r--");
+    assert!(env
+        .dream(&["hooks", "uninstall", "claude-code"])
+        .status
+        .success());
+    assert!(!settings.exists(), "the file dream created is removed");
+
+    // An existing 644 file stays 644 through install and uninstall; its backup too.
+    std::fs::write(&settings, SETTINGS).unwrap();
+    std::fs::set_permissions(&settings, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let out = env.dream(&["hooks", "install", "claude-code"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("kept at"), "{}", stdout(&out));
+    assert_eq!(mode(&settings), 0o644);
+    assert_eq!(
+        mode(&env.home.join(".claude/settings.json.dream-backup")),
+        0o644
+    );
+    assert!(env
+        .dream(&["hooks", "uninstall", "claude-code"])
+        .status
+        .success());
+    assert_eq!(std::fs::read_to_string(&settings).unwrap(), SETTINGS);
+    assert_eq!(mode(&settings), 0o644);
+    // A private one stays private.
+    std::fs::set_permissions(&settings, std::fs::Permissions::from_mode(0o600)).unwrap();
+    assert!(env
+        .dream(&["hooks", "install", "claude-code"])
+        .status
+        .success());
+    assert_eq!(mode(&settings), 0o600);
 }

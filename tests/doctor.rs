@@ -228,3 +228,49 @@ fn a_failing_check_exits_1_with_its_fix() {
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(get(&v, "repository").0, "fail");
 }
+
+#[test]
+fn the_doctor_says_why_the_timers_are_not_running_and_warns_of_a_binary_under_tmp() {
+    let env = Env::new();
+    env.init();
+    let install = env
+        .cmd()
+        .env_remove("XDG_CONFIG_HOME")
+        .env_remove("XDG_RUNTIME_DIR")
+        .env_remove("DBUS_SESSION_BUS_ADDRESS")
+        .args(["schedule", "install", "--systemd", "--no-enable"])
+        .output()
+        .unwrap();
+    assert!(install.status.success(), "{}", stderr(&install));
+    // Not enabled, and systemctl cannot be asked here: the doctor says what it answered.
+    let (_, v) = doctor(&env, &[], &[]);
+    let (status, detail, _) = get(&v, "schedule");
+    assert_eq!(status, "warn", "{v}");
+    assert!(
+        detail.starts_with("installed but not running: dream-morning.timer (not enabled)")
+            && detail.contains("; systemctl could not be asked: "),
+        "{detail}"
+    );
+
+    // A binary under /tmp, which the units' PrivateTmp=true hides from them.
+    let tmp = tempfile::Builder::new().tempdir_in("/tmp").unwrap();
+    let fake = tmp.path().join("dream");
+    std::fs::write(&fake, "").unwrap();
+    let units = env.home.join(".config/systemd/user");
+    let bin = assert_cmd::cargo::cargo_bin("dream").display().to_string();
+    for c in ["morning", "evening"] {
+        let path = units.join(format!("dream-{c}.service"));
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.contains(&bin), "{text}");
+        std::fs::write(&path, text.replace(&bin, &fake.display().to_string())).unwrap();
+    }
+    let (_, v) = doctor(&env, &[], &[]);
+    let (status, detail, fix) = get(&v, "schedule");
+    assert_eq!(status, "warn", "{v}");
+    assert!(
+        detail.contains(&format!("the units run {}", fake.display()))
+            && detail.contains("PrivateTmp=true hides"),
+        "{detail}"
+    );
+    assert!(fix.contains("outside /tmp"), "{fix}");
+}

@@ -467,3 +467,56 @@ fn a_model_s_single_mentions_are_traced_to_who_said_them_and_when() {
     );
     verify_ok(&env);
 }
+
+#[test]
+fn status_counts_a_cycle_s_episodes_in_its_summary() {
+    let env = Env::new();
+    env.init();
+    let said = |id: &str, hour: u32, text: &str| {
+        json!({"id": id, "ts": format!("2026-11-02T{hour:02}:00:00Z"), "kind": "message",
+            "actor": "user", "session": format!("s-{id}"), "text": text})
+        .to_string()
+            + "\n"
+    };
+    let day = [
+        said("a", 9, "I sold my old bike to Marta."),
+        said("b", 10, "We shipped version 2.4 of the ledger."),
+    ]
+    .concat();
+    env.write_inbox("a.jsonl", &day);
+    let report = env.run_cycle("2026-11-02T21:00:00Z");
+    assert_eq!(report["candidates"]["episodes"], 2, "{report}");
+    let out = env.dream(&["status", "--now", "2026-11-02T21:05:00Z"]);
+    let text = stdout(&out);
+    let line = text
+        .lines()
+        .find(|l| l.contains("evening") && l.contains("promoted"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(
+        line.contains("0 promoted, 2 episodes, 0 reinforced, 0 queued, 0 refused"),
+        "{line}"
+    );
+    let out = env.dream(&["status", "--json", "--now", "2026-11-02T21:05:00Z"]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["last_cycles"][0]["episodes"], 2, "{v}");
+}
+
+#[test]
+fn an_episode_is_dated_by_the_local_day_it_happened() {
+    let env = Env::new();
+    env.init();
+    // 23:24 UTC on 2 November is 00:24 on 3 November an hour east of UTC.
+    env.set_var("TZ", "CET-1");
+    let line = json!({"id": "late", "ts": "2026-11-02T23:24:00Z", "kind": "message",
+        "actor": "user", "session": "s-late", "text": "I sold my old bike to Marta."})
+    .to_string()
+        + "\n";
+    env.write_inbox("a.jsonl", &line);
+    let report = env.run_cycle("2026-11-03T21:00:00Z");
+    assert_eq!(report["candidates"]["episodes"], 1, "{report}");
+    let ep = lines(&env, "episodes");
+    assert!(
+        ep[0].starts_with("3 November 2026: I sold my old bike to Marta."),
+        "{ep:?}"
+    );
+}

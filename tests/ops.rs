@@ -334,13 +334,16 @@ fn enabling_without_a_service_manager_prints_the_commands_instead() {
         .args(["schedule", "install", "--systemd"])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "the files are in place: {}",
-        stderr(&out)
-    );
+    // The files are in place, but nothing will run until the commands do: exit 1.
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     let text = stdout(&out);
     assert!(text.contains("could not enable the timers here"), "{text}");
+    assert!(
+        env.home
+            .join(".config/systemd/user/dream-evening.timer")
+            .exists(),
+        "{text}"
+    );
     assert!(
         text.contains("    systemctl --user daemon-reload\n"),
         "{text}"

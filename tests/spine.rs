@@ -677,6 +677,29 @@ fn the_demo_runs_end_to_end() {
         "{text}"
     );
     assert!(dir.join("memory/human.md").exists());
+    // It mentions `dream context`, and the review queue only as what the cycle queued.
+    assert!(
+        text.contains(&format!("dream --repo {} context", dir.display())),
+        "{text}"
+    );
+    let queued = std::fs::read_dir(dir.join("review"))
+        .map(|d| {
+            d.filter(|e| {
+                e.as_ref()
+                    .is_ok_and(|e| e.path().extension().is_some_and(|x| x == "md"))
+            })
+            .count()
+        })
+        .unwrap_or(0);
+    if queued == 0 {
+        assert!(!text.contains("cards waiting for a person"), "{text}");
+        assert!(text.contains("no card was queued for review"), "{text}");
+    } else {
+        assert!(
+            text.contains(&format!("{queued} cards waiting for a person")),
+            "{text}"
+        );
+    }
 }
 
 #[test]

@@ -5,6 +5,7 @@
 mod util;
 
 mod agents;
+mod backfill;
 mod crash;
 mod deploy;
 mod doctor;
@@ -20,6 +21,7 @@ mod owner_words;
 mod passes;
 mod review;
 mod robust;
+mod scope;
 mod secrets;
 mod skills;
 mod sources;

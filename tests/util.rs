@@ -79,6 +79,8 @@ impl Env {
             .env("GIT_CONFIG_GLOBAL", "/dev/null")
             .env("GIT_CONFIG_NOSYSTEM", "1")
             .env("NO_COLOR", "1")
+            // Days are local days (episodes): the tests' clock is UTC unless one sets TZ.
+            .env("TZ", "UTC")
             .env("DREAM_REPO", &self.repo)
             .current_dir(&self.root);
         for (k, v) in self.vars() {

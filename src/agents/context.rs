@@ -25,6 +25,11 @@ pub struct Options {
     pub query: Option<String>,
     /// Every fact, no budget.
     pub all: bool,
+    /// The session's project (`edges::project::resolve`d): global facts and this project's
+    /// are shown, other projects' are not. `None`: global facts only.
+    pub project: Option<String>,
+    /// Every project's facts (no scope filter).
+    pub every_project: bool,
 }
 
 /// Pending review cards (both kinds) and skill drafts, counted from the file names alone
@@ -124,7 +129,10 @@ pub fn build(
     today: NaiveDate,
     opts: &Options,
 ) -> Result<Context> {
-    let memory = Store::open(root)?.load_memory(today)?;
+    let mut memory = Store::open(root)?.load_memory(today)?;
+    if !opts.every_project {
+        dream_core::scope::retain(&mut memory, opts.project.as_deref());
+    }
     let cosines = match opts.query.as_deref() {
         Some(q) if !q.trim().is_empty() => {
             VectorCache::default().cosines(embedder, &memory, q, config.embed.batch_size)?

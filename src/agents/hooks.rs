@@ -346,14 +346,14 @@ fn apply_file(fc: &FileChange, keep_backup: bool) -> Result<()> {
     let backup = backup_path(&fc.path);
     if keep_backup {
         if let Some(before) = &fc.before {
-            write_atomic(&backup, before.as_bytes())?;
+            write_keeping_mode(&backup, before.as_bytes(), Some(&fc.path))?;
         } else if backup.exists() {
             // A stale backup from an earlier install would claim the file existed before.
             std::fs::remove_file(&backup).context(|| format!("removing {}", backup.display()))?;
         }
     }
     match &fc.after {
-        Some(text) => write_atomic(&fc.path, text.as_bytes()),
+        Some(text) => write_keeping_mode(&fc.path, text.as_bytes(), None),
         None => {
             std::fs::remove_file(&fc.path).context(|| format!("removing {}", fc.path.display()))
         }
@@ -514,10 +514,18 @@ pub fn install(
     )?;
     apply_file(&harness_file, true)?;
     if harness_file.changed() {
-        notes.push(format!(
-            "the file as it was is kept at {}",
-            backup_path(&harness_file.path).display()
-        ));
+        // A backup is written only of a file that existed.
+        notes.push(match harness_file.before {
+            Some(_) => format!(
+                "the file as it was is kept at {}",
+                backup_path(&harness_file.path).display()
+            ),
+            None => format!(
+                "{} did not exist before: `dream hooks uninstall {}` removes it again",
+                harness_file.path.display(),
+                h.as_str()
+            ),
+        });
     }
     match (h, method) {
         (Harness::ClaudeCode, HookMethod::Hook) => notes.push(
@@ -779,5 +787,27 @@ fn refresh_block(home: &Home, h: Harness, root: &Path, context_text: &str) -> Re
         return Ok(());
     }
     let new = edit::block_install(Some(&text), &edit::block(&note, context_text));
-    write_atomic(&path, new.as_bytes())
+    write_keeping_mode(&path, new.as_bytes(), None)
+}
+
+/// Write `path` atomically with the permissions the file had (or, for a new file, those of
+/// `like`, else `rw-r--r--`, as an agent writes its own settings): an atomic write goes
+/// through a private temporary file, and an agent's settings.json, CLAUDE.md or AGENTS.md
+/// must keep the mode its owner gave it.
+fn write_keeping_mode(path: &Path, bytes: &[u8], like: Option<&Path>) -> Result<()> {
+    let mode = std::fs::metadata(path)
+        .or_else(|e| like.map_or(Err(e), std::fs::metadata))
+        .ok()
+        .map(|m| m.permissions());
+    write_atomic(path, bytes)?;
+    #[cfg(unix)]
+    let mode = mode.or_else(|| {
+        use std::os::unix::fs::PermissionsExt;
+        Some(std::fs::Permissions::from_mode(0o644))
+    });
+    match mode {
+        Some(p) => std::fs::set_permissions(path, p)
+            .context(|| format!("setting the permissions of {}", path.display())),
+        None => Ok(()),
+    }
 }

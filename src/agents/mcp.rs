@@ -51,15 +51,65 @@ pub const MAX_LIMIT: usize = 50;
 pub struct RecallArgs {
     /// What to look for: a question, a task, a few words.
     pub query: String,
-    /// How many results at most (default 10, at most 50).
-    #[serde(default)]
+    /// How many results at most (default 10, at most 50). A number, or a numeral in a
+    /// string (some clients send every field as text).
+    #[serde(default, deserialize_with = "lenient_count")]
     pub limit: Option<usize>,
+    /// `project` (default): the global facts and the current project's; `all`: every
+    /// project's.
+    #[serde(default)]
+    pub scope: Option<String>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct ExplainArgs {
     /// A fact id (f_...), card id (c_...) or candidate id (k_...), with or without prefix.
     pub id: String,
+    /// The whole trail as JSON (every event's text, every gate of every cycle, every
+    /// commit), as `dream explain --json` gives it; default: a compact summary.
+    #[serde(default, deserialize_with = "lenient_flag")]
+    pub full: Option<bool>,
+}
+
+/// A count given as a JSON number or as a string holding one (`"3"`), as some MCP clients
+/// (the Inspector among them) send every argument; anything else is refused with what was
+/// expected.
+fn lenient_count<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<usize>, D::Error> {
+    use serde::de::Error as _;
+    match Option::<Value>::deserialize(d)? {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Number(n)) => n
+            .as_u64()
+            .map(|n| Some(usize::try_from(n).unwrap_or(usize::MAX)))
+            .ok_or_else(|| D::Error::custom(format!("expected a whole number >= 0, got {n}"))),
+        Some(Value::String(s)) => s.trim().parse::<usize>().map(Some).map_err(|_| {
+            D::Error::custom(format!(
+                "expected a whole number >= 0, got the string {s:?}"
+            ))
+        }),
+        Some(other) => Err(D::Error::custom(format!(
+            "expected a whole number >= 0, got {other}"
+        ))),
+    }
+}
+
+/// A flag given as a JSON boolean or as the string `"true"` or `"false"`.
+fn lenient_flag<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<bool>, D::Error> {
+    use serde::de::Error as _;
+    match Option::<Value>::deserialize(d)? {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Bool(b)) => Ok(Some(b)),
+        Some(Value::String(s)) => match s.trim() {
+            "true" => Ok(Some(true)),
+            "false" => Ok(Some(false)),
+            _ => Err(D::Error::custom(format!(
+                "expected true or false, got the string {s:?}"
+            ))),
+        },
+        Some(other) => Err(D::Error::custom(format!(
+            "expected true or false, got {other}"
+        ))),
+    }
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -87,17 +137,20 @@ pub struct Mcp {
     root: PathBuf,
     /// `--now`, for reproducible tests; else the wall clock per call.
     now: Option<DateTime<Utc>>,
+    /// The session's project: recall shows the global facts and this project's.
+    project: Option<String>,
     inner: Arc<Mutex<Inner>>,
     tool_router: ToolRouter<Self>,
 }
 
 impl Mcp {
-    pub fn new(root: &Path, now: Option<DateTime<Utc>>) -> Result<Mcp> {
+    pub fn new(root: &Path, now: Option<DateTime<Utc>>, project: Option<String>) -> Result<Mcp> {
         let config = crate::config::load(root)?;
         let embedder = crate::providers::embedder(&config)?;
         Ok(Mcp {
             root: root.to_path_buf(),
             now,
+            project,
             inner: Arc::new(Mutex::new(Inner {
                 config,
                 embedder,
@@ -112,14 +165,31 @@ impl Mcp {
     }
 
     /// The recall tool's work: memory read afresh, ranked, the hits counted as used.
-    pub fn recall_text(&self, query: &str, limit: Option<usize>) -> Result<String> {
+    pub fn recall_text(
+        &self,
+        query: &str,
+        limit: Option<usize>,
+        scope: Option<&str>,
+    ) -> Result<String> {
+        let every = match scope.map(str::trim) {
+            None | Some("") | Some("project") => false,
+            Some("all") => true,
+            Some(other) => {
+                return Err(Error::Usage(format!(
+                    "scope must be \"project\" (the global facts and this project's) or \"all\" (every project's), not {other:?}"
+                )))
+            }
+        };
         if query.trim().is_empty() {
             return Err(Error::Usage(
                 "recall needs a query: a question or a few words".into(),
             ));
         }
         let now = self.now();
-        let memory = Store::open(&self.root)?.load_memory(now.date_naive())?;
+        let mut memory = Store::open(&self.root)?.load_memory(now.date_naive())?;
+        if !every {
+            dream_core::scope::retain(&mut memory, self.project.as_deref());
+        }
         let mut inner = self.inner.lock().expect("the MCP state lock");
         let Inner {
             config,
@@ -142,7 +212,9 @@ impl Mcp {
         Ok(context::render_hits(query, &hits))
     }
 
-    fn explain_text(&self, id: &str) -> Result<String> {
+    /// The explain tool's work: a compact summary of the id (`compact`), or, with `full`,
+    /// the whole trail as `dream explain --json` prints it.
+    pub fn explain_text(&self, id: &str, full: bool) -> Result<String> {
         let config = self
             .inner
             .lock()
@@ -150,6 +222,9 @@ impl Mcp {
             .config
             .clone();
         let ex = crate::human::trail::explain(&self.root, &config, self.now().date_naive(), id)?;
+        if !full {
+            return Ok(format!("{}\n{}", context::marker_line(), compact(&ex)));
+        }
         let json = serde_json::to_string_pretty(&ex)
             .map_err(|e| Error::Other(format!("encoding the explanation: {e}")))?;
         Ok(format!("{}\n{json}\n", context::marker_line()))
@@ -185,6 +260,140 @@ impl Mcp {
     }
 }
 
+/// Supporting events a compact explanation quotes, and how much of each.
+const COMPACT_EVENTS: usize = 3;
+const COMPACT_CHARS: usize = 120;
+
+/// A few lines about an id, a few hundred bytes: what it says, where it stands, the first
+/// events behind it, the gates that failed, the last commit; and how to get the rest.
+fn compact(ex: &crate::human::trail::Explanation) -> String {
+    use std::fmt::Write as _;
+    let short = |t: &str| dream_core::memory::excerpt(t, COMPACT_CHARS);
+    let mut o = String::new();
+    let mut support: Vec<String> = Vec::new();
+    for f in &ex.facts {
+        let _ = writeln!(
+            o,
+            "{} ({} fact, {}/{}, by {}; seen {} to {}): {}",
+            f.id,
+            f.status,
+            f.block,
+            f.category,
+            f.origin,
+            f.first_seen,
+            f.last_seen,
+            short(&f.text)
+        );
+        if let Some(a) = &f.archived {
+            let _ = writeln!(o, "  archived {} ({}): {}", a.on, a.why, short(&a.reason));
+        }
+        support.extend(f.supporting_event_ids.iter().cloned());
+    }
+    for c in &ex.cards {
+        let _ = writeln!(
+            o,
+            "{} (review card, {}/{}, confidence {:.2}): {}",
+            c.id,
+            c.block.as_str(),
+            c.category,
+            c.confidence,
+            short(&c.text)
+        );
+        let _ = writeln!(o, "  queued because: {}", short(&c.reason));
+        support.extend(c.supporting_event_ids.iter().cloned());
+    }
+    if ex.facts.is_empty() && ex.cards.is_empty() {
+        if let Some(k) = ex.candidates.last() {
+            let _ = writeln!(
+                o,
+                "{} (candidate, {} in cycle {}): {}",
+                k.id,
+                k.route,
+                k.cycle,
+                short(&k.text)
+            );
+            support.extend(k.supporting_event_ids.iter().cloned());
+        }
+    }
+    if let Some(k) = ex.candidates.last() {
+        let failed: Vec<String> = k
+            .gates
+            .iter()
+            .filter(|g| !g.passed)
+            .map(|g| format!("{} {} (needs {})", g.gate, g.value, g.threshold))
+            .collect();
+        let _ = writeln!(
+            o,
+            "  last decided: {} in cycle {}{}",
+            k.route,
+            k.cycle,
+            if failed.is_empty() {
+                "; every gate passed".to_string()
+            } else {
+                format!("; failed: {}", failed.join(", "))
+            }
+        );
+    }
+    support.sort();
+    support.dedup();
+    if !support.is_empty() {
+        let _ = writeln!(o, "  supported by {} events:", support.len());
+        for e in ex
+            .events
+            .iter()
+            .filter(|e| support.contains(&e.id))
+            .take(COMPACT_EVENTS)
+        {
+            let who = if e.actor.is_empty() {
+                &e.trust
+            } else {
+                &e.actor
+            };
+            let _ = writeln!(
+                o,
+                "    {} {} ({}): {}",
+                e.ts.date_naive(),
+                e.id,
+                who,
+                short(&e.text)
+            );
+        }
+        if support.len() > COMPACT_EVENTS {
+            let _ = writeln!(o, "    ... and {} more", support.len() - COMPACT_EVENTS);
+        }
+    }
+    if !ex.vetoes.is_empty() {
+        let _ = writeln!(
+            o,
+            "  {} rejections or undos say no to this",
+            ex.vetoes.len()
+        );
+    }
+    if let Some(c) = ex.commits.last() {
+        let _ = writeln!(
+            o,
+            "  {} commits; the latest {} ({}): {}",
+            ex.commits.len(),
+            c.head.short,
+            c.head.time.date_naive(),
+            short(&c.head.subject)
+        );
+    }
+    if o.is_empty() {
+        let _ = writeln!(
+            o,
+            "nothing in memory, the review queue or the state has the id {}",
+            ex.query
+        );
+    }
+    let _ = writeln!(
+        o,
+        "The whole trail: call explain with full=true, or run `dream explain {}`.",
+        ex.query
+    );
+    o
+}
+
 /// Run blocking work off the runtime thread, as a tool result (text, or an error result).
 async fn blocking(f: impl FnOnce() -> Result<String> + Send + 'static) -> Result<String, String> {
     match tokio::task::spawn_blocking(f).await {
@@ -203,21 +412,21 @@ impl Mcp {
     /// each with its id, block, category and the day it was last seen.
     #[tool(
         name = "recall",
-        description = "Search the user's long-term memory (dream): facts and episodes relevant to a query, most relevant first, each with its id, block, category and last-seen date. Use it before asking the user something they may have told you before."
+        description = "Search the user's long-term memory (dream): facts and episodes relevant to a query, most relevant first, each with its id, block, category and last-seen date. Searches the global facts and the current project's; pass scope=\"all\" for every project's. Use it before asking the user something they may have told you before."
     )]
     async fn recall(&self, Parameters(a): Parameters<RecallArgs>) -> Result<String, String> {
         let me = self.clone();
-        blocking(move || me.recall_text(&a.query, a.limit)).await
+        blocking(move || me.recall_text(&a.query, a.limit, a.scope.as_deref())).await
     }
 
     /// Where a fact came from.
     #[tool(
         name = "explain",
-        description = "Explain an id from memory (f_... fact, c_... review card, k_... candidate): its supporting events, every gate's measured value, the route it took, and the commits that touched it."
+        description = "Explain an id from memory (f_... fact, c_... review card, k_... candidate): a short summary of what it says, its status, the first supporting events, the gates that failed and the last commit. Pass full=true for the whole trail as JSON (every event, gate and commit)."
     )]
     async fn explain(&self, Parameters(a): Parameters<ExplainArgs>) -> Result<String, String> {
         let me = self.clone();
-        blocking(move || me.explain_text(&a.id)).await
+        blocking(move || me.explain_text(&a.id, a.full.unwrap_or(false))).await
     }
 
     /// Append an event to the inbox.
@@ -243,7 +452,7 @@ impl ServerHandler for Mcp {
 }
 
 /// Serve on stdin/stdout until the client closes the connection.
-pub fn serve_stdio(root: &Path, now: Option<String>) -> Result<()> {
+pub fn serve_stdio(root: &Path, now: Option<String>, project: Option<String>) -> Result<()> {
     let now = match now {
         Some(s) => Some(
             DateTime::parse_from_rfc3339(&s)
@@ -254,7 +463,7 @@ pub fn serve_stdio(root: &Path, now: Option<String>) -> Result<()> {
         ),
         None => None,
     };
-    let server = Mcp::new(root, now)?;
+    let server = Mcp::new(root, now, project)?;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -38,10 +38,17 @@ fn print(g: &Global, a: &ContextArgs) -> Result<()> {
     let root = super::repo_root(g)?;
     let config = crate::config::load(&root)?;
     let today = super::now(g)?.date_naive();
+    let project = if a.every_project {
+        None
+    } else {
+        current_project(a)
+    };
     let opts = Options {
         budget: a.budget,
         query: a.query.clone(),
         all: a.all,
+        project: project.clone(),
+        every_project: a.every_project,
     };
     let embedder: Box<dyn crate::providers::embed::Embedder> = match opts.query {
         Some(_) => crate::providers::embedder(&config)?,
@@ -49,10 +56,18 @@ fn print(g: &Global, a: &ContextArgs) -> Result<()> {
     };
     let ctx = context::build(&root, &config, embedder.as_ref(), today, &opts)?;
     match a.format {
-        ContextFormat::Markdown if a.hook.as_deref() == Some("codex") => {
-            println!("{}", codex_hook_output(&ctx.render_markdown()))
-        }
-        ContextFormat::Markdown => print!("{}", ctx.render_markdown()),
+        ContextFormat::Markdown if a.hook.as_deref() == Some("codex") => println!(
+            "{}",
+            codex_hook_output(&with_scope_line(
+                &ctx.render_markdown(),
+                project.as_deref(),
+                a.every_project
+            ))
+        ),
+        ContextFormat::Markdown => print!(
+            "{}",
+            with_scope_line(&ctx.render_markdown(), project.as_deref(), a.every_project)
+        ),
         ContextFormat::Json => super::print_json(&ctx)?,
     }
     Ok(())
@@ -68,4 +83,74 @@ fn codex_hook_output(text: &str) -> String {
         }
     })
     .to_string()
+}
+
+/// The session's project: `--project`, else (as a Claude Code hook) the `cwd` of the JSON
+/// on stdin, else the current folder; resolved to its repository.
+fn current_project(a: &ContextArgs) -> Option<String> {
+    if let Some(p) = &a.project {
+        return Some(crate::edges::project::resolve(&absolute(p)));
+    }
+    // Claude Code's and Codex's SessionStart hooks both give the session's `cwd` as JSON.
+    if matches!(a.hook.as_deref(), Some("claude-code" | "codex"))
+        && !std::io::IsTerminal::is_terminal(&std::io::stdin())
+    {
+        // Read on a thread, waited for briefly: a stdin left open with nothing written
+        // must not hold the session up.
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(hook_cwd(std::io::stdin().lock()));
+        });
+        if let Ok(Some(cwd)) = rx.recv_timeout(HOOK_INPUT_WAIT) {
+            return Some(crate::edges::project::resolve(&cwd));
+        }
+    }
+    std::env::current_dir()
+        .ok()
+        .map(|d| crate::edges::project::resolve(&d.display().to_string()))
+}
+
+/// A relative `--project` is taken from the current folder.
+fn absolute(p: &str) -> String {
+    let path = std::path::Path::new(p);
+    if path.is_absolute() {
+        return p.to_string();
+    }
+    std::env::current_dir()
+        .map(|d| d.join(path).display().to_string())
+        .unwrap_or_else(|_| p.to_string())
+}
+
+/// How long a hook waits for its input before it goes on without it.
+const HOOK_INPUT_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Most bytes of hook input read: Claude Code's SessionStart JSON is a few hundred.
+const HOOK_INPUT_MAX: u64 = 1 << 20;
+
+/// The `cwd` of a SessionStart hook's JSON input, if stdin holds such JSON. Anything else
+/// (nothing, a terminal's end of input, text, JSON without a string `cwd`, more than
+/// `HOOK_INPUT_MAX` bytes) is none: the session then sees the current folder's project.
+pub fn hook_cwd(input: impl std::io::Read) -> Option<String> {
+    use std::io::Read;
+    let mut text = String::new();
+    input.take(HOOK_INPUT_MAX).read_to_string(&mut text).ok()?;
+    let v: serde_json::Value = serde_json::from_str(text.trim()).ok()?;
+    v.get("cwd")?
+        .as_str()
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+}
+
+/// The context's first line (dream's marker), then a line saying which facts it holds.
+fn with_scope_line(markdown: &str, project: Option<&str>, every: bool) -> String {
+    let line = match (every, project) {
+        (true, _) => "Scope: every project's facts.".to_string(),
+        (false, Some(p)) => format!("Scope: global facts and those of the project {p}."),
+        (false, None) => "Scope: global facts only (no project known).".to_string(),
+    };
+    match markdown.split_once('\n') {
+        Some((first, rest)) => format!("{first}\n{line}\n{rest}"),
+        None => format!("{markdown}\n{line}\n"),
+    }
 }

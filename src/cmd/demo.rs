@@ -70,8 +70,21 @@ pub fn run(g: &Global, a: &DemoArgs) -> Result<i32> {
     }
     print!("{}", report.render());
     let d = dir.display();
-    println!(
-        "\nThe demo repository is {d}. Look at:\n  {d}/memory/human.md     the facts an agent would load\n  {d}/review/             cards waiting for a person\n  git -C {d} log          what the cycle did and why\n  dream --repo {d} status"
+    let mut look = format!(
+        "\nThe demo repository is {d}. Look at:\n  {d}/memory/human.md     the facts an agent would load\n  dream --repo {d} context   what an agent is shown at the start of a session\n"
     );
+    // Point at the review queue only when the cycle queued something there.
+    match report.candidates.queued {
+        0 => look.push_str(
+            "  (no card was queued for review: every candidate was decided by the gates)\n",
+        ),
+        n => look.push_str(&format!(
+            "  {d}/review/             {n} cards waiting for a person (dream --repo {d} review)\n"
+        )),
+    }
+    look.push_str(&format!(
+        "  git -C {d} log          what the cycle did and why\n  dream --repo {d} status"
+    ));
+    println!("{look}");
     Ok(EXIT_OK)
 }

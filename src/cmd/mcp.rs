@@ -3,8 +3,16 @@
 use crate::cli::{Global, McpArgs};
 use crate::error::{Result, EXIT_OK};
 
-pub fn run(g: &Global, _a: &McpArgs) -> Result<i32> {
+pub fn run(g: &Global, a: &McpArgs) -> Result<i32> {
     let root = super::repo_root(g)?;
-    crate::agents::mcp::serve_stdio(&root, g.now.clone())?;
+    let folder = match &a.project {
+        Some(p) => std::path::Path::new(p).to_path_buf(),
+        None => std::env::current_dir().unwrap_or_default(),
+    };
+    let project = Some(crate::edges::project::resolve(
+        &folder.display().to_string(),
+    ))
+    .filter(|p| !p.is_empty());
+    crate::agents::mcp::serve_stdio(&root, g.now.clone(), project)?;
     Ok(EXIT_OK)
 }

@@ -58,6 +58,7 @@ pub fn run(cli: Cli) -> Result<i32> {
     match &cli.command {
         Command::Init(a) => init::run(g, a),
         Command::Run(a) => run::run(g, a),
+        Command::Backfill(a) => run::backfill(g, a),
         Command::Ingest(a) => ingest::run(g, a),
         Command::Context(a) => context::run(g, a),
         Command::Hooks(a) => hooks::run(g, a),

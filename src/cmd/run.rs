@@ -14,13 +14,30 @@ use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use crate::cli::{Global, LogFormat, RunArgs};
+use crate::cli::{BackfillArgs, Global, LogFormat, RunArgs};
 use crate::cycle::{self, Options};
 use crate::error::{Result, EXIT_OK, EXIT_WARNING};
 use crate::providers::{self};
 use crate::stages::Progress;
 
 pub fn run(g: &Global, a: &RunArgs) -> Result<i32> {
+    cycle(g, a, false)
+}
+
+/// `dream backfill`: an evening cycle whose backfill starts over at the oldest event older
+/// than the window that no cycle has looked at.
+pub fn backfill(g: &Global, a: &BackfillArgs) -> Result<i32> {
+    let run = RunArgs {
+        cycle: dream_core::config::CycleKind::Evening,
+        dry_run: a.dry_run,
+        json: a.json,
+        budget: a.budget,
+        allow_loss: false,
+    };
+    cycle(g, &run, true)
+}
+
+fn cycle(g: &Global, a: &RunArgs, restart: bool) -> Result<i32> {
     let root = super::repo_root(g)?;
     let mut config = crate::config::load(&root)?;
     if let Some(b) = a.budget {
@@ -35,7 +52,12 @@ pub fn run(g: &Global, a: &RunArgs) -> Result<i32> {
         allow_loss: a.allow_loss,
     };
     let shown = Shown::for_stderr(g);
-    let result = cycle::run_with(
+    let cycle = if restart {
+        cycle::backfill_with
+    } else {
+        cycle::run_with
+    };
+    let result = cycle(
         &root,
         &config,
         provider.as_ref(),

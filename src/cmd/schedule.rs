@@ -15,7 +15,7 @@ use crate::cli::{
     ScheduleUninstallArgs,
 };
 use crate::edges::units::{self, read_installed, run_all, run_command, uid, unit_dir, write_unit};
-use crate::error::{Context, Error, Result, EXIT_OK};
+use crate::error::{Context, Error, Result, EXIT_FAILURE, EXIT_OK};
 use crate::schedule::{self, Scheduler, TimeOfDay, CYCLES, LOG_DIR, RANDOMIZED_DELAY_MIN};
 
 pub fn run(g: &Global, a: &ScheduleArgs) -> Result<i32> {
@@ -128,6 +128,14 @@ fn install(g: &Global, a: &ScheduleInstallArgs) -> Result<i32> {
             repo.display()
         );
     }
+    if scheduler == Scheduler::Systemd && (bin.starts_with("/tmp") || bin.starts_with("/var/tmp")) {
+        println!(
+            "  note: the units run with PrivateTmp=true, which hides {} from them: every run \
+             would fail to start; install dream outside /tmp (`cargo install --path .`) and run \
+             `dream schedule install` again",
+            bin.display()
+        );
+    }
     if bin.components().any(|c| c.as_os_str() == "target") {
         println!(
             "  note: this binary is inside a cargo build folder; install dream (`cargo install --path .`) \
@@ -135,6 +143,7 @@ fn install(g: &Global, a: &ScheduleInstallArgs) -> Result<i32> {
         );
     }
 
+    let mut failed = false;
     let enable = enable_commands(scheduler, &dir);
     if a.target.no_enable {
         println!("not enabled (--no-enable); to enable, run:");
@@ -152,6 +161,8 @@ fn install(g: &Global, a: &ScheduleInstallArgs) -> Result<i32> {
                 println!("could not enable the timers here: {why}");
                 println!("the unit files are in place; to enable them, run as this user:");
                 print_commands(&enable);
+                // Nothing will run until those commands do: not a success.
+                failed = true;
             }
         }
     }
@@ -166,7 +177,7 @@ fn install(g: &Global, a: &ScheduleInstallArgs) -> Result<i32> {
         );
     }
     print_next_runs(scheduler, super::now(g)?, a.morning, a.evening);
-    Ok(EXIT_OK)
+    Ok(if failed { EXIT_FAILURE } else { EXIT_OK })
 }
 
 /// The template units, and one instance per repository with its staggered start times.
@@ -241,6 +252,7 @@ fn install_instances(g: &Global, a: &ScheduleInstallArgs) -> Result<i32> {
         }
     }
     let instances: Vec<String> = names.iter().map(|(_, i)| i.clone()).collect();
+    let mut failed = false;
     let enable = schedule::instance_enable_commands(&instances);
     if a.target.no_enable {
         println!("not enabled (--no-enable); to enable, run:");
@@ -252,6 +264,8 @@ fn install_instances(g: &Global, a: &ScheduleInstallArgs) -> Result<i32> {
                 println!("could not enable the timers here: {why}");
                 println!("the unit files are in place; to enable them, run as this user:");
                 print_commands(&enable);
+                // Nothing will run until those commands do: not a success.
+                failed = true;
             }
         }
     }
@@ -264,7 +278,7 @@ fn install_instances(g: &Global, a: &ScheduleInstallArgs) -> Result<i32> {
         units::home()?.display(),
         units::home()?.display()
     );
-    Ok(EXIT_OK)
+    Ok(if failed { EXIT_FAILURE } else { EXIT_OK })
 }
 
 /// Stop and remove the instances of the `--repo` repositories; the templates go with the

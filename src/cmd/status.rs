@@ -59,6 +59,9 @@ struct CycleLine {
     kind: String,
     finished: String,
     promoted: u64,
+    /// Kept as episodes (memory/episodes.md).
+    episodes: u64,
+    reinforced: u64,
     queued: u64,
     refused: u64,
     tokens: u64,
@@ -151,6 +154,8 @@ pub fn run(g: &Global, a: &StatusArgs) -> Result<i32> {
                 kind: c.kind.clone(),
                 finished: c.finished.format("%Y-%m-%d %H:%M UTC").to_string(),
                 promoted: n("promoted"),
+                episodes: n("episodes"),
+                reinforced: n("reinforced"),
                 queued: n("queued"),
                 refused: n("refused"),
                 tokens: c.report["tokens"]["spent"].as_u64().unwrap_or(0),
@@ -241,8 +246,16 @@ pub fn run(g: &Global, a: &StatusArgs) -> Result<i32> {
                     c.id, c.kind, c.finished
                 ),
                 None => println!(
-                    "                   {} {:<7} {} promoted, {} queued, {} refused, {} tokens ({})",
-                    c.id, c.kind, c.promoted, c.queued, c.refused, c.tokens, c.finished
+                    "                   {} {:<7} {} promoted, {} episodes, {} reinforced, {} queued, {} refused, {} tokens ({})",
+                    c.id,
+                    c.kind,
+                    c.promoted,
+                    c.episodes,
+                    c.reinforced,
+                    c.queued,
+                    c.refused,
+                    c.tokens,
+                    c.finished
                 ),
             }
         }

@@ -190,5 +190,14 @@ pub fn warnings(
     current: Option<Seen>,
 ) -> Result<Vec<Warning>> {
     let i = inputs(conn, root, config, now, current)?;
-    Ok(heartbeat::check(now, &i, &config.heartbeat))
+    let mut out = heartbeat::check(now, &i, &config.heartbeat);
+    let from = now - chrono::Duration::days(i64::from(config.cluster.window_days));
+    let (count, oldest) = state::unreflected_before(conn, from.timestamp())?;
+    let oldest = oldest.and_then(|t| DateTime::<Utc>::from_timestamp(t, 0));
+    out.extend(heartbeat::unreflected(
+        count,
+        oldest,
+        config.cluster.window_days,
+    ));
+    Ok(out)
 }

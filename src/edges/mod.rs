@@ -16,6 +16,7 @@ pub mod ingest;
 pub mod journal;
 pub mod lock;
 pub mod opencode;
+pub mod project;
 pub mod repo;
 pub mod sources;
 pub mod state;

@@ -140,6 +140,20 @@ CREATE TABLE applied (
     at     TEXT NOT NULL
 );
 "#,
+    // Named positions of the cycle's own (not a file's): `backfill`, how far the
+    // consolidation of history older than the window has come (epoch seconds).
+    r#"
+CREATE TABLE marks (
+    name    TEXT PRIMARY KEY,
+    value   INTEGER NOT NULL,
+    updated TEXT NOT NULL
+);
+"#,
+    // The project each event was said in (`edges::project`): NULL for events stored
+    // before scope, which count as unknown.
+    r#"
+ALTER TABLE events ADD COLUMN project TEXT;
+"#,
 ];
 
 /// Vectors are keyed by `events.seq * MODEL_SLOTS + embedding_models.id` in a rowid table
@@ -371,8 +385,8 @@ pub fn insert_event_hashed(
 ) -> Result<()> {
     let mut stmt = conn
         .prepare_cached(
-            "INSERT INTO events (id, ts, ts_epoch, kind, text, session, actor, source, trust, recalled, meta, hash, origin, ingested_cycle)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+            "INSERT INTO events (id, ts, ts_epoch, kind, text, session, actor, source, trust, recalled, meta, hash, origin, ingested_cycle, project)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
         )
         .context(|| format!("storing event {}", e.id))?;
     stmt.execute(params![
@@ -390,6 +404,7 @@ pub fn insert_event_hashed(
         hash,
         origin,
         cycle,
+        crate::edges::project::of_meta(e.meta.as_ref()),
     ])
     .context(|| format!("storing event {}", e.id))?;
     // An agent that cites a fact's id used it (ids in recalled text are what dream showed).
@@ -1028,6 +1043,41 @@ mod tests {
     }
 
     #[test]
+    fn a_database_from_before_scope_and_backfill_migrates_and_its_events_have_no_project() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state.sqlite");
+        let conn = Connection::open(&path).unwrap();
+        // The schema as it was before the backfill's marks and the events' projects.
+        let before = MIGRATIONS.len() - 2;
+        for (n, sql) in MIGRATIONS[..before].iter().enumerate() {
+            conn.execute_batch(&format!(
+                "BEGIN;\n{sql}\nPRAGMA user_version = {};\nCOMMIT;",
+                n + 1
+            ))
+            .unwrap();
+        }
+        conn.execute(
+            "INSERT INTO events (id, ts, ts_epoch, kind, text, trust, hash, origin, ingested_cycle)
+             VALUES ('old', '2026-11-02T09:00:00Z', 1793610000, 'message', 'x', 'owner', 'h', 'test', 'c1')",
+            [],
+        )
+        .unwrap();
+        migrate(&conn, &path).unwrap();
+        let e = serde_json::json!({"id": "new", "ts": "2026-11-03T09:00:00Z", "kind": "message",
+            "text": "y", "meta": {"cwd": "/no/such/project/"}});
+        let e = dream_core::event::parse_line(e.to_string().as_bytes(), 1 << 20)
+            .unwrap()
+            .event;
+        insert_event(&conn, &e, "test", "c2").unwrap();
+        let got = projects_of(&conn, &["old".into(), "new".into()]).unwrap();
+        assert_eq!(got.len(), 1, "the old event's project is unknown: {got:?}");
+        assert_eq!(got["new"], "/no/such/project");
+        assert_eq!(mark(&conn, "backfill").unwrap(), None);
+        put_mark(&conn, "backfill", 42, Utc::now()).unwrap();
+        assert_eq!(mark(&conn, "backfill").unwrap(), Some(42));
+    }
+
+    #[test]
     fn version_one_embeddings_move_to_the_vector_table() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("state.sqlite");
@@ -1038,7 +1088,13 @@ mod tests {
         ))
         .unwrap();
         let e = event("e1", "2026-11-02T09:00:00Z", "I live in Lisbon.");
-        insert_event(&conn, &e, "test", "c1").unwrap();
+        // The row as version 1 stored it (today's insert names later columns).
+        conn.execute(
+            "INSERT INTO events (id, ts, ts_epoch, kind, text, trust, hash, origin, ingested_cycle)
+             VALUES (?1, ?2, ?3, 'message', ?4, 'owner', 'h', 'test', 'c1')",
+            params![e.id, "2026-11-02T09:00:00Z", e.ts.timestamp(), e.text],
+        )
+        .unwrap();
         conn.execute(
             "INSERT INTO embeddings (event_id, model, vec) VALUES ('e1', 'builtin-v1-4', ?1)",
             [encode_vec(&[0.5, 0.5, 0.5, 0.5])],
@@ -1448,4 +1504,74 @@ pub fn cycles_until(
         .context(|| "reading cycles".into())?;
     rows.collect::<rusqlite::Result<Vec<_>>>()
         .context(|| "reading cycles".into())
+}
+
+/// A named position the cycle keeps (`marks`), if set.
+pub fn mark(conn: &Connection, name: &str) -> Result<Option<i64>> {
+    conn.query_row("SELECT value FROM marks WHERE name = ?1", [name], |r| {
+        r.get(0)
+    })
+    .optional()
+    .context(|| format!("reading the {name} mark"))
+}
+
+/// Set a named position (in the cycle's transaction).
+pub fn put_mark(conn: &Connection, name: &str, value: i64, now: DateTime<Utc>) -> Result<()> {
+    conn.execute(
+        "INSERT INTO marks (name, value, updated) VALUES (?1, ?2, ?3)
+         ON CONFLICT (name) DO UPDATE SET value = excluded.value, updated = excluded.updated",
+        params![name, value, now.to_rfc3339()],
+    )
+    .map(|_| ())
+    .context(|| format!("recording the {name} mark"))
+}
+
+/// Forget a named position.
+pub fn delete_mark(conn: &Connection, name: &str) -> Result<()> {
+    conn.execute("DELETE FROM marks WHERE name = ?1", [name])
+        .map(|_| ())
+        .context(|| format!("clearing the {name} mark"))
+}
+
+/// The time (epoch seconds) of the oldest event with `from <= ts < before` that no cycle has
+/// looked at (recalled text aside), through the index of unreflected events.
+pub fn oldest_unreflected(conn: &Connection, from: i64, before: i64) -> Result<Option<i64>> {
+    conn.query_row(
+        "SELECT MIN(ts_epoch) FROM events WHERE reflected_cycle IS NULL AND recalled = 0
+         AND ts_epoch >= ?1 AND ts_epoch < ?2",
+        [from, before],
+        |r| r.get(0),
+    )
+    .context(|| "finding the oldest event not yet reflected on".into())
+}
+
+/// How many events with `ts < before` no cycle has looked at (recalled text aside), and
+/// the oldest one's time (epoch seconds).
+pub fn unreflected_before(conn: &Connection, before: i64) -> Result<(u64, Option<i64>)> {
+    conn.query_row(
+        "SELECT COUNT(*), MIN(ts_epoch) FROM events WHERE reflected_cycle IS NULL
+         AND recalled = 0 AND ts_epoch < ?1",
+        [before],
+        |r| Ok((r.get::<_, i64>(0)? as u64, r.get(1)?)),
+    )
+    .context(|| "counting events older than the window not yet reflected on".into())
+}
+
+/// The project each of these events was said in, where it is known (events stored before
+/// project scope, and events with no working folder, have none).
+pub fn projects_of(conn: &Connection, ids: &[String]) -> Result<HashMap<String, String>> {
+    let mut stmt = conn
+        .prepare_cached("SELECT project FROM events WHERE id = ?1 AND project IS NOT NULL")
+        .context(|| "reading events' projects".into())?;
+    let mut out = HashMap::new();
+    for id in ids {
+        let p: Option<String> = stmt
+            .query_row([id], |r| r.get(0))
+            .optional()
+            .context(|| format!("reading the project of event {id}"))?;
+        if let Some(p) = p {
+            out.insert(id.clone(), p);
+        }
+    }
+    Ok(out)
 }

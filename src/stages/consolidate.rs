@@ -139,6 +139,7 @@ pub fn run(ctx: &Ctx<'_>, tx: &Connection, work: &mut Work) -> Result<()> {
     let expired = expire(ctx, work, &mut lines)?;
     work.lap("route");
 
+    crate::stages::scope::assign(tx, &before, &mut work.memory)?;
     let mut change = Change::blocks(&before, &work.memory);
     if let Some(text) = expired {
         change.write(memory::ARCHIVE, text);
@@ -1456,17 +1457,14 @@ fn cite<'a>(
         .collect()
 }
 
+/// The first and last day of the events, as the person lived them: the local day in the
+/// time zone of the machine dream runs on (`TZ`, else the system's zone), not the UTC day,
+/// so a session at 00:24 local time is dated that day. (Transcripts give their times in UTC;
+/// an event's own offset is not kept once it is parsed.)
 fn span(events: &[Excerpt], today: NaiveDate) -> (NaiveDate, NaiveDate) {
-    let first = events
-        .iter()
-        .map(|e| e.ts.date_naive())
-        .min()
-        .unwrap_or(today);
-    let last = events
-        .iter()
-        .map(|e| e.ts.date_naive())
-        .max()
-        .unwrap_or(today);
+    let local = |ts: DateTime<Utc>| ts.with_timezone(&chrono::Local).date_naive();
+    let first = events.iter().map(|e| local(e.ts)).min().unwrap_or(today);
+    let last = events.iter().map(|e| local(e.ts)).max().unwrap_or(today);
     (first, last)
 }
 

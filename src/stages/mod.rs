@@ -16,6 +16,7 @@ pub mod digest;
 pub mod oplog;
 pub mod passes;
 pub mod reflect_plan;
+pub mod scope;
 pub mod skills;
 
 use std::path::Path;

@@ -324,7 +324,14 @@ pub fn due_commitments(memory: &Memory, today: NaiveDate, horizon: u32) -> (Vec<
         if f.category != COMMITMENTS || f.id.is_empty() || f.valid_to.is_some_and(|t| t < today) {
             continue;
         }
-        let Some(date) = dates_in(&f.text, f.first_seen)
+        // An episode starts with the day it happened ("10 July 2026: ..."): that is when it
+        // was said, not when it is due.
+        let said = if block == crate::memory::Block::Episodes {
+            crate::memory::episode_body(&f.text)
+        } else {
+            &f.text
+        };
+        let Some(date) = dates_in(said, f.first_seen)
             .into_iter()
             .map(|(_, d)| d)
             .filter(|d| (*d - today).num_days() >= -horizon)
@@ -941,6 +948,35 @@ mod tests {
         assert_eq!(ids, [("f_1", 26)]);
         let (near, later) = due_commitments(&m, day("2026-11-07"), 30);
         assert_eq!(near.len(), 3);
+        assert!(later.is_empty());
+    }
+
+    #[test]
+    fn an_episode_s_own_day_is_not_its_due_date() {
+        let dated = fact(
+            "f_e1",
+            "10 July 2026: I promised to send Ana the invoices.",
+            "commitments",
+            "2026-07-10",
+        );
+        let due = fact(
+            "f_e2",
+            "10 July 2026: I will send the contract on July 20.",
+            "commitments",
+            "2026-07-10",
+        );
+        let mut episodes = BlockFile::empty(Block::Episodes);
+        episodes.push(dated);
+        episodes.push(due);
+        let m = Memory::new(vec![
+            BlockFile::empty(Block::Persona),
+            BlockFile::empty(Block::Human),
+            episodes,
+            BlockFile::empty(Block::Scratch),
+        ]);
+        let (near, later) = due_commitments(&m, day("2026-07-12"), 14);
+        let ids: Vec<(&str, i64)> = near.iter().map(|d| (d.fact_id.as_str(), d.days)).collect();
+        assert_eq!(ids, [("f_e2", 8)], "{near:?}");
         assert!(later.is_empty());
     }
 

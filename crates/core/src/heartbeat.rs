@@ -28,6 +28,8 @@
 //! - **budget**: the token budget stopped calls in each of the last N cycles that
 //!   reflected: the backlog grows.
 //! - **loss**: the loss guard held archivals back in the last cycle that ran the passes.
+//! - **unreflected**: events older than the window that no cycle has looked at (what the
+//!   backfill has not reached yet, or left behind); the edge counts them in the state.
 //!
 //! Everything here is pure: the caller reads the state and passes the clock in.
 
@@ -40,8 +42,16 @@ use serde_json::Value;
 use crate::config::Heartbeat;
 
 /// The rules, in the order their warnings are listed.
-pub const RULES: [&str; 8] = [
-    "failed", "quiet", "gate", "degraded", "missed", "source", "budget", "loss",
+pub const RULES: [&str; 9] = [
+    "failed",
+    "quiet",
+    "gate",
+    "degraded",
+    "missed",
+    "source",
+    "budget",
+    "loss",
+    "unreflected",
 ];
 
 /// Lines of `after` that `before` does not hold (as a multiset; blank lines left out):
@@ -508,6 +518,31 @@ fn budget(reflecting: &[&Seen], n: usize, out: &mut Vec<Warning>) {
          cluster.max_events_per_prompt; pending clusters are not lost, they wait"
             .into(),
     ));
+}
+
+/// The `unreflected` rule: events older than the window that no cycle has looked at
+/// (`count`, the oldest at `oldest`). A cycle consolidates such history window by window
+/// before the current one (the backfill); what is still left after it (the budget stopped
+/// it, a call failed, a profile that never reflects) is never consolidated by the rolling
+/// window, so it is said, with the fix.
+pub fn unreflected(count: u64, oldest: Option<DateTime<Utc>>, window_days: u32) -> Option<Warning> {
+    if count == 0 {
+        return None;
+    }
+    let since = oldest
+        .map(|t| format!(" (the oldest from {})", t.date_naive()))
+        .unwrap_or_default();
+    Some(Warning::new(
+        "unreflected",
+        format!(
+            "{count} events older than the {window_days}-day window are not yet reflected on{since}: \
+             the rolling window never reaches them again"
+        ),
+        "run `dream backfill` (it consolidates them window by window, oldest first, within \
+         the budget; `--budget TOKENS` for more room), or let the next evening cycle go on \
+         with them; nothing is lost meanwhile"
+            .into(),
+    ))
 }
 
 fn loss(cycles: &[Seen], out: &mut Vec<Warning>) {

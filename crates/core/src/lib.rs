@@ -29,6 +29,7 @@ pub mod memory;
 // the edits `dream hooks` makes to harnesses' files.
 pub mod context;
 pub mod hooks;
+pub mod scope;
 
 // The model seam: contracts, prompts, parsers, the offline provider, the budget (S5, S7).
 pub mod llm;

@@ -1097,22 +1097,46 @@ pub fn classify(text: &str) -> (&'static str, Block) {
     ]) {
         return ("event", Block::Episodes);
     }
-    if has(&[
-        " my stack ",
-        " our stack ",
-        " we use ",
-        " our project ",
-        " the project ",
-        " our repo ",
-        " the repo ",
-        " our team ",
-        " our codebase ",
-        " we deploy ",
-        " in production ",
-    ]) {
+    if has(&PROJECT_PHRASES) {
         return ("project", Block::Scratch);
     }
     ("knowledge", Block::Scratch)
+}
+
+/// The phrases that make a fact about a project (a codebase, its stack, its team).
+const PROJECT_PHRASES: [&str; 11] = [
+    " my stack ",
+    " our stack ",
+    " we use ",
+    " our project ",
+    " the project ",
+    " our repo ",
+    " the repo ",
+    " our team ",
+    " our codebase ",
+    " we deploy ",
+    " in production ",
+];
+
+/// Whether a sentence is about a codebase (its stack, repository, team, deployment) by the
+/// same phrases `classify` files under `project`: a preference that is stays with its
+/// project (`scope`).
+pub fn about_a_codebase(text: &str) -> bool {
+    let words: String = lower(text)
+        .chars()
+        .map(|c| {
+            if c.is_alphanumeric() || c == '\'' {
+                c
+            } else {
+                ' '
+            }
+        })
+        .collect();
+    let s = format!(
+        " {} ",
+        words.split_whitespace().collect::<Vec<_>>().join(" ")
+    );
+    PROJECT_PHRASES.iter().any(|p| s.contains(p))
 }
 
 #[cfg(test)]

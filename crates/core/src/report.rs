@@ -54,6 +54,31 @@ pub struct Report {
     /// What the heartbeat warns about after this cycle (`heartbeat.rs`); `dream run` exits
     /// with the warning code when there is any.
     pub warnings: Vec<crate::heartbeat::Warning>,
+    /// History older than the window that this cycle consolidated (`None` when there was
+    /// none left to do).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub backfill: Option<Backfill>,
+}
+
+/// The consolidation of history older than the window, window by window, oldest first: what
+/// one cycle did of it.
+#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+pub struct Backfill {
+    /// Windows of `cluster.window_days` this cycle finished.
+    pub windows: usize,
+    /// Events of them looked at for the first time.
+    pub new_events: usize,
+    /// Prompts reflected on, and left pending (the budget reached, a call failed).
+    pub reflected: usize,
+    pub pending: usize,
+    /// The token budget stopped the backfill: the rest waits for the next cycle.
+    pub stopped: bool,
+    /// Where the backfill has come to (the start of the first window not yet done), when
+    /// history before the window is left.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub until: Option<DateTime<Utc>>,
+    /// Events older than the window no cycle has looked at, after this cycle.
+    pub left: u64,
 }
 
 /// The stages a cycle ran.
@@ -115,6 +140,16 @@ impl Counts {
     pub fn balances(&self) -> bool {
         self.proposed
             == self.promoted + self.episodes + self.queued + self.reinforced + self.refused
+    }
+
+    /// Add another stage's counts to these.
+    pub fn merge(&mut self, other: &Counts) {
+        self.proposed += other.proposed;
+        self.promoted += other.promoted;
+        self.episodes += other.episodes;
+        self.queued += other.queued;
+        self.reinforced += other.reinforced;
+        self.refused += other.refused;
     }
 
     pub fn add(&mut self, route: &str) {
@@ -302,6 +337,24 @@ impl Report {
         }
         let w = &self.window;
         let _ = writeln!(o, "  embed       {} new vectors", self.embedded);
+        if let Some(b) = &self.backfill {
+            let _ = writeln!(
+                o,
+                "  backfill    {} older windows done ({} events looked at, {} prompts reflected, {} left pending){}",
+                b.windows,
+                b.new_events,
+                b.reflected,
+                b.pending,
+                match (b.left, b.until) {
+                    (0, _) => String::from(": all history before the window is consolidated"),
+                    (n, Some(u)) if b.stopped => format!(
+                        "; the token budget stopped it at {}: {n} older events wait for the next cycle",
+                        u.date_naive()
+                    ),
+                    (n, _) => format!("; {n} older events not yet reflected on"),
+                }
+            );
+        }
         let _ = writeln!(
             o,
             "  cluster     {} events in the {}-day window, {} clusters, {} with new events",
