@@ -30,6 +30,8 @@ pub struct Options {
     pub project: Option<String>,
     /// Every project's facts (no scope filter).
     pub every_project: bool,
+    /// The line saying so, shown under the marker (`dream context` sets it).
+    pub scope_line: Option<String>,
 }
 
 /// Pending review cards (both kinds) and skill drafts, counted from the file names alone
@@ -171,6 +173,7 @@ pub fn of_memory(
         query: opts.query.as_deref().filter(|q| !q.trim().is_empty()),
         cosines,
         waiting,
+        scope: opts.scope_line.clone(),
     })
 }
 

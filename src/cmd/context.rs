@@ -45,6 +45,8 @@ fn print(g: &Global, a: &ContextArgs) -> Result<()> {
     };
     let opts = Options {
         budget: a.budget,
+        // Part of what the session loads: the budget holds it too.
+        scope_line: Some(scope_line(project.as_deref(), a.every_project)),
         query: a.query.clone(),
         all: a.all,
         project: project.clone(),
@@ -56,18 +58,10 @@ fn print(g: &Global, a: &ContextArgs) -> Result<()> {
     };
     let ctx = context::build(&root, &config, embedder.as_ref(), today, &opts)?;
     match a.format {
-        ContextFormat::Markdown if a.hook.as_deref() == Some("codex") => println!(
-            "{}",
-            codex_hook_output(&with_scope_line(
-                &ctx.render_markdown(),
-                project.as_deref(),
-                a.every_project
-            ))
-        ),
-        ContextFormat::Markdown => print!(
-            "{}",
-            with_scope_line(&ctx.render_markdown(), project.as_deref(), a.every_project)
-        ),
+        ContextFormat::Markdown if a.hook.as_deref() == Some("codex") => {
+            println!("{}", codex_hook_output(&ctx.render_markdown()))
+        }
+        ContextFormat::Markdown => print!("{}", ctx.render_markdown()),
         ContextFormat::Json => super::print_json(&ctx)?,
     }
     Ok(())
@@ -142,15 +136,11 @@ pub fn hook_cwd(input: impl std::io::Read) -> Option<String> {
         .map(str::to_string)
 }
 
-/// The context's first line (dream's marker), then a line saying which facts it holds.
-fn with_scope_line(markdown: &str, project: Option<&str>, every: bool) -> String {
-    let line = match (every, project) {
+/// The line under the marker saying which facts the context holds.
+fn scope_line(project: Option<&str>, every: bool) -> String {
+    match (every, project) {
         (true, _) => "Scope: every project's facts.".to_string(),
         (false, Some(p)) => format!("Scope: global facts and those of the project {p}."),
         (false, None) => "Scope: global facts only (no project known).".to_string(),
-    };
-    match markdown.split_once('\n') {
-        Some((first, rest)) => format!("{first}\n{line}\n{rest}"),
-        None => format!("{markdown}\n{line}\n"),
     }
 }

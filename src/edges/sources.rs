@@ -431,7 +431,7 @@ fn read_document(
         identity: inbox::identity(&meta),
         offset: size,
         line: 0,
-        prefix_hash: event::hex(&sha2::Sha256::digest(&head))[..16].to_string(),
+        prefix_hash: dream_core::event::hex(&sha2::Sha256::digest(&head))[..16].to_string(),
     };
     if let Some(w) = r.prev {
         if w.identity == watermark.identity

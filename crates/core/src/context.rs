@@ -117,6 +117,9 @@ pub struct Request<'a> {
     /// The embedder's cosine between the query and each fact, by fact id (missing: 0).
     pub cosines: &'a BTreeMap<String, f64>,
     pub waiting: Waiting,
+    /// A line saying which facts the view holds (which project's), shown under the
+    /// marker and counted within the budget.
+    pub scope: Option<String>,
 }
 
 /// One fact as the context shows it.
@@ -168,6 +171,8 @@ pub struct Context {
     pub facts: Vec<Entry>,
     pub left_out: LeftOut,
     pub waiting: Waiting,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scope: Option<String>,
 }
 
 const HEADER: &str =
@@ -271,6 +276,7 @@ pub fn build(req: &Request<'_>) -> Context {
         facts: Vec::new(),
         left_out: LeftOut::default(),
         waiting: req.waiting,
+        scope: req.scope.clone(),
     };
     match req.budget {
         None => ctx.facts = all,
@@ -315,6 +321,10 @@ fn render(ctx: &Context, left_out: Option<LeftOut>) -> String {
     let mut out = String::new();
     out.push_str(&marker_line());
     out.push('\n');
+    if let Some(scope) = &ctx.scope {
+        out.push_str(scope);
+        out.push('\n');
+    }
     out.push_str(HEADER);
     if let Some(q) = &ctx.query {
         let _ = writeln!(out, "Ranked for: {}", crate::memory::one_line(q));
@@ -526,6 +536,7 @@ mod tests {
             query: None,
             cosines: cos,
             waiting: Waiting::default(),
+            scope: None,
         }
     }
 

@@ -561,6 +561,8 @@ fn is_material(line: &str, t: &str) -> bool {
         | \*\*[^*\s][^*]*\*\*                    # bold markup: formatted text, not typed
         | [\u{2500}-\u{257F}]                    # box drawing: a tree or a table
         | ^[-+]\ \S+\ v?\d+\.\d                  # a package and its version
+        | ^[a-z]+:?\ \d+$                        # a label and a count (`total 40`)
+        | ^[\u{2713}\u{2714}\u{2717}\u{2718}\u{25B2}\u{26A0}\u{2192}]  # a tool's status glyph
         | ^\$\s                                  # a shell prompt
         | ^>\s?                                  # a quoted line: someone else's words
         | ^</?[A-Za-z][A-Za-z0-9]*(\s[^>]*)?/?>  # markup
@@ -655,7 +657,8 @@ fn is_material(line: &str, t: &str) -> bool {
     let tokens: Vec<&str> = t.split_whitespace().collect();
     if tokens.len() >= 2 {
         let ident = tokens.iter().filter(|w| identifier_like(w)).count();
-        if ident * 10 >= tokens.len() * 4 {
+        // Two such tokens at least: "explain @fly.toml" is still a sentence.
+        if ident >= 2 && ident * 10 >= tokens.len() * 4 {
             return true;
         }
     }

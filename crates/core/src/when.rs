@@ -230,7 +230,15 @@ pub fn rewrite_with(text: &str, found: &[Relative]) -> String {
         if r.start < at {
             continue;
         }
-        out.push_str(&text[at..r.end]);
+        // The bracket goes after the whole word: "Tomorrow's" stays one word.
+        let mut end = r.end;
+        for clitic in ["'s", "\u{2019}s", "'ll", "\u{2019}ll"] {
+            if text[end..].starts_with(clitic) {
+                end += clitic.len();
+                break;
+            }
+        }
+        out.push_str(&text[at..end]);
         let mut absolute = r.absolute.as_str();
         for p in ["on ", "in "] {
             if let Some(rest) = absolute.strip_prefix(p) {
@@ -240,7 +248,7 @@ pub fn rewrite_with(text: &str, found: &[Relative]) -> String {
         out.push_str(" [");
         out.push_str(absolute);
         out.push(']');
-        at = r.end;
+        at = end;
     }
     out.push_str(&text[at..]);
     out
@@ -324,6 +332,10 @@ mod tests {
                 "I'll be busy until tomorrow [9 May 2023].",
             ),
             ("I recently joined.", "I recently joined."),
+            (
+                "Tomorrow's gonna be an awesome night.",
+                "Tomorrow's [9 May 2023] gonna be an awesome night.",
+            ),
             // Not a day: an idiom keeps its words, with nothing added.
             (
                 "id be drinking like theres no tomorrow",

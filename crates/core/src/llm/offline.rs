@@ -110,71 +110,66 @@ fn supports(
     if unit.relative && a.event.ts.date_naive() != day {
         return false;
     }
-    // The cheap similarity test first: most events of a cluster fail it. A restatement
-    // that names someone or something a sentence naming nobody does not ("My mum Linda
-    // loves gardening" for "my mum loves gardening") is not merged into it: the candidate
-    // would lose the name.
+    // The cheap similarity test first: most events of a cluster fail it.
     a.sentences.iter().any(|s| {
         measures::set_similarity(&s.tokens, &unit.tokens) >= SUPPORT_SIMILARITY
             && measures::polarity_agrees_prepared(&s.prepared, &unit.prepared)
-            && (!entities.is_empty()
-                || (measures::entities(&s.text).is_empty() && !names_more(&s.text, &unit.text)))
     }) && entities
         .iter()
         .all(|en| measures::entity_present(en, &[a.event.text.as_str()], &a.vocab))
 }
 
-/// Words that open a sentence in capitals without naming anyone.
-const OPENERS: &[&str] = &[
-    "i",
-    "the",
-    "a",
-    "an",
-    "this",
-    "that",
-    "these",
-    "those",
-    "it",
-    "we",
-    "my",
-    "our",
-    "your",
-    "yes",
-    "no",
-    "so",
-    "and",
-    "but",
-    "also",
-    "again",
-    "today",
-    "yesterday",
-    "tomorrow",
-    "note",
-    "honestly",
-    "please",
-    "as",
-    "then",
-    "now",
-    "there",
-    "here",
-    "he",
-    "she",
-    "they",
-];
+/// The names a set of sentences say: capitalised words inside a sentence ("my brother
+/// Tom"), and a sentence's first word when another sentence has it inside ("Tom started
+/// ..."), never "I".
+fn names_in(texts: &[&str]) -> BTreeSet<String> {
+    let words = |t: &str| -> Vec<String> {
+        t.split(|c: char| !(c.is_alphanumeric() || c == '\''))
+            .filter(|w| !w.is_empty())
+            .map(str::to_string)
+            .collect()
+    };
+    let capital =
+        |w: &str| w.chars().count() >= 2 && w.chars().next().is_some_and(char::is_uppercase);
+    let mut inside = BTreeSet::new();
+    let mut first = BTreeSet::new();
+    for t in texts {
+        for (i, w) in words(t).into_iter().enumerate() {
+            if capital(&w) {
+                if i == 0 {
+                    first.insert(w);
+                } else {
+                    inside.insert(w);
+                }
+            }
+        }
+    }
+    first.retain(|w| inside.contains(w));
+    inside.extend(first);
+    inside
+}
 
-/// Whether `s` names someone or something (a capitalised word, even the first, that is
-/// not a common opener) that `unit` does not say at all.
-fn names_more(s: &str, unit: &str) -> bool {
+/// How many names at least half of a unit's supporting sentences say that the unit does
+/// not: a candidate that would lose them ranks after one that keeps them.
+fn names_dropped(unit: &str, supporters: &[&str]) -> usize {
     let unit_words: HashSet<String> = unit
-        .split(|c: char| !c.is_alphanumeric())
+        .split(|c: char| !(c.is_alphanumeric() || c == '\''))
         .map(str::to_lowercase)
         .collect();
-    s.split(|c: char| !c.is_alphanumeric()).any(|w| {
-        w.chars().count() >= 2
-            && w.chars().next().is_some_and(char::is_uppercase)
-            && !OPENERS.contains(&w.to_lowercase().as_str())
-            && !unit_words.contains(&w.to_lowercase())
-    })
+    names_in(supporters)
+        .into_iter()
+        .filter(|n| !unit_words.contains(&n.to_lowercase()))
+        .filter(|n| {
+            let said = supporters
+                .iter()
+                .filter(|s| {
+                    s.split(|c: char| !(c.is_alphanumeric() || c == '\''))
+                        .any(|w| w == n)
+                })
+                .count();
+            2 * said >= supporters.len()
+        })
+        .count()
 }
 
 /// Actors that are the person the memory belongs to: their sentences are quoted as they
@@ -312,6 +307,7 @@ impl Offline {
             // words, then fewest characters, so "I live in Lisbon." is taken over "Again,
             // as I said, I live in Lisbon.").
             type Score = (
+                std::cmp::Reverse<usize>,
                 usize,
                 usize,
                 bool,
@@ -338,7 +334,14 @@ impl Offline {
                     .map(|&k| analysed[k].event.session.as_str())
                     .collect();
                 let owner = owners > 0;
+                // A sentence that keeps the names its restatements say comes first: "Tom
+                // started a new job" over "my brother started a new job".
+                let said: Vec<&str> = support
+                    .iter()
+                    .map(|&k| analysed[k].event.text.as_str())
+                    .collect();
                 let score = (
+                    std::cmp::Reverse(names_dropped(&unit.text, &said)),
                     owners,
                     sessions.len(),
                     owner,
