@@ -28,6 +28,7 @@ pub mod memory;
 // the edits `dream hooks` makes to harnesses' files.
 pub mod context;
 pub mod hooks;
+pub mod quiz;
 
 // The model seam: contracts, prompts, parsers, the offline provider, the budget (S5, S7).
 pub mod llm;
