@@ -223,6 +223,37 @@ fn is_date(s: &str) -> bool {
 /// path, e-mail, code identifier), else the longest content word of at least four letters.
 /// `None` for a text with nothing specific to hide.
 pub fn cloze(text: &str) -> Option<(String, String, AnswerKind)> {
+    // An episode's leading date label ("4 November 2026: ...") says when it was said, not
+    // what: it is left as it is, and the answer is hidden in the rest.
+    let skip = LEAD_DATE.find(text).map_or(0, |m| m.end());
+    let (label, body) = text.split_at(skip);
+    if let Some(m) = WRITTEN_DATE.find(body) {
+        // A written date is one answer, not a day number.
+        let prompt = format!("{label}{}{BLANK}{}", &body[..m.start()], &body[m.end()..]);
+        return Some((prompt, m.as_str().to_string(), AnswerKind::Date));
+    }
+    let (prompt, answer, kind) = cloze_body(body)?;
+    Some((format!("{label}{prompt}"), answer, kind))
+}
+
+const MONTHS: &str =
+    "January|February|March|April|May|June|July|August|September|October|November|December";
+
+static LEAD_DATE: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+    regex::Regex::new(&format!(
+        r"^\s*(?:\d{{1,2}} (?:{MONTHS}) \d{{4}}|(?:{MONTHS}) \d{{1,2}}, \d{{4}}|\d{{4}}-\d{{2}}-\d{{2}}):\s+"
+    ))
+    .expect("a valid pattern")
+});
+
+static WRITTEN_DATE: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+    regex::Regex::new(&format!(
+        r"\b(?:\d{{1,2}} (?:{MONTHS})(?: \d{{4}})?|(?:{MONTHS}) \d{{1,2}}(?:st|nd|rd|th)?(?:, \d{{4}})?)\b"
+    ))
+    .expect("a valid pattern")
+});
+
+fn cloze_body(text: &str) -> Option<(String, String, AnswerKind)> {
     let ents = measures::entities(text);
     let rank = |k: EntityKind| match k {
         EntityKind::Number => 0,
@@ -520,6 +551,74 @@ fn standing_sample(before: &BTreeMap<&str, (Block, &Fact)>, p: &Pool<'_>) -> Sam
     Sample { order, set }
 }
 
+/// The questions `dream quiz` asks of memory as it stands, at most `max`: the most recent
+/// archive entries first (a quarter of `max`, at least one when there are any; a merged or
+/// deduplicated fact must still be answered, a forgotten one must not be recalled unless it
+/// is still asked for), then the standing sample (protected, then most used), then the
+/// other active facts in id order.
+pub fn of_store(
+    memory: &Memory,
+    archive: &[Archived],
+    uses: &BTreeMap<String, u64>,
+    protected: &BTreeSet<String>,
+    max: usize,
+) -> Vec<Question> {
+    let active: BTreeSet<&str> = memory.facts().map(|(_, f)| f.id.as_str()).collect();
+    let mut recent: Vec<&Archived> = archive
+        .iter()
+        .filter(|a| !a.fact.id.is_empty() && !active.contains(a.fact.id.as_str()))
+        .collect();
+    // The newest entry of each fact, newest first.
+    recent.reverse();
+    let mut seen = BTreeSet::new();
+    recent.retain(|a| seen.insert(a.fact.id.clone()));
+    recent.sort_by(|a, b| b.archived.cmp(&a.archived));
+    let removed_room = if recent.is_empty() {
+        0
+    } else {
+        (max / 4).max(1)
+    };
+    recent.truncate(removed_room);
+    let before_blocks: Vec<crate::memory::BlockFile> = {
+        let mut blocks = memory.blocks.clone();
+        for a in &recent {
+            if let Some(bf) = blocks.iter_mut().find(|b| b.block == a.block) {
+                bf.push(a.fact.clone());
+            }
+        }
+        blocks
+    };
+    let before = Memory::new(before_blocks);
+    let entries: Vec<Archived> = recent.iter().map(|a| (*a).clone()).collect();
+    let none = BTreeMap::new();
+    let pool = Pool {
+        before: &before,
+        after: memory,
+        archived: &entries,
+        reinforced: &BTreeSet::new(),
+        mutations: &none,
+        uses,
+        protected,
+        max_questions: max,
+        standing: max.saturating_sub(removed_room).min(max / 2 + 1),
+    };
+    let mut out = select(&pool);
+    let mut asked: BTreeSet<String> = out.iter().map(|q| q.fact.clone()).collect();
+    for (block, f) in memory.facts() {
+        if out.len() >= max {
+            break;
+        }
+        if f.id.is_empty() || asked.contains(&f.id) {
+            continue;
+        }
+        if let Some(q) = question(f, block, Expect::Recalled, "in memory", "") {
+            asked.insert(f.id.clone());
+            out.push(q);
+        }
+    }
+    out
+}
+
 /// The quiz's score, as the report, the commit trailer, `dream log` and `dream status`
 /// show it.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -710,6 +809,12 @@ mod tests {
         assert_eq!((a.as_str(), k), ("printer", AnswerKind::Word));
         assert_eq!(p, "The office ____ jams often.");
         assert_eq!(cloze("I am ok."), None, "nothing specific to hide");
+        let (p, a, k) = cloze("4 November 2026: I am allergic to peanuts and shellfish.").unwrap();
+        assert_eq!((a.as_str(), k), ("shellfish", AnswerKind::Word), "the label stays: {p}");
+        assert!(p.starts_with("4 November 2026: I am allergic"), "{p}");
+        let (p, a, k) = cloze("I will present the quarterly roadmap on December 3.").unwrap();
+        assert_eq!((a.as_str(), k), ("December 3", AnswerKind::Date));
+        assert_eq!(p, "I will present the quarterly roadmap on ____.");
         let (_, a, k) = cloze("Deploys go through deploy/run.sh on the build box.").unwrap();
         assert_eq!((a.as_str(), k), ("deploy/run.sh", AnswerKind::Identifier));
     }
