@@ -16,6 +16,7 @@ mod measure;
 mod model;
 mod ops;
 mod passes;
+mod quiz;
 mod review;
 mod robust;
 mod secrets;

@@ -189,7 +189,13 @@ impl Asker<'_> {
             },
             &cosines,
         )
-        .render_markdown();
+        .render_markdown()
+        .lines()
+        // The ranking line repeats the query, which on a second attempt is the fact's own
+        // wording: the model must find the answer in memory, not in the question.
+        .filter(|l| !l.starts_with("Ranked for: "))
+        .collect::<Vec<_>>()
+        .join("\n");
         let call = ChatCall {
             stage: STAGE.into(),
             system: SYSTEM.into(),

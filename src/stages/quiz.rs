@@ -106,8 +106,9 @@ fn quiz_of(ctx: &Ctx<'_>, tx: &Connection, work: &Work, start: &Start<'_>) -> Re
         .map(|(_, f)| f.id.clone())
         .collect();
     let mutations = mutations(work, start);
+    let before = baseline(start);
     let questions = quiz::select(&Pool {
-        before: start.committed,
+        before: &before,
         after: &work.memory,
         archived: &archived,
         reinforced: &reinforced,
@@ -131,6 +132,36 @@ fn quiz_of(ctx: &Ctx<'_>, tx: &Connection, work: &Work, start: &Start<'_>) -> Re
     )?;
     let failed = asked.model_failed.clone();
     Ok((asked, failed))
+}
+
+/// Memory as the quiz's questions see it before the cycle: as the person left it (their
+/// hand edits included, so a fact they wrote today is asked about if a pass changes it),
+/// plus, in their last committed words, the facts a hand edit removed or reworded.
+fn baseline(start: &Start<'_>) -> Memory {
+    let mut before = start.edited.clone();
+    for (block, f) in start.committed.facts() {
+        if f.id.is_empty() {
+            continue;
+        }
+        match start.edited.get(&f.id) {
+            None => {
+                if let Some(bf) = before.blocks.iter_mut().find(|b| b.block == block) {
+                    bf.push(f.clone());
+                }
+            }
+            Some((_, e)) if e.text != f.text => {
+                for bf in &mut before.blocks {
+                    for g in bf.facts_mut() {
+                        if g.id == f.id {
+                            g.text = f.text.clone();
+                        }
+                    }
+                }
+            }
+            Some(_) => {}
+        }
+    }
+    before
 }
 
 /// The mutation that touched each fact this cycle, in words: a hand edit, else the first

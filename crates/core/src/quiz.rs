@@ -376,12 +376,18 @@ fn folded(why: &str) -> bool {
     matches!(why, "merged" | "duplicate" | "dedupe" | "deduped")
 }
 
+/// Archive reasons for a fact the engine or a model let go on its own judgement.
+fn let_go(why: &str) -> bool {
+    matches!(why, "forgotten" | "expired")
+}
+
 /// The questions to ask after a cycle, at most `max_questions`, in this order:
 ///
 /// 1. each fact the cycle removed: one merged or dropped as a duplicate must still be
 ///    answered (its words live on in the fact that took its place); one forgotten,
-///    expired, superseded or undone must not be recalled, unless it was in the standing
-///    sample (protected or most used): a fact still asked for that was forgotten fails;
+///    expired, superseded or undone must not be recalled, unless it was forgotten or
+///    expired while in the standing sample (protected or most used): a fact still asked
+///    for that was let go fails;
 /// 2. each fact whose words changed, asked in its old words;
 /// 3. each fact the cycle added (promoted, an episode), then each it reinforced;
 /// 4. the standing sample: protected facts, then the most used, up to `standing`.
@@ -420,7 +426,10 @@ pub fn select(p: &Pool<'_>) -> Vec<Question> {
                     ),
                 };
                 let m = mutation(id, m);
-                let expect = if folded(&why) || sample.contains(*id) {
+                // A fact the engine or a model let go (forgotten, expired) while agents
+                // still ask for it is a loss; one a person undid or a newer fact replaced
+                // is meant to be gone.
+                let expect = if folded(&why) || (let_go(&why) && sample.contains(*id)) {
                     Expect::Recalled
                 } else {
                     Expect::NotRecalled
@@ -810,7 +819,11 @@ mod tests {
         assert_eq!(p, "The office ____ jams often.");
         assert_eq!(cloze("I am ok."), None, "nothing specific to hide");
         let (p, a, k) = cloze("4 November 2026: I am allergic to peanuts and shellfish.").unwrap();
-        assert_eq!((a.as_str(), k), ("shellfish", AnswerKind::Word), "the label stays: {p}");
+        assert_eq!(
+            (a.as_str(), k),
+            ("shellfish", AnswerKind::Word),
+            "the label stays: {p}"
+        );
         assert!(p.starts_with("4 November 2026: I am allergic"), "{p}");
         let (p, a, k) = cloze("I will present the quarterly roadmap on December 3.").unwrap();
         assert_eq!((a.as_str(), k), ("December 3", AnswerKind::Date));
