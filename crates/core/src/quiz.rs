@@ -429,7 +429,7 @@ pub fn select(p: &Pool<'_>) -> Vec<Question> {
                 // A fact the engine or a model let go (forgotten, expired) while agents
                 // still ask for it is a loss; one a person undid or a newer fact replaced
                 // is meant to be gone.
-                let expect = if folded(&why) || (let_go(&why) && sample.contains(*id)) {
+                let expect = if folded(&why) || (let_go(&why) && sample.contains(id)) {
                     Expect::Recalled
                 } else {
                     Expect::NotRecalled
@@ -581,7 +581,7 @@ pub fn of_store(
     recent.reverse();
     let mut seen = BTreeSet::new();
     recent.retain(|a| seen.insert(a.fact.id.clone()));
-    recent.sort_by(|a, b| b.archived.cmp(&a.archived));
+    recent.sort_by_key(|a| std::cmp::Reverse(a.archived));
     let removed_room = if recent.is_empty() {
         0
     } else {
