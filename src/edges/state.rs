@@ -1222,6 +1222,7 @@ pub fn purge(conn: &mut Connection, needle: &str, replacement: &str) -> Result<u
         ("cycles", &["report"]),
         ("vetoes", &["text", "reason", "events"]),
         ("watermarks", &["file"]),
+        ("quiz", &["outcome"]),
     ];
     let tx = conn
         .transaction()
@@ -1253,6 +1254,7 @@ pub fn count_containing(conn: &Connection, needle: &str) -> Result<usize> {
         ("candidates", "text || record"),
         ("cycles", "report"),
         ("vetoes", "text || reason || events"),
+        ("quiz", "outcome"),
     ] {
         let c: i64 = conn
             .query_row(

@@ -122,10 +122,20 @@ fn quiz_of(ctx: &Ctx<'_>, tx: &Connection, work: &Work, start: &Start<'_>) -> Re
         llm: ctx.llm,
         budget: &ctx.budget,
     });
+    // Offline means offline: with an embedding server configured, the cycle's quiz ranks
+    // with the builtin embedder instead of sending every fact to the server each evening
+    // (`dream quiz` uses the configured one).
+    let builtin = dream_core::embed::Builtin::new(ctx.config.embed.dim);
+    let embedder: &dyn crate::providers::embed::Embedder = if ctx.config.embed.provider == "openai"
+    {
+        &builtin
+    } else {
+        ctx.embedder
+    };
     let asked = ask(
         &work.memory,
         ctx.config,
-        ctx.embedder,
+        embedder,
         ctx.today,
         questions,
         model,
