@@ -223,8 +223,9 @@ fn is_date(s: &str) -> bool {
 /// path, e-mail, code identifier), else the longest content word of at least four letters.
 /// `None` for a text with nothing specific to hide.
 pub fn cloze(text: &str) -> Option<(String, String, AnswerKind)> {
-    // An episode's leading date label ("4 November 2026: ...") says when it was said, not
-    // what: it is left as it is, and the answer is hidden in the rest.
+    // An episode's leading date label ("4 November 2026: ...", "8 May 2023, Caroline: ...")
+    // says when it was said and by whom, not what (a reinforced episode's label moves to
+    // its newer day): it is left as it is, and the answer is hidden in the rest.
     let skip = LEAD_DATE.find(text).map_or(0, |m| m.end());
     let (label, body) = text.split_at(skip);
     if let Some(m) = WRITTEN_DATE.find(body) {
@@ -241,7 +242,7 @@ const MONTHS: &str =
 
 static LEAD_DATE: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
     regex::Regex::new(&format!(
-        r"^\s*(?:\d{{1,2}} (?:{MONTHS}) \d{{4}}|(?:{MONTHS}) \d{{1,2}}, \d{{4}}|\d{{4}}-\d{{2}}-\d{{2}}):\s+"
+        r"^\s*(?:\d{{1,2}} (?:{MONTHS}) \d{{4}}|(?:{MONTHS}) \d{{1,2}}, \d{{4}}|\d{{4}}-\d{{2}}-\d{{2}})(?:, [^:]{{1,60}})?:\s+"
     ))
     .expect("a valid pattern")
 });
@@ -825,6 +826,15 @@ mod tests {
             "the label stays: {p}"
         );
         assert!(p.starts_with("4 November 2026: I am allergic"), "{p}");
+        let (p, a, _) = cloze("11 November 2023, John: Finding the right balance is key.").unwrap();
+        assert_eq!(
+            a, "Finding",
+            "the label is left whole, the speaker too: {p}"
+        );
+        assert!(
+            p.starts_with("11 November 2023, John: ____ the right balance"),
+            "{p}"
+        );
         let (p, a, k) = cloze("I will present the quarterly roadmap on December 3.").unwrap();
         assert_eq!((a.as_str(), k), ("December 3", AnswerKind::Date));
         assert_eq!(p, "I will present the quarterly roadmap on ____.");
