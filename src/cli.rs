@@ -753,7 +753,8 @@ pub struct LogArgs {
 #[derive(Debug, Subcommand)]
 pub enum EvalCommand {
     /// Replay LoCoMo conversations (one evening cycle per session date, offline by default)
-    /// and measure answer retention, memory size, evidence recall and traceability.
+    /// and measure answer retention, memory size, evidence recall and traceability, and
+    /// how often `recall` finds what memory holds.
     ///
     /// Each conversation becomes a stream of events (one per turn, id
     /// `<sample_id>:<dia_id>`, both speakers trusted as owners, image captions included)
@@ -766,7 +767,10 @@ pub enum EvalCommand {
     /// the share of cited events that are evidence turns, shown with the average number of
     /// events a fact cites; traceability is the share of facts and episodes whose every
     /// content word appears in the events they cite (it must be 100%: the command exits 1
-    /// otherwise).
+    /// otherwise). Recall asks each of those questions through `recall` (limit 5, as
+    /// `dream mcp` answers an agent): hit@5 is the share that got back a line holding the
+    /// answer, shown against the share whose answer memory holds at all, with the median
+    /// time of one recall.
     Locomo(EvalLocomoArgs),
 
     /// Measure how well the embedder tells a restatement from another fact on the same
