@@ -677,7 +677,8 @@ impl Summary {
 
     /// Questions that failed.
     pub fn failed(&self) -> usize {
-        (self.asked - self.answered) + (self.forgotten - self.not_recalled)
+        // Saturating: a stored report edited by hand must not make `dream status` panic.
+        self.asked.saturating_sub(self.answered) + self.forgotten.saturating_sub(self.not_recalled)
     }
 
     /// The share of questions answered rightly, `None` when none was asked.
