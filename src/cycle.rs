@@ -303,7 +303,10 @@ fn run_locked(
     // The agents' view last, so it shows memory and the queue as this cycle leaves them.
     let view = context::run(&ctx, &mut work)?;
     // Then the recall quiz: does memory, as this cycle leaves it, still answer what it held?
-    if config.quiz.enabled && opts.kind == dream_core::config::CycleKind::Evening {
+    // Not after an idle cycle with no hand edit: memory is what the last quiz asked, and
+    // the idle run stays a few milliseconds.
+    let changed = plan.reflect || plan.passes;
+    if config.quiz.enabled && opts.kind == dream_core::config::CycleKind::Evening && changed {
         ctx.progress.stage("quiz");
         let start = quiz::Start {
             committed: committed.as_ref().unwrap_or(&edited),
