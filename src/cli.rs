@@ -106,6 +106,7 @@ pub enum Command {
     /// Exits 0 when every check passes and 1 when any fails, listing each problem with the
     /// commit and fact it concerns. Run it after hand edits, in CI, or from a timer.
     Verify(VerifyArgs),
+    Quiz(QuizArgs),
     /// List, read, activate or discard the skills dream drafted from recurring procedures.
     ///
     /// When the same procedure (the tool calls that served one request, with one-off values
@@ -579,6 +580,49 @@ pub struct VerifyArgs {
     pub json: bool,
 }
 
+/// Ask memory questions only it can answer, and check that forgotten facts stay forgotten.
+///
+/// Each question is a cloze made from one fact: its other words are the question, and one
+/// hidden name, number, date or specific word is the answer. It is asked through the read
+/// path an agent uses, `recall` (what `dream mcp`'s recall tool returns, quiz.recall_limit
+/// results), and scored by token overlap: the hidden word must be in a returned line, so an
+/// answer that merely sounds right scores nothing. A question missed on the first try is
+/// re-asked once in the fact's own words and counted as a second attempt. For a fact that
+/// was forgotten (archived as stale, over capacity, expired, superseded), the right answer
+/// is that memory does not recall it; a merged or deduplicated fact's words must still be
+/// found in the fact that took its place.
+///
+/// `dream quiz` asks about the most recent archive entries, then protected and most-used
+/// facts, then the other active facts, at most --max (default quiz.max_questions). Every
+/// evening cycle runs the same quiz on what it changed (see `dream log`, `dream status`).
+/// With --model (or quiz.model = true) and a model configured, the model answers from
+/// `dream context` instead, under budget.tokens_per_cycle; a failed call falls back to recall.
+///
+/// Read-only: no lock, no use counted, nothing written. Exits 0 when every question passes,
+/// 1 when any fails, each failure naming its fact and what was asked.
+#[derive(Debug, Args)]
+#[command(after_long_help = QUIZ_HELP)]
+pub struct QuizArgs {
+    /// The most questions to ask (default: quiz.max_questions).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=100000))]
+    pub max: Option<u64>,
+
+    /// Let the configured model answer from `dream context` (spends tokens).
+    #[arg(long)]
+    pub model: bool,
+
+    /// Print the result as one JSON object on stdout (the score, `failures`, every question).
+    #[arg(long)]
+    pub json: bool,
+}
+
+const QUIZ_HELP: &str = "\
+Examples:
+  dream quiz                      # up to quiz.max_questions questions, answered by recall
+  dream quiz --max 200            # more of memory
+  dream quiz --json | jq '.failures[].question.fact'
+  dream explain f_1a2b3c4d        # a fact's quiz questions, with the mutation that touched it";
+
 /// Decide on queued review cards: one at a time on a terminal, or by subcommand
 ///
 /// Cards are what a cycle would not promote on its own (review/<card-id>.md). On a
@@ -796,7 +840,8 @@ pub struct LogArgs {
 #[derive(Debug, Subcommand)]
 pub enum EvalCommand {
     /// Replay LoCoMo conversations (one evening cycle per session date, offline by default)
-    /// and measure answer retention, memory size, evidence recall and traceability.
+    /// and measure answer retention, memory size, evidence recall and traceability, and
+    /// how often `recall` finds what memory holds.
     ///
     /// Each conversation becomes a stream of events (one per turn, id
     /// `<sample_id>:<dia_id>`, both speakers trusted as owners, image captions included)
@@ -809,7 +854,10 @@ pub enum EvalCommand {
     /// the share of cited events that are evidence turns, shown with the average number of
     /// events a fact cites; traceability is the share of facts and episodes whose every
     /// content word appears in the events they cite (it must be 100%: the command exits 1
-    /// otherwise).
+    /// otherwise). Recall asks each of those questions through `recall` (limit 5, as
+    /// `dream mcp` answers an agent): hit@5 is the share that got back a line holding the
+    /// answer, shown against the share whose answer memory holds at all, with the median
+    /// time of one recall.
     Locomo(EvalLocomoArgs),
 
     /// Measure how well the embedder tells a restatement from another fact on the same

@@ -34,7 +34,7 @@ use crate::edges::{crash, guard, heartbeat, ingest, lock};
 use crate::error::{Context, Error, Result};
 use crate::providers::embed::Embedder;
 use crate::stages::{
-    consolidate, context, digest, oplog, passes, skills, Ctx, Progress, Silent, Work,
+    consolidate, context, digest, oplog, passes, quiz, skills, Ctx, Progress, Silent, Work,
 };
 
 /// How a cycle runs (defined beside [`Ctx`], which every stage reads).
@@ -274,6 +274,9 @@ fn run_locked(
         archive: None,
     };
     adopt_hand_written(&ctx, &mut work, committed.as_ref());
+    // What the quiz compares the cycle's memory with: the last commit's, and after the
+    // person's hand edits.
+    let edited = work.memory.clone();
 
     let tx = state
         .conn
@@ -330,6 +333,19 @@ fn run_locked(
     }
     // The agents' view last, so it shows memory and the queue as this cycle leaves them.
     let view = context::run(&ctx, &mut work)?;
+    // Then the recall quiz: does memory, as this cycle leaves it, still answer what it held?
+    // Not after an idle cycle with no hand edit: memory is what the last quiz asked, and
+    // the idle run stays a few milliseconds.
+    let changed = plan.reflect || plan.passes;
+    if config.quiz.enabled && opts.kind == dream_core::config::CycleKind::Evening && changed {
+        ctx.progress.stage("quiz");
+        let start = quiz::Start {
+            committed: committed.as_ref().unwrap_or(&edited),
+            edited: &edited,
+        };
+        quiz::run(&ctx, &tx, &mut work, &start)?;
+        work.lap("quiz");
+    }
 
     let spend = ctx.budget.spend();
     if spend.overrun {

@@ -19,6 +19,7 @@ mod model;
 mod ops;
 mod owner_words;
 mod passes;
+mod quiz;
 mod review;
 mod robust;
 mod scope;

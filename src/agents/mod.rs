@@ -11,4 +11,5 @@
 pub mod context;
 pub mod hooks;
 pub mod mcp;
+pub mod quiz;
 pub mod uses;

@@ -164,6 +164,35 @@ pub fn run(g: &Global, a: &ExplainArgs) -> Result<i32> {
         gate_rows(gates);
         println!();
     }
+    if !ex.quiz.is_empty() {
+        println!("Recall quiz ({} questions, newest first)", ex.quiz.len());
+        for q in &ex.quiz {
+            println!(
+                "  {}  {}  {}",
+                q.cycle,
+                if q.outcome.passed { "passed" } else { "FAILED" },
+                q.outcome.line()
+            );
+            for a in &q.outcome.attempts {
+                println!(
+                    "      {} {:?}: score {:.2}{}{}",
+                    a.via,
+                    excerpt(&a.query, 80),
+                    a.score,
+                    a.hit
+                        .as_ref()
+                        .map(|h| format!(", found in {h}"))
+                        .unwrap_or_default(),
+                    if a.note.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" ({})", a.note)
+                    }
+                );
+            }
+        }
+        println!();
+    }
     println!("Supporting events ({})", ex.events.len());
     for e in &ex.events {
         println!(

@@ -51,6 +51,12 @@ fn print_block(b: &CycleLog) {
     if let Some(u) = &b.undone_by {
         println!("  undone by {u}");
     }
+    if let Some(q) = &b.quiz {
+        println!("  quiz: {}", q.render());
+        for f in &b.quiz_failures {
+            println!("    failed: {f}");
+        }
+    }
     if b.no_commit {
         println!("  (no commit: the cycle changed nothing)");
         for m in &b.refusals {

@@ -30,6 +30,7 @@ mod hooks;
 mod ingest;
 mod init;
 mod mcp;
+mod quiz;
 mod run;
 mod schedule;
 mod skills;
@@ -71,6 +72,7 @@ pub fn run(cli: Cli) -> Result<i32> {
         Command::Completions(a) => tooling::completions(a),
         Command::Man(a) => tooling::man(a),
         Command::Verify(a) => verify::run(g, a),
+        Command::Quiz(a) => quiz::run(g, a),
         Command::Review(a) => review::run(g, a),
         Command::Explain(a) => explain::run(g, a),
         Command::Undo(a) => undo::run(g, a),

@@ -65,6 +65,9 @@ struct CycleLine {
     queued: u64,
     refused: u64,
     tokens: u64,
+    /// Its recall quiz's score, when one ran.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    quiz: Option<dream_core::quiz::Summary>,
     /// The error, when the cycle failed.
     #[serde(skip_serializing_if = "Option::is_none")]
     failed: Option<String>,
@@ -159,6 +162,7 @@ pub fn run(g: &Global, a: &StatusArgs) -> Result<i32> {
                 queued: n("queued"),
                 refused: n("refused"),
                 tokens: c.report["tokens"]["spent"].as_u64().unwrap_or(0),
+                quiz: serde_json::from_value(c.report["quiz"].clone()).ok(),
                 failed: c.report["failed"].as_str().map(str::to_string),
             });
         }
@@ -257,6 +261,17 @@ pub fn run(g: &Global, a: &StatusArgs) -> Result<i32> {
                     c.tokens,
                     c.finished
                 ),
+            }
+            if let Some(q) = &c.quiz {
+                println!(
+                    "                     quiz: {}{}",
+                    q.render(),
+                    if q.failed() > 0 {
+                        format!("; {} failed (`dream log` names them)", q.failed())
+                    } else {
+                        String::new()
+                    }
+                );
             }
         }
     }

@@ -154,6 +154,20 @@ CREATE TABLE marks (
     r#"
 ALTER TABLE events ADD COLUMN project TEXT;
 "#,
+    // The recall quiz after each cycle (`dream_core::quiz`): one row per question, the
+    // whole outcome (question, attempts) as JSON, so `dream explain` shows a fact's.
+    r#"
+CREATE TABLE quiz (
+    cycle   TEXT NOT NULL,
+    fact    TEXT NOT NULL,
+    expect  TEXT NOT NULL,
+    passed  INTEGER NOT NULL,
+    at      TEXT NOT NULL,
+    outcome TEXT NOT NULL,
+    PRIMARY KEY (cycle, fact, expect)
+) WITHOUT ROWID;
+CREATE INDEX quiz_by_fact ON quiz (fact);
+"#,
 ];
 
 /// Vectors are keyed by `events.seq * MODEL_SLOTS + embedding_models.id` in a rowid table
@@ -1264,6 +1278,7 @@ pub fn purge(conn: &mut Connection, needle: &str, replacement: &str) -> Result<u
         ("cycles", &["report"]),
         ("vetoes", &["text", "reason", "events"]),
         ("watermarks", &["file"]),
+        ("quiz", &["outcome"]),
     ];
     let tx = conn
         .transaction()
@@ -1295,6 +1310,7 @@ pub fn count_containing(conn: &Connection, needle: &str) -> Result<usize> {
         ("candidates", "text || record"),
         ("cycles", "report"),
         ("vetoes", "text || reason || events"),
+        ("quiz", "outcome"),
     ] {
         let c: i64 = conn
             .query_row(
@@ -1571,6 +1587,73 @@ pub fn projects_of(conn: &Connection, ids: &[String]) -> Result<HashMap<String, 
             .context(|| format!("reading the project of event {id}"))?;
         if let Some(p) = p {
             out.insert(id.clone(), p);
+        }
+    }
+    Ok(out)
+}
+
+/// Record a cycle's quiz, one row per question (a rerun of the same cycle replaces them).
+pub fn put_quiz(
+    conn: &Connection,
+    cycle: &str,
+    at: DateTime<Utc>,
+    outcomes: &[dream_core::quiz::Outcome],
+) -> Result<()> {
+    let mut stmt = conn
+        .prepare_cached(
+            "INSERT OR REPLACE INTO quiz (cycle, fact, expect, passed, at, outcome) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        )
+        .context(|| "recording the quiz".into())?;
+    for o in outcomes {
+        let expect = serde_json::to_value(o.question.expect).unwrap_or_default();
+        stmt.execute(params![
+            cycle,
+            o.question.fact,
+            expect.as_str().unwrap_or_default(),
+            o.passed,
+            at.to_rfc3339(),
+            serde_json::to_string(o).unwrap_or_default()
+        ])
+        .context(|| "recording the quiz".into())?;
+    }
+    Ok(())
+}
+
+/// The quiz questions asked about `fact`, newest first, at most `limit`: (cycle, when,
+/// outcome). Empty when the database predates the quiz.
+pub fn quiz_of_fact(
+    conn: &Connection,
+    fact: &str,
+    limit: usize,
+) -> Result<Vec<(String, String, dream_core::quiz::Outcome)>> {
+    let has: bool = conn
+        .query_row(
+            "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'quiz'",
+            [],
+            |r| r.get::<_, i64>(0),
+        )
+        .context(|| "reading the schema".into())?
+        > 0;
+    if !has {
+        return Ok(Vec::new());
+    }
+    let mut stmt = conn
+        .prepare("SELECT cycle, at, outcome FROM quiz WHERE fact = ?1 ORDER BY at DESC, cycle DESC LIMIT ?2")
+        .context(|| "reading the quiz".into())?;
+    let rows = stmt
+        .query_map(params![fact, limit as i64], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, String>(2)?,
+            ))
+        })
+        .context(|| "reading the quiz".into())?;
+    let mut out = Vec::new();
+    for row in rows {
+        let (cycle, at, json) = row.context(|| "reading the quiz".into())?;
+        if let Ok(o) = serde_json::from_str(&json) {
+            out.push((cycle, at, o));
         }
     }
     Ok(out)

@@ -313,6 +313,30 @@ pub struct Counts {
     pub evidence_clustered: usize,
     /// The largest cluster any cycle reflected on (a sign of chaining when large).
     pub largest_cluster: usize,
+    /// Questions (those `questions` counts) for which `recall` with limit [`RECALL_K`],
+    /// asked the question, returned a line holding the answer.
+    pub recall_hits: usize,
+}
+
+/// How many results the eval's `recall` reads per question (hit@k).
+pub const RECALL_K: usize = 5;
+
+/// Whether one of `lines` holds every content token of `answer` (the retention measure,
+/// per returned line).
+pub fn answer_in(answer: &str, lines: &[&str]) -> bool {
+    lines
+        .iter()
+        .any(|l| measures::coverage_in(answer, &measures::vocabulary([*l])).value >= 1.0)
+}
+
+/// The questions retention counts, with their answers: what `recall` is asked.
+pub fn recall_questions(conv: &Conversation) -> Vec<(&str, &str)> {
+    conv.qa
+        .iter()
+        .filter(|q| RETENTION_CATEGORIES.contains(&q.category))
+        .filter_map(|q| q.answer.as_deref().map(|a| (q.question.as_str(), a)))
+        .filter(|(_, a)| !measures::content_tokens(a).is_empty())
+        .collect()
 }
 
 impl Counts {
@@ -341,6 +365,7 @@ impl Counts {
         self.calls += o.calls;
         self.evidence_clustered += o.evidence_clustered;
         self.largest_cluster = self.largest_cluster.max(o.largest_cluster);
+        self.recall_hits += o.recall_hits;
     }
 
     /// The ratios a person reads.
@@ -374,6 +399,8 @@ impl Counts {
             } else {
                 ratio(self.traceable_facts, memory)
             },
+            recall_hit_at_k: ratio(self.recall_hits, self.questions),
+            recall_of_held: ratio(self.recall_hits, self.retained_with_episodes),
             tokens_per_event: if self.events == 0 {
                 0.0
             } else {
@@ -406,6 +433,10 @@ pub struct Figures {
     pub average_support: f64,
     pub average_card_support: f64,
     pub traceability: f64,
+    /// Questions whose answer a `recall` of the question returned within [`RECALL_K`].
+    pub recall_hit_at_k: f64,
+    /// ... of those whose answer memory holds at all (facts and episodes).
+    pub recall_of_held: f64,
     pub tokens_per_event: f64,
 }
 

@@ -61,6 +61,8 @@ pub struct EvalReport {
     pub overall: Result1,
     pub routes: BTreeMap<String, usize>,
     pub refusals: BTreeMap<String, usize>,
+    /// The median time of one `recall` (the query embedded, ranked over memory), in ms.
+    pub recall_median_ms: f64,
     pub seconds: f64,
 }
 
@@ -153,6 +155,7 @@ pub fn run_locomo(path: &Path, opts: &Options) -> Result<EvalReport> {
     let mut eps = 0.0;
     let mut overall = Counts::default();
     let mut results = Vec::new();
+    let mut recall_ms: Vec<f64> = Vec::new();
     for conv in &convs {
         let dir = base.join(&conv.sample_id);
         if dir.exists() {
@@ -228,6 +231,31 @@ pub fn run_locomo(path: &Path, opts: &Options) -> Result<EvalReport> {
             })
             .collect();
         let mut counts = locomo::measure(conv, &facts, &cards, &config.owner.names);
+        // Each question through `recall` as an agent asks it (what `dream mcp`'s tool
+        // answers), the fact vectors cached as the server caches them.
+        let mut cache = crate::agents::context::VectorCache::default();
+        for (question, answer) in locomo::recall_questions(conv) {
+            let t = Instant::now();
+            let cosines = cache.cosines(
+                embedder.as_ref(),
+                &memory,
+                question,
+                config.embed.batch_size,
+            )?;
+            let hits = dream_core::context::recall(
+                &memory,
+                &config.retention,
+                today,
+                question,
+                &cosines,
+                locomo::RECALL_K,
+            );
+            recall_ms.push(t.elapsed().as_secs_f64() * 1000.0);
+            let lines: Vec<&str> = hits.iter().map(|h| h.text.as_str()).collect();
+            if locomo::answer_in(answer, &lines) {
+                counts.recall_hits += 1;
+            }
+        }
         counts.cycles = cycles;
         counts.tokens = tokens;
         counts.calls = calls;
@@ -280,8 +308,23 @@ pub fn run_locomo(path: &Path, opts: &Options) -> Result<EvalReport> {
         eps,
         conversations: results,
         overall: overall.into(),
+        recall_median_ms: median(&mut recall_ms),
         seconds: (started.elapsed().as_secs_f64() * 10.0).round() / 10.0,
     })
+}
+
+/// The median of some figures (0 for none), rounded to 0.001.
+fn median(xs: &mut [f64]) -> f64 {
+    if xs.is_empty() {
+        return 0.0;
+    }
+    xs.sort_by(f64::total_cmp);
+    let m = if xs.len() % 2 == 1 {
+        xs[xs.len() / 2]
+    } else {
+        (xs[xs.len() / 2 - 1] + xs[xs.len() / 2]) / 2.0
+    };
+    (m * 1000.0).round() / 1000.0
 }
 
 /// A refusal's reason with what varies between candidates (quoted words, numbers, ids)
@@ -393,6 +436,17 @@ pub fn render(r: &EvalReport) -> String {
         o,
         "\n  retention: questions of categories 1, 2, 4 ({}) whose answer's content words are all in one durable fact (+episodes: or one episode; +cards: or one pending card)",
         c.questions
+    );
+    let _ = writeln!(
+        o,
+        "  recall: each of those questions asked through `recall` (limit {}): {} returned a line holding the answer (hit@{} {:.1}%), of {} whose answer memory holds at all ({:.1}% found); median {:.2} ms per recall",
+        locomo::RECALL_K,
+        c.recall_hits,
+        locomo::RECALL_K,
+        f.recall_hit_at_k * 100.0,
+        c.retained_with_episodes,
+        f.recall_of_held * 100.0,
+        r.recall_median_ms
     );
     let _ = writeln!(
         o,

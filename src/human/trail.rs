@@ -10,7 +10,7 @@
 //! it. `log` groups commits by their `Dream-Cycle` trailer and adds the cycles that
 //! changed nothing (so made no commit) from the state's cycle records, with their refusals.
 
-use std::collections::HashSet;
+use std::collections::{BTreeSet, HashSet};
 use std::path::Path;
 
 use chrono::{DateTime, NaiveDate, Utc};
@@ -112,6 +112,18 @@ pub struct Explanation {
     /// The gates measured again now, for each fact, against its supporting events.
     pub remeasured: Vec<(String, Vec<GateResult>)>,
     pub commits: Vec<CommitInfo>,
+    /// The recall quiz's questions about these facts, newest first (failing ones name the
+    /// mutation that touched the fact).
+    pub quiz: Vec<QuizInfo>,
+}
+
+/// One quiz question about a fact, with the cycle that asked it.
+#[derive(Debug, Clone, Serialize)]
+pub struct QuizInfo {
+    pub cycle: String,
+    pub at: String,
+    #[serde(flatten)]
+    pub outcome: dream_core::quiz::Outcome,
 }
 
 fn fact_info(f: &Fact, block: Block, archived: Option<ArchiveInfo>) -> FactInfo {
@@ -168,6 +180,7 @@ pub fn explain(root: &Path, config: &Config, today: NaiveDate, query: &str) -> R
         vetoes: Vec::new(),
         remeasured: Vec::new(),
         commits: Vec::new(),
+        quiz: Vec::new(),
     };
 
     let memory = store.load_memory(today)?;
@@ -340,6 +353,16 @@ pub fn explain(root: &Path, config: &Config, today: NaiveDate, query: &str) -> R
         ));
     }
 
+    if let Some(st) = &state {
+        let ids: BTreeSet<String> = ex.facts.iter().map(|f| f.id.clone()).collect();
+        for id in ids {
+            for (cycle, at, outcome) in state::quiz_of_fact(&st.conn, &id, 10)? {
+                ex.quiz.push(QuizInfo { cycle, at, outcome });
+            }
+        }
+        ex.quiz.sort_by(|a, b| b.at.cmp(&a.at));
+    }
+
     if ex.facts.is_empty() && ex.cards.is_empty() && ex.candidates.is_empty() {
         return Err(Error::Input(format!(
             "nothing is known about {query}: no fact in memory/ or archive/, no card under review/, no candidate record in the state database"
@@ -442,7 +465,17 @@ pub fn log(root: &Path) -> Result<Vec<CycleLog>> {
                     .collect()
             };
             let spent = r["tokens"]["spent"].as_u64().unwrap_or(0);
+            let quiz: Option<dream_core::quiz::Quiz> =
+                serde_json::from_value(r["quiz"].clone()).ok();
+            let quiz_failures: Vec<String> = quiz
+                .as_ref()
+                .map(|q| q.failures.iter().map(|f| f.line()).collect())
+                .unwrap_or_default();
             if let Some(g) = groups.iter_mut().find(|g| g.cycle == c.id) {
+                if let Some(q) = &quiz {
+                    g.quiz = Some(q.summary.clone());
+                    g.quiz_failures = quiz_failures.clone();
+                }
                 // The cycle record counts every token, also those of stages that changed
                 // nothing (and so made no commit), and every refusal, also those of a cycle
                 // whose only commit recorded hand edits.
@@ -473,6 +506,8 @@ pub fn log(root: &Path) -> Result<Vec<CycleLog>> {
                 no_commit: true,
                 refusals,
                 commits: Vec::new(),
+                quiz: quiz.map(|q| q.summary),
+                quiz_failures,
             });
         }
     }

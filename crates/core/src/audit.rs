@@ -37,6 +37,9 @@ pub struct CommitNote {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub undoes: Option<String>,
     pub mutations: Vec<Mutation>,
+    /// The recall quiz's score (`Dream-Quiz:`), on a cycle's last commit.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub quiz: Option<crate::quiz::Summary>,
 }
 
 /// One line of a commit body.
@@ -71,6 +74,7 @@ pub fn parse(id: &str, time: DateTime<Utc>, message: &str) -> CommitNote {
         degraded: Vec::new(),
         undoes: None,
         mutations: Vec::new(),
+        quiz: None,
     };
     for line in lines {
         if let Some((key, value)) = trailer(line) {
@@ -81,6 +85,7 @@ pub fn parse(id: &str, time: DateTime<Utc>, message: &str) -> CommitNote {
                 "Dream-Tokens" => note.tokens = value.parse().ok(),
                 "Dream-Degraded" if !note.degraded.contains(&value) => note.degraded.push(value),
                 "Dream-Undoes" => note.undoes = Some(value),
+                "Dream-Quiz" => note.quiz = crate::quiz::Summary::parse_trailer(&value),
                 _ => {}
             }
             continue;
@@ -148,6 +153,12 @@ pub struct CycleLog {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub refusals: Vec<Mutation>,
     pub commits: Vec<CommitNote>,
+    /// The cycle's recall quiz: its score (from the `Dream-Quiz:` trailer or the cycle
+    /// record) and, from the cycle record, each failing question in words.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub quiz: Option<crate::quiz::Summary>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub quiz_failures: Vec<String>,
 }
 
 /// The kind of a cycle id.
@@ -191,6 +202,8 @@ pub fn group(commits: Vec<CommitNote>) -> Vec<CycleLog> {
                 no_commit: false,
                 refusals: Vec::new(),
                 commits: vec![c],
+                quiz: None,
+                quiz_failures: Vec::new(),
             }),
         }
     }
@@ -208,6 +221,9 @@ pub fn group(commits: Vec<CommitNote>) -> Vec<CycleLog> {
         for c in &g.commits {
             // `Dream-Tokens:` is each stage's own spend: a cycle spent their sum.
             g.tokens += c.tokens.unwrap_or(0);
+            if c.quiz.is_some() {
+                g.quiz = c.quiz.clone();
+            }
             for d in &c.degraded {
                 if !g.degraded.contains(d) {
                     g.degraded.push(d.clone());

@@ -39,6 +39,42 @@ pub struct Config {
     pub heartbeat: Heartbeat,
     pub episodes: Episodes,
     pub owner: Owner,
+    pub quiz: Quiz,
+}
+
+/// The recall quiz (see `quiz.rs`): after every evening cycle, questions about what the
+/// cycle kept or changed and a standing sample of protected and most-used facts, asked
+/// through the read path agents use.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Quiz {
+    /// Quiz at the end of every evening cycle (`dream quiz` runs either way).
+    pub enabled: bool,
+    /// The most questions one quiz asks. Each is one or two recalls (a few milliseconds
+    /// each at a thousand facts), or one or two model calls with `model`; 20 covers what
+    /// a typical evening changes and keeps the offline quiz's cost to a small share of a
+    /// cycle.
+    pub max_questions: usize,
+    /// Of those, at most this many for the standing sample: protected facts, then the
+    /// most used, which a cycle left alone.
+    pub standing: usize,
+    /// Recall results read per question (an agent's `recall` with this limit).
+    pub recall_limit: usize,
+    /// With a model configured (`llm.provider = "openai"`), the model answers from
+    /// `dream context` instead of recall's lines, under the cycle's token budget.
+    pub model: bool,
+}
+
+impl Default for Quiz {
+    fn default() -> Self {
+        Quiz {
+            enabled: true,
+            max_questions: 20,
+            standing: 5,
+            recall_limit: 5,
+            model: false,
+        }
+    }
 }
 
 /// The episodic tier, `memory/episodes.md` (see `episodes.rs`): what was said once, or
@@ -606,6 +642,13 @@ gate_refusal_share = 0.9        # one gate refusing this share of the last `cycl
 gate_min_candidates = 10        # candidates warns, once they proposed at least this many
 period_hours = 24               # each cycle kind runs this often; none for two periods warns (0 = off)
 source_idle_days = 7            # the inbox or a source not grown in this many days warns (0 = off)
+
+[quiz]                          # after every evening cycle: does memory still answer what it held?
+enabled = true                  # false: no quiz after cycles (`dream quiz` still runs)
+max_questions = 20              # questions per quiz at most (each one or two recalls)
+standing = 5                    # of those, for protected and most-used facts the cycle left alone
+recall_limit = 5                # recall results read per question, as an agent's recall
+model = false                   # true, with llm.provider = "openai": the model answers from `dream context`
 "#;
 
 impl Config {
@@ -751,6 +794,25 @@ impl Config {
             return Err(format!(
                 "key `episodes.max_facts`: must be at most 10000 (agents load the file), not {}",
                 c.episodes.max_facts
+            ));
+        }
+        let q = &c.quiz;
+        if !(1..=500).contains(&q.max_questions) {
+            return Err(format!(
+                "key `quiz.max_questions`: must be between 1 and 500, not {}",
+                q.max_questions
+            ));
+        }
+        if q.standing > q.max_questions {
+            return Err(format!(
+                "key `quiz.standing`: must be at most quiz.max_questions ({}), not {}",
+                q.max_questions, q.standing
+            ));
+        }
+        if !(1..=50).contains(&q.recall_limit) {
+            return Err(format!(
+                "key `quiz.recall_limit`: must be between 1 and 50 (recall's most results), not {}",
+                q.recall_limit
             ));
         }
         for (i, n) in c.owner.names.iter().enumerate() {
@@ -933,6 +995,7 @@ const SECTIONS: &[&str] = &[
     "heartbeat",
     "episodes",
     "owner",
+    "quiz",
 ];
 
 /// Whether an environment variable's name sets a `dream.toml` key (`DREAM_<SECTION>_...`).
@@ -1073,6 +1136,13 @@ mod tests {
             ("[episodes]\nmax_facts = 20000\n", "episodes.max_facts"),
             ("[owner]\nnames = [\" \"]\n", "owner.names[0]"),
             ("[episodes]\nkeep = 3\n", "episodes.keep"),
+            ("[quiz]\nmax_questions = 0\n", "quiz.max_questions"),
+            ("[quiz]\nmax_questions = 501\n", "quiz.max_questions"),
+            ("[quiz]\nmax_questions = 4\nstanding = 5\n", "quiz.standing"),
+            ("[quiz]\nrecall_limit = 0\n", "quiz.recall_limit"),
+            ("[quiz]\nrecall_limit = 51\n", "quiz.recall_limit"),
+            ("[quiz]\nmax_questions = -1\n", "quiz.max_questions"),
+            ("[quiz]\nquestions = 3\n", "quiz.questions"),
         ] {
             let err = parse(bad).unwrap_err().to_string();
             assert!(err.contains(key), "{bad}: {err}");

@@ -30,6 +30,9 @@
 //! - **loss**: the loss guard held archivals back in the last cycle that ran the passes.
 //! - **unreflected**: events older than the window that no cycle has looked at (what the
 //!   backfill has not reached yet, or left behind); the edge counts them in the state.
+//! - **recall**: the latest cycle's recall quiz scored below every one of the N quizzes
+//!   before it (the share of questions answered rightly): memory stopped answering what it
+//!   held.
 //!
 //! Everything here is pure: the caller reads the state and passes the clock in.
 
@@ -52,6 +55,7 @@ pub const RULES: [&str; 9] = [
     "budget",
     "loss",
     "unreflected",
+    "recall",
 ];
 
 /// Lines of `after` that `before` does not hold (as a multiset; blank lines left out):
@@ -119,6 +123,8 @@ pub struct Seen {
     pub loss_held: u64,
     /// The cycle failed with this error (and its exit code) instead of finishing.
     pub failed: Option<(String, i64)>,
+    /// Its recall quiz: questions answered rightly, and asked (`None`: no quiz ran).
+    pub quiz: Option<(u64, u64)>,
 }
 
 impl Seen {
@@ -178,6 +184,13 @@ impl Seen {
             failed: r["failed"]
                 .as_str()
                 .map(|e| (e.to_string(), r["exit_code"].as_i64().unwrap_or(1))),
+            quiz: r["quiz"].is_object().then(|| {
+                let q = &r["quiz"];
+                (
+                    n(&q["answered"]) + n(&q["not_recalled"]),
+                    n(&q["asked"]) + n(&q["forgotten"]),
+                )
+            }),
         }
     }
 
@@ -229,6 +242,10 @@ pub fn essentials(r: &Value) -> Value {
         "decisions": refused,
         "failed": r["failed"],
         "exit_code": r["exit_code"],
+        "quiz": r["quiz"].as_object().map(|q| serde_json::json!({
+            "asked": q.get("asked"), "answered": q.get("answered"),
+            "forgotten": q.get("forgotten"), "not_recalled": q.get("not_recalled"),
+        })),
     })
 }
 
@@ -286,6 +303,9 @@ pub fn check(now: DateTime<Utc>, inputs: &Inputs, cfg: &Heartbeat) -> Vec<Warnin
         budget(&reflecting, n, &mut out);
     }
     loss(&inputs.cycles, &mut out);
+    if n > 0 {
+        recall(&inputs.cycles, n, &mut out);
+    }
     out
 }
 
@@ -566,10 +586,107 @@ fn loss(cycles: &[Seen], out: &mut Vec<Warning>) {
     ));
 }
 
+fn recall(cycles: &[Seen], n: usize, out: &mut Vec<Warning>) {
+    let quizzed: Vec<(&Seen, u64, u64)> = cycles
+        .iter()
+        .filter_map(|c| {
+            c.quiz
+                .filter(|(_, asked)| *asked > 0)
+                .map(|(r, a)| (c, r, a))
+        })
+        .take(n + 1)
+        .collect();
+    let Some(((latest, right, asked), earlier)) = quizzed.split_first() else {
+        return;
+    };
+    if earlier.is_empty() {
+        return;
+    }
+    let share = |r: u64, a: u64| r as f64 / a as f64;
+    let now = share(*right, *asked);
+    let floor = earlier
+        .iter()
+        .map(|(_, r, a)| share(*r, *a))
+        .fold(f64::INFINITY, f64::min);
+    if now >= floor {
+        return;
+    }
+    out.push(Warning::new(
+        "recall",
+        format!(
+            "the recall quiz of cycle {} answered {right} of {asked} questions rightly ({:.0}%), \
+             below each of the {} quizzes before it (lowest {:.0}%): memory no longer answers \
+             what it held",
+            latest.id,
+            now * 100.0,
+            earlier.len(),
+            floor * 100.0
+        ),
+        "`dream log` shows the failing questions, each naming its fact and the mutation that \
+         touched it, and `dream explain <fact>` shows them for one fact; if a mutation lost \
+         words, `dream undo <fact>` (or `dream undo --cycle <id>`) brings the fact back; \
+         `dream quiz` asks again"
+            .into(),
+    ));
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_recall_quiz_below_the_last_ones_warns_with_the_fix() {
+        let quizzed = |day: u32, right: u64, asked: u64| {
+            evening(
+                day,
+                json!({"plan": {"reflect": false}, "quiz": {"asked": asked, "answered": right,
+                       "forgotten": 0, "not_recalled": 0}}),
+            )
+        };
+        let cfg = Heartbeat::default();
+        let warned = |cycles: Vec<Seen>| {
+            let w = check(at("2026-11-06T22:30:00Z"), &inputs(cycles), &cfg);
+            w.into_iter()
+                .filter(|w| w.rule == "recall")
+                .collect::<Vec<_>>()
+        };
+        let w = warned(vec![
+            quizzed(6, 7, 10),
+            quizzed(5, 10, 10),
+            quizzed(4, 9, 10),
+        ]);
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(
+            w[0].cause.contains("7 of 10") && w[0].cause.contains("lowest 90%"),
+            "{}",
+            w[0].cause
+        );
+        assert!(w[0].fix.contains("dream explain <fact>"), "{}", w[0].fix);
+        assert!(warned(vec![
+            quizzed(6, 9, 10),
+            quizzed(5, 10, 10),
+            quizzed(4, 9, 10)
+        ])
+        .is_empty());
+        assert!(
+            warned(vec![quizzed(6, 1, 10)]).is_empty(),
+            "nothing to compare with yet"
+        );
+        // An older report without a quiz reads as none, and a round trip through the
+        // essentials keeps the counts.
+        let e = essentials(
+            &json!({"quiz": {"asked": 4, "answered": 3, "forgotten": 1, "not_recalled": 1, "failures": []}}),
+        );
+        assert_eq!(
+            Seen::from_report("c", "evening", at("2026-11-06T22:00:00Z"), &e).quiz,
+            Some((4, 5))
+        );
+        assert_eq!(
+            Seen::from_report("c", "evening", at("2026-11-06T22:00:00Z"), &json!({})).quiz,
+            None
+        );
+    }
 
     fn at(s: &str) -> DateTime<Utc> {
         s.parse().unwrap()

@@ -30,6 +30,7 @@ pub mod memory;
 pub mod context;
 pub mod hooks;
 pub mod scope;
+pub mod quiz;
 
 // The model seam: contracts, prompts, parsers, the offline provider, the budget (S5, S7).
 pub mod llm;

@@ -54,6 +54,9 @@ pub struct Report {
     /// What the heartbeat warns about after this cycle (`heartbeat.rs`); `dream run` exits
     /// with the warning code when there is any.
     pub warnings: Vec<crate::heartbeat::Warning>,
+    /// The recall quiz after the cycle (`quiz.rs`); `None` when none ran.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub quiz: Option<crate::quiz::Quiz>,
     /// History older than the window that this cycle consolidated (`None` when there was
     /// none left to do).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -496,6 +499,12 @@ impl Report {
                 "              over the cap by {}: the server counted more tokens than estimated",
                 t.spent - t.cap
             );
+        }
+        if let Some(q) = &self.quiz {
+            let _ = writeln!(o, "  quiz        {} ({} ms)", q.summary.render(), q.ms);
+            for f in &q.failures {
+                let _ = writeln!(o, "              failed: {}", f.line());
+            }
         }
         if !self.decisions.is_empty() {
             let _ = writeln!(
