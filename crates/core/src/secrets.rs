@@ -9,6 +9,8 @@ use std::sync::LazyLock;
 
 use regex::{Regex, RegexSet};
 
+use crate::secret_rules;
+
 /// See [`Detector::check`].
 type Check = fn(&str, usize, &str) -> Option<(usize, usize)>;
 
@@ -205,6 +207,46 @@ static DETECTORS: LazyLock<Vec<Detector>> = LazyLock::new(|| {
             r#"(?i)(?-u:\b)[a-z0-9_\-]*(?:api[_\-]?key|secret|token|access[_\-]?key|client[_\-]?secret)["']?\s*[:=]\s*["']?([A-Za-z0-9_\-\./+=]{16,})"#,
             1,
         ),
+        // Shapes the vendored gitleaks rules (secret_rules.rs) do not have.
+        d("groq-api-key", r"(?-u:\b)gsk_[A-Za-z0-9]{48,56}(?-u:\b)", 0),
+        d(
+            "supabase-token",
+            r"(?-u:\b)(?:sbp_[a-f0-9]{40}|sb_secret_[A-Za-z0-9_\-]{20,})(?-u:\b)",
+            0,
+        ),
+        d(
+            "tailscale-key",
+            r"(?-u:\b)tskey-(?:auth|api|client|scim|webhook)-[A-Za-z0-9]{6,}-[A-Za-z0-9]{16,}(?-u:\b)",
+            0,
+        ),
+        d(
+            "doppler-token",
+            r"(?-u:\b)dp\.(?:st|ct|sa|scim|audit)\.(?:[A-Za-z0-9_\-]{1,40}\.)?[A-Za-z0-9]{40,44}(?-u:\b)",
+            0,
+        ),
+        d(
+            "mapbox-secret-token",
+            r"(?-u:\b)sk\.eyJ[A-Za-z0-9_\-]{20,}\.[A-Za-z0-9_\-]{16,}",
+            0,
+        ),
+        d(
+            "gcp-private-key-id",
+            r#"(?i)["']?private_key_id["']?\s*[:=]\s*["']?([a-f0-9]{40})"#,
+            1,
+        ),
+        d(
+            "new-relic-key",
+            r"(?-u:\b)NR(?:AK|AA|II|JS)-[A-Za-z0-9]{19,40}(?-u:\b)",
+            0,
+        ),
+        d("xai-api-key", r"(?-u:\b)xai-[A-Za-z0-9]{48,}(?-u:\b)", 0),
+        d("replicate-token", r"(?-u:\b)r8_[A-Za-z0-9]{37}(?-u:\b)", 0),
+        d(
+            "docker-pat",
+            r"(?-u:\b)dckr_(?:pat|oat)_[A-Za-z0-9_\-]{27,}",
+            0,
+        ),
+        d("figma-token", r"(?-u:\b)figd_[A-Za-z0-9_\-]{40}", 0),
         checked(
             "aws-secret-key",
             r"(?:^|[^A-Za-z0-9/+=])([A-Za-z0-9/+]{40})(?:$|[^A-Za-z0-9/+=])",
@@ -309,6 +351,7 @@ fn is_card(s: &str) -> bool {
 /// How many kinds of secret the detectors know (each has a name in the markers).
 pub fn shapes() -> Vec<&'static str> {
     let mut names: Vec<&'static str> = DETECTORS.iter().map(|d| d.name).collect();
+    names.extend(secret_rules::RULES.rules.iter().map(|r| r.id));
     names.sort_unstable();
     names.dedup();
     names
@@ -334,9 +377,6 @@ static ANY: LazyLock<RegexSet> = LazyLock::new(|| {
 pub fn find(text: &str) -> Vec<Finding> {
     let mut found: Vec<Finding> = Vec::new();
     let candidates = ANY.matches(text);
-    if !candidates.matched_any() {
-        return found;
-    }
     for det in candidates.iter().map(|i| &DETECTORS[i]) {
         for caps in det.re.captures_iter(text) {
             let Some(m) = caps.get(det.group) else {
@@ -361,6 +401,21 @@ pub fn find(text: &str) -> Vec<Finding> {
                 end,
             });
         }
+    }
+    // The vendored gitleaks rules, for every shape the detectors above do not name.
+    for hit in secret_rules::RULES.find(text) {
+        let span = &text[hit.start..hit.end];
+        if span.starts_with(MARKER_PREFIX) || span.contains("redacted") {
+            continue;
+        }
+        if found.iter().any(|f| hit.start < f.end && f.start < hit.end) {
+            continue;
+        }
+        found.push(Finding {
+            detector: hit.rule,
+            start: hit.start,
+            end: hit.end,
+        });
     }
     found.sort_by_key(|f| f.start);
     found
@@ -629,6 +684,34 @@ mod tests {
             assert_eq!(names, vec![detector], "redact({input:?}) -> {clean}");
         }
         assert!(shapes().len() >= 30, "{:?}", shapes());
+    }
+
+    /// The 40 real-world shapes of crates/testkit/data/secret-shapes.tsv, each alone and in
+    /// a sentence: redacted whole, whatever rule finds it.
+    #[test]
+    fn forty_real_world_shapes_are_redacted() {
+        let table = include_str!("../../testkit/data/secret-shapes.tsv");
+        let mut kept = Vec::new();
+        let mut n = 0;
+        for line in table
+            .lines()
+            .filter(|l| !l.starts_with('#') && !l.is_empty())
+        {
+            let cols: Vec<&str> = line.split('\t').collect();
+            let (name, text, core) = (cols[0], cols[1], cols[2]);
+            n += 1;
+            for t in [
+                text.to_string(),
+                format!("the config said {text} yesterday"),
+            ] {
+                let (clean, _) = redact(&t);
+                if clean.contains(core) || !clean.contains("[redacted:") {
+                    kept.push(format!("{name}: {clean}"));
+                }
+            }
+        }
+        assert_eq!(n, 40);
+        assert!(kept.is_empty(), "kept:\n{}", kept.join("\n"));
     }
 
     #[test]
