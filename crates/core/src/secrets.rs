@@ -231,7 +231,7 @@ static DETECTORS: LazyLock<Vec<Detector>> = LazyLock::new(|| {
         ),
         d(
             "gcp-private-key-id",
-            r#"(?i)["']?private_key_id["']?\s*[:=]\s*["']?([a-f0-9]{40})"#,
+            r#"(?i)private_key_id(?:\\?["'])?\s*[:=]\s*(?:\\?["'])?([a-f0-9]{40})"#,
             1,
         ),
         d(
@@ -408,7 +408,15 @@ pub fn find(text: &str) -> Vec<Finding> {
         if span.starts_with(MARKER_PREFIX) || span.contains("redacted") {
             continue;
         }
-        if found.iter().any(|f| hit.start < f.end && f.start < hit.end) {
+        // A finding it overlaps keeps its name but grows to cover this one too: a card
+        // number the detectors found at the head of a Facebook token must not leave the
+        // token's tail in clear.
+        if let Some(f) = found
+            .iter_mut()
+            .find(|f| hit.start < f.end && f.start < hit.end)
+        {
+            f.start = f.start.min(hit.start);
+            f.end = f.end.max(hit.end);
             continue;
         }
         found.push(Finding {
@@ -417,8 +425,16 @@ pub fn find(text: &str) -> Vec<Finding> {
             end: hit.end,
         });
     }
+    // Grown findings may now touch each other: merge them, the first keeping its name.
     found.sort_by_key(|f| f.start);
-    found
+    let mut merged: Vec<Finding> = Vec::with_capacity(found.len());
+    for f in found {
+        match merged.last_mut() {
+            Some(last) if f.start < last.end => last.end = last.end.max(f.end),
+            _ => merged.push(f),
+        }
+    }
+    merged
 }
 
 /// The text with every secret replaced by a typed marker, and the detectors that fired.
@@ -712,6 +728,18 @@ mod tests {
         }
         assert_eq!(n, 40);
         assert!(kept.is_empty(), "kept:\n{}", kept.join("\n"));
+    }
+
+    #[test]
+    fn overlapping_findings_are_redacted_as_one_and_escaped_json_is_read() {
+        // The digits are a valid card number; the whole is a Facebook token.
+        let text = "facebook value was 4723251787996245%uXtquxEkJV4soVIL51yRTHpVH2U ok";
+        let (clean, _) = redact(text);
+        assert!(!clean.contains("uXtqux"), "{clean}");
+        assert_eq!(clean, "facebook value was [redacted:credit-card] ok");
+        let escaped = r#"{\"private_key_id\": \"5bd6a43989c78e01f447c18006209600e386e715\"}"#;
+        let (clean, names) = redact(escaped);
+        assert_eq!(names, vec!["gcp-private-key-id"], "{clean}");
     }
 
     #[test]
