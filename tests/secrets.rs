@@ -610,3 +610,31 @@ fn purge_takes_a_string_out_of_memory_history_and_state_with_a_backup() {
     let v = env.dream(&["verify"]);
     assert!(v.status.success(), "{}", stdout(&v));
 }
+
+#[test]
+fn verify_names_the_file_line_and_rule_of_a_secret_pasted_into_memory() {
+    let env = Env::new();
+    env.init();
+    env.add_sample_events();
+    env.run_cycle(crate::util::SAMPLE_NOW);
+    let out = env.dream(&["verify"]);
+    assert!(out.status.success(), "{}", stdout(&out));
+    // A person pastes a key into memory by hand, in a shape only the gitleaks rules know.
+    let secret = "PMAK-2b92bcd013e7b2fad6e57dd6-d987df499fc3b484a2c5dde94a6800cd4d";
+    let path = env.repo.join("memory/human.md");
+    let mut text = std::fs::read_to_string(&path).unwrap();
+    text.push_str(&format!("- The Postman key for CI is {secret}\n"));
+    let line = text.lines().count();
+    std::fs::write(&path, &text).unwrap();
+    let out = env.dream(&["verify"]);
+    let shown = format!("{}{}", stdout(&out), stderr(&out));
+    assert_eq!(out.status.code(), Some(1), "{shown}");
+    assert!(
+        shown.contains(&format!(
+            "memory/human.md line {line}: a hand-written line contains a secret (postman-api-token)"
+        )),
+        "{shown}"
+    );
+    assert!(shown.contains("dream purge --stdin"), "{shown}");
+    assert!(!shown.contains("2b92bcd013e7"), "never printed: {shown}");
+}
