@@ -159,6 +159,23 @@ pub fn cycle_id(opts: &Options) -> String {
     )
 }
 
+/// The cycle's id, made unique: a second run with the same `--now` and kind gets
+/// `<time>-2-<kind>` (then `-3`, ...), so its report does not replace the first one's and
+/// `undo --cycle` names one run, not both. The kind stays last, where readers look for it.
+fn unique_cycle_id(conn: &Connection, opts: &Options) -> Result<String> {
+    let mut id = cycle_id(opts);
+    let mut n = 1;
+    while state::cycle_recorded(conn, &id)? {
+        n += 1;
+        id = format!(
+            "{}-{n}-{}",
+            opts.now.format("%Y%m%dT%H%M%SZ"),
+            opts.kind.as_str()
+        );
+    }
+    Ok(id)
+}
+
 /// Keep a failed cycle's outcome beside the state (`.dream/failures.jsonl`), not in it:
 /// the state stays exactly as the last good cycle left it.
 fn record_failure(root: &Path, opts: &Options, started: DateTime<Utc>, e: &Error) {
@@ -204,7 +221,7 @@ fn run_locked(
         llm,
         embedder,
         opts,
-        cycle_id: cycle_id(opts),
+        cycle_id: unique_cycle_id(&state.conn, opts)?,
         today: now.date_naive(),
         budget: Budget::new(config.budget.tokens_per_cycle),
         progress: tracked,

@@ -10,6 +10,7 @@ mod deploy;
 mod doctor;
 mod embed;
 mod episodes;
+mod hardening;
 mod heartbeat;
 mod llm;
 mod measure;

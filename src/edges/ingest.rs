@@ -103,13 +103,11 @@ fn ingest_line(
 ) -> Result<()> {
     out.lines += 1;
     let parsed = if line.truncated {
-        Err(format!(
-            "line is {} bytes, over the limit of {} (inbox.max_event_bytes)",
-            line.len, config.inbox.max_event_bytes
-        ))
+        Err(inbox::over_limit(line, config.inbox.max_event_bytes))
     } else {
         event::parse_line(&line.bytes, config.inbox.max_event_bytes)
     };
+    let parsed = parsed.and_then(|p| event::check_time(p.event.ts, now).map(|()| p));
     let reason = match parsed {
         Err(reason) => Some(reason),
         Ok(p) => {

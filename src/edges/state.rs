@@ -883,6 +883,16 @@ fn cycle_record(r: &rusqlite::Row<'_>) -> rusqlite::Result<CycleRecord> {
     })
 }
 
+/// Whether a cycle with this id has been recorded.
+pub fn cycle_recorded(conn: &Connection, id: &str) -> Result<bool> {
+    conn.query_row(
+        "SELECT EXISTS(SELECT 1 FROM cycles WHERE id = ?1)",
+        [id],
+        |r| r.get::<_, bool>(0),
+    )
+    .context(|| "reading cycles".into())
+}
+
 pub fn recent_cycles(conn: &Connection, limit: usize) -> Result<Vec<CycleRecord>> {
     let mut stmt = conn
         .prepare("SELECT id, kind, started, finished, now, report FROM cycles ORDER BY finished DESC LIMIT ?1")
