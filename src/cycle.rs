@@ -120,6 +120,13 @@ pub fn run_with(
     progress: &dyn Progress,
 ) -> Result<Report> {
     let started = Utc::now();
+    // A journal left by a killed cycle, or the lock's note left by a killed holder: this
+    // run finishes or repeats that one, and is its retry.
+    let resuming = crate::edges::journal::read(root)
+        .ok()
+        .flatten()
+        .is_some_and(|j| j.kind == "cycle")
+        || lock::left_by_a_killed_holder(root);
     let (lock, repaired) = if opts.dry_run {
         let mut notes = Vec::new();
         if let Some(j) = crate::edges::journal::read(root)? {
@@ -140,7 +147,7 @@ pub fn run_with(
         model: !llm.offline(),
     };
     let result = run_locked(
-        root, config, llm, embedder, opts, &tracked, started, repaired,
+        root, config, llm, embedder, opts, &tracked, started, repaired, resuming,
     );
     if let Err(e) = &result {
         if !opts.dry_run {
@@ -159,13 +166,19 @@ pub fn cycle_id(opts: &Options) -> String {
     )
 }
 
-/// The cycle's id, made unique: a second run with the same `--now` and kind gets
-/// `<time>-2-<kind>` (then `-3`, ...), so its report does not replace the first one's and
-/// `undo --cycle` names one run, not both. The kind stays last, where readers look for it.
-fn unique_cycle_id(conn: &Connection, opts: &Options) -> Result<String> {
+/// The cycle's id, made unique: a second run with the same `--now` and kind, after one
+/// that committed, gets `<time>-2-<kind>` (then `-3`, ...), so its report does not replace
+/// the first one's and `undo --cycle` names one run, not both. The kind stays last, where
+/// readers look for it. The id is shared only where nothing tells the runs apart: an earlier
+/// run that committed nothing (its report is replaced), or a run that finishes an
+/// interrupted one (`resuming`: the retry of a killed command is that command).
+fn unique_cycle_id(conn: &Connection, opts: &Options, resuming: bool) -> Result<String> {
     let mut id = cycle_id(opts);
+    if resuming {
+        return Ok(id);
+    }
     let mut n = 1;
-    while state::cycle_recorded(conn, &id)? {
+    while state::cycle_committed(conn, &id)? {
         n += 1;
         id = format!(
             "{}-{n}-{}",
@@ -203,6 +216,7 @@ fn run_locked(
     tracked: &dyn Progress,
     started: DateTime<Utc>,
     repaired: Vec<String>,
+    resuming: bool,
 ) -> Result<Report> {
     let wall = Instant::now();
     let mut store = Store::open(root)?;
@@ -221,7 +235,7 @@ fn run_locked(
         llm,
         embedder,
         opts,
-        cycle_id: unique_cycle_id(&state.conn, opts)?,
+        cycle_id: unique_cycle_id(&state.conn, opts, resuming)?,
         today: now.date_naive(),
         budget: Budget::new(config.budget.tokens_per_cycle),
         progress: tracked,
