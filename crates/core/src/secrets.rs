@@ -197,15 +197,17 @@ static DETECTORS: LazyLock<Vec<Detector>> = LazyLock::new(|| {
             ),
             1,
         ),
-        d(
+        checked(
             "password",
             r#"(?i)(?:(?-u:\b)|_)(?:password|passwd|pwd|passphrase)["']?\s*(?:[:=]|(?-u:\b)is(?-u:\b))\s*["']?([^\s"',;$][^\s"',;]{3,})"#,
             1,
+            password_value,
         ),
-        d(
+        checked(
             "secret-assignment",
             r#"(?i)(?-u:\b)[a-z0-9_\-]*(?:api[_\-]?key|secret|token|access[_\-]?key|client[_\-]?secret)["']?\s*[:=]\s*["']?([A-Za-z0-9_\-\./+=]{16,})"#,
             1,
+            not_a_name,
         ),
         // Shapes the vendored gitleaks rules (secret_rules.rs) do not have.
         d("groq-api-key", r"(?-u:\b)gsk_[A-Za-z0-9]{48,56}(?-u:\b)", 0),
@@ -270,6 +272,13 @@ fn bare_aws_secret(text: &str, start: usize, s: &str) -> Option<(usize, usize)> 
     if !(has(u8::is_ascii_uppercase) && has(u8::is_ascii_lowercase) && has(u8::is_ascii_digit)) {
         return None;
     }
+    // Inside a URL, a run with slashes is a path ("example.com/story/news/2023/...").
+    let token = text[..start]
+        .rfind(|c: char| c.is_whitespace() || c == '"')
+        .map_or(0, |i| i + 1);
+    if text[token..start].contains("://") {
+        return None;
+    }
     if has(|b| *b == b'/' || *b == b'+') {
         return Some((0, s.len()));
     }
@@ -279,6 +288,30 @@ fn bare_aws_secret(text: &str, start: usize, s: &str) -> Option<(usize, usize)> 
     }
     let before = text[from..start].to_ascii_lowercase();
     (before.contains("aws") || before.contains("secret")).then_some((0, s.len()))
+}
+
+/// An assigned value made only of letters, `_`, `.` and `-` is a name, not a key
+/// (`csrfToken = document.querySelector`), as gitleaks' generic rule allows.
+fn not_a_name(_: &str, _: usize, s: &str) -> Option<(usize, usize)> {
+    let name = s
+        .bytes()
+        .all(|b| b.is_ascii_alphabetic() || matches!(b, b'_' | b'.' | b'-'));
+    (!name).then_some((0, s.len()))
+}
+
+/// A password's value; after "is" (prose, not an assignment) a plain word of letters is
+/// not one: "the database password is stored in ..." (as gitleaks' generic rule allows a
+/// value of letters only).
+fn password_value(text: &str, start: usize, s: &str) -> Option<(usize, usize)> {
+    let before = text[..start]
+        .trim_end_matches(['"', '\''])
+        .trim_end()
+        .as_bytes();
+    let prose = before.len() >= 2 && before[before.len() - 2..].eq_ignore_ascii_case(b"is");
+    if prose && s.bytes().all(|b| b.is_ascii_alphabetic()) {
+        return None;
+    }
+    Some((0, s.len()))
 }
 
 /// A payment card number: 13 to 19 digits (spaces or dashes between groups), a known
@@ -663,6 +696,7 @@ mod tests {
             ("DATABASE_PASSWORD=correct-horse-42", "env-secret"),
             ("export GITHUB_TOKEN=abcd1234efgh", "env-secret"),
             ("db_password: hunter2hunter", "password"),
+            ("my wifi password is Tr0ub4dor&3", "password"),
             ("DefaultEndpointsProtocol=https;AccountName=acme;AccountKey=Zm9vYmFyYmF6cXV4Zm9vYmFyYmF6cXV4Zm9vYmFyYmF6cXV4MTIzNA==;EndpointSuffix=core.windows.net", "azure-storage-key"),
             ("https://acme.blob.core.windows.net/c?sv=2022-11-02&sig=AbCdEfGhIjKlMnOpQrStUvWxYz0123456789%2B%2F%3D", "azure-sas-signature"),
             ("npm token npm_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789", "npm-token"),
@@ -754,6 +788,9 @@ mod tests {
             "PASSWORD=$DB_PASSWORD from the environment",
             "call me at +1 415 555 2671",
             "path /home/user/projects/dream/crates/core/src/secrets.rs",
+            "The database password is stored in the DB_PASSWORD environment variable.",
+            "const csrfToken = document.querySelector('meta[name=csrf]')",
+            "see https://www.news-press.com/story/news/local/2023/Ab12cd3ef4g5h6-48d9 today",
         ] {
             assert_eq!(redact(text), (text.to_string(), vec![]), "{text}");
         }
