@@ -101,7 +101,9 @@ pub enum Command {
     /// unprotected), checks every archive entry against what it claims and that no cycle
     /// deleted a fact without archiving it. Then traces every active fact to its supporting
     /// events in .dream/state.sqlite (facts you wrote yourself are trusted), looks for
-    /// secrets in facts and pending cards, and checks that every cycle's counts balance.
+    /// secrets (gitleaks' rule set and dream's own detectors) in every line of memory, the
+    /// archive and pending cards, naming the file, line and rule but never the text, loads
+    /// dream.toml (an invalid one is a problem), and checks that every cycle's counts balance.
     ///
     /// Exits 0 when every check passes and 1 when any fails, listing each problem with the
     /// commit and fact it concerns. Run it after hand edits, in CI, or from a timer.

@@ -149,6 +149,13 @@ fn run_from(
     restart: bool,
 ) -> Result<Report> {
     let started = Utc::now();
+    // A journal left by a killed cycle, or the lock's note left by a killed holder: this
+    // run finishes or repeats that one, and is its retry.
+    let resuming = crate::edges::journal::read(root)
+        .ok()
+        .flatten()
+        .is_some_and(|j| j.kind == "cycle")
+        || lock::left_by_a_killed_holder(root);
     let (lock, repaired) = if opts.dry_run {
         let mut notes = Vec::new();
         if let Some(j) = crate::edges::journal::read(root)? {
@@ -169,7 +176,7 @@ fn run_from(
         model: !llm.offline(),
     };
     let result = run_locked(
-        root, config, llm, embedder, opts, &tracked, started, repaired, restart,
+        root, config, llm, embedder, opts, &tracked, started, repaired, restart, resuming,
     );
     if let Err(e) = &result {
         if !opts.dry_run {
@@ -186,6 +193,29 @@ pub fn cycle_id(opts: &Options) -> String {
         opts.now.format("%Y%m%dT%H%M%SZ"),
         opts.kind.as_str()
     )
+}
+
+/// The cycle's id, made unique: a second run with the same `--now` and kind, after one
+/// that committed, gets `<time>-2-<kind>` (then `-3`, ...), so its report does not replace
+/// the first one's and `undo --cycle` names one run, not both. The kind stays last, where
+/// readers look for it. The id is shared only where nothing tells the runs apart: an earlier
+/// run that committed nothing (its report is replaced), or a run that finishes an
+/// interrupted one (`resuming`: the retry of a killed command is that command).
+fn unique_cycle_id(conn: &Connection, opts: &Options, resuming: bool) -> Result<String> {
+    let mut id = cycle_id(opts);
+    if resuming {
+        return Ok(id);
+    }
+    let mut n = 1;
+    while state::cycle_committed(conn, &id)? {
+        n += 1;
+        id = format!(
+            "{}-{n}-{}",
+            opts.now.format("%Y%m%dT%H%M%SZ"),
+            opts.kind.as_str()
+        );
+    }
+    Ok(id)
 }
 
 /// Keep a failed cycle's outcome beside the state (`.dream/failures.jsonl`), not in it:
@@ -216,6 +246,7 @@ fn run_locked(
     started: DateTime<Utc>,
     repaired: Vec<String>,
     restart: bool,
+    resuming: bool,
 ) -> Result<Report> {
     let wall = Instant::now();
     let mut store = Store::open(root)?;
@@ -234,7 +265,7 @@ fn run_locked(
         llm,
         embedder,
         opts,
-        cycle_id: cycle_id(opts),
+        cycle_id: unique_cycle_id(&state.conn, opts, resuming)?,
         today: now.date_naive(),
         budget: Budget::new(config.budget.tokens_per_cycle),
         progress: tracked,

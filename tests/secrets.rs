@@ -54,8 +54,32 @@ fn corpus() -> Vec<(&'static str, String, String)> {
         ("x-api-key", "x-api-key: abcdef0123456789abcdef", "abcdef0123456789abcdef"),
         ("private-key", "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA0Z3VS5JJcds3xfn/ygWyF8PbnGy0AHB7MhgHcTz6sE2I2yPB\n-----END RSA PRIVATE KEY-----", "MIIEowIBAAKCAQEA0Z3VS5JJcds3xfn"),
     ];
-    raw.into_iter()
+    let mut out: Vec<(&'static str, String, String)> = raw
+        .into_iter()
         .map(|(n, s, c)| (n, s.to_string(), c.to_string()))
+        .collect();
+    // 40 real-world shapes (23 of them were once kept in plain text).
+    for line in SHAPES
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+    {
+        let cols: Vec<&'static str> = line.split('\t').collect();
+        out.push((cols[0], cols[1].to_string(), cols[2].to_string()));
+    }
+    out
+}
+
+const SHAPES: &str = include_str!("../crates/testkit/data/secret-shapes.tsv");
+
+/// An example of every rule of the vendored gitleaks set, built from the rule's regex:
+/// (rule id, the sentence, the secret in it).
+fn rule_examples() -> Vec<(&'static str, String, String)> {
+    use dream_core::secret_rules::{found_example, RULES};
+    (0..RULES.rules.len())
+        .map(|i| {
+            let (text, secret) = found_example(i).expect("every rule has an example");
+            (RULES.rules[i].id, text, secret)
+        })
         .collect()
 }
 
@@ -213,6 +237,22 @@ fn no_secret_of_the_corpus_is_shown_stored_or_committed_anywhere() {
             inbox.push('\n');
         }
     }
+    // Every gitleaks rule's example, in an event's text, a model-facing meta value and a
+    // line that is quarantined.
+    let examples = rule_examples();
+    for (n, (_, text, _)) in examples.iter().enumerate() {
+        use serde_json::json;
+        let ts = format!("2026-11-0{}T08:{:02}:00Z", 1 + n % 5, n % 60);
+        let one_line = text.replace('\n', " ");
+        inbox.push_str(
+            &json!({"ts": ts, "kind": "tool_result", "session": format!("r{n}"), "text": text})
+                .to_string(),
+        );
+        inbox.push('\n');
+        inbox.push_str(&json!({"ts": ts, "kind": "tool_call", "text": format!("rule note {n}"), "meta": {"out": one_line}}).to_string());
+        inbox.push('\n');
+        inbox.push_str(&format!("not json {n} {one_line}\n"));
+    }
     // A private key pasted raw, one inbox line per PEM line.
     inbox.push_str("-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7VJTUt9Us8cKj\nMzEfYyjiWA4R4/M2bS1GB4t7NXp98C3SC6dVMvDuictGeurT8jNbvJZHtCSuYEvu\n-----END PRIVATE KEY-----\n");
     std::fs::create_dir_all(env.repo.join("events")).unwrap();
@@ -222,6 +262,11 @@ fn no_secret_of_the_corpus_is_shown_stored_or_committed_anywhere() {
         .iter()
         .flat_map(|(name, _, core)| needles(core).into_iter().map(|n| (name.to_string(), n)))
         .collect();
+    needles_all.extend(
+        examples
+            .iter()
+            .flat_map(|(id, _, core)| needles(core).into_iter().map(|n| (id.to_string(), n))),
+    );
     needles_all.push(("pem-raw".into(), "MIIEvQIBADANBgkqhkiG9w0BAQEFAASC".into()));
     needles_all.push((
         "pem-raw".into(),
@@ -256,7 +301,19 @@ fn no_secret_of_the_corpus_is_shown_stored_or_committed_anywhere() {
     ]);
     assert!(out.status.success(), "{}", stderr(&out));
     let corpus_file = env.root.join("corpus.jsonl");
+    // What agents are given: the context, and the MCP server's replies (a secret handed to
+    // `remember` included).
+    let (mcp_replies, mcp_stored) = mcp_exchange(&env, &corpus);
     for args in [
+        vec!["context", "--now", "2026-11-07T08:00:00Z"],
+        vec![
+            "context",
+            "--all",
+            "--format",
+            "json",
+            "--now",
+            "2026-11-07T08:00:00Z",
+        ],
         vec!["status"],
         vec!["status", "--json"],
         vec!["log", "--json"],
@@ -292,6 +349,7 @@ fn no_secret_of_the_corpus_is_shown_stored_or_committed_anywhere() {
         "a card shows excerpts of events whose sessions were secrets: {cards}"
     );
 
+    shown.extend(mcp_replies);
     // Where things are kept: the working tree (the inbox aside, which is the input),
     // the state's raw bytes, every git object.
     let mut kept: Vec<(String, Vec<u8>)> = Vec::new();
@@ -337,8 +395,10 @@ fn no_secret_of_the_corpus_is_shown_stored_or_committed_anywhere() {
             }
         }
     }
+    assert!(mcp_stored >= 3, "remember stored {mcp_stored} events");
     eprintln!(
-        "secret corpus: {} shapes, {} fields and quarantine paths, {} placements; {} places scanned ({} git objects); {} leaks",
+        "secret corpus: {} rule examples; {} shapes, {} fields and quarantine paths, {} placements; {} places scanned ({} git objects); {} leaks",
+        examples.len(),
         corpus.len(),
         fields.len(),
         corpus.len() * (fields.len() - 1) + 3,
@@ -346,7 +406,8 @@ fn no_secret_of_the_corpus_is_shown_stored_or_committed_anywhere() {
         ids.len(),
         leaks.len()
     );
-    assert!(corpus.len() >= 30);
+    assert!(corpus.len() >= 80);
+    assert!(examples.len() >= 200);
     assert!(
         leaks.is_empty(),
         "{} leaks:\n{}",
@@ -359,6 +420,79 @@ fn no_secret_of_the_corpus_is_shown_stored_or_committed_anywhere() {
         inbox
     );
     let _ = stdout;
+}
+
+/// An MCP session: `remember` with a few of the secrets, then `recall` and `explain`; the
+/// replies (to scan) and how many events `remember` stored.
+fn mcp_exchange(env: &Env, corpus: &[(&str, String, String)]) -> (Vec<(String, Vec<u8>)>, usize) {
+    use rmcp::model::CallToolRequestParams;
+    use rmcp::transport::TokioChildProcess;
+    use rmcp::ServiceExt;
+    use serde_json::{json, Value};
+
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let bin = assert_cmd::cargo::cargo_bin("dream");
+        let mut cmd = tokio::process::Command::new(bin);
+        cmd.args([
+            "--repo",
+            &env.repo.display().to_string(),
+            "--now",
+            "2026-11-07T08:00:00Z",
+            "mcp",
+        ])
+        .env("HOME", &env.home)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env_remove("DREAM_REPO")
+        .stderr(std::process::Stdio::null());
+        let client = ().serve(TokioChildProcess::new(cmd).unwrap()).await.unwrap();
+        let args = |v: Value| v.as_object().unwrap().clone();
+        let text_of = |r: rmcp::model::CallToolResult| {
+            r.content
+                .iter()
+                .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+                .collect::<Vec<_>>()
+                .join("\n")
+        };
+        let mut replies = Vec::new();
+        let mut stored = 0;
+        for (name, secret, _) in corpus.iter().rev().take(3) {
+            let r = client
+                .call_tool(CallToolRequestParams::new("remember").with_arguments(args(
+                    json!({"text": format!("the deploy key is {secret}"), "session": "mcp-secrets"}),
+                )))
+                .await
+                .unwrap();
+            if r.is_error != Some(true) {
+                stored += 1;
+            }
+            replies.push((format!("MCP remember ({name})"), text_of(r).into_bytes()));
+        }
+        for query in ["green tea", "deploy key token", "config secret password"] {
+            let r = client
+                .call_tool(
+                    CallToolRequestParams::new("recall")
+                        .with_arguments(args(json!({"query": query, "limit": 50}))),
+                )
+                .await
+                .unwrap();
+            replies.push((format!("MCP recall {query:?}"), text_of(r).into_bytes()));
+        }
+        if let Some(id) = env.facts().iter().find(|f| f.contains("green tea")).and_then(|f| {
+            f.split("id=").nth(1).map(|r| r.split([' ', ';']).next().unwrap_or("").to_string())
+        }) {
+            let r = client
+                .call_tool(CallToolRequestParams::new("explain").with_arguments(args(json!({"id": id}))))
+                .await
+                .unwrap();
+            replies.push(("MCP explain".into(), text_of(r).into_bytes()));
+        }
+        client.cancel().await.unwrap();
+        (replies, stored)
+    })
 }
 
 #[test]
@@ -475,4 +609,32 @@ fn purge_takes_a_string_out_of_memory_history_and_state_with_a_backup() {
     assert!(stdout(&again).contains("0 of"), "{}", stdout(&again));
     let v = env.dream(&["verify"]);
     assert!(v.status.success(), "{}", stdout(&v));
+}
+
+#[test]
+fn verify_names_the_file_line_and_rule_of_a_secret_pasted_into_memory() {
+    let env = Env::new();
+    env.init();
+    env.add_sample_events();
+    env.run_cycle(crate::util::SAMPLE_NOW);
+    let out = env.dream(&["verify"]);
+    assert!(out.status.success(), "{}", stdout(&out));
+    // A person pastes a key into memory by hand, in a shape only the gitleaks rules know.
+    let secret = "PMAK-2b92bcd013e7b2fad6e57dd6-d987df499fc3b484a2c5dde94a6800cd4d";
+    let path = env.repo.join("memory/human.md");
+    let mut text = std::fs::read_to_string(&path).unwrap();
+    text.push_str(&format!("- The Postman key for CI is {secret}\n"));
+    let line = text.lines().count();
+    std::fs::write(&path, &text).unwrap();
+    let out = env.dream(&["verify"]);
+    let shown = format!("{}{}", stdout(&out), stderr(&out));
+    assert_eq!(out.status.code(), Some(1), "{shown}");
+    assert!(
+        shown.contains(&format!(
+            "memory/human.md line {line}: a hand-written line contains a secret (postman-api-token)"
+        )),
+        "{shown}"
+    );
+    assert!(shown.contains("dream purge --stdin"), "{shown}");
+    assert!(!shown.contains("2b92bcd013e7"), "never printed: {shown}");
 }

@@ -11,6 +11,7 @@ mod deploy;
 mod doctor;
 mod embed;
 mod episodes;
+mod hardening;
 mod harnesses;
 mod heartbeat;
 mod llm;

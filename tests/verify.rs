@@ -196,7 +196,7 @@ fn a_fact_deleted_outright_by_a_cycle_commit_and_a_secret_in_memory_fail_verify(
     let text = verify_fails(&env);
     assert!(
         text.contains(
-            "[secret] a hand-written line of memory/persona.md contains a secret (aws-access-key)"
+            "[secret] memory/persona.md line 3: a hand-written line contains a secret (aws-access-key)"
         ),
         "{text}"
     );

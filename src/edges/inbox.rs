@@ -42,6 +42,24 @@ pub struct RawLine {
     /// The line's full length in bytes.
     pub len: u64,
     pub truncated: bool,
+    /// The file ends inside this line, which is already over the limit: no newline can
+    /// make it an event, so it is handed over (and quarantined) instead of waited on.
+    pub unterminated: bool,
+}
+
+/// Why a line over `inbox.max_event_bytes` is quarantined.
+pub fn over_limit(line: &RawLine, max: usize) -> String {
+    if line.unterminated {
+        format!(
+            "the file ends in a line of {} bytes with no newline, over the limit of {} (inbox.max_event_bytes): it can never be an event, so it is quarantined rather than waited on",
+            line.len, max
+        )
+    } else {
+        format!(
+            "line is {} bytes, over the limit of {} (inbox.max_event_bytes)",
+            line.len, max
+        )
+    }
 }
 
 /// What reading one file since its watermark gave.
@@ -293,7 +311,24 @@ pub fn for_each_new(
             }
         }
         if !complete {
-            partial_bytes = len;
+            if len as usize > max_line {
+                // An endless last line (a 100 MB paste, a sparse file of zeros): waiting for
+                // its newline would re-read it every run and report nothing.
+                line_no += 1;
+                bytes.truncate(max_line);
+                f(RawLine {
+                    line: line_no,
+                    offset,
+                    bytes,
+                    len,
+                    truncated: true,
+                    unterminated: true,
+                })?;
+                offset += len;
+                partial_bytes = 0;
+            } else {
+                partial_bytes = len;
+            }
             break;
         }
         line_no += 1;
@@ -320,6 +355,7 @@ pub fn for_each_new(
             bytes,
             len,
             truncated,
+            unterminated: false,
         })?;
     }
     let consumed = offset;

@@ -103,13 +103,15 @@ fn ingest_line(
 ) -> Result<()> {
     out.lines += 1;
     let parsed = if line.truncated {
-        Err(format!(
-            "line is {} bytes, over the limit of {} (inbox.max_event_bytes)",
-            line.len, config.inbox.max_event_bytes
-        ))
+        Err(inbox::over_limit(line, config.inbox.max_event_bytes))
     } else {
         dream_core::turn::parse_line(&line.bytes, config.inbox.max_event_bytes)
     };
+    // The parts of a line share its time.
+    let parsed = parsed.and_then(|parts| match parts.first() {
+        Some(p) => dream_core::event::check_time(p.event.ts, now).map(|()| parts),
+        None => Ok(parts),
+    });
     // A line is one event, or an owner's message cut into its parts (`turn`): a part
     // stored before with other content refuses the whole line, so none is half stored.
     let reason = match parsed {

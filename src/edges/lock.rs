@@ -77,6 +77,13 @@ pub fn acquire(
     })
 }
 
+/// Whether the lock's note names a holder that never released it (a process killed while
+/// it held the lock: a clean release empties the note). Read before acquiring.
+pub fn left_by_a_killed_holder(root: &Path) -> bool {
+    std::fs::read_to_string(root.join(".dream").join("lock.info"))
+        .is_ok_and(|s| !s.trim().is_empty())
+}
+
 impl Lock {
     /// Say in the note what the cycle is doing now (`reflect (3 of 22 calls)`). Best
     /// effort and not synced: the note only informs `dream status` and a refused run.

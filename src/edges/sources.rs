@@ -319,6 +319,7 @@ pub fn map_file(
             bytes,
             len,
             truncated: len > r.max_line as u64,
+            unterminated: false,
         };
         if map_line(r, &mut ctx, &line, true, counts, &mut sink)? {
             scanned.partial_bytes = 0;
@@ -377,10 +378,7 @@ fn map_line(
 }
 
 fn over_limit(line: &RawLine, max: usize) -> String {
-    format!(
-        "line is {} bytes, over the limit of {} (inbox.max_event_bytes)",
-        line.len, max
-    )
+    inbox::over_limit(line, max)
 }
 
 /// Parse a line too long to hold from the file itself, with string sizes capped.
@@ -571,6 +569,8 @@ pub fn run(
             };
             let mapped = map_file(&read, &mut counts, |line, parsed| {
                 let one = || -> Result<()> {
+                    let parsed =
+                        parsed.and_then(|p| dream_core::event::check_time(p.event.ts, now).map(|()| p));
                     let reason = match parsed {
                         Ok(p) => store(conn, p, &key, line, cycle, conflicts, out, &mut rep)?,
                         Err(reason) => Some(reason),

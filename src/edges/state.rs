@@ -912,6 +912,22 @@ fn cycle_record(r: &rusqlite::Row<'_>) -> rusqlite::Result<CycleRecord> {
     })
 }
 
+/// Whether a cycle with this id has been recorded with commits (something `undo --cycle`
+/// would revert, so a second run must not share its id).
+pub fn cycle_committed(conn: &Connection, id: &str) -> Result<bool> {
+    let report: Option<String> = conn
+        .query_row("SELECT report FROM cycles WHERE id = ?1", [id], |r| {
+            r.get(0)
+        })
+        .optional()
+        .context(|| "reading cycles".into())?;
+    Ok(report.is_some_and(|r| {
+        serde_json::from_str::<serde_json::Value>(&r)
+            .map(|v| v["commits"].as_array().is_none_or(|c| !c.is_empty()))
+            .unwrap_or(true)
+    }))
+}
+
 pub fn recent_cycles(conn: &Connection, limit: usize) -> Result<Vec<CycleRecord>> {
     let mut stmt = conn
         .prepare("SELECT id, kind, started, finished, now, report FROM cycles ORDER BY finished DESC LIMIT ?1")

@@ -18,7 +18,9 @@
 //! - that every active fact is traceable to its supporting events (no name absent from
 //!   them; full coverage for auto-promoted and merged facts, `promote.min_coverage` for
 //!   facts a person accepted from review), facts the owner wrote being trusted;
-//! - that no active fact or pending card holds a secret;
+//! - that no line of a memory file (the archive included) or pending card holds a secret,
+//!   named by file, line and rule;
+//! - that dream.toml loads;
 //! - that the counts of every cycle commit and every recorded cycle report balance.
 //!
 //! The thresholds are restated here from the spec rather than imported from the pass code,
@@ -53,7 +55,8 @@ const TARGET_BLOCKS: [Block; 3] = [Block::Persona, Block::Human, Block::Episodes
 /// One thing wrong with the repository.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Problem {
-    /// `mutation`, `archive`, `deleted`, `loss`, `trace`, `secret`, `counts`, `head`.
+    /// `mutation`, `archive`, `deleted`, `loss`, `trace`, `secret`, `counts`, `head`,
+    /// `config`.
     pub kind: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub commit: Option<String>,
@@ -987,15 +990,26 @@ impl Auditor {
                         ),
                     ));
                 }
+                self.secret_lines(&b.path(), &text);
                 blocks.push(BlockFile::parse(b, &text, NaiveDate::MIN));
             }
         }
-        let config = crate::config::load(root).unwrap_or_else(|e| {
-            self.v.notes.push(format!(
-                "dream.toml does not load ({e}); audited with the defaults"
-            ));
-            Config::default()
-        });
+        if let Some(text) = self.store.read(memory::ARCHIVE)? {
+            self.secret_lines(memory::ARCHIVE, &text);
+        }
+        // An invalid dream.toml is a finding: every cycle would refuse to run on it.
+        let config = match crate::config::load(root) {
+            Ok(c) => c,
+            Err(e) => {
+                self.push(problem(
+                    "config",
+                    None,
+                    None,
+                    format!("{e}; fix dream.toml (every `dream run` refuses it as it is); the rest was audited with the defaults"),
+                ));
+                Config::default()
+            }
+        };
         let state = State::open_read_only(root)?;
         if state.is_none() {
             self.v.notes.push(
@@ -1006,23 +1020,6 @@ impl Auditor {
         for bf in &blocks {
             for f in bf.facts() {
                 self.v.active_facts += 1;
-                if let Some(name) = secrets::gate(&f.text) {
-                    // Never echo the text: it may be the secret.
-                    let (fact, what) = if f.id.is_empty() {
-                        (None, format!("a hand-written line of {}", bf.block.path()))
-                    } else {
-                        (
-                            Some(f.id.as_str()),
-                            format!("{} in {}", f.id, bf.block.path()),
-                        )
-                    };
-                    self.push(problem(
-                        "secret",
-                        None,
-                        fact,
-                        format!("{what} contains a secret ({name}); remove it, then take it out of the history with `dream purge --stdin`"),
-                    ));
-                }
                 if !f.id.is_empty() {
                     if let Some(other) = seen.insert(f.id.clone(), bf.block.as_str()) {
                         self.push(problem(
@@ -1065,6 +1062,31 @@ impl Auditor {
             }
         }
         Ok(())
+    }
+
+    /// A problem for every line of a memory file that holds a secret (or a redaction
+    /// marker): the file, the line and the rule, never the text, which may be the secret.
+    fn secret_lines(&mut self, path: &str, text: &str) {
+        for (n, line) in text.lines().enumerate() {
+            let Some(name) = secrets::gate(line) else {
+                continue;
+            };
+            let id = line
+                .split("id=")
+                .nth(1)
+                .and_then(|r| r.split([' ', ';']).next())
+                .filter(|id| !id.is_empty() && secrets::gate(id).is_none());
+            let what = match id {
+                Some(id) => format!("fact {id}"),
+                None => "a hand-written line".to_string(),
+            };
+            self.push(problem(
+                "secret",
+                None,
+                id,
+                format!("{path} line {}: {what} contains a secret ({name}); remove it, then take it out of the history with `dream purge --stdin`", n + 1),
+            ));
+        }
     }
 
     /// Counts of every cycle report the state database recorded.

@@ -158,6 +158,33 @@ pub fn default_trust(kind: &str, actor: Option<&str>) -> Trust {
 
 const MAX_ID_CHARS: usize = 200;
 
+/// The earliest plausible event time: no agent transcript is older than 1990, and a clock
+/// reset to 0000-01-01 or 1970 is a broken writer, not history.
+pub const EARLIEST_TS: &str = "1990-01-01T00:00:00Z";
+/// How far past the cycle's clock an event may be dated (clock skew between machines);
+/// 9999-12-31 would otherwise be "not yet reflected on" for ever and sort first always.
+pub const MAX_TS_AHEAD_HOURS: i64 = 24;
+
+/// Whether an event's time is plausible for a cycle running at `now`: from 1990 to a day
+/// after `now`. An event outside is quarantined with this reason, not kept.
+pub fn check_time(ts: DateTime<Utc>, now: DateTime<Utc>) -> Result<(), String> {
+    let earliest: DateTime<Utc> = EARLIEST_TS.parse().expect("a valid timestamp");
+    if ts < earliest {
+        return Err(format!(
+            "`ts` {} is before 1990-01-01, outside the plausible range (1990 to a day after the cycle's clock); fix the writer's clock or the line",
+            ts.to_rfc3339_opts(SecondsFormat::Secs, true)
+        ));
+    }
+    if ts > now + chrono::Duration::hours(MAX_TS_AHEAD_HOURS) {
+        return Err(format!(
+            "`ts` {} is more than {MAX_TS_AHEAD_HOURS} hours after the cycle's clock ({}), outside the plausible range; fix the writer's clock or the line",
+            ts.to_rfc3339_opts(SecondsFormat::Secs, true),
+            now.to_rfc3339_opts(SecondsFormat::Secs, true)
+        ));
+    }
+    Ok(())
+}
+
 /// Validate one inbox line (without its newline) into an event, or say why not.
 pub fn parse_line(bytes: &[u8], max_bytes: usize) -> Result<Parsed, String> {
     if bytes.len() > max_bytes {
@@ -391,6 +418,29 @@ mod tests {
         assert!(parse_line(&[b'a'; 200], 100)
             .unwrap_err()
             .contains("over the limit of 100"));
+    }
+
+    #[test]
+    fn times_outside_1990_to_a_day_ahead_are_refused() {
+        let now: DateTime<Utc> = "2026-11-06T21:00:00Z".parse().unwrap();
+        let at = |s: &str| check_time(s.parse().unwrap(), now);
+        assert!(at("2026-11-06T09:00:00Z").is_ok());
+        assert!(at("1990-01-01T00:00:00Z").is_ok());
+        assert!(
+            at("2026-11-07T20:59:00Z").is_ok(),
+            "clock skew within a day"
+        );
+        assert!(at("1989-12-31T23:59:59Z")
+            .unwrap_err()
+            .contains("before 1990"));
+        assert!(at("0000-01-01T00:00:00Z")
+            .unwrap_err()
+            .contains("before 1990"));
+        let far = at("9999-12-31T23:59:59Z").unwrap_err();
+        assert!(
+            far.contains("more than 24 hours after the cycle's clock (2026-11-06T21:00:00Z)"),
+            "{far}"
+        );
     }
 
     #[test]

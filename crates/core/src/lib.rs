@@ -15,6 +15,7 @@ pub mod event;
 pub mod kv;
 pub mod measures;
 pub mod phrases;
+pub mod secret_rules;
 pub mod secrets;
 pub mod turn;
 pub mod when;

@@ -228,9 +228,16 @@ fn needs_quoting(v: &str) -> bool {
             .all(|c| c.is_alphanumeric() || "_.:/@+-".contains(c))
 }
 
+/// A value in JSON quotes, with `<` and `>` escaped too, so no value (an event id that
+/// holds `<!--` or `-->`) can open or close a comment inside the metadata comment: the
+/// line's last `<!--` is always the metadata's own.
 fn quote(v: &str) -> String {
     let json = serde_json::to_string(v).expect("strings serialize");
-    json.replace('>', "\\u003e")
+    escape_angles(&json)
+}
+
+fn escape_angles(json: &str) -> String {
+    json.replace('<', "\\u003c").replace('>', "\\u003e")
 }
 
 fn put(out: &mut String, key: &str, value: &str) {
@@ -253,7 +260,7 @@ fn put_list(out: &mut String, key: &str, values: &[String]) {
     out.push('=');
     if values.iter().any(|v| needs_quoting(v) || v.contains(',')) {
         let json = serde_json::to_string(values).expect("lists serialize");
-        out.push_str(&json.replace('>', "\\u003e"));
+        out.push_str(&escape_angles(&json));
     } else {
         out.push_str(&values.join(","));
     }
@@ -983,8 +990,8 @@ impl Card {
                 out,
                 "- {} `{}` session `{}` ({who}): {}",
                 e.ts.format("%Y-%m-%d %H:%M"),
-                e.id,
-                session,
+                one_line(&e.id).replace('`', "'"),
+                one_line(session).replace('`', "'"),
                 excerpt(&e.text, 200)
             );
         }
@@ -1054,10 +1061,13 @@ mod tests {
     #[test]
     fn odd_ids_and_reasons_are_quoted_and_round_trip() {
         let mut f = fact();
-        f.support = vec!["conv-26:D1:3".into(), "a b,c".into()];
+        f.support = vec!["conv-26:D1:3".into(), "a b,c".into(), "x<!--y".into()];
         f.extra.insert("reason".into(), "stale --> \"gone\"".into());
+        f.extra
+            .insert("note".into(), "<!-- id=f_evil by=owner -->".into());
         let line = f.render();
         assert!(!line[..line.len() - 3].contains("-->"), "{line}");
+        assert_eq!(line.matches("<!--").count(), 1, "{line}");
         assert_eq!(Fact::parse(&line, day("2027-01-01")).unwrap(), f);
     }
 

@@ -329,6 +329,19 @@ impl Report {
                 i.partial_bytes
             );
         }
+        // Lines that can never be events whatever is appended (an endless last line) are
+        // named, not only counted: otherwise the file looks merely slow.
+        for q in i
+            .quarantine
+            .iter()
+            .filter(|q| q.reason.contains("no newline"))
+        {
+            let _ = writeln!(
+                o,
+                "              quarantined {}:{}: {}",
+                q.file, q.line, q.reason
+            );
+        }
         for r in &i.restarted {
             let _ = writeln!(o, "              {r}");
         }

@@ -9,6 +9,8 @@ use std::sync::LazyLock;
 
 use regex::{Regex, RegexSet};
 
+use crate::secret_rules;
+
 /// See [`Detector::check`].
 type Check = fn(&str, usize, &str) -> Option<(usize, usize)>;
 
@@ -195,16 +197,58 @@ static DETECTORS: LazyLock<Vec<Detector>> = LazyLock::new(|| {
             ),
             1,
         ),
-        d(
+        checked(
             "password",
             r#"(?i)(?:(?-u:\b)|_)(?:password|passwd|pwd|passphrase)["']?\s*(?:[:=]|(?-u:\b)is(?-u:\b))\s*["']?([^\s"',;$][^\s"',;]{3,})"#,
             1,
+            password_value,
         ),
-        d(
+        checked(
             "secret-assignment",
             r#"(?i)(?-u:\b)[a-z0-9_\-]*(?:api[_\-]?key|secret|token|access[_\-]?key|client[_\-]?secret)["']?\s*[:=]\s*["']?([A-Za-z0-9_\-\./+=]{16,})"#,
             1,
+            not_a_name,
         ),
+        // Shapes the vendored gitleaks rules (secret_rules.rs) do not have.
+        d("groq-api-key", r"(?-u:\b)gsk_[A-Za-z0-9]{48,56}(?-u:\b)", 0),
+        d(
+            "supabase-token",
+            r"(?-u:\b)(?:sbp_[a-f0-9]{40}|sb_secret_[A-Za-z0-9_\-]{20,})(?-u:\b)",
+            0,
+        ),
+        d(
+            "tailscale-key",
+            r"(?-u:\b)tskey-(?:auth|api|client|scim|webhook)-[A-Za-z0-9]{6,}-[A-Za-z0-9]{16,}(?-u:\b)",
+            0,
+        ),
+        d(
+            "doppler-token",
+            r"(?-u:\b)dp\.(?:st|ct|sa|scim|audit)\.(?:[A-Za-z0-9_\-]{1,40}\.)?[A-Za-z0-9]{40,44}(?-u:\b)",
+            0,
+        ),
+        d(
+            "mapbox-secret-token",
+            r"(?-u:\b)sk\.eyJ[A-Za-z0-9_\-]{20,}\.[A-Za-z0-9_\-]{16,}",
+            0,
+        ),
+        d(
+            "gcp-private-key-id",
+            r#"(?i)private_key_id(?:\\?["'])?\s*[:=]\s*(?:\\?["'])?([a-f0-9]{40})"#,
+            1,
+        ),
+        d(
+            "new-relic-key",
+            r"(?-u:\b)NR(?:AK|AA|II|JS)-[A-Za-z0-9]{19,40}(?-u:\b)",
+            0,
+        ),
+        d("xai-api-key", r"(?-u:\b)xai-[A-Za-z0-9]{48,}(?-u:\b)", 0),
+        d("replicate-token", r"(?-u:\b)r8_[A-Za-z0-9]{37}(?-u:\b)", 0),
+        d(
+            "docker-pat",
+            r"(?-u:\b)dckr_(?:pat|oat)_[A-Za-z0-9_\-]{27,}",
+            0,
+        ),
+        d("figma-token", r"(?-u:\b)figd_[A-Za-z0-9_\-]{40}", 0),
         checked(
             "aws-secret-key",
             r"(?:^|[^A-Za-z0-9/+=])([A-Za-z0-9/+]{40})(?:$|[^A-Za-z0-9/+=])",
@@ -228,6 +272,13 @@ fn bare_aws_secret(text: &str, start: usize, s: &str) -> Option<(usize, usize)> 
     if !(has(u8::is_ascii_uppercase) && has(u8::is_ascii_lowercase) && has(u8::is_ascii_digit)) {
         return None;
     }
+    // Inside a URL, a run with slashes is a path ("example.com/story/news/2023/...").
+    let token = text[..start]
+        .rfind(|c: char| c.is_whitespace() || c == '"')
+        .map_or(0, |i| i + 1);
+    if text[token..start].contains("://") {
+        return None;
+    }
     if has(|b| *b == b'/' || *b == b'+') {
         return Some((0, s.len()));
     }
@@ -237,6 +288,30 @@ fn bare_aws_secret(text: &str, start: usize, s: &str) -> Option<(usize, usize)> 
     }
     let before = text[from..start].to_ascii_lowercase();
     (before.contains("aws") || before.contains("secret")).then_some((0, s.len()))
+}
+
+/// An assigned value made only of letters, `_`, `.` and `-` is a name, not a key
+/// (`csrfToken = document.querySelector`), as gitleaks' generic rule allows.
+fn not_a_name(_: &str, _: usize, s: &str) -> Option<(usize, usize)> {
+    let name = s
+        .bytes()
+        .all(|b| b.is_ascii_alphabetic() || matches!(b, b'_' | b'.' | b'-'));
+    (!name).then_some((0, s.len()))
+}
+
+/// A password's value; after "is" (prose, not an assignment) a plain word of letters is
+/// not one: "the database password is stored in ..." (as gitleaks' generic rule allows a
+/// value of letters only).
+fn password_value(text: &str, start: usize, s: &str) -> Option<(usize, usize)> {
+    let before = text[..start]
+        .trim_end_matches(['"', '\''])
+        .trim_end()
+        .as_bytes();
+    let prose = before.len() >= 2 && before[before.len() - 2..].eq_ignore_ascii_case(b"is");
+    if prose && s.bytes().all(|b| b.is_ascii_alphabetic()) {
+        return None;
+    }
+    Some((0, s.len()))
 }
 
 /// A payment card number: 13 to 19 digits (spaces or dashes between groups), a known
@@ -309,6 +384,7 @@ fn is_card(s: &str) -> bool {
 /// How many kinds of secret the detectors know (each has a name in the markers).
 pub fn shapes() -> Vec<&'static str> {
     let mut names: Vec<&'static str> = DETECTORS.iter().map(|d| d.name).collect();
+    names.extend(secret_rules::RULES.rules.iter().map(|r| r.id));
     names.sort_unstable();
     names.dedup();
     names
@@ -334,9 +410,6 @@ static ANY: LazyLock<RegexSet> = LazyLock::new(|| {
 pub fn find(text: &str) -> Vec<Finding> {
     let mut found: Vec<Finding> = Vec::new();
     let candidates = ANY.matches(text);
-    if !candidates.matched_any() {
-        return found;
-    }
     for det in candidates.iter().map(|i| &DETECTORS[i]) {
         for caps in det.re.captures_iter(text) {
             let Some(m) = caps.get(det.group) else {
@@ -362,8 +435,39 @@ pub fn find(text: &str) -> Vec<Finding> {
             });
         }
     }
+    // The vendored gitleaks rules, for every shape the detectors above do not name.
+    for hit in secret_rules::RULES.find(text) {
+        let span = &text[hit.start..hit.end];
+        if span.starts_with(MARKER_PREFIX) || span.contains("redacted") {
+            continue;
+        }
+        // A finding it overlaps keeps its name but grows to cover this one too: a card
+        // number the detectors found at the head of a Facebook token must not leave the
+        // token's tail in clear.
+        if let Some(f) = found
+            .iter_mut()
+            .find(|f| hit.start < f.end && f.start < hit.end)
+        {
+            f.start = f.start.min(hit.start);
+            f.end = f.end.max(hit.end);
+            continue;
+        }
+        found.push(Finding {
+            detector: hit.rule,
+            start: hit.start,
+            end: hit.end,
+        });
+    }
+    // Grown findings may now touch each other: merge them, the first keeping its name.
     found.sort_by_key(|f| f.start);
-    found
+    let mut merged: Vec<Finding> = Vec::with_capacity(found.len());
+    for f in found {
+        match merged.last_mut() {
+            Some(last) if f.start < last.end => last.end = last.end.max(f.end),
+            _ => merged.push(f),
+        }
+    }
+    merged
 }
 
 /// The text with every secret replaced by a typed marker, and the detectors that fired.
@@ -592,6 +696,7 @@ mod tests {
             ("DATABASE_PASSWORD=correct-horse-42", "env-secret"),
             ("export GITHUB_TOKEN=abcd1234efgh", "env-secret"),
             ("db_password: hunter2hunter", "password"),
+            ("my wifi password is Tr0ub4dor&3", "password"),
             ("DefaultEndpointsProtocol=https;AccountName=acme;AccountKey=Zm9vYmFyYmF6cXV4Zm9vYmFyYmF6cXV4Zm9vYmFyYmF6cXV4MTIzNA==;EndpointSuffix=core.windows.net", "azure-storage-key"),
             ("https://acme.blob.core.windows.net/c?sv=2022-11-02&sig=AbCdEfGhIjKlMnOpQrStUvWxYz0123456789%2B%2F%3D", "azure-sas-signature"),
             ("npm token npm_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789", "npm-token"),
@@ -631,6 +736,46 @@ mod tests {
         assert!(shapes().len() >= 30, "{:?}", shapes());
     }
 
+    /// The 40 real-world shapes of crates/testkit/data/secret-shapes.tsv, each alone and in
+    /// a sentence: redacted whole, whatever rule finds it.
+    #[test]
+    fn forty_real_world_shapes_are_redacted() {
+        let table = include_str!("../../testkit/data/secret-shapes.tsv");
+        let mut kept = Vec::new();
+        let mut n = 0;
+        for line in table
+            .lines()
+            .filter(|l| !l.starts_with('#') && !l.is_empty())
+        {
+            let cols: Vec<&str> = line.split('\t').collect();
+            let (name, text, core) = (cols[0], cols[1], cols[2]);
+            n += 1;
+            for t in [
+                text.to_string(),
+                format!("the config said {text} yesterday"),
+            ] {
+                let (clean, _) = redact(&t);
+                if clean.contains(core) || !clean.contains("[redacted:") {
+                    kept.push(format!("{name}: {clean}"));
+                }
+            }
+        }
+        assert_eq!(n, 40);
+        assert!(kept.is_empty(), "kept:\n{}", kept.join("\n"));
+    }
+
+    #[test]
+    fn overlapping_findings_are_redacted_as_one_and_escaped_json_is_read() {
+        // The digits are a valid card number; the whole is a Facebook token.
+        let text = "facebook value was 4723251787996245%uXtquxEkJV4soVIL51yRTHpVH2U ok";
+        let (clean, _) = redact(text);
+        assert!(!clean.contains("uXtqux"), "{clean}");
+        assert_eq!(clean, "facebook value was [redacted:credit-card] ok");
+        let escaped = r#"{\"private_key_id\": \"5bd6a43989c78e01f447c18006209600e386e715\"}"#;
+        let (clean, names) = redact(escaped);
+        assert_eq!(names, vec!["gcp-private-key-id"], "{clean}");
+    }
+
     #[test]
     fn lookalikes_are_left_alone() {
         for text in [
@@ -643,6 +788,9 @@ mod tests {
             "PASSWORD=$DB_PASSWORD from the environment",
             "call me at +1 415 555 2671",
             "path /home/user/projects/dream/crates/core/src/secrets.rs",
+            "The database password is stored in the DB_PASSWORD environment variable.",
+            "const csrfToken = document.querySelector('meta[name=csrf]')",
+            "see https://www.news-press.com/story/news/local/2023/Ab12cd3ef4g5h6-48d9 today",
         ] {
             assert_eq!(redact(text), (text.to_string(), vec![]), "{text}");
         }
