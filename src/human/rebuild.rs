@@ -61,29 +61,78 @@ pub fn rebuild(root: &Path, config: &Config, now: DateTime<Utc>, force: bool) ->
                 db.display()
             )));
         }
+    }
+    // A journal a crash left is finished or forgotten against the new, empty state.
+    guard::repair_without_state(root, Some(&config.inbox.path))?;
+    let store = Store::open(root)?;
+    let vetoes = vetoes(&store, now)?;
+    // The new database is filled under a temporary name and takes the real one's name in
+    // one rename (the commit point): a crash before it leaves the old one in place (the
+    // temporary file is swept by the next command), never an empty state without the
+    // person's vetoes.
+    let dir = db.parent().unwrap_or(root);
+    let tmp = dir.join(format!(
+        "{}{}-state.sqlite",
+        crate::edges::fsutil::TMP_PREFIX,
+        std::process::id()
+    ));
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", tmp.display()));
+    }
+    {
+        let mut st = State::open_at(&tmp)?;
+        let tx = st
+            .conn
+            .transaction()
+            .context(|| "starting the state transaction".into())?;
+        for v in &vetoes {
+            if v.kind == "rejected" {
+                out.rejected += 1;
+            } else {
+                out.undone += 1;
+            }
+            state::put_veto(&tx, v)?;
+        }
+        crate::edges::crash::point("commit the state")
+            .context(|| "writing the new state database".into())?;
+        tx.commit()
+            .context(|| "writing the new state database".into())?;
+        st.conn
+            .execute_batch("PRAGMA wal_checkpoint(TRUNCATE);")
+            .context(|| "writing the new state database".into())?;
+    }
+    let file = std::fs::File::open(&tmp).context(|| format!("opening {}", tmp.display()))?;
+    crate::edges::crash::sync_file(&file, &tmp)
+        .context(|| format!("flushing {}", tmp.display()))?;
+    drop(file);
+    if db.exists() {
         let stamp = now.format("%Y%m%dT%H%M%SZ");
         let aside = PathBuf::from(format!("{}.damaged-{stamp}", db.display()));
-        for suffix in ["-wal", "-shm", ""] {
+        // Its WAL and index first (the new file must not read them), then the file itself
+        // is kept under the new name by a link, so the real name is never missing.
+        for suffix in ["-wal", "-shm"] {
             let from = PathBuf::from(format!("{}{suffix}", db.display()));
             if from.exists() {
                 let to = PathBuf::from(format!("{}{suffix}", aside.display()));
+                crate::edges::crash::point(&format!("rename {}", from.display()))
+                    .context(|| format!("moving {} aside", from.display()))?;
                 std::fs::rename(&from, &to)
                     .context(|| format!("moving {} aside", from.display()))?;
             }
         }
+        let _ = std::fs::remove_file(&aside);
+        crate::edges::crash::point(&format!("link {}", aside.display()))
+            .context(|| format!("keeping {}", db.display()))?;
+        if std::fs::hard_link(&db, &aside).is_err() {
+            std::fs::copy(&db, &aside).context(|| format!("keeping {} aside", db.display()))?;
+        }
         out.moved_to = Some(aside.display().to_string());
     }
-    // A journal a crash left is finished or forgotten against the new, empty state.
-    guard::repair(root, Some(&config.inbox.path))?;
-    let st = State::open(root)?;
-    let store = Store::open(root)?;
-    for v in vetoes(&store, now)? {
-        if v.kind == "rejected" {
-            out.rejected += 1;
-        } else {
-            out.undone += 1;
-        }
-        state::put_veto(&st.conn, &v)?;
+    crate::edges::crash::point(&format!("rename over {}", db.display()))
+        .context(|| format!("replacing {}", db.display()))?;
+    std::fs::rename(&tmp, &db).context(|| format!("replacing {}", db.display()))?;
+    if let Err(e) = crate::edges::fsutil::sync_dir(dir) {
+        tracing::warn!("{e}; the new state database is in place");
     }
     out.inbox_files = inbox::scan(&root.join(&config.inbox.path)).files.len();
     Ok(out)
