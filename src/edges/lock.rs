@@ -85,7 +85,12 @@ impl Lock {
             return;
         };
         let _guard = self.writing.lock();
-        let tmp = path.with_extension("info.tmp");
+        // Named as dream's temporary files are, so the sweeps remove one a kill left.
+        let tmp = path.with_file_name(format!(
+            "{}{}-lock.info",
+            crate::edges::fsutil::TMP_PREFIX,
+            std::process::id()
+        ));
         let text = format!("{head}, stage {doing}");
         if std::fs::write(&tmp, text).is_ok() {
             let _ = std::fs::rename(&tmp, path);

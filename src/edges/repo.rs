@@ -63,6 +63,8 @@ pub fn create_at(dir: &Path, now: DateTime<Utc>) -> Result<Created> {
     }
     if dir.join(config::FILE).is_file() {
         if complete(dir) {
+            // A temporary file a killed command left in `.dream` (its lock note) goes.
+            fsutil::sweep_temp(&dir.join(".dream"));
             return Ok(Created::Already);
         }
         let _writer = guard::begin(dir, now, None)?;
@@ -70,7 +72,12 @@ pub fn create_at(dir: &Path, now: DateTime<Utc>) -> Result<Created> {
         return Ok(Created::Finished);
     }
     let dream_dir = dir.join(".dream");
-    if dir.exists() {
+    // A killed init whose first commit was under way: its journal says what it began, and
+    // the recovery below finishes or forgets it, whatever files it had written.
+    let interrupted = dir.join(".git").is_dir()
+        && crate::edges::journal::path(dir).is_file()
+        && is_dreams_own(&dream_dir);
+    if dir.exists() && !interrupted {
         let entries: Vec<String> = std::fs::read_dir(dir)
             .context(|| format!("reading {}", dir.display()))?
             .filter_map(|e| e.ok())
@@ -104,8 +111,11 @@ pub fn create_at(dir: &Path, now: DateTime<Utc>) -> Result<Created> {
             made.push(dir.to_path_buf());
         }
         if !dir.join(".git").exists() {
-            init_git(dir)?;
-            made.push(dir.join(".git"));
+            let r = init_git(dir);
+            if dir.join(".git").exists() {
+                made.push(dir.join(".git"));
+            }
+            r?;
         }
         if !dream_dir.exists() {
             made.push(dream_dir.clone());
@@ -189,14 +199,13 @@ fn init_git(dir: &Path) -> Result<()> {
     let tmp = dir.join(format!("{}{}-git", fsutil::TMP_PREFIX, std::process::id()));
     let ctx = || format!("creating a git repository in {}", dir.display());
     crash::point(&format!("git init {}", tmp.display())).context(ctx)?;
-    if tmp.exists() {
-        std::fs::remove_dir_all(&tmp).context(ctx)?;
-    }
-    git2::Repository::init(&tmp).context(ctx)?;
-    crash::point(&format!("rename {}/.git", tmp.display())).context(ctx)?;
-    let r = std::fs::rename(tmp.join(".git"), dir.join(".git")).context(ctx);
+    let made = (|| -> Result<()> {
+        git2::Repository::init(&tmp).context(ctx)?;
+        crash::point(&format!("rename {}/.git", tmp.display())).context(ctx)?;
+        std::fs::rename(tmp.join(".git"), dir.join(".git")).context(ctx)
+    })();
     let _ = std::fs::remove_dir_all(&tmp);
-    r?;
+    made?;
     fsutil::sync_dir(dir)
 }
 

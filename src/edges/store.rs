@@ -496,7 +496,8 @@ impl Store {
             Some(oid) => Ok(Some((oid, paths))),
             None => {
                 // Same tree as HEAD: only the index was stale (a crash after a commit).
-                self.update_index(&edits_as_files(&edits));
+                // A repair of a cache: the commit goes on without it if it fails.
+                let _ = self.update_index(&edits_as_files(&edits));
                 Ok(None)
             }
         }
@@ -735,15 +736,17 @@ impl Store {
                 }
             }
         }
-        self.update_index(&j.files);
+        // The index is only a cache, but one `git status` trusts: a change whose index was
+        // not written is not finished, and the journal stays for the next command.
+        self.update_index(&j.files)?;
         journal::remove(&self.root)?;
         Ok(kept)
     }
 
     /// Point the index entries of `files` at the working tree where it matches the commit
-    /// (so status stays cheap), else at the commit's blob. The index is only a cache of
-    /// the tree: a failure is logged, and the next run's status repairs it.
-    fn update_index(&self, files: &[journal::File]) {
+    /// (so status stays cheap), else at the commit's blob. A failure is logged and
+    /// returned (see [`Store::finish`]).
+    fn update_index(&self, files: &[journal::File]) -> Result<()> {
         let result = (|| -> std::result::Result<(), git2::Error> {
             let mut index = self.repo.index()?;
             index.read(true)?;
@@ -768,9 +771,13 @@ impl Store {
             }
             index.write()
         })();
-        if let Err(e) = result {
-            tracing::warn!("the git index was not updated ({e}); the next run refreshes it");
-        }
+        result.map_err(|e| {
+            tracing::warn!("the git index was not updated ({e}); the next dream command writes it");
+            Error::Git {
+                context: "writing the git index".into(),
+                source: e,
+            }
+        })
     }
 
     /// Finish or forget the change an interrupted command left in the journal (see the
