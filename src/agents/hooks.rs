@@ -374,6 +374,7 @@ fn commit_repo(root: &Path, writes: Vec<(String, String)>, subject: &str, now: N
 }
 
 /// Install dream's context into a harness.
+#[allow(clippy::too_many_arguments)]
 pub fn install(
     h: Harness,
     method: HookMethod,
