@@ -92,8 +92,9 @@ impl Lock {
             std::process::id()
         ));
         let text = format!("{head}, stage {doing}");
-        if std::fs::write(&tmp, text).is_ok() {
-            let _ = std::fs::rename(&tmp, path);
+        // Best effort, and nothing left behind when it fails.
+        if std::fs::write(&tmp, text).is_err() || std::fs::rename(&tmp, path).is_err() {
+            let _ = std::fs::remove_file(&tmp);
         }
     }
 }
