@@ -612,9 +612,10 @@ fn every_crash_point_of_a_review_decision_gives_the_uninterrupted_result() {
         &["review", "accept", &porto, "--now", now],
         Faults::KillsAndErrors,
     );
-    sweep(
+    sweep_all(
         &env,
         &env.repo,
+        &env.home,
         &[
             "review",
             "reject",
@@ -624,6 +625,7 @@ fn every_crash_point_of_a_review_decision_gives_the_uninterrupted_result() {
             "--now",
             now,
         ],
+        Faults::KillsAndErrors,
     );
     sweep(
         &env,
@@ -642,9 +644,10 @@ fn every_crash_point_of_a_review_decision_gives_the_uninterrupted_result() {
 #[test]
 fn every_crash_point_of_an_undo_gives_the_uninterrupted_result() {
     let (env, _, lisbon) = review_template();
-    sweep(
+    sweep_all(
         &env,
         &env.repo,
+        &env.home,
         &[
             "undo",
             &lisbon,
@@ -653,6 +656,7 @@ fn every_crash_point_of_an_undo_gives_the_uninterrupted_result() {
             "--now",
             "2026-11-07T08:00:00Z",
         ],
+        Faults::KillsAndErrors,
     );
 }
 

@@ -103,7 +103,9 @@ impl Drop for Lock {
     fn drop(&mut self) {
         if let Some((info, _)) = &self.info {
             // Best effort: a stale note only makes a later refusal name an old holder.
-            let _ = write_atomic(info, b"");
+            if let Err(e) = write_atomic(info, b"") {
+                tracing::warn!("the lock's note was not cleared ({e}); the command's work is done");
+            }
         }
     }
 }
