@@ -25,7 +25,9 @@ use sha2::{Digest, Sha256};
 
 use crate::util::{event, stderr, Env, SAMPLE_NOW};
 
-/// Copy a folder (a prepared repository) with everything in it.
+/// Copy a folder (a prepared repository) with everything in it. Git's object files are
+/// linked, not copied: git never changes one in place (a new object is a new file), and
+/// the sweeps make hundreds of copies.
 fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
     for entry in std::fs::read_dir(from).unwrap() {
@@ -34,7 +36,15 @@ fn copy_dir(from: &Path, to: &Path) {
         if entry.file_type().unwrap().is_dir() {
             copy_dir(&entry.path(), &dest);
         } else {
-            std::fs::copy(entry.path(), &dest).unwrap();
+            let object = entry
+                .path()
+                .components()
+                .collect::<Vec<_>>()
+                .windows(2)
+                .any(|w| w[0].as_os_str() == ".git" && w[1].as_os_str() == "objects");
+            if !(object && std::fs::hard_link(entry.path(), &dest).is_ok()) {
+                std::fs::copy(entry.path(), &dest).unwrap();
+            }
         }
     }
 }
