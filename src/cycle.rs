@@ -424,7 +424,7 @@ fn run_locked(
     crate::agents::uses::finish(root);
     context::refresh_codex(&ctx, &view);
     if published {
-        store.settle_index()?;
+        store.settle_index();
     }
     Ok(work.report)
 }

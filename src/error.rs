@@ -82,14 +82,50 @@ pub enum Error {
     #[error("{source}")]
     Unfinished { commit: String, source: Box<Error> },
 
+    /// A writing command failed before its commit point: memory, cards, history and
+    /// state are as it found them (see [`Error::unchanged`]).
+    #[error("{source}")]
+    Unchanged { source: Box<Error> },
+
+    /// A command made of several changes failed after one of them happened: `done` says
+    /// what is in place; running the same command again finishes the rest.
+    #[error("{source}")]
+    Partial { done: String, source: Box<Error> },
+
     /// Anything else, already phrased for a person.
     #[error("{0}")]
     Other(String),
 }
 
 impl Error {
+    /// The error of a writing command that has not passed its commit point: an I/O, git or
+    /// state failure is marked as having changed nothing, so its hint says so. Only the
+    /// commands' entry points call this, for errors that cannot come after a commit point
+    /// (those are [`Error::Unfinished`] or [`Error::Partial`], left as they are).
+    pub fn unchanged(self) -> Error {
+        match self {
+            Error::Io { .. } | Error::Git { .. } | Error::State { .. } => Error::Unchanged {
+                source: Box::new(self),
+            },
+            other => other,
+        }
+    }
+
+    /// An error after one change of several happened (`done` says which).
+    pub fn partial(done: impl Into<String>) -> impl FnOnce(Error) -> Error {
+        let done = done.into();
+        move |e| match e {
+            e @ (Error::Unfinished { .. } | Error::Partial { .. }) => e,
+            e => Error::Partial {
+                done,
+                source: Box::new(e),
+            },
+        }
+    }
+
     pub fn exit_code(&self) -> i32 {
         match self {
+            Error::Unchanged { source } | Error::Partial { source, .. } => source.exit_code(),
             Error::Usage(_) | Error::Config { .. } | Error::NotARepo { .. } | Error::Auth(_) => {
                 EXIT_USAGE
             }
@@ -119,6 +155,16 @@ impl Error {
                 "fix the key in dream.toml (every key and its default is listed in the file `dream init` writes)"
                     .into(),
             ),
+            Error::Unchanged { source } => Some(match source.hint() {
+                Some(h) if h.contains("nothing was changed") => h,
+                Some(h) => format!("{h}; nothing was changed"),
+                None => "nothing was changed (memory, cards, history and state are as they were); \
+                         run the command again once the cause is fixed"
+                    .into(),
+            }),
+            Error::Partial { done, .. } => Some(format!(
+                "{done}; the rest was not done: run the same command again to finish it (nothing is lost)"
+            )),
             Error::Unfinished { commit, .. } => Some(format!(
                 "the change was committed ({commit}) but its files are not all written yet; \
                  the next dream command finishes them from .dream/journal.json (nothing is lost)"
@@ -146,10 +192,10 @@ impl Error {
             }
             Error::Io { source, .. } => match source.kind() {
                 std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::ReadOnlyFilesystem => {
-                    Some("make the repository writable for this user; nothing was changed".into())
+                    Some("make the repository writable for this user".into())
                 }
                 std::io::ErrorKind::StorageFull => {
-                    Some("free some disk space and run again; nothing was changed".into())
+                    Some("free some disk space and run again".into())
                 }
                 _ => None,
             },

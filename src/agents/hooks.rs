@@ -39,6 +39,9 @@ use crate::edges::fsutil::write_atomic;
 use crate::edges::store::{Change, Store};
 use crate::error::{Context as _, Error, Result};
 
+/// The command's clock (`--now`), for the lock's note and the commit's session id.
+type Now = chrono::DateTime<chrono::Utc>;
+
 /// Where a harness keeps its files for the current user.
 #[derive(Debug, Clone)]
 pub struct Home {
@@ -338,6 +341,11 @@ fn planned_install(
     })
 }
 
+/// The folder a file is in (the stop for removing folders a removal left empty: none).
+fn home_dir_of(path: &Path) -> PathBuf {
+    path.parent().map(Path::to_path_buf).unwrap_or_default()
+}
+
 /// Apply a file change: back up what was there, then write atomically (or remove).
 fn apply_file(fc: &FileChange, keep_backup: bool) -> Result<()> {
     if !fc.changed() {
@@ -349,14 +357,12 @@ fn apply_file(fc: &FileChange, keep_backup: bool) -> Result<()> {
             write_keeping_mode(&backup, before.as_bytes(), Some(&fc.path))?;
         } else if backup.exists() {
             // A stale backup from an earlier install would claim the file existed before.
-            std::fs::remove_file(&backup).context(|| format!("removing {}", backup.display()))?;
+            crate::edges::fsutil::remove_file(&backup, &home_dir_of(&backup))?;
         }
     }
     match &fc.after {
         Some(text) => write_keeping_mode(&fc.path, text.as_bytes(), None),
-        None => {
-            std::fs::remove_file(&fc.path).context(|| format!("removing {}", fc.path.display()))
-        }
+        None => crate::edges::fsutil::remove_file(&fc.path, &home_dir_of(&fc.path)),
     }
 }
 
@@ -431,20 +437,34 @@ fn expand(p: &str, root: &Path) -> PathBuf {
     }
 }
 
-/// Commit dream.toml (and the context file, for an import) under the lock, after finishing
-/// whatever change a crash interrupted (`guard`).
-fn commit_repo(root: &Path, writes: Vec<(String, String)>, subject: &str) -> Result<()> {
+/// Take the repository's lock for writing, finish or forget whatever change a crash
+/// interrupted (`guard`: so a killed install's journal, git lock or half-written
+/// dream.toml is dealt with before anything is read), and remove the temporary files
+/// killed runs left in the harness's folders. Held until the command ends.
+fn begin(root: &Path, home: &Home, now: Now) -> Result<crate::edges::guard::Writer> {
+    let inbox = crate::config::load(root).ok().map(|c| c.inbox.path);
+    let writer = crate::edges::guard::begin(root, now, inbox.as_deref())?;
+    for dir in [&home.claude, &home.codex] {
+        let n = crate::edges::fsutil::sweep_temp(dir);
+        if n > 0 {
+            tracing::warn!(folder = %dir.display(), removed = n, "removed temporary files an interrupted dream left");
+        }
+    }
+    Ok(writer)
+}
+
+/// Commit dream.toml (and the context file, for an import); the caller holds the lock
+/// ([`begin`]).
+fn commit_repo(root: &Path, writes: Vec<(String, String)>, subject: &str, now: Now) -> Result<()> {
     if writes.is_empty() {
         return Ok(());
     }
-    let inbox = crate::config::load(root).ok().map(|c| c.inbox.path);
-    let _writer = crate::edges::guard::begin(root, chrono::Utc::now(), inbox.as_deref())?;
     let store = Store::open(root)?;
     let mut change = Change::default();
     for (p, t) in writes {
         change.write(p, t);
     }
-    let session = format!("hooks-{}", chrono::Utc::now().format("%Y%m%dT%H%M%SZ"));
+    let session = format!("hooks-{}", now.format("%Y%m%dT%H%M%SZ"));
     let lines = vec![format!(
         "edited     {}  ({subject})",
         dream_core::config::FILE
@@ -461,6 +481,7 @@ fn commit_repo(root: &Path, writes: Vec<(String, String)>, subject: &str) -> Res
 }
 
 /// Install dream's context into a harness.
+#[allow(clippy::too_many_arguments)]
 pub fn install(
     h: Harness,
     method: HookMethod,
@@ -469,7 +490,13 @@ pub fn install(
     exe: &Path,
     context_text: &str,
     dry_run: bool,
+    now: Now,
 ) -> Result<Outcome> {
+    let _writer = if dry_run {
+        None
+    } else {
+        Some(begin(root, home, now)?)
+    };
     let config = crate::config::load(root)?;
     let context_file = config.context.file.trim().to_string();
     let harness_file = planned_install(h, method, home, root, exe, context_text, &context_file)?;
@@ -511,8 +538,24 @@ pub fn install(
             h.as_str(),
             h.as_str()
         ),
+        now,
     )?;
-    apply_file(&harness_file, true)?;
+    // dream.toml is committed: a failure from here on says so, and the same install run
+    // again finds the entry there and writes only the harness's file.
+    let committed = if source.changed() {
+        format!(
+            "{} now reads the {} transcripts (committed)",
+            dream_core::config::FILE,
+            h.as_str()
+        )
+    } else {
+        format!(
+            "{} already read the {} transcripts",
+            dream_core::config::FILE,
+            h.as_str()
+        )
+    };
+    apply_file(&harness_file, true).map_err(Error::partial(committed))?;
     if harness_file.changed() {
         // A backup is written only of a file that existed.
         notes.push(match harness_file.before {
@@ -558,7 +601,12 @@ pub fn install(
 }
 
 /// Take out what install added (both Claude Code methods, or the Codex block).
-pub fn uninstall(h: Harness, root: &Path, home: &Home, dry_run: bool) -> Result<Outcome> {
+pub fn uninstall(h: Harness, root: &Path, home: &Home, dry_run: bool, now: Now) -> Result<Outcome> {
+    let _writer = if dry_run {
+        None
+    } else {
+        Some(begin(root, home, now)?)
+    };
     let mut files = Vec::new();
     let mut notes = Vec::new();
     let targets: Vec<PathBuf> = match h {
@@ -576,8 +624,15 @@ pub fn uninstall(h: Harness, root: &Path, home: &Home, dry_run: bool) -> Result<
         } else {
             edit::block_remove(&before)
         };
-        let Some(removed) = removed else { continue };
         let backup = backup_path(&path);
+        let Some(removed) = removed else {
+            // Nothing of dream's left, and the backup holds exactly the file: an uninstall
+            // restored it and was stopped before removing the backup, which is finished now.
+            if !dry_run && read_opt(&backup)?.as_deref() == Some(before.as_str()) {
+                crate::edges::fsutil::remove_file(&backup, &home_dir_of(&backup))?;
+            }
+            continue;
+        };
         let saved = read_opt(&backup)?;
         let created = saved.is_none()
             && (removed.trim().is_empty()
@@ -624,14 +679,32 @@ pub fn uninstall(h: Harness, root: &Path, home: &Home, dry_run: bool) -> Result<
             notes,
         });
     }
+    let mut done: Vec<String> = Vec::new();
     for fc in &files[..files.len() - 1] {
-        apply_file(fc, false)?;
+        let so_far = |done: &[String]| {
+            let d = done.to_vec();
+            move |e: Error| {
+                if d.is_empty() {
+                    e
+                } else {
+                    Error::partial(format!("{} had dream's part taken out", d.join(" and ")))(e)
+                }
+            }
+        };
+        apply_file(fc, false).map_err(so_far(&done))?;
+        done.push(fc.path.display().to_string());
         let backup = backup_path(&fc.path);
         let restored = fc.what.starts_with("restored") || fc.after.is_none();
         if restored && backup.exists() {
-            std::fs::remove_file(&backup).context(|| format!("removing {}", backup.display()))?;
+            crate::edges::fsutil::remove_file(&backup, &home_dir_of(&backup))
+                .map_err(so_far(&done))?;
         }
     }
+    let done = if done.is_empty() {
+        None
+    } else {
+        Some(format!("{} had dream's part taken out", done.join(" and ")))
+    };
     if source.changed() {
         commit_repo(
             root,
@@ -644,7 +717,12 @@ pub fn uninstall(h: Harness, root: &Path, home: &Home, dry_run: bool) -> Result<
                 h.as_str(),
                 h.as_str()
             ),
-        )?;
+            now,
+        )
+        .map_err(|e| match &done {
+            Some(d) => Error::partial(d.clone())(e),
+            None => e,
+        })?;
     }
     Ok(Outcome {
         harness: h.as_str(),

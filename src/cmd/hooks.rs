@@ -26,13 +26,14 @@ pub fn run(g: &Global, a: &HooksArgs) -> Result<i32> {
                 &exe,
                 &text,
                 i.target.dry_run,
+                super::now(g)?,
             )?;
             print_outcome(&out, i.target.dry_run);
         }
         HooksAction::Uninstall(t) => {
             let root = super::repo_root(g)?;
             let root = root.canonicalize().unwrap_or(root);
-            let out = hooks::uninstall(t.harness, &root, &home, t.dry_run)?;
+            let out = hooks::uninstall(t.harness, &root, &home, t.dry_run, super::now(g)?)?;
             print_outcome(&out, t.dry_run);
         }
         HooksAction::Status(s) => {

@@ -55,6 +55,29 @@ use crate::error::{Context, Error, Result};
 
 /// Run the parsed command line; returns the exit code.
 pub fn run(cli: Cli) -> Result<i32> {
+    // The writing commands reach their commit point through `store` (or, for init and
+    // hooks, a step that is theirs); an I/O, git or state error that leaves them by `?`
+    // came before it, and says so (see `Error::unchanged`, docs/operations.md).
+    let writes = matches!(
+        &cli.command,
+        Command::Init(_)
+            | Command::Run(_)
+            | Command::Hooks(_)
+            | Command::Skills(_)
+            | Command::Review(_)
+            | Command::Undo(_)
+            | Command::Purge(_)
+            | Command::Rebuild(_)
+    );
+    let result = dispatch(&cli);
+    if writes {
+        result.map_err(Error::unchanged)
+    } else {
+        result
+    }
+}
+
+fn dispatch(cli: &Cli) -> Result<i32> {
     let g = &cli.global;
     match &cli.command {
         Command::Init(a) => init::run(g, a),

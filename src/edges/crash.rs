@@ -7,7 +7,13 @@
 //! such operation, and `DREAM_CRASH_AT=NAME` before the first one whose name contains NAME;
 //! `DREAM_CRASH_TRACE=1` lists every point on stderr, so a test can count them and sweep
 //! every one. `DREAM_FAIL_AT=N` (or `NAME`) makes that operation fail with a "no space left"
-//! error instead, to test what a failed write (a full disk) leaves and what it says. Release builds compile this to nothing.
+//! error instead, to test what a failed write (a full disk) leaves and what it says;
+//! `DREAM_FAIL_FROM=N` makes every operation from the N-th on fail (a disk that filled up,
+//! a device that went away), and `DREAM_FAIL_ERRNO=EIO` (or `ENOSPC`, the default) picks
+//! the error. Flushes to disk (`fsync` of a file or a folder) are points too, named
+//! `fsync ...`: a kill there is the same as a kill just after the write before it, so the
+//! kill sweeps skip them, while an error there is its own case (the write is in place,
+//! its durability is not). Release builds compile this to nothing.
 
 #[cfg(debug_assertions)]
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -36,14 +42,24 @@ pub fn point(what: &str) -> std::io::Result<()> {
                 std::process::abort();
             }
         }
-        if var("DREAM_FAIL_AT").is_some_and(|at| hit(&at)) {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::StorageFull,
-                format!("injected failure at point {n} ({what})"),
-            ));
+        let from = var("DREAM_FAIL_FROM")
+            .and_then(|v| v.parse::<usize>().ok())
+            .is_some_and(|k| n >= k);
+        if from || var("DREAM_FAIL_AT").is_some_and(|at| hit(&at)) {
+            let errno = match var("DREAM_FAIL_ERRNO").as_deref() {
+                Some("EIO") | Some("eio") => libc::EIO,
+                _ => libc::ENOSPC,
+            };
+            return Err(std::io::Error::from_raw_os_error(errno));
         }
     }
     #[cfg(not(debug_assertions))]
     let _ = what;
     Ok(())
+}
+
+/// Flush a file to disk, a crash point first (see the module comment).
+pub fn sync_file(file: &std::fs::File, what: &std::path::Path) -> std::io::Result<()> {
+    point(&format!("fsync {}", what.display()))?;
+    file.sync_all()
 }

@@ -41,6 +41,16 @@ pub fn begin(root: &Path, now: DateTime<Utc>, inbox: Option<&str>) -> Result<Wri
 
 /// [`begin`]'s repairs, for a caller that already holds the lock for writing.
 pub fn repair(root: &Path, inbox: Option<&str>) -> Result<Vec<String>> {
+    repair_as(root, inbox, true)
+}
+
+/// [`repair`] as if the state database were new and empty (`dream rebuild`, which is about
+/// to replace a damaged one): a change whose commit point is the state is forgotten.
+pub fn repair_without_state(root: &Path, inbox: Option<&str>) -> Result<Vec<String>> {
+    repair_as(root, inbox, false)
+}
+
+fn repair_as(root: &Path, inbox: Option<&str>, with_state: bool) -> Result<Vec<String>> {
     let taken = SystemTime::now();
     let mut notes = Vec::new();
     let mut store = Store::open(root)?;
@@ -53,7 +63,7 @@ pub fn repair(root: &Path, inbox: Option<&str>) -> Result<Vec<String>> {
     }
     store.exclude_private()?;
     let mut applied = |target: git2::Oid| -> Result<bool> {
-        if !state::path(root).exists() {
+        if !with_state || !state::path(root).exists() {
             return Ok(false);
         }
         let st = State::open(root)?;

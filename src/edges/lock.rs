@@ -92,10 +92,16 @@ impl Lock {
             return;
         };
         let _guard = self.writing.lock();
-        let tmp = path.with_extension("info.tmp");
+        // Named as dream's temporary files are, so the sweeps remove one a kill left.
+        let tmp = path.with_file_name(format!(
+            "{}{}-lock.info",
+            crate::edges::fsutil::TMP_PREFIX,
+            std::process::id()
+        ));
         let text = format!("{head}, stage {doing}");
-        if std::fs::write(&tmp, text).is_ok() {
-            let _ = std::fs::rename(&tmp, path);
+        // Best effort, and nothing left behind when it fails.
+        if std::fs::write(&tmp, text).is_err() || std::fs::rename(&tmp, path).is_err() {
+            let _ = std::fs::remove_file(&tmp);
         }
     }
 }
@@ -104,7 +110,9 @@ impl Drop for Lock {
     fn drop(&mut self) {
         if let Some((info, _)) = &self.info {
             // Best effort: a stale note only makes a later refusal name an old holder.
-            let _ = write_atomic(info, b"");
+            if let Err(e) = write_atomic(info, b"") {
+                tracing::warn!("the lock's note was not cleared ({e}); the command's work is done");
+            }
         }
     }
 }

@@ -209,6 +209,19 @@ impl State {
         Ok(state)
     }
 
+    /// Open (creating it) a state database at another path than the repository's: the
+    /// new database `dream rebuild` fills before it takes the real one's name.
+    pub fn open_at(path: &Path) -> Result<State> {
+        let conn = Connection::open(path).context(|| format!("opening {}", path.display()))?;
+        let state = State {
+            conn,
+            path: path.to_path_buf(),
+            _scratch: None,
+        };
+        state.prepare()?;
+        Ok(state)
+    }
+
     /// Open a scratch copy of the state database, for a dry run that must leave every
     /// byte of the real one unchanged. A repo without state yet gets an empty scratch one.
     pub fn open_scratch_copy(root: &Path) -> Result<State> {
@@ -1313,7 +1326,10 @@ pub fn purge(conn: &mut Connection, needle: &str, replacement: &str) -> Result<u
     crate::edges::crash::point("commit the state").context(|| "purging the state".into())?;
     tx.commit().context(|| "purging the state".into())?;
     conn.execute_batch("VACUUM; PRAGMA wal_checkpoint(TRUNCATE);")
-        .context(|| "compacting the state after the purge".into())?;
+        .context(|| "compacting the state after the purge".into())
+        .map_err(Error::partial(format!(
+            "the state's rows were purged ({changed}), but its file still has free pages that may hold the old bytes"
+        )))?;
     Ok(changed)
 }
 

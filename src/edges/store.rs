@@ -301,10 +301,14 @@ impl Store {
     /// clock has moved past the files just committed (file times are coarse, a few
     /// milliseconds), then refresh the index so its entries are no longer "racily clean".
     /// The busy cycle pays this once instead of every following idle run.
-    pub fn settle_index(&self) -> Result<()> {
+    /// Only a cache is written, after the change happened: a failure is logged, never an
+    /// error (the next status re-checks the files).
+    pub fn settle_index(&self) {
         let settle = std::time::Duration::from_millis(15);
         std::thread::sleep(settle);
-        self.is_dirty_refreshing_index().map(|_| ())
+        if let Err(e) = self.is_dirty_refreshing_index() {
+            tracing::warn!("the git index was not refreshed ({e}); the next run refreshes it");
+        }
     }
 
     /// Paths with uncommitted changes, for messages (dream's own paths left out).
@@ -492,7 +496,8 @@ impl Store {
             Some(oid) => Ok(Some((oid, paths))),
             None => {
                 // Same tree as HEAD: only the index was stale (a crash after a commit).
-                self.update_index(&edits_as_files(&edits));
+                // A repair of a cache: the commit goes on without it if it fails.
+                let _ = self.update_index(&edits_as_files(&edits));
                 Ok(None)
             }
         }
@@ -588,23 +593,75 @@ impl Store {
             target: target.to_string(),
             files: self.journal_files(batch.previous, target)?,
         };
-        journal::write(&self.root, &j)?;
         let forget = |e: Error| {
             let _ = journal::remove(&self.root);
             e
         };
+        journal::write(&self.root, &j).map_err(forget)?;
         // The branch is locked before the commit point, so a branch git holds (a person's
         // git command running) fails the change while nothing has happened yet.
         let mover = self.lock_branch(&j, batch.previous).map_err(forget)?;
         match point {
-            Point::Ref => mover.move_it(&j).map_err(forget)?,
+            Point::Ref => {
+                if let Err(e) = self.move_checked(mover, &j) {
+                    return Err(forget(e));
+                }
+            }
             Point::State(commit) => {
-                commit(Some(target)).map_err(forget)?;
-                mover.move_it(&j).map_err(|e| unfinished(e, &j))?;
+                if let Err(e) = commit(Some(target)) {
+                    // An error from the commit itself may come after the database made
+                    // it durable: what decides is what the state records, read afresh.
+                    match self.state_applied(target) {
+                        Ok(false) => return Err(forget(e)),
+                        Ok(true) => {
+                            tracing::warn!("{e}; the state recorded the change all the same, so dream finishes it")
+                        }
+                        Err(e2) => return Err(undecided(e, e2)),
+                    }
+                }
+                self.move_checked(mover, &j)
+                    .map_err(|e| unfinished(e, &j))?;
             }
         }
         self.finish(&j, false).map_err(|e| unfinished(e, &j))?;
         Ok(Some(target))
+    }
+
+    /// Whether the state database records `target` as applied (a fresh connection, so it
+    /// reads what is durable, not what a failed transaction held).
+    fn state_applied(&self, target: Oid) -> Result<bool> {
+        let path = crate::edges::state::path(&self.root);
+        if !path.exists() {
+            return Ok(false);
+        }
+        let st = crate::edges::state::State::open(&self.root)?;
+        crate::edges::state::is_applied(&st.conn, &target.to_string())
+    }
+
+    /// Move the branch, and decide by where it is whether an error came before or after
+    /// the move: libgit2 renames the new ref into place and only then flushes its folder,
+    /// so a failed flush (an I/O error, a full disk) is reported for a branch that moved.
+    /// Such a change happened: it is finished, never forgotten nor reported as failed.
+    fn move_checked(&self, mover: BranchMove<'_>, j: &Journal) -> Result<()> {
+        match mover.move_it(j) {
+            Ok(()) => Ok(()),
+            Err(e) if self.branch_at(j) => {
+                tracing::warn!(
+                    "{e}; {} is at {} all the same, so the change happened and dream finishes it",
+                    j.branch,
+                    &j.target[..10]
+                );
+                Ok(())
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Whether the journal's branch is at its target, read from disk.
+    fn branch_at(&self, j: &Journal) -> bool {
+        self.repo
+            .refname_to_id(&j.branch)
+            .is_ok_and(|o| o.to_string() == j.target)
     }
 
     /// Commit one change on its own (the branch is its commit point).
@@ -636,12 +693,20 @@ impl Store {
         }
         let log = format!("dream: {}", j.kind);
         t.set_target(&j.branch, target, None, &log).context(ctx)?;
-        Ok(BranchMove { t })
+        let folder = self
+            .repo
+            .path()
+            .join(&j.branch)
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_else(|| self.repo.path().to_path_buf());
+        Ok(BranchMove { t, folder })
     }
 
     /// Move the branch from `previous` to the journal's target (see [`Store::lock_branch`]).
     fn move_branch(&self, j: &Journal, previous: Option<Oid>) -> Result<()> {
-        self.lock_branch(j, previous)?.move_it(j)
+        let mover = self.lock_branch(j, previous)?;
+        self.move_checked(mover, j)
     }
 
     /// Bring the working tree and the index to the journal's target, then remove the
@@ -671,15 +736,17 @@ impl Store {
                 }
             }
         }
-        self.update_index(&j.files);
+        // The index is only a cache, but one `git status` trusts: a change whose index was
+        // not written is not finished, and the journal stays for the next command.
+        self.update_index(&j.files)?;
         journal::remove(&self.root)?;
         Ok(kept)
     }
 
     /// Point the index entries of `files` at the working tree where it matches the commit
-    /// (so status stays cheap), else at the commit's blob. The index is only a cache of
-    /// the tree: a failure is logged, and the next run's status repairs it.
-    fn update_index(&self, files: &[journal::File]) {
+    /// (so status stays cheap), else at the commit's blob. A failure is logged and
+    /// returned (see [`Store::finish`]).
+    fn update_index(&self, files: &[journal::File]) -> Result<()> {
         let result = (|| -> std::result::Result<(), git2::Error> {
             let mut index = self.repo.index()?;
             index.read(true)?;
@@ -704,9 +771,13 @@ impl Store {
             }
             index.write()
         })();
-        if let Err(e) = result {
-            tracing::warn!("the git index was not updated ({e}); the next run refreshes it");
-        }
+        result.map_err(|e| {
+            tracing::warn!("the git index was not updated ({e}); the next dream command writes it");
+            Error::Git {
+                context: "writing the git index".into(),
+                source: e,
+            }
+        })
     }
 
     /// Finish or forget the change an interrupted command left in the journal (see the
@@ -1429,14 +1500,28 @@ impl Store {
 /// A branch locked and set, moved when committed (dropped: unlocked, unmoved).
 struct BranchMove<'r> {
     t: git2::Transaction<'r>,
+    /// The folder of the branch's loose ref, flushed after the move.
+    folder: PathBuf,
 }
 
 impl BranchMove<'_> {
+    /// Move the branch, then flush its folder (libgit2 does too when asked to, but says
+    /// nothing of which side of the rename a failure was on; see `Store::move_checked`).
     fn move_it(self, j: &Journal) -> Result<()> {
         let ctx = || format!("moving {} to {}", j.branch, &j.target[..10]);
         crash::point(&format!("move {}", j.branch)).context(ctx)?;
-        self.t.commit().context(ctx)
+        self.t.commit().context(ctx)?;
+        fsutil::sync_dir(&self.folder)
     }
+}
+
+/// An error while passing a commit point whose outcome could not be read back: the journal
+/// stays, and the next command finishes or forgets the change by what the state records.
+fn undecided(e: Error, read: Error) -> Error {
+    Error::Other(format!(
+        "{e}; whether the change was recorded could not be read back ({read}): the next dream \
+         command finishes it or forgets it from .dream/journal.json, and nothing is lost"
+    ))
 }
 
 /// An error after a change's commit point: the change happened, its files are not all

@@ -62,6 +62,16 @@ pub fn purge(
     };
     let mut store = Store::open(root)?;
     store.keep_out(&config.inbox.path);
+    // Each step is a change of its own; an error after one happened says so, and the same
+    // purge run again finishes the rest (each step finds its part done and does nothing).
+    let mut done: Option<String> = None;
+    let after = |done: &Option<String>| {
+        let d = done.clone();
+        move |e: Error| match d {
+            Some(d) => Error::partial(d)(e),
+            None => e,
+        }
+    };
     if apply {
         let mut batch = store.batch()?;
         store.stage_hand_edits(&mut batch, false, |paths| {
@@ -71,15 +81,28 @@ pub fn purge(
             )
             .render()
         })?;
-        store.publish(batch, "hand edits before a purge", Point::Ref)?;
+        if let Some(c) = store.publish(batch, "hand edits before a purge", Point::Ref)? {
+            done = Some(format!(
+                "your uncommitted edits were committed first ({})",
+                &c.to_string()[..10]
+            ));
+        }
     }
     let backup = format!("refs/dream/purge-backup/{}", now.format("%Y%m%dT%H%M%SZ"));
-    let history = store.purge(needle, REPLACEMENT, &backup, apply)?;
+    let history = store
+        .purge(needle, REPLACEMENT, &backup, apply)
+        .map_err(after(&done))?;
+    if let Some(h) = &history.head {
+        done = Some(format!(
+            "the history was purged (the branch is at {}, the old one kept under {backup})",
+            &h[..10.min(h.len())]
+        ));
+    }
     let state_rows = if !state::path(root).exists() {
         0
     } else if apply {
-        let mut st = State::open(root)?;
-        state::purge(&mut st.conn, needle, REPLACEMENT)?
+        let mut st = State::open(root).map_err(after(&done))?;
+        state::purge(&mut st.conn, needle, REPLACEMENT).map_err(after(&done))?
     } else {
         match State::open_read_only(root)? {
             Some(st) => state::count_containing(&st.conn, needle)?,

@@ -61,32 +61,110 @@ pub fn rebuild(root: &Path, config: &Config, now: DateTime<Utc>, force: bool) ->
                 db.display()
             )));
         }
-        let stamp = now.format("%Y%m%dT%H%M%SZ");
-        let aside = PathBuf::from(format!("{}.damaged-{stamp}", db.display()));
-        for suffix in ["-wal", "-shm", ""] {
-            let from = PathBuf::from(format!("{}{suffix}", db.display()));
-            if from.exists() {
-                let to = PathBuf::from(format!("{}{suffix}", aside.display()));
-                std::fs::rename(&from, &to)
-                    .context(|| format!("moving {} aside", from.display()))?;
-            }
-        }
-        out.moved_to = Some(aside.display().to_string());
     }
     // A journal a crash left is finished or forgotten against the new, empty state.
-    guard::repair(root, Some(&config.inbox.path))?;
-    let st = State::open(root)?;
+    guard::repair_without_state(root, Some(&config.inbox.path))?;
     let store = Store::open(root)?;
-    for v in vetoes(&store, now)? {
-        if v.kind == "rejected" {
-            out.rejected += 1;
-        } else {
-            out.undone += 1;
+    let vetoes = vetoes(&store, now)?;
+    // The new database is filled under a temporary name and takes the real one's name in
+    // one rename (the commit point): a crash before it leaves the old one in place (the
+    // temporary file is swept by the next command), never an empty state without the
+    // person's vetoes.
+    let dir = db.parent().unwrap_or(root);
+    let tmp = dir.join(format!(
+        "{}{}-state.sqlite",
+        crate::edges::fsutil::TMP_PREFIX,
+        std::process::id()
+    ));
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", tmp.display()));
+    }
+    let remove_tmp = || {
+        for suffix in ["", "-wal", "-shm"] {
+            let _ = std::fs::remove_file(format!("{}{suffix}", tmp.display()));
         }
-        state::put_veto(&st.conn, &v)?;
+    };
+    // The old file's WAL and index, once moved aside, go back if the swap fails.
+    let mut moved: Vec<(PathBuf, PathBuf)> = Vec::new();
+    let swapped = swap_in(&db, &tmp, now, &vetoes, &mut out, &mut moved);
+    if let Err(e) = swapped {
+        remove_tmp();
+        for (from, to) in moved.iter().rev() {
+            let _ = std::fs::rename(to, from);
+        }
+        return Err(e);
+    }
+    if let Err(e) = crate::edges::fsutil::sync_dir(dir) {
+        tracing::warn!("{e}; the new state database is in place");
     }
     out.inbox_files = inbox::scan(&root.join(&config.inbox.path)).files.len();
     Ok(out)
+}
+
+/// Fill the new database at `tmp` with the vetoes, move the old one's WAL and index aside
+/// (recorded in `moved`), keep the old file under a new name by a link, and rename the new
+/// one over it: the last step is the commit point.
+fn swap_in(
+    db: &Path,
+    tmp: &Path,
+    now: DateTime<Utc>,
+    vetoes: &[Veto],
+    out: &mut Rebuilt,
+    moved: &mut Vec<(PathBuf, PathBuf)>,
+) -> Result<()> {
+    {
+        let mut st = State::open_at(tmp)?;
+        let tx = st
+            .conn
+            .transaction()
+            .context(|| "starting the state transaction".into())?;
+        for v in vetoes {
+            if v.kind == "rejected" {
+                out.rejected += 1;
+            } else {
+                out.undone += 1;
+            }
+            state::put_veto(&tx, v)?;
+        }
+        crate::edges::crash::point("commit the state")
+            .context(|| "writing the new state database".into())?;
+        tx.commit()
+            .context(|| "writing the new state database".into())?;
+        st.conn
+            .execute_batch("PRAGMA wal_checkpoint(TRUNCATE);")
+            .context(|| "writing the new state database".into())?;
+    }
+    let file = std::fs::File::open(tmp).context(|| format!("opening {}", tmp.display()))?;
+    crate::edges::crash::sync_file(&file, tmp).context(|| format!("flushing {}", tmp.display()))?;
+    drop(file);
+    if db.exists() {
+        let stamp = now.format("%Y%m%dT%H%M%SZ");
+        let aside = PathBuf::from(format!("{}.damaged-{stamp}", db.display()));
+        // Its WAL and index first (the new file must not read them), then the file itself
+        // is kept under the new name by a link, so the real name is never missing.
+        for suffix in ["-wal", "-shm"] {
+            let from = PathBuf::from(format!("{}{suffix}", db.display()));
+            if from.exists() {
+                let to = PathBuf::from(format!("{}{suffix}", aside.display()));
+                crate::edges::crash::point(&format!("rename {}", from.display()))
+                    .context(|| format!("moving {} aside", from.display()))?;
+                std::fs::rename(&from, &to)
+                    .context(|| format!("moving {} aside", from.display()))?;
+                moved.push((from, to));
+            }
+        }
+        let _ = std::fs::remove_file(&aside);
+        crate::edges::crash::point(&format!("link {}", aside.display()))
+            .context(|| format!("keeping {}", db.display()))?;
+        if std::fs::hard_link(db, &aside).is_err() {
+            std::fs::copy(db, &aside).context(|| format!("keeping {} aside", db.display()))?;
+        }
+        out.moved_to = Some(aside.display().to_string());
+    }
+    crate::edges::crash::point(&format!("rename over {}", db.display()))
+        .context(|| format!("replacing {}", db.display()))?;
+    std::fs::rename(tmp, db).context(|| format!("replacing {}", db.display()))?;
+    Ok(())
 }
 
 /// The person's vetoes as the repository records them.

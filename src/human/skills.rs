@@ -257,7 +257,16 @@ pub fn promote(root: &Path, config: &Config, name: &str, now: DateTime<Utc>) -> 
     crate::agents::context::refresh_file(&store.root, &mut change)?;
     let commit = store.apply(&change)?.map(|o| o.to_string());
     let installed = match &install_dir {
-        Some(dir) => Some(install(&files, &from, dir, name)?),
+        Some(dir) => Some(
+            install(&files, &from, dir, name).map_err(Error::partial(format!(
+                "the skill {name} was promoted in the repository{}, but not yet copied into {}",
+                commit
+                    .as_deref()
+                    .map(|c| format!(" (commit {})", &c[..10.min(c.len())]))
+                    .unwrap_or_default(),
+                dir.display()
+            )))?,
+        ),
         None => None,
     };
     Ok(Decided {
