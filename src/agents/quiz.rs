@@ -186,6 +186,9 @@ impl Asker<'_> {
                 budget: None,
                 query: Some(query.to_string()),
                 all: false,
+                // The quiz asks of every fact, whichever project it belongs to.
+                every_project: true,
+                ..Options::default()
             },
             &cosines,
         )

@@ -111,6 +111,7 @@ pub fn read(
             )
             .into_bytes(),
             truncated: false,
+            unterminated: false,
         };
         let parse = |s: &str, what: &str| {
             serde_json::from_str::<serde_json::Value>(s)

@@ -471,6 +471,7 @@ fn read_document(
             len: excerpt.len() as u64,
             bytes: excerpt.into_bytes(),
             truncated: false,
+            unterminated: false,
         };
         for p in adapters::map_line(r.format, item, ctx, counts) {
             if let Err(e) = sink(&line, p) {
@@ -497,6 +498,7 @@ fn read_document(
                 len: head.len() as u64,
                 bytes: head.clone(),
                 truncated: false,
+                unterminated: false,
             };
             sink(
                 &line,
@@ -569,8 +571,8 @@ pub fn run(
             };
             let mapped = map_file(&read, &mut counts, |line, parsed| {
                 let one = || -> Result<()> {
-                    let parsed =
-                        parsed.and_then(|p| dream_core::event::check_time(p.event.ts, now).map(|()| p));
+                    let parsed = parsed
+                        .and_then(|p| dream_core::event::check_time(p.event.ts, now).map(|()| p));
                     let reason = match parsed {
                         Ok(p) => store(conn, p, &key, line, cycle, conflicts, out, &mut rep)?,
                         Err(reason) => Some(reason),

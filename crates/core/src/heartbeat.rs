@@ -45,7 +45,7 @@ use serde_json::Value;
 use crate::config::Heartbeat;
 
 /// The rules, in the order their warnings are listed.
-pub const RULES: [&str; 9] = [
+pub const RULES: [&str; 10] = [
     "failed",
     "quiet",
     "gate",

@@ -30,8 +30,8 @@ pub mod memory;
 // the edits `dream hooks` makes to harnesses' files.
 pub mod context;
 pub mod hooks;
-pub mod scope;
 pub mod quiz;
+pub mod scope;
 
 // The model seam: contracts, prompts, parsers, the offline provider, the budget (S5, S7).
 pub mod llm;
