@@ -372,7 +372,9 @@ fn sweep_all(env: &Env, template: &Path, home: &Path, args: &[&str], faults: Fau
                 "{label}: point {n} ({name}) was not reached: {err}"
             );
         } else if out.status.success() {
-            // It finished (forward, past an error after its commit point): all of it.
+            // It finished (forward, past an error after its commit point): all of it. No
+            // retry: a person or a timer does not run a command that said it was done again
+            // at the same clock (a second cycle at one clock is a cycle of its own).
             let got = print_place(&copy);
             if got != want {
                 failures.push(format!(
@@ -380,6 +382,8 @@ fn sweep_all(env: &Env, template: &Path, home: &Path, args: &[&str], faults: Fau
                     difference(&want, &got)
                 ));
             }
+            std::fs::remove_dir_all(&copy.dir).unwrap();
+            return;
         } else {
             if !err.contains("error:") {
                 failures.push(format!(

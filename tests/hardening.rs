@@ -214,3 +214,84 @@ fn verify_fails_with_the_config_error_on_an_invalid_dream_toml() {
     assert!(shown.contains("dream.toml"), "{shown}");
     assert!(shown.contains("tokens_per_cycle"), "{shown}");
 }
+
+/// Three days of one statement, then three more of another; a cycle each day.
+fn said_on_days(env: &Env, first: &str, then: &str) {
+    for (day, text) in [
+        (2, first),
+        (3, first),
+        (4, first),
+        (9, then),
+        (10, then),
+        (11, then),
+    ] {
+        env.write_inbox(
+            &format!("d{day}.jsonl"),
+            &crate::util::event(
+                &format!("2026-11-{day:02}T10:00:00Z"),
+                &format!("s{day}"),
+                text,
+            ),
+        );
+        env.run_cycle(&format!("2026-11-{day:02}T21:00:00Z"));
+    }
+}
+
+fn card_files(env: &Env) -> Vec<dream_core::memory::Card> {
+    std::fs::read_dir(env.repo.join("review"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "md"))
+        .map(|p| dream_core::memory::Card::parse(&std::fs::read_to_string(p).unwrap()).unwrap())
+        .collect()
+}
+
+#[test]
+fn a_swapped_preference_is_a_contradiction_card_not_a_reinforcement() {
+    let env = Env::new();
+    env.init();
+    said_on_days(
+        &env,
+        "I prefer tabs over spaces in every Rust file.",
+        "I prefer spaces over tabs in every Rust file.",
+    );
+    let old = fact_line(&env, "tabs over spaces");
+    let old_id = old.split("id=").nth(1).unwrap().split(' ').next().unwrap();
+    // The old preference is not reinforced by its opposite: it cites its own three days.
+    assert!(
+        !old.contains("last=2026-11-1"),
+        "reinforced by its opposite: {old}"
+    );
+    let cards = card_files(&env);
+    let card = cards
+        .iter()
+        .find(|c| c.text.contains("spaces over tabs"))
+        .unwrap_or_else(|| panic!("no card: {:?}", env.cards()));
+    assert_eq!(card.supersedes.as_deref(), Some(old_id), "{card:?}");
+}
+
+#[test]
+fn a_stated_move_is_a_contradiction_card_against_the_fact_it_supersedes() {
+    let env = Env::new();
+    env.init();
+    said_on_days(
+        &env,
+        "I live in Porto with my partner Ines.",
+        "I moved to Lisbon, I no longer live in Porto.",
+    );
+    let old = fact_line(&env, "I live in Porto");
+    let old_id = old.split("id=").nth(1).unwrap().split(' ').next().unwrap();
+    let cards = card_files(&env);
+    let card = cards
+        .iter()
+        .find(|c| c.text.contains("no longer live in Porto"))
+        .unwrap_or_else(|| panic!("no card: {:?}, memory: {:?}", env.cards(), env.facts()));
+    assert_eq!(card.supersedes.as_deref(), Some(old_id), "{card:?}");
+    assert!(
+        !env.facts()
+            .iter()
+            .any(|f| f.contains("no longer live in Porto")),
+        "the move was kept beside the fact it contradicts: {:?}",
+        env.facts()
+    );
+}

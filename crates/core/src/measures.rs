@@ -646,6 +646,56 @@ pub fn swapped(a: &Prepared, b: &Prepared) -> Option<(BTreeSet<String>, BTreeSet
     (around && !sx.is_empty() && !sy.is_empty() && sx.is_disjoint(&sy)).then_some((sx, sy))
 }
 
+/// Whether `candidate` takes back what `fact` says, and how: it swaps the two sides of a
+/// preference ("I prefer spaces over tabs" against "I prefer tabs over spaces": the
+/// content words next to "over", "than" or "instead" exchanged), or it says the fact's
+/// words no longer hold ("I no longer live in Porto" against "I live in Porto with my
+/// partner": every content word after "no longer", or between a negation and "anymore",
+/// is the fact's, and the fact itself is not negated). Pure word positions, no model.
+pub fn retracts(candidate: &Prepared, fact: &Prepared) -> Option<&'static str> {
+    const COMPARATORS: &[&str] = &["over", "than", "instead"];
+    let sides = |t: &[String]| -> Option<(String, String)> {
+        let c = t.iter().position(|w| COMPARATORS.contains(&w.as_str()))?;
+        let before = t[..c].iter().rev().find(|w| !is_stopword(w))?;
+        let after = t[c + 1..]
+            .iter()
+            .find(|w| !is_stopword(w) && w.as_str() != "of")?;
+        Some((stem_token(before), stem_token(after)))
+    };
+    if let (Some((a1, b1)), Some((a2, b2))) = (sides(&candidate.tokens), sides(&fact.tokens)) {
+        if a1 != b1 && a1 == b2 && b1 == a2 {
+            return Some("it swaps the two sides of the preference the fact states");
+        }
+    }
+    if fact.negation {
+        return None;
+    }
+    let t = &candidate.tokens;
+    let clause: Vec<String> =
+        if let Some(i) = t.windows(2).position(|w| w[0] == "no" && w[1] == "longer") {
+            t[i + 2..]
+                .iter()
+                .filter(|w| !is_stopword(w))
+                .take(3)
+                .map(|w| stem_token(w))
+                .collect()
+        } else if let Some(end) = t.iter().position(|w| w == "anymore") {
+            let start = t[..end]
+                .iter()
+                .rposition(|w| NEGATIONS.contains(&w.as_str()) && w != "anymore")
+                .map_or(end, |s| s + 1);
+            t[start..end]
+                .iter()
+                .filter(|w| !is_stopword(w))
+                .map(|w| stem_token(w))
+                .collect()
+        } else {
+            Vec::new()
+        };
+    (!clause.is_empty() && clause.iter().all(|w| fact.content.contains(w)))
+        .then_some("it says what the fact states no longer holds")
+}
+
 /// Every entity-like token of a text (names, numbers, paths, identifiers, URLs, e-mail
 /// addresses) as a comparable key, and the number words from one to twenty and the tens
 /// as their digits ("thirty days" and "30 days" name the same number): the entities two
@@ -877,6 +927,35 @@ mod tests {
     }
 
     use super::*;
+
+    #[test]
+    fn a_swapped_preference_and_a_no_longer_take_a_fact_back() {
+        let p = Prepared::new;
+        let why = |a: &str, b: &str| retracts(&p(a), &p(b));
+        assert!(why(
+            "I prefer spaces over tabs in Rust.",
+            "I prefer tabs over spaces in Rust."
+        )
+        .is_some());
+        assert!(why(
+            "I moved to Lisbon, I no longer live in Porto.",
+            "I live in Porto with Ines."
+        )
+        .is_some());
+        assert!(why(
+            "I don't drink coffee anymore.",
+            "I drink coffee every morning."
+        )
+        .is_some());
+        // The same side, another subject, or a fact that is itself negated: not a retraction.
+        assert!(why(
+            "I prefer tabs over spaces in Go.",
+            "I prefer tabs over spaces in Rust."
+        )
+        .is_none());
+        assert!(why("I no longer live in Braga.", "I live in Porto with Ines.").is_none());
+        assert!(why("I no longer live in Porto.", "I do not live in Porto.").is_none());
+    }
 
     #[test]
     fn normalize_reads_ascii_and_other_text_alike() {

@@ -71,6 +71,9 @@ pub struct Near {
     pub restates: bool,
     /// Both state the same numbers (see [`measures::numbers_agree`]).
     pub same_numbers: bool,
+    /// The candidate takes the fact back ([`measures::retracts`]): a swapped preference,
+    /// "no longer": a contradiction whatever the judge says.
+    pub retracts: Option<&'static str>,
 }
 
 /// How candidates are compared with facts: S6 similarity, and the vectors of an embedder
@@ -290,6 +293,7 @@ pub fn nearest_cached(
             within,
         );
         let same_numbers = query.numbers == fact.numbers;
+        let retracts = measures::retracts(&query.prepared, &fact.prepared);
         let agrees = may_restate
             && same_numbers
             && s6_agrees(
@@ -305,14 +309,16 @@ pub fn nearest_cached(
                 similarity,
                 same_polarity: measures::polarity_agrees_prepared(&query.prepared, &fact.prepared),
                 distance: distance.map(round3),
-                restates: restates(
-                    agrees,
-                    similarity,
-                    rule.reinforce_similarity,
-                    distance,
-                    within,
-                ),
+                restates: retracts.is_none()
+                    && restates(
+                        agrees,
+                        similarity,
+                        rule.reinforce_similarity,
+                        distance,
+                        within,
+                    ),
                 same_numbers,
+                retracts,
             },
         ));
     }
@@ -455,6 +461,15 @@ pub fn route(
             ));
         }
         valid
+    });
+    // What takes a fact back is a contradiction by its words, whatever the judge found.
+    let contradicts = contradicts.or_else(|| {
+        near.iter().find_map(|n| {
+            n.retracts.map(|why| {
+                notes.push(format!("{}: {why}", n.fact_id));
+                n.fact_id.clone()
+            })
+        })
     });
     if !notes.is_empty() {
         judge = format!("{judge}; {}", notes.join("; "));
@@ -691,6 +706,7 @@ mod tests {
             distance: None,
             restates: sim >= 0.9,
             same_numbers: true,
+            retracts: None,
         }
     }
 

@@ -110,10 +110,13 @@ fn supports(
     if unit.relative && a.event.ts.date_naive() != day {
         return false;
     }
-    // The cheap similarity test first: most events of a cluster fail it.
+    // The cheap similarity test first: most events of a cluster fail it. A sentence that
+    // takes the unit back ("spaces over tabs" for "tabs over spaces") is its opposite.
     a.sentences.iter().any(|s| {
         measures::set_similarity(&s.tokens, &unit.tokens) >= SUPPORT_SIMILARITY
             && measures::polarity_agrees_prepared(&s.prepared, &unit.prepared)
+            && measures::retracts(&s.prepared, &unit.prepared).is_none()
+            && measures::retracts(&unit.prepared, &s.prepared).is_none()
     }) && entities
         .iter()
         .all(|en| measures::entity_present(en, &[a.event.text.as_str()], &a.vocab))
