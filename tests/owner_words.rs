@@ -290,3 +290,52 @@ fn today_said_on_five_days_is_five_days_not_one() {
     let verify = env.dream(&["verify"]);
     assert!(verify.status.success(), "{}", stdout(&verify));
 }
+
+#[test]
+fn explain_measures_the_whole_statement_as_the_gates_and_verify_do() {
+    let env = Env::new();
+    env.init();
+    // The fact's sentence comes after 300 characters of the same message: explain used to
+    // re-measure against the excerpt it shows and call its names invented.
+    let filler = "This week has been long and I have been going back and forth between the old dashboards and the new ones, trying to decide which of them the team should keep using for the quarterly reviews, and honestly none of it matters much compared with getting the release out without breaking anything for the customers who rely on us. ";
+    let statement = "I deploy the Billing service with Nomad 1.7 on Fridays.";
+    assert!(filler.len() > 300);
+    for day in 2..=4 {
+        env.write_inbox(
+            &format!("d{day}.jsonl"),
+            &event(
+                &format!("2026-11-{day:02}T10:00:00Z"),
+                &format!("s{day}"),
+                &format!("{filler}{statement}"),
+            ),
+        );
+        env.run_cycle(&format!("2026-11-{day:02}T21:00:00Z"));
+    }
+    let fact = env
+        .facts()
+        .into_iter()
+        .find(|f| f.contains("Nomad 1.7"))
+        .unwrap_or_else(|| panic!("not kept: {:?} {:?}", env.facts(), env.cards()));
+    let id = fact
+        .split("id=")
+        .nth(1)
+        .unwrap()
+        .split(' ')
+        .next()
+        .unwrap()
+        .to_string();
+    let out = env.dream(&["explain", &id]);
+    assert!(out.status.success(), "{}", crate::util::stderr(&out));
+    let text = stdout(&out);
+    let measured = text
+        .split("Gates measured now for")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no re-measure: {text}"));
+    assert!(
+        measured.contains("ok  entities      0 invented"),
+        "{measured}"
+    );
+    assert!(measured.contains("ok  coverage      1.000"), "{measured}");
+    assert!(!measured.contains("NO "), "{measured}");
+    assert!(env.dream(&["verify"]).status.success());
+}

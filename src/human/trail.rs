@@ -276,8 +276,12 @@ pub fn explain(root: &Path, config: &Config, today: NaiveDate, query: &str) -> R
     for c in &ex.candidates {
         add(&c.supporting_event_ids);
     }
+    // The whole text of each event and whether it was recalled, for the re-measure below:
+    // the gates measured the whole text, not the excerpt shown.
+    let mut whole: std::collections::HashMap<String, (String, bool)> = Default::default();
     if let Some(st) = &state {
         for s in state::events_by_ids(&st.conn, &ids)? {
+            whole.insert(s.event.id.clone(), (s.event.text.clone(), s.event.recalled));
             ex.events.push(EventInfo {
                 id: s.event.id.clone(),
                 ts: s.event.ts,
@@ -323,9 +327,11 @@ pub fn explain(root: &Path, config: &Config, today: NaiveDate, query: &str) -> R
                 kind: e.kind.clone(),
                 trust: dream_core::event::Trust::parse(&e.trust)
                     .unwrap_or(dream_core::event::Trust::External),
-                recalled: false,
+                recalled: whole.get(&e.id).is_some_and(|w| w.1),
                 new: true,
-                text: e.text.clone(),
+                text: whole
+                    .get(&e.id)
+                    .map_or_else(|| e.text.clone(), |w| w.0.clone()),
                 actor: e.actor.clone(),
             })
             .collect();
