@@ -20,8 +20,9 @@
 //!
 //! The rules read the shape of lines, never their words: a line is material when it is
 //! built like code, a log, a table or data, and a paragraph is a paste when most of its
-//! lines are. They are measured on the labelled lines of `fixtures/devsets/turns.jsonl`
-//! (precision and recall in docs/BENCHMARKS.md; `tests/devsets.rs` holds them). Pure.
+//! lines are. They are measured on the labelled turns of `fixtures/devsets/turns-*.txt`
+//! (`dream eval turns`; precision and recall in docs/BENCHMARKS.md;
+//! `crates/core/tests/turns.rs` holds them). Pure.
 
 use std::sync::OnceLock;
 
