@@ -603,6 +603,12 @@ fn is_material(line: &str, t: &str) -> bool {
     if code.is_match(t) {
         return true;
     }
+    // Braces and semicolons together, or a line that ends on an assignment's `=`: code
+    // (`const messages: { key: string; value: string }[] =`).
+    let punct = t.chars().filter(|c| matches!(c, '{' | '}' | ';')).count();
+    if punct >= 3 || (t.ends_with(" =") && t.split_whitespace().count() >= 2) {
+        return true;
+    }
     // YAML or config: `key: value` with an identifier for a key.
     if re(&KEYVAL, r"^[A-Za-z_][A-Za-z0-9_.-]*\s*[:=]\s*\S+$").is_match(t) && !t.contains(". ") {
         let key_len = t.find([':', '=']).unwrap_or(0);
@@ -948,6 +954,7 @@ mod tests {
             "components/employer/Form.tsx",
             "2024-01-01 12:00:01 INFO started",
             "npm install --save-dev vitest",
+            "const messages: { key: string; value: string; name: string }[] =",
         ] {
             assert!(matches!(shape(line), Shape::Material), "{line}");
         }
