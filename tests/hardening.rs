@@ -237,15 +237,6 @@ fn said_on_days(env: &Env, first: &str, then: &str) {
     }
 }
 
-fn card_files(env: &Env) -> Vec<dream_core::memory::Card> {
-    std::fs::read_dir(env.repo.join("review"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "md"))
-        .map(|p| dream_core::memory::Card::parse(&std::fs::read_to_string(p).unwrap()).unwrap())
-        .collect()
-}
-
 #[test]
 fn a_swapped_preference_is_a_contradiction_card_not_a_reinforcement() {
     let env = Env::new();
@@ -262,7 +253,7 @@ fn a_swapped_preference_is_a_contradiction_card_not_a_reinforcement() {
         !old.contains("last=2026-11-1"),
         "reinforced by its opposite: {old}"
     );
-    let cards = card_files(&env);
+    let cards = env.pending();
     let card = cards
         .iter()
         .find(|c| c.text.contains("spaces over tabs"))
@@ -281,7 +272,7 @@ fn a_stated_move_is_a_contradiction_card_against_the_fact_it_supersedes() {
     );
     let old = fact_line(&env, "I live in Porto");
     let old_id = old.split("id=").nth(1).unwrap().split(' ').next().unwrap();
-    let cards = card_files(&env);
+    let cards = env.pending();
     let card = cards
         .iter()
         .find(|c| c.text.contains("no longer live in Porto"))

@@ -246,13 +246,8 @@ fn statements_naming_a_person_merged_keep_the_name() {
         let cited = f.split(" ev=").nth(1).map_or(0, |ev| ev.split(',').count());
         merged.push((f, cited));
     }
-    for entry in std::fs::read_dir(env.repo.join("review")).unwrap() {
-        let p = entry.unwrap().path();
-        if p.extension().is_some_and(|e| e == "md") {
-            let card =
-                dream_core::memory::Card::parse(&std::fs::read_to_string(&p).unwrap()).unwrap();
-            merged.push((card.text, card.supporting_event_ids.len()));
-        }
+    for card in env.pending() {
+        merged.push((card.text, card.supporting_event_ids.len()));
     }
     let merged: Vec<&(String, usize)> = merged
         .iter()

@@ -194,17 +194,22 @@ impl Env {
 
     /// Texts of pending review cards.
     pub fn cards(&self) -> Vec<String> {
+        let mut out: Vec<String> = self.pending().into_iter().map(|c| c.text).collect();
+        out.sort();
+        out
+    }
+
+    /// Pending review cards, parsed.
+    pub fn pending(&self) -> Vec<dream_core::memory::Card> {
         let dir = self.repo.join("review");
         let mut out = Vec::new();
         for entry in std::fs::read_dir(dir).unwrap() {
             let p = entry.unwrap().path();
             if p.extension().is_some_and(|e| e == "md") {
                 let text = std::fs::read_to_string(&p).unwrap();
-                let card = dream_core::memory::Card::parse(&text).unwrap();
-                out.push(card.text);
+                out.push(dream_core::memory::Card::parse(&text).unwrap());
             }
         }
-        out.sort();
         out
     }
 }
