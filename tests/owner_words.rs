@@ -4,6 +4,27 @@
 
 use crate::util::{event, stdout, Env};
 
+/// The owner saying `text` once a day on `days` of November 2026 at `hour`, one session a
+/// day: inbox lines.
+fn daily(days: std::ops::RangeInclusive<u32>, hour: u32, text: &str) -> String {
+    days.map(|day| {
+        event(
+            &format!("2026-11-{day:02}T{hour:02}:00:00Z"),
+            &format!("s{day}"),
+            text,
+        )
+    })
+    .collect()
+}
+
+/// The owner saying `text` once a day on `days`, and an evening cycle each day.
+fn daily_cycles(env: &Env, days: std::ops::RangeInclusive<u32>, text: &str) {
+    for day in days {
+        env.write_inbox(&format!("d{day}.jsonl"), &daily(day..=day, 10, text));
+        env.run_cycle(&format!("2026-11-{day:02}T21:00:00Z"));
+    }
+}
+
 /// One Claude Code transcript line: a user turn.
 fn cc_user(uuid: &str, ts: &str, session: &str, text: &str) -> String {
     serde_json::json!({
@@ -169,15 +190,7 @@ fn a_fact_said_on_several_days_short_of_the_durable_rule_is_a_card_not_an_episod
     env.set_var("DREAM_CLUSTER_MIN_POINTS", "2");
     let fact = "I review every pull request that touches invoices myself.";
     // In one cycle: four statements on four days.
-    let mut lines = String::new();
-    for day in 2..=5 {
-        lines += &event(
-            &format!("2026-11-{day:02}T10:00:00Z"),
-            &format!("s{day}"),
-            fact,
-        );
-    }
-    env.write_inbox("all.jsonl", &lines);
+    env.write_inbox("all.jsonl", &daily(2..=5, 10, fact));
     env.run_cycle("2026-11-05T21:00:00Z");
     assert!(
         env.cards()
@@ -198,17 +211,7 @@ fn a_fact_said_on_several_days_short_of_the_durable_rule_is_a_card_not_an_episod
     env.init();
     env.set_var("DREAM_PROMOTE_MIN_SUPPORT", "10");
     env.set_var("DREAM_CLUSTER_MIN_POINTS", "2");
-    for day in 2..=4 {
-        env.write_inbox(
-            &format!("d{day}.jsonl"),
-            &event(
-                &format!("2026-11-{day:02}T10:00:00Z"),
-                &format!("s{day}"),
-                fact,
-            ),
-        );
-        env.run_cycle(&format!("2026-11-{day:02}T21:00:00Z"));
-    }
+    daily_cycles(&env, 2..=4, fact);
     assert!(
         env.cards()
             .iter()
@@ -264,15 +267,7 @@ fn today_said_on_five_days_is_five_days_not_one() {
     let env = Env::new();
     env.init();
     let said = "I ran 10 km along the river with Marta today.";
-    let mut lines = String::new();
-    for day in 2..=6 {
-        lines += &event(
-            &format!("2026-11-{day:02}T18:00:00Z"),
-            &format!("s{day}"),
-            said,
-        );
-    }
-    env.write_inbox("week.jsonl", &lines);
+    env.write_inbox("week.jsonl", &daily(2..=6, 18, said));
     env.run_cycle("2026-11-06T21:00:00Z");
     let memory: Vec<String> = env.facts().into_iter().chain(env.cards()).collect();
     let runs: Vec<&String> = memory.iter().filter(|l| l.contains("10 km")).collect();
@@ -295,17 +290,7 @@ fn explain_measures_the_whole_statement_as_the_gates_and_verify_do() {
     let filler = "This week has been long and I have been going back and forth between the old dashboards and the new ones, trying to decide which of them the team should keep using for the quarterly reviews, and honestly none of it matters much compared with getting the release out without breaking anything for the customers who rely on us. ";
     let statement = "I deploy the Billing service with Nomad 1.7 on Fridays.";
     assert!(filler.len() > 300);
-    for day in 2..=4 {
-        env.write_inbox(
-            &format!("d{day}.jsonl"),
-            &event(
-                &format!("2026-11-{day:02}T10:00:00Z"),
-                &format!("s{day}"),
-                &format!("{filler}{statement}"),
-            ),
-        );
-        env.run_cycle(&format!("2026-11-{day:02}T21:00:00Z"));
-    }
+    daily_cycles(&env, 2..=4, &format!("{filler}{statement}"));
     let fact = env
         .facts()
         .into_iter()

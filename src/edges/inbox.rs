@@ -92,10 +92,29 @@ pub struct Listing {
 /// never opened, and a folder that cannot be listed is skipped. Each is reported with why;
 /// the other files are read as usual.
 pub fn scan(dir: &Path) -> Listing {
-    let mut out = Listing::default();
     if !dir.exists() {
-        return out;
+        return Listing::default();
     }
+    walk(
+        dir,
+        |rel| rel.extension().is_some_and(|e| e == "jsonl"),
+        "a symbolic link: dream reads only regular files in the inbox (copy the file in, or list its folder under [[inbox.sources]])",
+    )
+    .0
+}
+
+/// The walk under [`scan`] and a source folder's listing: every regular file `wants` (given
+/// its path relative to `dir`) listed, sorted; symbolic links never followed and
+/// non-regular files never opened (each wanted one, or a linked folder, skipped with why,
+/// a link with `link_why`); a folder that cannot be listed skipped. Also returns the
+/// regular files not wanted, sorted, for a caller that names them.
+pub(crate) fn walk(
+    dir: &Path,
+    wants: impl Fn(&Path) -> bool,
+    link_why: &str,
+) -> (Listing, Vec<PathBuf>) {
+    let mut out = Listing::default();
+    let mut unwanted = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
         let entries = match std::fs::read_dir(&d) {
@@ -106,38 +125,37 @@ pub fn scan(dir: &Path) -> Listing {
                 continue;
             }
         };
-        for entry in entries {
-            let Ok(entry) = entry else { continue };
+        for entry in entries.flatten() {
             let path = entry.path();
             let Ok(ft) = entry.file_type() else {
                 out.skipped.push((path, "its type cannot be read".into()));
                 continue;
             };
-            let jsonl = path.extension().is_some_and(|e| e == "jsonl");
+            let wanted = wants(path.strip_prefix(dir).unwrap_or(&path));
             if ft.is_dir() {
                 stack.push(path);
             } else if ft.is_symlink() {
-                if jsonl || std::fs::metadata(&path).is_ok_and(|m| m.is_dir()) {
-                    out.skipped.push((
-                        path,
-                        "a symbolic link: dream reads only regular files in the inbox (copy the file in, or list its folder under [[inbox.sources]])".into(),
-                    ));
+                if wanted || std::fs::metadata(&path).is_ok_and(|m| m.is_dir()) {
+                    out.skipped.push((path, link_why.to_string()));
                 }
-            } else if jsonl {
-                if ft.is_file() {
-                    out.files.push(path);
-                } else {
+            } else if !ft.is_file() {
+                if wanted {
                     out.skipped.push((
                         path,
                         "not a regular file (a FIFO, socket or device): never opened".into(),
                     ));
                 }
+            } else if wanted {
+                out.files.push(path);
+            } else {
+                unwanted.push(path);
             }
         }
     }
     out.files.sort();
     out.skipped.sort();
-    out
+    unwanted.sort();
+    (out, unwanted)
 }
 
 /// [`scan`]'s files alone.

@@ -98,51 +98,15 @@ pub fn list_all(
 /// Every regular file under a folder: the ones `format` reads, sorted, and the others named
 /// as not read (at most [`UNREAD_NAMED`] of them, then a count).
 fn scan(dir: &Path, format: Format) -> inbox::Listing {
-    let mut out = inbox::Listing::default();
-    let mut unread: Vec<PathBuf> = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        let entries = match std::fs::read_dir(&d) {
-            Ok(e) => e,
-            Err(e) => {
-                out.skipped
-                    .push((d.clone(), format!("the folder cannot be listed ({e})")));
-                continue;
-            }
-        };
-        for entry in entries.flatten() {
-            let path = entry.path();
-            let rel = path.strip_prefix(dir).unwrap_or(&path);
-            let Ok(ft) = entry.file_type() else {
-                out.skipped.push((path, "its type cannot be read".into()));
-                continue;
-            };
-            let read = format.reads(rel);
-            if ft.is_dir() {
-                stack.push(path);
-            } else if ft.is_symlink() {
-                if read || std::fs::metadata(&path).is_ok_and(|m| m.is_dir()) {
-                    out.skipped.push((
-                        path,
-                        "a symbolic link: dream reads only regular files in a source folder (list its target under [[inbox.sources]])".into(),
-                    ));
-                }
-            } else if !ft.is_file() {
-                if read {
-                    out.skipped.push((
-                        path,
-                        "not a regular file (a FIFO, socket or device): never opened".into(),
-                    ));
-                }
-            } else if read {
-                out.files.push(path);
-            } else if !is_companion(format, rel) {
-                unread.push(path);
-            }
-        }
-    }
-    out.files.sort();
-    unread.sort();
+    let (mut out, unread) = inbox::walk(
+        dir,
+        |rel| format.reads(rel),
+        "a symbolic link: dream reads only regular files in a source folder (list its target under [[inbox.sources]])",
+    );
+    let mut unread: Vec<PathBuf> = unread
+        .into_iter()
+        .filter(|p| !is_companion(format, p.strip_prefix(dir).unwrap_or(p)))
+        .collect();
     let n = unread.len();
     let why = format!(
         "no {} adapter reads it (a {} source reads {}; see docs/sources.md)",
