@@ -841,7 +841,8 @@ fn decide(
     if let Outcome::Reinforce { fact_id } = &outcome {
         if let Some((Block::Episodes, ep)) = work.memory.get(fact_id) {
             if let (Some(home), true) = (ep.home, episodes::governed(ep.origin)) {
-                if let Some((merged, false)) = merge_into_episode(events, ep, home, &g, config)? {
+                let merged = merge_into_episode(events, ep, home, &g, config)?;
+                if let Some((merged, false)) = merged {
                     // Said again by the owner, yet short of the durable rule: more than a
                     // single mention is not an episode, and two statements are not enough
                     // to skip the person. A card proposes its durable block; accepting it
@@ -861,9 +862,7 @@ fn decide(
                         gates = merged.gates.clone();
                         g = merged;
                     }
-                } else if let Some((merged, true)) =
-                    merge_into_episode(events, ep, home, &g, config)?
-                {
+                } else if let Some((merged, true)) = merged {
                     let rest: Vec<route::Near> = near
                         .iter()
                         .filter(|n| &n.fact_id != fact_id)
