@@ -66,6 +66,9 @@ struct Analysed<'a> {
     sentences: Vec<Sentence>,
     /// Every stemmed token of the event, for entity checks.
     vocab: measures::Vocabulary,
+    /// Its words as written, and the names among them ([`names_of`]), found once.
+    words: HashSet<String>,
+    names: BTreeSet<String>,
 }
 
 fn analyse(e: &EventView) -> Analysed<'_> {
@@ -91,10 +94,13 @@ fn analyse(e: &EventView) -> Analysed<'_> {
             }
         })
         .collect();
+    let (words, names) = names_of(&e.text);
     Analysed {
         event: e,
         sentences,
         vocab: measures::vocabulary([e.text.as_str()]),
+        words,
+        names,
     }
 }
 
@@ -122,54 +128,38 @@ fn supports(
         .all(|en| measures::entity_present(en, &[a.event.text.as_str()], &a.vocab))
 }
 
-/// The names a set of sentences say: capitalised words inside a sentence ("my brother
-/// Tom"), and a sentence's first word when another sentence has it inside ("Tom started
-/// ..."), never "I".
-fn names_in(texts: &[&str]) -> BTreeSet<String> {
-    let words = |t: &str| -> Vec<String> {
-        t.split(|c: char| !(c.is_alphanumeric() || c == '\''))
-            .filter(|w| !w.is_empty())
-            .map(str::to_string)
-            .collect()
-    };
-    let capital =
-        |w: &str| w.chars().count() >= 2 && w.chars().next().is_some_and(char::is_uppercase);
-    let mut inside = BTreeSet::new();
-    let mut first = BTreeSet::new();
-    for t in texts {
-        for (i, w) in words(t).into_iter().enumerate() {
-            if capital(&w) {
-                if i == 0 {
-                    first.insert(w);
-                } else {
-                    inside.insert(w);
-                }
-            }
+/// A text's words as written, and its names: capitalised words after its first word ("my
+/// brother Tom"), never "I". A name a text opens with ("Tom started ...") counts when
+/// another text says it inside, which the union over a unit's supporters gives.
+fn names_of(text: &str) -> (HashSet<String>, BTreeSet<String>) {
+    let mut words = HashSet::new();
+    let mut names = BTreeSet::new();
+    for (i, w) in text
+        .split(|c: char| !(c.is_alphanumeric() || c == '\''))
+        .filter(|w| !w.is_empty())
+        .enumerate()
+    {
+        if i > 0 && w.chars().count() >= 2 && w.chars().next().is_some_and(char::is_uppercase) {
+            names.insert(w.to_string());
         }
+        words.insert(w.to_string());
     }
-    first.retain(|w| inside.contains(w));
-    inside.extend(first);
-    inside
+    (words, names)
 }
 
-/// How many names at least half of a unit's supporting sentences say that the unit does
-/// not: a candidate that would lose them ranks after one that keeps them.
-fn names_dropped(unit: &str, supporters: &[&str]) -> usize {
+/// How many names at least half of a unit's supporting events say that the unit does not:
+/// a candidate that would lose them ranks after one that keeps them.
+fn names_dropped(unit: &str, supporters: &[&Analysed<'_>]) -> usize {
     let unit_words: HashSet<String> = unit
         .split(|c: char| !(c.is_alphanumeric() || c == '\''))
         .map(str::to_lowercase)
         .collect();
-    names_in(supporters)
+    let names: BTreeSet<&String> = supporters.iter().flat_map(|a| &a.names).collect();
+    names
         .into_iter()
         .filter(|n| !unit_words.contains(&n.to_lowercase()))
         .filter(|n| {
-            let said = supporters
-                .iter()
-                .filter(|s| {
-                    s.split(|c: char| !(c.is_alphanumeric() || c == '\''))
-                        .any(|w| w == n)
-                })
-                .count();
+            let said = supporters.iter().filter(|a| a.words.contains(*n)).count();
             2 * said >= supporters.len()
         })
         .count()
@@ -339,10 +329,7 @@ impl Offline {
                 let owner = owners > 0;
                 // A sentence that keeps the names its restatements say comes first: "Tom
                 // started a new job" over "my brother started a new job".
-                let said: Vec<&str> = support
-                    .iter()
-                    .map(|&k| analysed[k].event.text.as_str())
-                    .collect();
+                let said: Vec<&Analysed<'_>> = support.iter().map(|&k| &analysed[k]).collect();
                 let score = (
                     std::cmp::Reverse(names_dropped(&unit.text, &said)),
                     owners,
