@@ -42,6 +42,7 @@ pub mod passes;
 pub mod revert;
 pub mod review;
 pub mod route;
+pub mod salience;
 pub mod skills;
 pub mod veto;
 
