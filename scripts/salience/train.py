@@ -243,6 +243,7 @@ def locomo_rows(path: Path, binary: Path) -> list[dict]:
                     "target": 1.0 if cited else (0.0 if not t["label"] else None),
                     "fold": convs.index(t["conv"]) % FOLDS,
                     "candidate": s["chatter"] is None,
+                    "specific": s["specific"],
                     "turn": t["turn"],
                 }
             )
@@ -276,6 +277,7 @@ def labelled_rows(path: Path, name: str, binary: Path) -> list[dict]:
                     "target": 1.0 if keep else 0.0,
                     "fold": fold_of(group),
                     "candidate": s["chatter"] is None,
+                    "specific": s["specific"],
                     "kind": kind,
                 }
             )
@@ -485,6 +487,11 @@ def main() -> None:
         default=ROOT / "target" / "debug" / "examples" / "phrase_rules",
         help="the phrase_rules example (cargo build -p dream-core --example phrase_rules)",
     )
+    ap.add_argument(
+        "--ablation",
+        action="store_true",
+        help="also measure the shape features alone, the embedding alone, and the phrase rule it would replace",
+    )
     ap.add_argument("--scores", type=Path, help="also write every dev statement's cross-validated score here (JSON lines)")
     a = ap.parse_args()
     if not a.rules.exists():
@@ -517,6 +524,19 @@ def main() -> None:
         if "send" in f:
             line += f"  at SEND: recall {f['send']['recall']:.3f} ({f['send']['kept']} of {f['statements']} sent)"
         print(line)
+    if a.ablation:
+        dim = x.shape[1] - len(FEATURES)
+        for name, part in (("shape features alone", x[:, dim:]), ("embedding alone", x[:, :dim])):
+            o = cross_validate(part, rows, l2)
+            print(f"  {name}: AUC " + ", ".join(
+                f"{n} {auc(*per_set(rows, o, n)):.3f} (candidates {auc(*per_set(rows, o, n, True)):.3f})"
+                for n in SETS))
+        for n in SETS:
+            m = [r for r in rows if r["set"] == n and r["candidate"]]
+            y = np.array([1.0 if r["label"] else 0.0 for r in m])
+            rule = np.array([1.0 if r["specific"] else 0.0 for r in m])
+            p, r_, k = precision_recall(y, rule, 0.5)
+            print(f"  the phrase rule `specific` on {n} candidates: precision {p:.3f} recall {r_:.3f} ({k} kept)")
     if a.scores:
         with open(a.scores, "w") as out:
             for r, s in zip(rows, oof):
