@@ -24,8 +24,8 @@ use std::time::Instant;
 use serde_json::json;
 
 use dream::edges::state::{self, State};
-use dream_core::adapters::Format;
-use dream_core::config::{Config, Source};
+use dream_core::operations::config::{Config, Source};
+use dream_core::sources::adapters::Format;
 
 const CHILD: &str = "DREAM_BENCH_CHILD";
 

@@ -7,8 +7,8 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
-use dream_core::adapters::Format;
-use dream_core::config::CycleKind;
+use dream_core::operations::config::CycleKind;
+use dream_core::sources::adapters::Format;
 
 const EXIT_CODES: &str = "\
 Exit codes:
@@ -1209,14 +1209,14 @@ pub struct SkillsDiscardArgs {
     pub reason: String,
 }
 
-/// `--cycle`: the cycle kinds of `dream_core::config`, by name.
+/// `--cycle`: the cycle kinds of `dream_core::operations::config`, by name.
 fn cycle_kind() -> impl TypedValueParser<Value = CycleKind> {
     PossibleValuesParser::new(CycleKind::ALL.map(|k| PossibleValue::new(k.as_str())))
         // Only listed names reach `map`, and every listed name parses.
         .map(|s| CycleKind::parse(&s).unwrap_or(CycleKind::Evening))
 }
 
-/// `--format`: the input formats of `dream_core::adapters`, by name, with what each is.
+/// `--format`: the input formats of `dream_core::sources::adapters`, by name, with what each is.
 fn format() -> impl TypedValueParser<Value = Format> {
     PossibleValuesParser::new(Format::ALL.map(|f| {
         PossibleValue::new(f.as_str()).help(match f {

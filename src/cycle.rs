@@ -20,13 +20,13 @@ use std::time::{Duration as Elapsed, Instant};
 use chrono::{DateTime, Duration, Utc};
 use rusqlite::Connection;
 
-use dream_core::commit::Stage;
-use dream_core::config::{Config, Profile};
-use dream_core::heartbeat::Seen;
 use dream_core::llm::budget::Budget;
 use dream_core::llm::Llm;
 use dream_core::memory::{Block, Memory};
-use dream_core::report::{Calibration, CommitRow, Degraded, Ran, Report, Tokens};
+use dream_core::operations::commit::Stage;
+use dream_core::operations::config::{Config, Profile};
+use dream_core::operations::heartbeat::Seen;
+use dream_core::operations::report::{Calibration, CommitRow, Degraded, Ran, Report, Tokens};
 
 use crate::edges::state::{self, State};
 use crate::edges::store::{Batch, Change, Point, Store};
@@ -368,7 +368,10 @@ fn run_locked(
     // Not after an idle cycle with no hand edit: memory is what the last quiz asked, and
     // the idle run stays a few milliseconds.
     let changed = plan.reflect || plan.passes;
-    if config.quiz.enabled && opts.kind == dream_core::config::CycleKind::Evening && changed {
+    if config.quiz.enabled
+        && opts.kind == dream_core::operations::config::CycleKind::Evening
+        && changed
+    {
         ctx.progress.stage("quiz");
         let start = quiz::Start {
             committed: committed.as_ref().unwrap_or(&edited),
@@ -451,7 +454,7 @@ fn record_hand_edits(
         return head.map(|h| store.memory_at(h, ctx.today)).transpose();
     }
     let staged = store.stage_hand_edits(batch, true, |paths| {
-        dream_core::commit::hand_edits(paths, &ctx.cycle_id).render()
+        dream_core::operations::commit::hand_edits(paths, &ctx.cycle_id).render()
     })?;
     let Some((oid, _)) = staged else {
         return Ok(None);
@@ -512,7 +515,7 @@ fn ingest_and_embed(ctx: &Ctx<'_>, tx: &Connection, work: &mut Work, restart: bo
             // cycle clusters with the builtin embedder (vectors cached apart), and the next
             // tries the server again.
             Err(Error::Provider(why)) if remote => {
-                let builtin = dream_core::embed::Builtin::new(config.embed.dim);
+                let builtin = dream_core::selection::embed::Builtin::new(config.embed.dim);
                 tracing::warn!("embedding failed, clustering with the builtin embedder: {why}");
                 work.report.degraded.push(Degraded {
                     stage: "embed".into(),
@@ -585,7 +588,7 @@ fn backfill(ctx: &Ctx<'_>, tx: &Connection, work: &mut Work, restart: bool) -> R
     };
     let main_window = std::mem::take(&mut work.window);
     let main_report = std::mem::take(&mut work.report.window);
-    let mut done = dream_core::report::Backfill::default();
+    let mut done = dream_core::operations::report::Backfill::default();
     let at = |t: i64| DateTime::<Utc>::from_timestamp(t, 0).unwrap_or(from);
     let mut stopped_at = None;
     loop {
@@ -597,7 +600,7 @@ fn backfill(ctx: &Ctx<'_>, tx: &Connection, work: &mut Work, restart: bool) -> R
             at(end - 1).date_naive()
         ));
         let refused = ctx.budget.spend().refused;
-        work.report.window = dream_core::report::Window {
+        work.report.window = dream_core::operations::report::Window {
             days: config.cluster.window_days,
             ..Default::default()
         };
@@ -731,7 +734,7 @@ fn episodes_lines(store: &Store, work: &Work) -> Result<usize> {
         let own = !(s.stage().is_pass()
             || matches!(s.stage(), Stage::Manual | Stage::Adopt | Stage::Digest));
         if own {
-            added += dream_core::heartbeat::lines_added(&current, text);
+            added += dream_core::operations::heartbeat::lines_added(&current, text);
         }
         current = text.clone();
     }
@@ -833,7 +836,7 @@ fn adopt_hand_written(ctx: &Ctx<'_>, work: &mut Work, committed: Option<&Memory>
 
 /// The id the builtin embedder has under this config.
 fn builtin_id(config: &Config) -> String {
-    dream_core::embed::Builtin::new(config.embed.dim).id()
+    dream_core::selection::embed::Builtin::new(config.embed.dim).id()
 }
 
 /// Embed (and cache) the window's events that have no cached vector yet, in batches,

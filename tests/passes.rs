@@ -10,10 +10,10 @@ use std::collections::BTreeMap;
 use std::sync::Mutex;
 
 use dream::cycle::{self, Options};
-use dream_core::config::CycleKind;
 use dream_core::llm::{
     ChatCall, JudgeReply, JudgeRequest, Llm, LlmError, ReflectReply, ReflectRequest, Reply, Usage,
 };
+use dream_core::operations::config::CycleKind;
 
 use crate::util::{stdout, Env};
 
@@ -352,7 +352,7 @@ impl Llm for Scripted {
     }
 }
 
-fn run_scripted(env: &Env, llm: &Scripted, now: &str) -> dream_core::report::Report {
+fn run_scripted(env: &Env, llm: &Scripted, now: &str) -> dream_core::operations::report::Report {
     let config = dream::config::load(&env.repo).unwrap();
     let embedder = dream::providers::embedder(&config).unwrap();
     let opts = Options {
@@ -430,7 +430,7 @@ fn model_proposals_are_gated_applied_or_refused_with_reasons_and_verify_passes()
         dedupe_prompt.user
     );
 
-    let passes: BTreeMap<&str, &dream_core::report::PassSummary> =
+    let passes: BTreeMap<&str, &dream_core::operations::report::PassSummary> =
         report.passes.iter().map(|p| (p.pass.as_str(), p)).collect();
     let counts = |p: &str| {
         (

@@ -10,10 +10,10 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use dream::cycle::{self, Options};
-use dream_core::config::CycleKind;
 use dream_core::llm::{
     ChatCall, JudgeReply, JudgeRequest, Llm, LlmError, ReflectReply, ReflectRequest, Reply, Usage,
 };
+use dream_core::operations::config::CycleKind;
 use dream_testkit::fake_llm::{Answer, FakeLlm};
 
 use crate::passes::{seed, NOW};

@@ -1,6 +1,6 @@
 //! `dream context` and the file each cycle writes: read memory and what waits for the
 //! person, measure the query against the facts with the configured embedder, and hand
-//! everything to the pure `dream_core::context::build`. Read-only: no lock, no git
+//! everything to the pure `dream_core::recall::context::build`. Read-only: no lock, no git
 //! write, no state; safe while a cycle runs (every file dream writes is replaced whole by
 //! a rename, so a read sees the old version or the new one).
 
@@ -9,9 +9,9 @@ use std::path::Path;
 
 use chrono::NaiveDate;
 
-use dream_core::config::Config;
-use dream_core::context::{self, Context, Request, Waiting};
 use dream_core::memory::{self, Block, BlockFile, Memory};
+use dream_core::operations::config::Config;
+use dream_core::recall::context::{self, Context, Request, Waiting};
 
 use crate::edges::store::{Change, Store};
 use crate::error::{Context as _, Error, Result};
@@ -133,7 +133,7 @@ pub fn build(
 ) -> Result<Context> {
     let mut memory = Store::open(root)?.load_memory(today)?;
     if !opts.every_project {
-        dream_core::scope::retain(&mut memory, opts.project.as_deref());
+        dream_core::recall::scope::retain(&mut memory, opts.project.as_deref());
     }
     let cosines = match opts.query.as_deref() {
         Some(q) if !q.trim().is_empty() => {

@@ -1,7 +1,7 @@
 //! `dream hooks install|uninstall|status claude-code|codex`: put dream's context into a
 //! harness for the current user, and take it out again.
 //!
-//! The edits themselves are pure (`dream_core::hooks`); this file finds the files, keeps a
+//! The edits themselves are pure (`dream_core::recall::hooks`); this file finds the files, keeps a
 //! backup, writes atomically, and records the harness's transcripts as an
 //! `[[inbox.sources]]` entry of `dream.toml` (a commit, under the repository's lock).
 //!
@@ -32,7 +32,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use dream_core::hooks as edit;
+use dream_core::recall::hooks as edit;
 
 use crate::cli::{Harness, HookMethod};
 use crate::edges::fsutil::write_atomic;
@@ -369,7 +369,7 @@ fn apply_file(fc: &FileChange, keep_backup: bool) -> Result<()> {
 /// The harness's transcripts as an `[[inbox.sources]]` entry, unless dream.toml already
 /// reads them.
 fn planned_source(h: Harness, home: &Home, root: &Path, install: bool) -> Result<FileChange> {
-    let path = root.join(dream_core::config::FILE);
+    let path = root.join(dream_core::operations::config::FILE);
     let before = read_opt(&path)?.unwrap_or_default();
     let format = h.as_str();
     let folder = home.transcripts(h);
@@ -467,13 +467,13 @@ fn commit_repo(root: &Path, writes: Vec<(String, String)>, subject: &str, now: N
     let session = format!("hooks-{}", now.format("%Y%m%dT%H%M%SZ"));
     let lines = vec![format!(
         "edited     {}  ({subject})",
-        dream_core::config::FILE
+        dream_core::operations::config::FILE
     )];
-    change.message = dream_core::commit::Message::new(
+    change.message = dream_core::operations::commit::Message::new(
         subject,
         lines,
         &session,
-        dream_core::commit::Stage::Manual,
+        dream_core::operations::commit::Stage::Manual,
     )
     .render();
     store.apply(&change)?;
@@ -505,7 +505,7 @@ pub fn install(
     let mut repo_writes = Vec::new();
     if source.changed() {
         repo_writes.push((
-            dream_core::config::FILE.to_string(),
+            dream_core::operations::config::FILE.to_string(),
             source.after.clone().unwrap_or_default(),
         ));
     }
@@ -545,13 +545,13 @@ pub fn install(
     let committed = if source.changed() {
         format!(
             "{} now reads the {} transcripts (committed)",
-            dream_core::config::FILE,
+            dream_core::operations::config::FILE,
             h.as_str()
         )
     } else {
         format!(
             "{} already read the {} transcripts",
-            dream_core::config::FILE,
+            dream_core::operations::config::FILE,
             h.as_str()
         )
     };
@@ -709,7 +709,7 @@ pub fn uninstall(h: Harness, root: &Path, home: &Home, dry_run: bool, now: Now) 
         commit_repo(
             root,
             vec![(
-                dream_core::config::FILE.to_string(),
+                dream_core::operations::config::FILE.to_string(),
                 source.after.clone().unwrap_or_default(),
             )],
             &format!(

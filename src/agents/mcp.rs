@@ -3,7 +3,7 @@
 //! of it at the start.
 //!
 //! Tools:
-//! - `recall`: facts and episodes relevant to a text, by the pure `dream_core::context::
+//! - `recall`: facts and episodes relevant to a text, by the pure `dream_core::recall::context::
 //!   recall` (the words, plus the configured embedder's cosine), with ids and dates; the
 //!   facts returned are counted as used (`agents::uses`);
 //! - `explain`: an id's provenance, as `dream explain --json` gives it;
@@ -32,8 +32,8 @@ use rmcp::{tool, tool_handler, tool_router, ServerHandler, ServiceExt};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use dream_core::config::Config;
-use dream_core::context;
+use dream_core::operations::config::Config;
+use dream_core::recall::context;
 
 use crate::agents::context::VectorCache;
 use crate::agents::uses;
@@ -188,7 +188,7 @@ impl Mcp {
         let now = self.now();
         let mut memory = Store::open(&self.root)?.load_memory(now.date_naive())?;
         if !every {
-            dream_core::scope::retain(&mut memory, self.project.as_deref());
+            dream_core::recall::scope::retain(&mut memory, self.project.as_deref());
         }
         let mut inner = self.inner.lock().expect("the MCP state lock");
         let Inner {
@@ -250,7 +250,7 @@ impl Mcp {
         if let Some(s) = &a.session {
             obj.insert("session".into(), Value::String(s.clone()));
         }
-        let parsed = dream_core::event::from_object(obj).map_err(Error::Input)?;
+        let parsed = dream_core::sources::event::from_object(obj).map_err(Error::Input)?;
         let path = self.root.join(&config.inbox.path).join(REMEMBER_FILE);
         inbox::append(&path, std::slice::from_ref(&parsed.event))?;
         Ok(format!(

@@ -1,7 +1,7 @@
 //! The agent side: what agents load and search, and how it reaches them.
 //!
 //! dream writes a memory; agents must read it. [`context`] loads the repository and hands
-//! it to the pure ranking in `dream_core::context` (`dream context`, the file each cycle
+//! it to the pure ranking in `dream_core::recall::context` (`dream context`, the file each cycle
 //! writes); [`hooks`] installs that context into Claude Code and Codex for the current user
 //! (and takes it out again, byte for byte); [`mcp`] serves `recall`, `explain` and
 //! `remember` over the Model Context Protocol; [`uses`] records which facts agents used,

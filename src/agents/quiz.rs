@@ -1,7 +1,7 @@
 //! Asking the recall quiz's questions through the read path an agent uses.
 //!
 //! A quiz only proves something if it reads memory the way an agent does: offline, each
-//! question goes to `dream_core::context::recall` (what the MCP `recall` tool answers,
+//! question goes to `dream_core::recall::context::recall` (what the MCP `recall` tool answers,
 //! with the configured embedder's cosine and `quiz.recall_limit` results) and is scored
 //! against the lines it returns; with a model (`quiz.model`), the model answers from
 //! `dream context` (the budgeted view, ranked for the question), under the token budget,
@@ -17,12 +17,12 @@
 use chrono::NaiveDate;
 use serde_json::json;
 
-use dream_core::config::Config;
-use dream_core::context::{self, Waiting};
 use dream_core::llm::budget::{Budget, CallError};
 use dream_core::llm::{ChatCall, Llm};
 use dream_core::memory::Memory;
-use dream_core::quiz::{self, Attempt, Expect, Outcome, Question};
+use dream_core::operations::config::Config;
+use dream_core::recall::context::{self, Waiting};
+use dream_core::recall::quiz::{self, Attempt, Expect, Outcome, Question};
 
 use crate::agents::context::{of_memory, Options, VectorCache};
 use crate::error::Result;
@@ -233,7 +233,7 @@ impl Asker<'_> {
     }
 }
 
-/// `dream quiz`: the questions `dream_core::quiz::of_store` makes of the repository at
+/// `dream quiz`: the questions `dream_core::recall::quiz::of_store` makes of the repository at
 /// `root` as it stands (the archive's latest entries, the standing sample, the other
 /// facts), asked and scored. Reads the files and, when there is one, the state (use
 /// counts), read-only.

@@ -1,6 +1,6 @@
 //! `dream context`: what an agent loads at session start, within a token budget.
 
-use dream_core::config::MIN_CONTEXT_BUDGET;
+use dream_core::operations::config::MIN_CONTEXT_BUDGET;
 
 use crate::agents::context::{self, Options};
 use crate::cli::{ContextArgs, ContextFormat, Global};
@@ -13,7 +13,7 @@ pub fn run(g: &Global, a: &ContextArgs) -> Result<i32> {
             // A session-start hook must never stop a session: say so in the context itself.
             let text = format!(
                 "{}\nMemory (dream) is unavailable: {e}. Run `dream status` in a terminal.\n",
-                dream_core::context::marker_line()
+                dream_core::recall::context::marker_line()
             );
             if h == "codex" {
                 println!("{}", codex_hook_output(&text));
@@ -54,7 +54,7 @@ fn print(g: &Global, a: &ContextArgs) -> Result<()> {
     };
     let embedder: Box<dyn crate::providers::embed::Embedder> = match opts.query {
         Some(_) => crate::providers::embedder(&config)?,
-        None => Box::new(dream_core::embed::Builtin::new(config.embed.dim)),
+        None => Box::new(dream_core::selection::embed::Builtin::new(config.embed.dim)),
     };
     let ctx = context::build(&root, &config, embedder.as_ref(), today, &opts)?;
     match a.format {

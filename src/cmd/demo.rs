@@ -5,7 +5,7 @@ use crate::cycle::{self, Options};
 use crate::edges::fsutil::write_atomic;
 use crate::error::{Context, Result, EXIT_OK};
 use crate::providers::{self};
-use dream_core::config::CycleKind;
+use dream_core::operations::config::CycleKind;
 
 /// The sample events (fixtures/events/), built into the binary so the demo runs anywhere.
 pub const SAMPLE_EVENTS: &[(&str, &str)] = &[

@@ -5,7 +5,7 @@
 use crate::cli::{EvalCommand, Global};
 use crate::error::{Context, Error, Result, EXIT_OK};
 use crate::eval::{self, Options};
-use dream_core::config::Config;
+use dream_core::operations::config::Config;
 
 pub fn run(g: &Global, a: &EvalCommand) -> Result<i32> {
     let _ = g;

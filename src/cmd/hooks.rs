@@ -14,7 +14,7 @@ pub fn run(g: &Global, a: &HooksArgs) -> Result<i32> {
             let exe = std::env::current_exe().context(|| "finding this program's path".into())?;
             let exe = exe.canonicalize().unwrap_or(exe);
             let root = root.canonicalize().unwrap_or(root);
-            let builtin = dream_core::embed::Builtin::new(config.embed.dim);
+            let builtin = dream_core::selection::embed::Builtin::new(config.embed.dim);
             let today = super::now(g)?.date_naive();
             let text = context::build(&root, &config, &builtin, today, &Options::default())?
                 .render_markdown();

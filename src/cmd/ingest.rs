@@ -14,8 +14,8 @@ use crate::cli::{Global, IngestArgs};
 use crate::edges::inbox;
 use crate::edges::sources::{self, FileRead};
 use crate::error::{Context, Error, Result, EXIT_FAILURE, EXIT_OK};
-use dream_core::adapters::{Counts, Format};
-use dream_core::event::{Event, Parsed};
+use dream_core::sources::adapters::{Counts, Format};
+use dream_core::sources::event::{Event, Parsed};
 
 /// Events are appended in batches of this many.
 const BATCH: usize = 2000;
@@ -179,7 +179,7 @@ fn read_stdin(max: usize, out: &mut Out) -> Result<usize> {
         if buf.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
-        match dream_core::turn::parse_line(&buf, max) {
+        match dream_core::sources::turn::parse_line(&buf, max) {
             Ok(parts) => {
                 for p in parts {
                     out.push(p)?;

@@ -3,7 +3,7 @@
 use crate::cli::{Global, LogArgs};
 use crate::error::{Error, Result, EXIT_OK};
 use crate::human::trail;
-use dream_core::audit::CycleLog;
+use dream_core::operations::audit::CycleLog;
 
 pub fn run(g: &Global, a: &LogArgs) -> Result<i32> {
     let root = super::repo_root(g)?;

@@ -30,8 +30,8 @@ pub fn run(g: &Global, a: &QuizArgs) -> Result<i32> {
         struct Out<'a> {
             ok: bool,
             #[serde(flatten)]
-            quiz: &'a dream_core::quiz::Quiz,
-            questions: &'a [dream_core::quiz::Outcome],
+            quiz: &'a dream_core::recall::quiz::Quiz,
+            questions: &'a [dream_core::recall::quiz::Outcome],
             #[serde(skip_serializing_if = "Option::is_none")]
             model_failed: Option<&'a str>,
             tokens: u64,

@@ -204,8 +204,8 @@ fn install_instances(g: &Global, a: &ScheduleInstallArgs) -> Result<i32> {
     }
     for cycle in CYCLES {
         let base = match cycle {
-            dream_core::config::CycleKind::Morning => a.morning,
-            dream_core::config::CycleKind::Evening => a.evening,
+            dream_core::operations::config::CycleKind::Morning => a.morning,
+            dream_core::operations::config::CycleKind::Evening => a.evening,
         };
         // Times of the repositories installed before and not reinstalled now.
         let taken: Vec<TimeOfDay> = existing
@@ -240,7 +240,7 @@ fn install_instances(g: &Global, a: &ScheduleInstallArgs) -> Result<i32> {
     let single = read_installed(
         Scheduler::Systemd,
         &dir,
-        dream_core::config::CycleKind::Evening,
+        dream_core::operations::config::CycleKind::Evening,
     );
     if let Some(r) = single.1.repo {
         if names.iter().any(|(n, _)| *n == r) {
@@ -581,7 +581,10 @@ fn status(g: &Global, a: &ScheduleStatusArgs) -> Result<i32> {
                         i.instance, i.repo
                     ));
                 }
-                if !Path::new(&i.repo).join(dream_core::config::FILE).is_file() {
+                if !Path::new(&i.repo)
+                    .join(dream_core::operations::config::FILE)
+                    .is_file()
+                {
                     s.problems.push(format!(
                         "the instance {} works on {}, which is not a dream repository any more",
                         i.instance, i.repo
@@ -627,7 +630,10 @@ fn status(g: &Global, a: &ScheduleStatusArgs) -> Result<i32> {
                 }
             }
             if let Some(r) = &info.repo {
-                if !Path::new(r).join(dream_core::config::FILE).is_file() {
+                if !Path::new(r)
+                    .join(dream_core::operations::config::FILE)
+                    .is_file()
+                {
                     s.problems.push(format!(
                         "the {} unit works on {r}, which is not a dream repository any more",
                         cycle.as_str()

@@ -4,8 +4,8 @@ use crate::cli::{Global, SkillsAction, SkillsArgs};
 use crate::error::{Error, Result, EXIT_OK};
 use crate::human::skills::{self as manage, Decided};
 use crate::stages::skills::{self, Skill, Status};
-use dream_core::config::Config;
 use dream_core::memory::excerpt;
+use dream_core::operations::config::Config;
 
 pub fn run(g: &Global, a: &SkillsArgs) -> Result<i32> {
     let root = super::repo_root(g)?;

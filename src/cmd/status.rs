@@ -9,8 +9,8 @@ use crate::edges::inbox::file_key;
 use crate::edges::state::{self, State};
 use crate::edges::store::Store;
 use crate::error::{Result, EXIT_OK, EXIT_WARNING};
-use dream_core::heartbeat::Warning;
-use dream_core::ingested::Quarantined;
+use dream_core::operations::heartbeat::Warning;
+use dream_core::sources::ingested::Quarantined;
 
 #[derive(Debug, Serialize)]
 struct Status {
@@ -67,7 +67,7 @@ struct CycleLine {
     tokens: u64,
     /// Its recall quiz's score, when one ran.
     #[serde(skip_serializing_if = "Option::is_none")]
-    quiz: Option<dream_core::quiz::Summary>,
+    quiz: Option<dream_core::recall::quiz::Summary>,
     /// The error, when the cycle failed.
     #[serde(skip_serializing_if = "Option::is_none")]
     failed: Option<String>,

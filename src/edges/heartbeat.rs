@@ -1,4 +1,4 @@
-//! What the heartbeat (`dream_core::heartbeat`) looks at: the recent cycles' stored
+//! What the heartbeat (`dream_core::operations::heartbeat`) looks at: the recent cycles' stored
 //! reports and when each cycle kind last finished (the state database), when each
 //! configured source of events last grew (also the state: a cycle records it right after
 //! ingest, inside its transaction, so a dry run records nothing), and the cycles that
@@ -12,9 +12,9 @@ use chrono::{DateTime, Utc};
 use rusqlite::Connection;
 use serde::{Deserialize, Serialize};
 
-use dream_core::config::{Config, CycleKind};
-use dream_core::heartbeat::{self, Inputs, Seen, Source, Warning};
-use dream_core::ingested::Ingested;
+use dream_core::operations::config::{Config, CycleKind};
+use dream_core::operations::heartbeat::{self, Inputs, Seen, Source, Warning};
+use dream_core::sources::ingested::Ingested;
 
 use crate::edges::state;
 use crate::error::{Context, Result};

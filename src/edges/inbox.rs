@@ -16,9 +16,9 @@ use fs2::FileExt;
 use sha2::{Digest, Sha256};
 
 use crate::error::{Context, Result};
-use dream_core::event::{hex, Event};
-use dream_core::ingested::{Ingested, Quarantined, Watermark};
-use dream_core::secrets;
+use dream_core::sources::event::{hex, Event};
+use dream_core::sources::ingested::{Ingested, Quarantined, Watermark};
+use dream_core::sources::secrets;
 
 /// The key a file's watermark is stored under: its path relative to the repo when inside it.
 pub fn file_key(root: &Path, path: &Path) -> String {

@@ -14,10 +14,10 @@ use rusqlite::Connection;
 use crate::edges::inbox::{self, file_key};
 use crate::edges::state;
 use crate::error::{Error, Result};
-use dream_core::config::Config;
+use dream_core::operations::config::Config;
 
-pub use dream_core::ingested::Ingested;
-use dream_core::secrets;
+pub use dream_core::sources::ingested::Ingested;
+use dream_core::sources::secrets;
 
 /// Read every inbox file since its watermark and store what is new in `conn`. Lines are
 /// streamed one at a time, so memory stays flat whatever a file holds. An entry that
@@ -105,11 +105,11 @@ fn ingest_line(
     let parsed = if line.truncated {
         Err(inbox::over_limit(line, config.inbox.max_event_bytes))
     } else {
-        dream_core::turn::parse_line(&line.bytes, config.inbox.max_event_bytes)
+        dream_core::sources::turn::parse_line(&line.bytes, config.inbox.max_event_bytes)
     };
     // The parts of a line share its time.
     let parsed = parsed.and_then(|parts| match parts.first() {
-        Some(p) => dream_core::event::check_time(p.event.ts, now).map(|()| parts),
+        Some(p) => dream_core::sources::event::check_time(p.event.ts, now).map(|()| parts),
         None => Ok(parts),
     });
     // A line is one event, or an owner's message cut into its parts (`turn`): a part

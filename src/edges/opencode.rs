@@ -1,6 +1,6 @@
 //! opencode's SQLite database, read for `[[inbox.sources]] format = "opencode"` and
 //! `dream ingest --format opencode`: the edge half of the opencode adapter (the row mapping
-//! is pure, in `dream_core::adapters::opencode`).
+//! is pure, in `dream_core::sources::adapters::opencode`).
 //!
 //! opencode has its database open, in WAL mode, whenever it runs, so dream must never
 //! disturb it: the database is opened read-only (`mode=ro`, `SQLITE_OPEN_READ_ONLY`,
@@ -22,9 +22,9 @@ use rusqlite::{Connection, OpenFlags};
 use crate::edges::inbox::{self, RawLine, Scanned};
 use crate::edges::sources::FileRead;
 use crate::error::{Context, Error, Result};
-use dream_core::adapters::{self, Counts, FileCtx};
-use dream_core::event::Parsed;
-use dream_core::ingested::Watermark;
+use dream_core::sources::adapters::{self, Counts, FileCtx};
+use dream_core::sources::event::Parsed;
+use dream_core::sources::ingested::Watermark;
 
 /// Parts of every message changed at or after the watermark, oldest message first.
 const QUERY: &str =

@@ -1,4 +1,4 @@
-//! Which project a folder belongs to, for project scope (`dream_core::scope`).
+//! Which project a folder belongs to, for project scope (`dream_core::recall::scope`).
 //!
 //! An event says where it was said: a transcript's own working folder (Claude Code's
 //! `cwd`, Codex's `session_meta.cwd`, kept in the event's `meta.cwd`), or an inbox event's

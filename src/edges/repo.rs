@@ -15,8 +15,8 @@
 
 use std::path::Path;
 
-use dream_core::config::{self, TEMPLATE};
 use dream_core::memory::{self, Block};
+use dream_core::operations::config::{self, TEMPLATE};
 
 use chrono::{DateTime, Utc};
 

@@ -24,11 +24,11 @@ use crate::edges::inbox::file_key;
 use crate::edges::inbox::{self, RawLine, Scanned};
 use crate::edges::state;
 use crate::error::{Context, Result};
-use dream_core::adapters::{self, capped, codex, Counts, FileCtx, Format};
-use dream_core::config::{Config, Source};
-use dream_core::event::Parsed;
-use dream_core::ingested::{Ingested, SourceReport, Watermark};
-use dream_core::secrets;
+use dream_core::operations::config::{Config, Source};
+use dream_core::sources::adapters::{self, capped, codex, Counts, FileCtx, Format};
+use dream_core::sources::event::Parsed;
+use dream_core::sources::ingested::{Ingested, SourceReport, Watermark};
+use dream_core::sources::secrets;
 use serde_json::Value;
 use sha2::Digest;
 
@@ -307,7 +307,7 @@ fn map_line(
         let parsed = if line.truncated {
             Err(over_limit(line, r.max_line))
         } else {
-            dream_core::turn::parse_line(&line.bytes, r.max_line)
+            dream_core::sources::turn::parse_line(&line.bytes, r.max_line)
         };
         match parsed {
             Ok(parts) => {
@@ -393,7 +393,8 @@ fn read_document(
         identity: inbox::identity(&meta),
         offset: size,
         line: 0,
-        prefix_hash: dream_core::event::hex(&sha2::Sha256::digest(&head))[..16].to_string(),
+        prefix_hash: dream_core::sources::event::hex(&sha2::Sha256::digest(&head))[..16]
+            .to_string(),
     };
     if let Some(w) = r.prev {
         if w.identity == watermark.identity
@@ -535,8 +536,9 @@ pub fn run(
             };
             let mapped = map_file(&read, &mut counts, |line, parsed| {
                 let one = || -> Result<()> {
-                    let parsed = parsed
-                        .and_then(|p| dream_core::event::check_time(p.event.ts, now).map(|()| p));
+                    let parsed = parsed.and_then(|p| {
+                        dream_core::sources::event::check_time(p.event.ts, now).map(|()| p)
+                    });
                     let reason = match parsed {
                         Ok(p) => store(conn, p, &key, line, cycle, conflicts, out, &mut rep)?,
                         Err(reason) => Some(reason),

@@ -12,13 +12,13 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Utc};
-use dream_core::ingested::{Quarantined, Watermark};
+use dream_core::sources::ingested::{Quarantined, Watermark};
 use rusqlite::{params, Connection, OptionalExtension};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Context, Error, Result};
-use dream_core::event::{Event, Trust};
 use dream_core::skills::procedure::ProcedureRow;
+use dream_core::sources::event::{Event, Trust};
 
 /// Forward migrations; `MIGRATIONS[n]` takes the schema from version n to n + 1.
 const MIGRATIONS: &[&str] = &[
@@ -154,7 +154,7 @@ CREATE TABLE marks (
     r#"
 ALTER TABLE events ADD COLUMN project TEXT;
 "#,
-    // The recall quiz after each cycle (`dream_core::quiz`): one row per question, the
+    // The recall quiz after each cycle (`dream_core::recall::quiz`): one row per question, the
     // whole outcome (question, attempts) as JSON, so `dream explain` shows a fact's.
     r#"
 CREATE TABLE quiz (
@@ -436,7 +436,7 @@ pub fn insert_event_hashed(
     .context(|| format!("storing event {}", e.id))?;
     // An agent that cites a fact's id used it (ids in recalled text are what dream showed).
     if e.trust == Trust::Agent && !e.recalled && e.text.contains("f_") {
-        for id in dream_core::context::cited_ids(&e.text) {
+        for id in dream_core::recall::context::cited_ids(&e.text) {
             record_use(conn, &id, e.ts.date_naive(), "cited")?;
         }
     }
@@ -843,12 +843,12 @@ pub fn quarantine(
 /// Quarantine text as it may be shown: redacted again on the way out, so a row stored by
 /// an older dream (whose reasons echoed a bad field's value) never shows a secret.
 fn shown(text: String) -> String {
-    dream_core::secrets::shown(&text, 500)
+    dream_core::sources::secrets::shown(&text, 500)
 }
 
 /// [`shown`] for an excerpt, which also masks random-looking runs.
 fn shown_excerpt(text: String) -> String {
-    dream_core::secrets::quarantine_excerpt(&text, 500)
+    dream_core::sources::secrets::quarantine_excerpt(&text, 500)
 }
 
 /// The latest quarantined lines, newest first.
@@ -901,7 +901,7 @@ pub fn put_cycle(conn: &Connection, c: &CycleRecord) -> Result<()> {
             c.finished.to_rfc3339(),
             c.now.to_rfc3339(),
             c.report.to_string(),
-            dream_core::heartbeat::essentials(&c.report).to_string()
+            dream_core::operations::heartbeat::essentials(&c.report).to_string()
         ],
     )
     .context(|| format!("recording cycle {}", c.id))?;
@@ -1075,7 +1075,7 @@ mod tests {
     use super::*;
 
     fn event(id: &str, ts: &str, text: &str) -> Event {
-        dream_core::event::parse_line(
+        dream_core::sources::event::parse_line(
             serde_json::json!({"id": id, "ts": ts, "kind": "message", "text": text})
                 .to_string()
                 .as_bytes(),
@@ -1108,7 +1108,7 @@ mod tests {
         migrate(&conn, &path).unwrap();
         let e = serde_json::json!({"id": "new", "ts": "2026-11-03T09:00:00Z", "kind": "message",
             "text": "y", "meta": {"cwd": "/no/such/project/"}});
-        let e = dream_core::event::parse_line(e.to_string().as_bytes(), 1 << 20)
+        let e = dream_core::sources::event::parse_line(e.to_string().as_bytes(), 1 << 20)
             .unwrap()
             .event;
         insert_event(&conn, &e, "test", "c2").unwrap();
@@ -1384,7 +1384,7 @@ pub fn is_applied(conn: &Connection, target: &str) -> Result<bool> {
 }
 
 /// Record a person's veto (a rejected card or an undone fact) with the events it had.
-pub fn put_veto(conn: &Connection, v: &dream_core::veto::Veto) -> Result<()> {
+pub fn put_veto(conn: &Connection, v: &dream_core::selection::veto::Veto) -> Result<()> {
     conn.execute(
         "INSERT OR REPLACE INTO vetoes (id, kind, text, events, reason, at, decision) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
         params![
@@ -1411,7 +1411,7 @@ pub fn delete_veto(conn: &Connection, id: &str) -> Result<bool> {
 
 /// Every veto, oldest first. Vetoes are a person's decisions, so there are few of them:
 /// the cycle reads them whole, as it reads durable memory whole.
-pub fn vetoes(conn: &Connection) -> Result<Vec<dream_core::veto::Veto>> {
+pub fn vetoes(conn: &Connection) -> Result<Vec<dream_core::selection::veto::Veto>> {
     let mut stmt = conn
         .prepare_cached(
             "SELECT id, kind, text, events, reason, at, decision FROM vetoes ORDER BY at, id",
@@ -1419,7 +1419,7 @@ pub fn vetoes(conn: &Connection) -> Result<Vec<dream_core::veto::Veto>> {
         .context(|| "reading vetoes".into())?;
     let rows = stmt
         .query_map([], |r| {
-            Ok(dream_core::veto::Veto {
+            Ok(dream_core::selection::veto::Veto {
                 id: r.get(0)?,
                 kind: r.get(1)?,
                 text: r.get(2)?,
@@ -1629,7 +1629,7 @@ pub fn put_quiz(
     conn: &Connection,
     cycle: &str,
     at: DateTime<Utc>,
-    outcomes: &[dream_core::quiz::Outcome],
+    outcomes: &[dream_core::recall::quiz::Outcome],
 ) -> Result<()> {
     let mut stmt = conn
         .prepare_cached(
@@ -1657,7 +1657,7 @@ pub fn quiz_of_fact(
     conn: &Connection,
     fact: &str,
     limit: usize,
-) -> Result<Vec<(String, String, dream_core::quiz::Outcome)>> {
+) -> Result<Vec<(String, String, dream_core::recall::quiz::Outcome)>> {
     let has: bool = conn
         .query_row(
             "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'quiz'",

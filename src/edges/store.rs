@@ -26,8 +26,8 @@ use crate::edges::crash;
 use crate::edges::fsutil::{self, write_atomic};
 use crate::edges::journal::{self, CommitPoint, Journal};
 use crate::error::{Context, Error, Result};
-use dream_core::config;
 use dream_core::memory::{self, Block, BlockFile, Card, Memory};
+use dream_core::operations::config;
 
 /// Files to write (`Some`) or delete (`None`), relative to the repo root, and the message
 /// of the commit that records them.
@@ -1369,8 +1369,8 @@ impl HistoryCommit {
     }
 
     /// The message read back: mutation lines and `Dream-*` trailers.
-    pub fn note(&self) -> dream_core::audit::CommitNote {
-        dream_core::audit::parse(&self.id.to_string(), self.time, &self.message)
+    pub fn note(&self) -> dream_core::operations::audit::CommitNote {
+        dream_core::operations::audit::parse(&self.id.to_string(), self.time, &self.message)
     }
 
     /// The value of a trailer such as `Dream-Stage`, if the message has it.

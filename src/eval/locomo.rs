@@ -26,8 +26,8 @@ use regex::Regex;
 use serde::Serialize;
 use serde_json::Value;
 
-use dream_core::event::{Event, Trust};
-use dream_core::measures;
+use dream_core::sources::event::{Event, Trust};
+use dream_core::text::measures;
 
 /// Seconds between two turns of a session.
 const TURN_SECONDS: i64 = 30;
@@ -211,7 +211,7 @@ pub fn convert(item: &Value) -> Result<Conversation, String> {
                 continue;
             }
             let speaker = turn["speaker"].as_str().unwrap_or("unknown");
-            let (text, _) = dream_core::secrets::redact(&text);
+            let (text, _) = dream_core::sources::secrets::redact(&text);
             events.push(Event {
                 id: format!("{sample_id}:{dia}"),
                 ts: start + Duration::seconds(TURN_SECONDS * k as i64),
@@ -487,7 +487,7 @@ pub fn clustered_turns(
         let data =
             ndarray::ArrayView2::from_shape((rows.len(), dim), &flat).expect("rows of one length");
         let focus: Vec<bool> = rows.iter().map(|(id, _)| fresh.contains(id)).collect();
-        let c = dream_core::cluster::dbscan(data, min_points, eps, Some(&focus));
+        let c = dream_core::selection::cluster::dbscan(data, min_points, eps, Some(&focus));
         for cluster in c.clusters.iter().filter(|c| c.iter().any(|&i| focus[i])) {
             largest = largest.max(cluster.len());
             out.extend(cluster.iter().map(|&i| rows[i].0.to_string()));
@@ -705,7 +705,7 @@ mod tests {
         assert_eq!(evenings[1].0.to_rfc3339(), "2023-05-09T21:00:00+00:00");
         // Every event is one dream accepts as it is written to the inbox.
         for e in events {
-            dream_core::event::parse_line(e.to_line().as_bytes(), 1 << 20).unwrap();
+            dream_core::sources::event::parse_line(e.to_line().as_bytes(), 1 << 20).unwrap();
         }
     }
 

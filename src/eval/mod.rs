@@ -22,9 +22,9 @@ use crate::edges::fsutil::write_atomic;
 use crate::edges::store::Store;
 use crate::error::{Context, Error, Result};
 use crate::providers::{self};
-use dream_core::config::{Config, CycleKind};
 use dream_core::memory::Block;
-use dream_core::report::DecisionRow;
+use dream_core::operations::config::{Config, CycleKind};
+use dream_core::operations::report::DecisionRow;
 use std::collections::BTreeMap;
 
 use locomo::{Counts, Figures, Item};
@@ -163,7 +163,10 @@ pub fn run_locomo(path: &Path, opts: &Options) -> Result<EvalReport> {
         }
         crate::edges::repo::create(&dir)?;
         if let Some(t) = &config_text {
-            write_atomic(&dir.join(dream_core::config::FILE), t.as_bytes())?;
+            write_atomic(
+                &dir.join(dream_core::operations::config::FILE),
+                t.as_bytes(),
+            )?;
         }
         let mut config = crate::config::load(&dir)?;
         // The two speakers are the people this memory belongs to, as a user names
@@ -242,7 +245,7 @@ pub fn run_locomo(path: &Path, opts: &Options) -> Result<EvalReport> {
                 question,
                 config.embed.batch_size,
             )?;
-            let hits = dream_core::context::recall(
+            let hits = dream_core::recall::context::recall(
                 &memory,
                 &config.retention,
                 today,

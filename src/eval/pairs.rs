@@ -9,7 +9,7 @@
 //! - **vectors alone**: a pair is a restatement when its vectors lie within a distance;
 //!   the best distance over the set is searched (an upper bound on what any threshold on
 //!   these vectors can do, since it is chosen on the set itself);
-//! - **the rule**: [`dream_core::route::restates`], which a cycle applies to decide that a
+//! - **the rule**: [`dream_core::selection::route::restates`], which a cycle applies to decide that a
 //!   candidate reinforces a fact: the S6 measures agree (polarity, names and numbers) and
 //!   the texts share their content words or their vectors lie within the embedder's
 //!   stated restatement distance (no search: the distance is the embedder's).
@@ -25,9 +25,9 @@ use serde::Serialize;
 
 use crate::error::{Error, Result};
 use crate::providers::embed::Embedder;
-use dream_core::config::Config;
-use dream_core::measures::{self, Prepared};
-use dream_core::route;
+use dream_core::operations::config::Config;
+use dream_core::selection::route;
+use dream_core::text::measures::{self, Prepared};
 
 /// The shipped labelled set.
 pub const SHIPPED: &str = include_str!("../../fixtures/pairs.tsv");
@@ -347,7 +347,7 @@ pub fn render(name: &str, r: &PairsReport, verbose: bool) -> String {
 mod tests {
     use super::*;
     use crate::providers::embed_minilm::MiniLm;
-    use dream_core::embed::Builtin;
+    use dream_core::selection::embed::Builtin;
 
     fn run(set: &str, embedder: &dyn Embedder) -> PairsReport {
         measure(&parse(set).unwrap(), embedder, &Config::default()).unwrap()

@@ -25,9 +25,9 @@ use crate::edges::state::{self, State};
 use crate::edges::store::Store;
 use crate::error::{Context, Error, Result};
 use crate::providers;
-use dream_core::adapters::Format;
-use dream_core::config::{Config, CycleKind};
 use dream_core::memory::{is_verbatim, Block};
+use dream_core::operations::config::{Config, CycleKind};
+use dream_core::sources::adapters::Format;
 
 /// One line of memory as the replay left it.
 #[derive(Debug, Clone, Serialize)]
@@ -169,12 +169,15 @@ pub fn run_sessions(paths: &[PathBuf], opts: &super::Options) -> Result<Sessions
     if let Some(p) = &opts.config {
         let t = std::fs::read_to_string(p).context(|| format!("reading {}", p.display()))?;
         Config::parse(&t, &p.display().to_string(), &Default::default())?;
-        write_atomic(&dir.join(dream_core::config::FILE), t.as_bytes())?;
+        write_atomic(
+            &dir.join(dream_core::operations::config::FILE),
+            t.as_bytes(),
+        )?;
     }
     // The sources a user's `dream hooks install` would add, pointing at the replay's
     // growing copies.
     let feeds = scratch.path().join("feeds");
-    let mut toml = std::fs::read_to_string(dir.join(dream_core::config::FILE))
+    let mut toml = std::fs::read_to_string(dir.join(dream_core::operations::config::FILE))
         .context(|| "reading dream.toml".into())?;
     for format in [Format::ClaudeCode, Format::Codex] {
         let folder = feeds.join(format.as_str());
@@ -185,7 +188,10 @@ pub fn run_sessions(paths: &[PathBuf], opts: &super::Options) -> Result<Sessions
             folder.display().to_string()
         ));
     }
-    write_atomic(&dir.join(dream_core::config::FILE), toml.as_bytes())?;
+    write_atomic(
+        &dir.join(dream_core::operations::config::FILE),
+        toml.as_bytes(),
+    )?;
     let config = crate::config::load(&dir)?;
     let provider = providers::llm(&config)?;
     let embedder = providers::embedder(&config)?;
@@ -265,7 +271,7 @@ pub fn run_sessions(paths: &[PathBuf], opts: &super::Options) -> Result<Sessions
         for s in &cited {
             let e = &s.event;
             *kinds.entry(e.kind.clone()).or_insert(0) += 1;
-            if dream_core::turn::owner_statement(e.trust, &e.kind, e.recalled) {
+            if dream_core::sources::turn::owner_statement(e.trust, &e.kind, e.recalled) {
                 owners.push(e.text.as_str());
                 speaker = speaker.or(e.actor.clone());
             }

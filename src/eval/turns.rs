@@ -1,10 +1,10 @@
-//! `dream eval turns`: the turn splitter (`dream_core::turn`) measured on labelled owner
+//! `dream eval turns`: the turn splitter (`dream_core::sources::turn`) measured on labelled owner
 //! turns: for each kind (the person's prose, pastes, harness text, slash commands), the
 //! share of lines it gave that kind that are of it (precision) and the share of that
 //! kind's lines it found (recall). The shipped dev sets are compiled in, so a user's
 //! build measures the same lines the tests hold.
 
-use dream_core::turn::devset::{self, Scores};
+use dream_core::sources::turn::devset::{self, Scores};
 
 /// The shipped dev sets: written by hand, and real pasted material from public MIT
 /// sessions between owner prose (`scripts/devsets/make_turns.py`).

@@ -21,19 +21,19 @@ use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Utc};
 
-use dream_core::audit;
-use dream_core::config::Config;
+use dream_core::operations::audit;
+use dream_core::operations::config::Config;
 
 use crate::edges::state::{self, State};
 use crate::edges::store::{Batch, Change, Point, Store};
 use crate::edges::{crash, guard, lock};
 use crate::error::{Context, Error, Result};
-use dream_core::commit::{self, Message, Stage};
 use dream_core::llm::EventView;
+use dream_core::memory::revert::{self, Files, Reverted};
+use dream_core::memory::review::{self, Applied, Choice};
 use dream_core::memory::{self, Card, Memory};
-use dream_core::revert::{self, Files, Reverted};
-use dream_core::review::{self, Applied, Choice};
-use dream_core::veto::Veto;
+use dream_core::operations::commit::{self, Message, Stage};
+use dream_core::selection::veto::Veto;
 
 /// Commits looked at when searching history (a memory repo makes a few a day).
 pub const HISTORY_LIMIT: usize = 1_000_000;

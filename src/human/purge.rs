@@ -19,7 +19,7 @@ use crate::edges::state::{self, State};
 use crate::edges::store::{Point, Purged, Store};
 use crate::edges::{guard, inbox, lock};
 use crate::error::{Error, Result};
-use dream_core::config::Config;
+use dream_core::operations::config::Config;
 
 /// What replaces the string.
 pub const REPLACEMENT: &str = "[purged]";
@@ -75,7 +75,7 @@ pub fn purge(
     if apply {
         let mut batch = store.batch()?;
         store.stage_hand_edits(&mut batch, false, |paths| {
-            dream_core::commit::hand_edits(
+            dream_core::operations::commit::hand_edits(
                 paths,
                 &format!("purge-{}", now.format("%Y%m%dT%H%M%SZ")),
             )

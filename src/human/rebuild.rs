@@ -17,10 +17,10 @@ use crate::edges::store::Store;
 use crate::edges::{guard, inbox, lock};
 use crate::error::{Context, Error, Result};
 use crate::human::oversight;
-use dream_core::config::Config;
 use dream_core::memory;
-use dream_core::review;
-use dream_core::veto::Veto;
+use dream_core::memory::review;
+use dream_core::operations::config::Config;
+use dream_core::selection::veto::Veto;
 
 #[derive(Debug, Clone, Default)]
 pub struct Rebuilt {

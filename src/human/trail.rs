@@ -21,13 +21,13 @@ use crate::edges::state::{self, State};
 use crate::edges::store::Store;
 use crate::error::{Error, Result};
 use crate::human::oversight::{self, HISTORY_LIMIT};
-use dream_core::audit::{self, CycleLog, Mutation};
-use dream_core::config::Config;
-use dream_core::gates::{self, Evidence};
 use dream_core::llm::{EventView, Proposal};
+use dream_core::memory::review;
 use dream_core::memory::{self, Block, Card, Fact, GateResult};
-use dream_core::review;
-use dream_core::veto::Veto;
+use dream_core::operations::audit::{self, CycleLog, Mutation};
+use dream_core::operations::config::Config;
+use dream_core::selection::gates::{self, Evidence};
+use dream_core::selection::veto::Veto;
 
 /// A fact as `explain` shows it: active or archived.
 #[derive(Debug, Clone, Serialize)]
@@ -123,7 +123,7 @@ pub struct QuizInfo {
     pub cycle: String,
     pub at: String,
     #[serde(flatten)]
-    pub outcome: dream_core::quiz::Outcome,
+    pub outcome: dream_core::recall::quiz::Outcome,
 }
 
 fn fact_info(f: &Fact, block: Block, archived: Option<ArchiveInfo>) -> FactInfo {
@@ -325,8 +325,8 @@ pub fn explain(root: &Path, config: &Config, today: NaiveDate, query: &str) -> R
                 ts: e.ts,
                 session: e.session.clone(),
                 kind: e.kind.clone(),
-                trust: dream_core::event::Trust::parse(&e.trust)
-                    .unwrap_or(dream_core::event::Trust::External),
+                trust: dream_core::sources::event::Trust::parse(&e.trust)
+                    .unwrap_or(dream_core::sources::event::Trust::External),
                 recalled: whole.get(&e.id).is_some_and(|w| w.1),
                 new: true,
                 text: whole
@@ -471,7 +471,7 @@ pub fn log(root: &Path) -> Result<Vec<CycleLog>> {
                     .collect()
             };
             let spent = r["tokens"]["spent"].as_u64().unwrap_or(0);
-            let quiz: Option<dream_core::quiz::Quiz> =
+            let quiz: Option<dream_core::recall::quiz::Quiz> =
                 serde_json::from_value(r["quiz"].clone()).ok();
             let quiz_failures: Vec<String> = quiz
                 .as_ref()

@@ -38,10 +38,10 @@ use serde::Serialize;
 use crate::edges::state::{self, State};
 use crate::edges::store::{HistoryCommit, Store};
 use crate::error::Result;
-use dream_core::config::{self, Config, Retention};
-use dream_core::measures::{self, EntityKind};
 use dream_core::memory::{self, Archived, Block, BlockFile, Fact, Memory, Origin};
-use dream_core::secrets;
+use dream_core::operations::config::{self, Config, Retention};
+use dream_core::sources::secrets;
+use dream_core::text::measures::{self, EntityKind};
 
 /// S4 step 9: duplicates are at least this similar.
 const DUPLICATE_SIMILARITY: f64 = 0.9;
@@ -1254,7 +1254,7 @@ fn forget_problems(
 /// names (`owner.names`), its day written "Monday 8 May 2023", "8 May 2023", "May 8, 2023"
 /// and "2023-05-08", and the day each relative date in its text names ("yesterday" in an
 /// event of 8 May 2023 is "on 7 May 2023"; `when::relatives` reads them).
-pub(crate) fn who_and_when(e: &dream_core::event::Event, names: &[String]) -> String {
+pub(crate) fn who_and_when(e: &dream_core::sources::event::Event, names: &[String]) -> String {
     let d = e.ts.date_naive();
     let mut out = format!(
         "{} {}. {} {} {} {}",
@@ -1265,7 +1265,7 @@ pub(crate) fn who_and_when(e: &dream_core::event::Event, names: &[String]) -> St
         d.format("%B %-d, %Y"),
         d.format("%Y-%m-%d")
     );
-    for r in dream_core::when::relatives(&e.text, d) {
+    for r in dream_core::text::when::relatives(&e.text, d) {
         out.push_str(". ");
         out.push_str(&r.absolute);
     }
@@ -1346,14 +1346,14 @@ fn durable_rule(
     f: &Fact,
     block: Block,
     events: &[state::Stored],
-    p: &dream_core::config::Promote,
+    p: &dream_core::operations::config::Promote,
 ) -> Vec<String> {
     if block == Block::Episodes || !matches!(f.origin, Origin::Auto | Origin::Pass) {
         return Vec::new();
     }
     // The gates count the owner's statements only; so does this.
     let owner = |s: &&state::Stored| {
-        dream_core::turn::owner_statement(s.event.trust, &s.event.kind, s.event.recalled)
+        dream_core::sources::turn::owner_statement(s.event.trust, &s.event.kind, s.event.recalled)
     };
     let support: BTreeSet<&str> = events
         .iter()
@@ -1418,7 +1418,11 @@ fn trace(
     let owners: Vec<&state::Stored> = events
         .iter()
         .filter(|s| {
-            dream_core::turn::owner_statement(s.event.trust, &s.event.kind, s.event.recalled)
+            dream_core::sources::turn::owner_statement(
+                s.event.trust,
+                &s.event.kind,
+                s.event.recalled,
+            )
         })
         .collect();
     if by_cycle && owners.is_empty() {

@@ -11,11 +11,11 @@
 //! ([`Embedder::eps`], used while `cluster.eps` is unset) and, when it has been measured,
 //! the distance at which two texts restate one another ([`Embedder::restates`]).
 
-use dream_core::embed::Builtin;
+use dream_core::selection::embed::Builtin;
 
 use crate::error::Result;
 
-pub use dream_core::embed::normalize;
+pub use dream_core::selection::embed::normalize;
 
 /// Turns texts into vectors of one fixed size.
 pub trait Embedder: Send + Sync {
@@ -29,7 +29,7 @@ pub trait Embedder: Send + Sync {
         DEFAULT_EPS
     }
     /// The distance within which two texts say the same thing, when the S6 measures agree
-    /// (see `dream_core::route::restates`); `None` when it was never measured for the
+    /// (see `dream_core::selection::route::restates`); `None` when it was never measured for the
     /// model, and then only S6 similarity decides.
     fn restates(&self) -> Option<f64> {
         None
@@ -41,11 +41,11 @@ pub trait Embedder: Send + Sync {
 pub const DEFAULT_EPS: f64 = 0.8;
 
 /// The radius a cycle clusters at: `cluster.eps` when set, else the embedder's own.
-pub fn eps(config: &dream_core::config::Config, embedder: &dyn Embedder) -> f64 {
+pub fn eps(config: &dream_core::operations::config::Config, embedder: &dyn Embedder) -> f64 {
     config.cluster.eps.unwrap_or_else(|| embedder.eps())
 }
 
-/// The builtin embedder (`dream_core::embed`): pure, so it never fails.
+/// The builtin embedder (`dream_core::selection::embed`): pure, so it never fails.
 impl Embedder for Builtin {
     fn id(&self) -> String {
         Builtin::id(self)

@@ -45,7 +45,7 @@ pub const DIM: usize = 128;
 /// DBSCAN radius used when `cluster.eps` is unset (see docs/BENCHMARKS.md, "Embedders").
 pub const EPS: f64 = 0.7;
 /// Two texts this close (Euclidean distance between unit vectors) say the same thing when
-/// the S6 measures agree (see `dream_core::route::restates`).
+/// the S6 measures agree (see `dream_core::selection::route::restates`).
 pub const RESTATES: f64 = 0.8;
 /// Texts longer than this many tokens are cut (the model's own limit).
 const MAX_TOKENS: usize = 512;

@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 use super::embed::Embedder;
 use crate::error::{Error, Result};
 use crate::providers::openai::{excerpt, Endpoint};
-use dream_core::config::Config;
+use dream_core::operations::config::Config;
 
 pub struct OpenAiEmbedder {
     endpoint: Endpoint,
@@ -35,7 +35,7 @@ impl OpenAiEmbedder {
         };
         if e.model.trim().is_empty() {
             return Err(Error::Config {
-                file: dream_core::config::FILE.into(),
+                file: dream_core::operations::config::FILE.into(),
                 message: "key `embed.model`: name the embedding model (for example text-embedding-3-small, or nomic-embed-text on Ollama)".into(),
             });
         }
@@ -154,7 +154,7 @@ pub fn parse_embeddings(body: &str, n: usize) -> std::result::Result<Vec<Vec<f32
     Ok(out
         .into_iter()
         .map(|mut v| {
-            dream_core::embed::normalize(&mut v);
+            dream_core::selection::embed::normalize(&mut v);
             v
         })
         .collect())

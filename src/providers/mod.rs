@@ -10,10 +10,10 @@ pub mod embed_minilm;
 pub mod embed_openai;
 pub mod openai;
 
-use dream_core::config::Config;
-use dream_core::embed::Builtin;
 use dream_core::llm::offline::Offline;
 use dream_core::llm::Llm;
+use dream_core::operations::config::Config;
+use dream_core::selection::embed::Builtin;
 
 use embed::Embedder;
 
@@ -25,7 +25,7 @@ pub fn llm(config: &Config) -> Result<Box<dyn Llm>> {
         "none" => Ok(Box::new(Offline::new(config))),
         "openai" => Ok(Box::new(openai::OpenAi::from_config(config)?)),
         other => Err(Error::Config {
-            file: dream_core::config::FILE.into(),
+            file: dream_core::operations::config::FILE.into(),
             message: format!("key `llm.provider`: {other:?} is not available in this build"),
         }),
     }
@@ -38,7 +38,7 @@ pub fn embedder(config: &Config) -> Result<Box<dyn Embedder>> {
         "builtin" => Ok(Box::new(Builtin::new(config.embed.dim))),
         "openai" => Ok(Box::new(embed_openai::OpenAiEmbedder::from_config(config)?)),
         other => Err(Error::Config {
-            file: dream_core::config::FILE.into(),
+            file: dream_core::operations::config::FILE.into(),
             message: format!("key `embed.provider`: {other:?} is not available in this build"),
         }),
     }

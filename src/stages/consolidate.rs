@@ -18,24 +18,24 @@ use crate::edges::state::{self, Stored};
 use crate::edges::store::Change;
 use crate::error::{Error, Result};
 use crate::stages::{parallel_map, reflect_plan, Archive, Ctx, Work};
-use dream_core::cluster;
-use dream_core::commit::Stage;
-use dream_core::config::Config;
-use dream_core::episodes;
-use dream_core::gates::{self, Evidence, Gated};
 use dream_core::llm::budget::CallError;
 use dream_core::llm::plan::{self, Failure};
 use dream_core::llm::{
     EventView, FactView, JudgeItem, JudgeRequest, Llm, LlmErrorKind, Proposal, ReflectPrompt,
     ReflectRequest, Verdict,
 };
+use dream_core::memory::episodes;
 use dream_core::memory::{
     self, text_id, unique_id, Archived, Block, Card, Decision, Excerpt, Fact, GateResult, Memory,
     Origin,
 };
-use dream_core::report::{DecisionRow, Degraded};
-use dream_core::route::{self, Outcome};
-use dream_core::veto;
+use dream_core::operations::commit::Stage;
+use dream_core::operations::config::Config;
+use dream_core::operations::report::{DecisionRow, Degraded};
+use dream_core::selection::cluster;
+use dream_core::selection::gates::{self, Evidence, Gated};
+use dream_core::selection::route::{self, Outcome};
+use dream_core::selection::veto;
 
 /// Judge items per call.
 const JUDGE_BATCH: usize = 8;
@@ -828,7 +828,7 @@ fn decide(
     };
     // Novelty against durable memory (S4 step 6): 1 - similarity to the nearest fact.
     g.measures.novelty =
-        dream_core::measures::round3(1.0 - near.first().map_or(0.0, |n| n.similarity));
+        dream_core::text::measures::round3(1.0 - near.first().map_or(0.0, |n| n.similarity));
     g.measures.nearest_fact = near.first().map(|n| n.fact_id.clone());
     let (mut g, hit) = check_vetoes(events, g, vetoes, config)?;
     let (mut outcome, mut judge_text, route_gates) = route::route(&g, &near, verdict, config);
@@ -1418,7 +1418,11 @@ fn cite<'a>(
         .iter()
         .filter(|id| {
             by_id.get(id.as_str()).is_none_or(|s| {
-                dream_core::turn::owner_statement(s.event.trust, &s.event.kind, s.event.recalled)
+                dream_core::sources::turn::owner_statement(
+                    s.event.trust,
+                    &s.event.kind,
+                    s.event.recalled,
+                )
             })
         })
         .cloned()
@@ -1429,18 +1433,18 @@ fn cite<'a>(
     }
     let (found, lost): (Vec<&String>, Vec<&String>) =
         ids.iter().partition(|id| by_id.contains_key(id.as_str()));
-    let events: Vec<dream_core::measures::Citation> = found
+    let events: Vec<dream_core::text::measures::Citation> = found
         .iter()
         .map(|id| {
             let e = &by_id[id.as_str()].event;
-            dream_core::measures::Citation {
+            dream_core::text::measures::Citation {
                 text: &e.text,
                 day: e.ts.timestamp().div_euclid(86_400),
             }
         })
         .collect();
     let room = memory::MAX_CITED.saturating_sub(lost.len());
-    let keep: HashSet<usize> = dream_core::measures::cited(text, &events, room)
+    let keep: HashSet<usize> = dream_core::text::measures::cited(text, &events, room)
         .into_iter()
         .collect();
     let kept: HashSet<&str> = found

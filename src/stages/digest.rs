@@ -25,9 +25,9 @@ use crate::edges::state;
 use crate::edges::store::Change;
 use crate::error::Result;
 use crate::stages::{Ctx, Work};
-use dream_core::commit::Stage;
-use dream_core::digest::*;
 use dream_core::memory::Card;
+use dream_core::operations::commit::Stage;
+use dream_core::operations::digest::*;
 
 /// Build the digest from what the cycle holds and add it as a stage (one commit).
 pub fn run(ctx: &Ctx<'_>, tx: &Connection, work: &mut Work) -> Result<()> {
@@ -92,7 +92,7 @@ pub fn gather(ctx: &Ctx<'_>, tx: &Connection, work: &Work) -> Result<Digest> {
     };
 
     // The heartbeat as of this cycle (its report so far stands in for its stored record).
-    let current = dream_core::heartbeat::Seen::from_report(
+    let current = dream_core::operations::heartbeat::Seen::from_report(
         &ctx.cycle_id,
         &kind,
         ctx.opts.now,

@@ -27,12 +27,12 @@ use std::time::Instant;
 
 use chrono::{DateTime, NaiveDate, Utc};
 
-use dream_core::commit::{Message, Stage};
-use dream_core::config::{Config, CycleKind};
 use dream_core::llm::budget::{Budget, CallError};
 use dream_core::llm::{Llm, LlmError, LlmErrorKind, Reply};
 use dream_core::memory::{self, Archived, Card, Memory};
-use dream_core::report::Report;
+use dream_core::operations::commit::{Message, Stage};
+use dream_core::operations::config::{Config, CycleKind};
+use dream_core::operations::report::Report;
 
 use crate::edges::state;
 use crate::edges::store::{Change, Store};

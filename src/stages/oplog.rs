@@ -8,9 +8,9 @@
 
 use std::time::Duration;
 
-use dream_core::heartbeat::Warning;
-use dream_core::ingested::Ingested;
-use dream_core::report::Report;
+use dream_core::operations::heartbeat::Warning;
+use dream_core::operations::report::Report;
+use dream_core::sources::ingested::Ingested;
 
 /// After ingest.
 pub fn ingested(i: &Ingested) {

@@ -24,7 +24,6 @@ use rusqlite::Connection;
 use crate::edges::store::{Change, Store};
 use crate::error::Result;
 use crate::stages::{Archive, Ctx, Work};
-use dream_core::commit::Message;
 use dream_core::llm::budget::CallError;
 use dream_core::llm::passes::{
     CandidatePair, DedupeRequest, Drop, Forget, ForgetFact, ForgetRequest, Merge, MergeRequest,
@@ -32,8 +31,9 @@ use dream_core::llm::passes::{
 };
 use dream_core::llm::{LlmError, Reply};
 use dream_core::memory::{self, one_line, Archived, Block, BlockFile, Fact, Memory, Origin};
+use dream_core::operations::commit::Message;
+use dream_core::operations::report::{Degraded, MutationRow, PassSummary};
 use dream_core::passes::{review, Pass};
-use dream_core::report::{Degraded, MutationRow, PassSummary};
 
 use dream_core::passes::gates::{
     self, Before, Checked, Ledger, DUPLICATE_SIMILARITY, TARGET_BLOCKS,
@@ -244,7 +244,11 @@ pub fn run(ctx: &Ctx<'_>, tx: &Connection, work: &mut Work) -> Result<()> {
         }
         // Events moved into the episodes count against their cap at once.
         if moved {
-            for e in dream_core::episodes::expiring(&work.memory, ctx.today, &ctx.config.episodes) {
+            for e in dream_core::memory::episodes::expiring(
+                &work.memory,
+                ctx.today,
+                &ctx.config.episodes,
+            ) {
                 if let Some((block, fact)) = work.memory.remove(&e.id) {
                     work.report.episodes_expired += 1;
                     archive.push(Archived {

@@ -1,7 +1,7 @@
 //! The recall quiz at the end of an evening cycle: does memory, as the cycle leaves it,
 //! still answer what it held?
 //!
-//! The questions (`dream_core::quiz::select`) come from what the cycle did: memory as the
+//! The questions (`dream_core::recall::quiz::select`) come from what the cycle did: memory as the
 //! last commit held it against memory as the cycle will commit it, this cycle's archive
 //! entries, the facts it reinforced, and the mutation behind each change (the passes'
 //! accepted and engine mutations, hand edits), plus a standing sample of protected and
@@ -17,9 +17,9 @@ use std::time::Instant;
 use rusqlite::Connection;
 
 use dream_core::memory::{Archived, Memory};
+use dream_core::operations::report::Degraded;
 use dream_core::passes::gates::protection;
-use dream_core::quiz::{self, Pool, Quiz};
-use dream_core::report::Degraded;
+use dream_core::recall::quiz::{self, Pool, Quiz};
 
 use crate::agents::quiz::{ask, Model};
 use crate::edges::state;
@@ -125,7 +125,7 @@ fn quiz_of(ctx: &Ctx<'_>, tx: &Connection, work: &Work, start: &Start<'_>) -> Re
     // Offline means offline: with an embedding server configured, the cycle's quiz ranks
     // with the builtin embedder instead of sending every fact to the server each evening
     // (`dream quiz` uses the configured one).
-    let builtin = dream_core::embed::Builtin::new(ctx.config.embed.dim);
+    let builtin = dream_core::selection::embed::Builtin::new(ctx.config.embed.dim);
     let embedder: &dyn crate::providers::embed::Embedder = if ctx.config.embed.provider == "openai"
     {
         &builtin
@@ -181,7 +181,7 @@ fn mutations(work: &Work, start: &Start<'_>) -> BTreeMap<String, String> {
     for p in &work.report.passes {
         for m in p.mutations.iter().filter(|m| m.verdict != "refused") {
             let mut ids = vec![m.item.clone()];
-            ids.extend(dream_core::context::cited_ids(&m.detail));
+            ids.extend(dream_core::recall::context::cited_ids(&m.detail));
             let label = format!(
                 "the {} pass ({} {}: {})",
                 p.pass,

@@ -17,11 +17,11 @@ use rusqlite::Connection;
 
 use crate::edges::state::{self, Stored};
 use crate::error::Result;
-use dream_core::config::Config;
-use dream_core::gates::{self, Evidence};
 use dream_core::llm::plan;
 use dream_core::llm::{EventView, Known, Llm, Proposal, ReflectPart, ReflectPrompt};
 use dream_core::memory::{self, Card, Memory};
+use dream_core::operations::config::Config;
+use dream_core::selection::gates::{self, Evidence};
 
 /// One reflect call: one prompt of one or more clusters.
 pub struct Call {

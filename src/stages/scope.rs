@@ -1,5 +1,5 @@
 //! Project scope at consolidation: give each fact this cycle added or supported anew the
-//! scope its evidence says (`dream_core::scope::decide`: its one project, or global when it
+//! scope its evidence says (`dream_core::recall::scope::decide`: its one project, or global when it
 //! was said in two or more projects or is about the owner), from the projects ingest stored
 //! with its events. It runs on memory as the stage leaves it, before the stage's change is
 //! built, so the scope is in the same commit as the fact.
@@ -9,7 +9,7 @@ use std::collections::BTreeSet;
 use rusqlite::Connection;
 
 use dream_core::memory::Memory;
-use dream_core::scope;
+use dream_core::recall::scope;
 
 use crate::edges::state;
 use crate::error::Result;

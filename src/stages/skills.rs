@@ -30,12 +30,12 @@ use crate::edges::state;
 use crate::edges::store::Change;
 use crate::error::{Context, Result};
 use crate::stages::{parallel_map, Ctx, Work};
-use dream_core::commit::Stage;
-use dream_core::event::Event;
 use dream_core::llm::budget::CallError;
 use dream_core::llm::skill::{CallView, InstanceView, SkillRequest, StepView};
 use dream_core::memory::{self, text_id, CardKind, Excerpt, REVIEW_DIR};
-use dream_core::report::Degraded;
+use dream_core::operations::commit::Stage;
+use dream_core::operations::report::Degraded;
+use dream_core::sources::event::Event;
 
 use card::SkillCard;
 use gate::{Evidence, Provenance, Route};
@@ -221,7 +221,7 @@ pub fn proposals(root: &Path) -> Result<(Vec<SkillCard>, Vec<String>)> {
 
 /// The installed skill folders: `skills.installed` and `skills.install_to`, `~` expanded,
 /// each once.
-pub fn installed_dirs(config: &dream_core::config::Config) -> Vec<PathBuf> {
+pub fn installed_dirs(config: &dream_core::operations::config::Config) -> Vec<PathBuf> {
     let mut out: Vec<PathBuf> = Vec::new();
     let s = &config.skills;
     for d in s
@@ -242,7 +242,7 @@ pub fn installed_dirs(config: &dream_core::config::Config) -> Vec<PathBuf> {
 /// skills, and (with `installed`) the skills in the installed folders.
 pub fn list(
     root: &Path,
-    config: &dream_core::config::Config,
+    config: &dream_core::operations::config::Config,
     installed: bool,
 ) -> Result<Vec<Skill>> {
     let mut out = awaiting(root)?;

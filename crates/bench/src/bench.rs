@@ -34,10 +34,10 @@ use serde::Serialize;
 use dream::cycle::{self, Options as CycleOptions};
 use dream::edges::fsutil::write_atomic;
 use dream::error::{Context, Error, Result};
-use dream_core::cluster::{self, SignLsh};
-use dream_core::config::{Config, CycleKind};
-use dream_core::event::Event;
 use dream_core::llm::{prompts, EventView, ReflectRequest};
+use dream_core::operations::config::{Config, CycleKind};
+use dream_core::selection::cluster::{self, SignLsh};
+use dream_core::sources::event::Event;
 use dream_testkit::synth::{self, Spec};
 
 /// Which scenarios to run and at what size.
@@ -285,7 +285,7 @@ fn new_repo(dir: &Path) -> Result<()> {
 
 /// Set keys of a repository's dream.toml (`section.key` = TOML value).
 fn set_config(dir: &Path, keys: &[(&str, toml::Value)]) -> Result<()> {
-    let path = dir.join(dream_core::config::FILE);
+    let path = dir.join(dream_core::operations::config::FILE);
     let text = std::fs::read_to_string(&path).context(|| format!("reading {}", path.display()))?;
     let mut table: toml::Table = text
         .parse()
@@ -332,7 +332,7 @@ fn write_events(dir: &Path, name: &str, events: &[Event]) -> Result<()> {
 }
 
 /// One evening cycle in this process (for preparing repositories).
-fn cycle_here(dir: &Path, now: DateTime<Utc>) -> Result<dream_core::report::Report> {
+fn cycle_here(dir: &Path, now: DateTime<Utc>) -> Result<dream_core::operations::report::Report> {
     let config = dream::config::load(dir)?;
     let provider = dream::providers::llm(&config)?;
     let embedder = dream::providers::embedder(&config)?;
@@ -1253,7 +1253,8 @@ fn run_schedule(
     let store = dream::edges::store::Store::open(repo)?;
     let memory = store.load_memory(now().date_naive())?;
     let (cards, _) = store.pending_cards()?;
-    let stated = |text: &str, theme: &str| dream_core::measures::similarity(theme, text) >= 0.9;
+    let stated =
+        |text: &str, theme: &str| dream_core::text::measures::similarity(theme, text) >= 0.9;
     let in_facts: Vec<bool> = w
         .themes
         .iter()

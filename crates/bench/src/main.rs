@@ -153,9 +153,13 @@ fn recall_bench(a: &RecallArgs) -> Result<i32> {
     let config = match &a.config {
         Some(p) => {
             let t = std::fs::read_to_string(p).context(|| format!("reading {}", p.display()))?;
-            dream_core::config::Config::parse(&t, &p.display().to_string(), &Default::default())?
+            dream_core::operations::config::Config::parse(
+                &t,
+                &p.display().to_string(),
+                &Default::default(),
+            )?
         }
-        None => dream_core::config::Config::default(),
+        None => dream_core::operations::config::Config::default(),
     };
     let r = recall::run(&config, a.facts, a.questions, a.seed)?;
     println!("{}", serde_json::to_string_pretty(&r).unwrap_or_default());
@@ -193,8 +197,8 @@ fn run(g: &Global, a: &BenchArgs) -> Result<i32> {
         exact_up_to: a.exact_up_to,
         linfa_up_to: a.linfa_up_to,
         lsh: {
-            let d = dream_core::cluster::SignLsh::default();
-            dream_core::cluster::SignLsh {
+            let d = dream_core::selection::cluster::SignLsh::default();
+            dream_core::selection::cluster::SignLsh {
                 tables: a.lsh_tables.unwrap_or(d.tables),
                 bits: a.lsh_bits.unwrap_or(d.bits),
                 probes: a.lsh_probes.unwrap_or(d.probes),
@@ -394,7 +398,7 @@ pub struct BenchArgs {
     pub cycles_per_day: Vec<u32>,
 
     /// Neighbour groups one search keeps for the clustering scenario (0: all; the engine
-    /// keeps `dream_core::cluster::MAX_NEIGHBOURS`).
+    /// keeps `dream_core::selection::cluster::MAX_NEIGHBOURS`).
     #[arg(long)]
     pub lsh_max_neighbours: Option<usize>,
 

@@ -26,9 +26,9 @@ use dream::edges::fsutil::write_atomic;
 use dream::edges::store::Store;
 use dream::error::{Context, Error, Result};
 use dream::eval::{self, ConversationResult, EvalReport};
-use dream_core::config::{Config, CycleKind};
-use dream_core::measures;
 use dream_core::memory::Block;
+use dream_core::operations::config::{Config, CycleKind};
+use dream_core::text::measures;
 use dream_testkit::agent::{self, AgentSpec, Kind, Noise};
 use dream_testkit::fake_llm::{self, Answer, Call, FakeLlm};
 
@@ -135,7 +135,7 @@ impl Reference {
                     continue;
                 }
                 served.insert(i);
-                let (category, block) = dream_core::phrases::classify(&o.text);
+                let (category, block) = dream_core::text::phrases::classify(&o.text);
                 candidates.push(json!({
                     "text": o.text,
                     "category": category,
@@ -234,7 +234,7 @@ fn conversation_fates(
     served: &HashSet<usize>,
     sent: &HashSet<String>,
 ) -> Fates {
-    let mut by_reason: HashMap<&str, &dream_core::report::DecisionRow> = HashMap::new();
+    let mut by_reason: HashMap<&str, &dream_core::operations::report::DecisionRow> = HashMap::new();
     for d in &conv.decisions {
         by_reason.entry(d.proposer.as_str()).or_insert(d);
     }
@@ -373,7 +373,10 @@ pub fn agent(o: &AgentOptions) -> Result<Vec<AgentQuality>> {
         }
         dream::edges::repo::create(&dir)?;
         if let Some(t) = &config_text {
-            write_atomic(&dir.join(dream_core::config::FILE), t.as_bytes())?;
+            write_atomic(
+                &dir.join(dream_core::operations::config::FILE),
+                t.as_bytes(),
+            )?;
         }
         let config: Config = dream::config::load(&dir)?;
         let llm = dream::providers::llm(&config)?;
@@ -426,7 +429,7 @@ fn score(dir: &Path, set: &agent::AgentSet, q: &mut AgentQuality) -> Result<()> 
     let in_any = |texts: &[&str], label: &str| texts.iter().any(|t| matches(label, t));
     // A label as memory would write it: its relative dates read against the day it was said.
     let as_written = |l: &agent::Labelled| match l.days.iter().next() {
-        Some(d) => dream_core::when::rewrite(&l.text, *d),
+        Some(d) => dream_core::text::when::rewrite(&l.text, *d),
         None => l.text.clone(),
     };
     for l in &set.labels {

@@ -7,7 +7,7 @@
 //! kit's synthetic workload (40 themes said again and again in other words, so many facts
 //! share their words: a hard case for ranking), written as durable facts; each question is
 //! a quiz cloze of every `facts / questions`-th fact, asked through
-//! `dream_core::context::recall` with the configured embedder, its fact vectors cached as
+//! `dream_core::recall::context::recall` with the configured embedder, its fact vectors cached as
 //! the MCP server caches them (the first recall, which embeds every fact, is timed apart).
 
 use std::time::Instant;
@@ -17,9 +17,9 @@ use serde::Serialize;
 
 use dream::agents::context::VectorCache;
 use dream::error::Result;
-use dream_core::config::Config;
 use dream_core::memory::{Block, BlockFile, Memory};
-use dream_core::quiz::{self, Expect};
+use dream_core::operations::config::Config;
+use dream_core::recall::quiz::{self, Expect};
 
 /// What one run measured.
 #[derive(Debug, Serialize)]
@@ -77,8 +77,14 @@ pub fn run(config: &Config, facts: usize, questions: usize, seed: u64) -> Result
         let query = q.query();
         let t = Instant::now();
         let cosines = cache.cosines(embedder.as_ref(), &memory, &query, config.embed.batch_size)?;
-        let found =
-            dream_core::context::recall(&memory, &config.retention, day, &query, &cosines, 5);
+        let found = dream_core::recall::context::recall(
+            &memory,
+            &config.retention,
+            day,
+            &query,
+            &cosines,
+            5,
+        );
         let ms = t.elapsed().as_secs_f64() * 1000.0;
         if n == 0 {
             first_ms = ms;

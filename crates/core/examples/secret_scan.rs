@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 use std::time::Instant;
 
-use dream_core::{secret_rules, secrets};
+use dream_core::{sources::secret_rules, sources::secrets};
 
 fn main() {
     let files: Vec<String> = std::env::args().skip(1).collect();
