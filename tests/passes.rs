@@ -9,11 +9,11 @@
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
-use dream::cycle::{self, Options};
 use dream_core::llm::{
     ChatCall, JudgeReply, JudgeRequest, Llm, LlmError, ReflectReply, ReflectRequest, Reply, Usage,
 };
 use dream_core::operations::config::CycleKind;
+use dream_engine::cycle::{self, Options};
 
 use crate::util::{stdout, Env};
 
@@ -353,8 +353,8 @@ impl Llm for Scripted {
 }
 
 fn run_scripted(env: &Env, llm: &Scripted, now: &str) -> dream_core::operations::report::Report {
-    let config = dream::config::load(&env.repo).unwrap();
-    let embedder = dream::providers::embedder(&config).unwrap();
+    let config = dream_engine::config::load(&env.repo).unwrap();
+    let embedder = dream_engine::providers::embedder(&config).unwrap();
     let opts = Options {
         kind: CycleKind::Evening,
         dry_run: false,
@@ -583,8 +583,8 @@ fn a_failed_pass_call_degrades_to_the_backstops_and_is_reported() {
     }
     let env = Env::new();
     seed(&env, 100);
-    let config = dream::config::load(&env.repo).unwrap();
-    let embedder = dream::providers::embedder(&config).unwrap();
+    let config = dream_engine::config::load(&env.repo).unwrap();
+    let embedder = dream_engine::providers::embedder(&config).unwrap();
     let opts = Options {
         kind: CycleKind::Evening,
         dry_run: false,

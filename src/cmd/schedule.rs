@@ -14,9 +14,11 @@ use crate::cli::{
     Global, ScheduleAction, ScheduleArgs, ScheduleInstallArgs, ScheduleStatusArgs,
     ScheduleUninstallArgs,
 };
-use crate::edges::units::{self, read_installed, run_all, run_command, uid, unit_dir, write_unit};
-use crate::error::{Context, Error, Result, EXIT_FAILURE, EXIT_OK};
-use crate::schedule::{self, Scheduler, TimeOfDay, CYCLES, LOG_DIR, RANDOMIZED_DELAY_MIN};
+use dream_engine::edges::units::{
+    self, read_installed, run_all, run_command, uid, unit_dir, write_unit,
+};
+use dream_engine::error::{Context, Error, Result, EXIT_FAILURE, EXIT_OK};
+use dream_engine::schedule::{self, Scheduler, TimeOfDay, CYCLES, LOG_DIR, RANDOMIZED_DELAY_MIN};
 
 pub fn run(g: &Global, a: &ScheduleArgs) -> Result<i32> {
     match &a.action {

@@ -14,8 +14,8 @@ use clap::{Args, Parser, Subcommand};
 
 use bench::Options;
 use dream::cli::{Global, RunArgs};
-use dream::cycle::{self, Options as CycleOptions};
-use dream::error::{Context, Result, EXIT_OK};
+use dream_engine::cycle::{self, Options as CycleOptions};
+use dream_engine::error::{Context, Result, EXIT_OK};
 
 #[derive(Debug, Parser)]
 #[command(name = "dream-bench", version)]
@@ -229,7 +229,7 @@ fn eval_locomo(a: &EvalLocomoArgs) -> Result<i32> {
     let o = quality::LocomoOptions {
         path: dream::cmd::absolute(&cwd, &a.path),
         reference: a.reference,
-        eval: dream::eval::Options {
+        eval: dream_engine::eval::Options {
             only: a.only.clone(),
             config: a.config.as_deref().map(|p| dream::cmd::absolute(&cwd, p)),
             keep: a.keep.as_deref().map(|p| dream::cmd::absolute(&cwd, p)),
@@ -270,12 +270,12 @@ fn eval_agent(a: &EvalAgentArgs) -> Result<i32> {
 /// One cycle as `dream run --json` runs it, printed with the process's own peak memory.
 fn cycle(g: &Global, a: &RunArgs) -> Result<i32> {
     let root = dream::cmd::repo_root(g)?;
-    let mut config = dream::config::load(&root)?;
+    let mut config = dream_engine::config::load(&root)?;
     if let Some(b) = a.budget {
         config.budget.tokens_per_cycle = b;
     }
-    let provider = dream::providers::llm(&config)?;
-    let embedder = dream::providers::embedder(&config)?;
+    let provider = dream_engine::providers::llm(&config)?;
+    let embedder = dream_engine::providers::embedder(&config)?;
     let opts = CycleOptions {
         kind: a.cycle,
         dry_run: a.dry_run,

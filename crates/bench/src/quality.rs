@@ -21,14 +21,14 @@ use std::sync::{Arc, Mutex};
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use dream::cycle::{self, Options as CycleOptions};
-use dream::edges::fsutil::write_atomic;
-use dream::edges::store::Store;
-use dream::error::{Context, Error, Result};
-use dream::eval::{self, ConversationResult, EvalReport};
 use dream_core::memory::Block;
 use dream_core::operations::config::{Config, CycleKind};
 use dream_core::text::measures;
+use dream_engine::cycle::{self, Options as CycleOptions};
+use dream_engine::edges::fsutil::write_atomic;
+use dream_engine::edges::store::Store;
+use dream_engine::error::{Context, Error, Result};
+use dream_engine::eval::{self, ConversationResult, EvalReport};
 use dream_testkit::agent::{self, AgentSpec, Kind, Noise};
 use dream_testkit::fake_llm::{self, Answer, Call, FakeLlm};
 
@@ -371,16 +371,16 @@ pub fn agent(o: &AgentOptions) -> Result<Vec<AgentQuality>> {
         if dir.exists() {
             std::fs::remove_dir_all(&dir).context(|| format!("removing {}", dir.display()))?;
         }
-        dream::edges::repo::create(&dir)?;
+        dream_engine::edges::repo::create(&dir)?;
         if let Some(t) = &config_text {
             write_atomic(
                 &dir.join(dream_core::operations::config::FILE),
                 t.as_bytes(),
             )?;
         }
-        let config: Config = dream::config::load(&dir)?;
-        let llm = dream::providers::llm(&config)?;
-        let embedder = dream::providers::embedder(&config)?;
+        let config: Config = dream_engine::config::load(&dir)?;
+        let llm = dream_engine::providers::llm(&config)?;
+        let embedder = dream_engine::providers::embedder(&config)?;
         let mut q = AgentQuality {
             seed,
             events: set.events(),
@@ -515,7 +515,7 @@ fn score(dir: &Path, set: &agent::AgentSet, q: &mut AgentQuality) -> Result<()> 
         .map(|(_, f)| measures::tokens(&f.text).len())
         .sum();
     q.memory_size = measures::round3(memory_words as f64 / stream_words.max(1) as f64);
-    q.verify_problems = dream::human::verify::verify(dir)?.problems.len();
+    q.verify_problems = dream_engine::human::verify::verify(dir)?.problems.len();
     Ok(())
 }
 

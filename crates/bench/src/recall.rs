@@ -15,11 +15,11 @@ use std::time::Instant;
 use chrono::NaiveDate;
 use serde::Serialize;
 
-use dream::agents::context::VectorCache;
-use dream::error::Result;
 use dream_core::memory::{Block, BlockFile, Memory};
 use dream_core::operations::config::Config;
 use dream_core::recall::quiz::{self, Expect};
+use dream_engine::agents::context::VectorCache;
+use dream_engine::error::Result;
 
 /// What one run measured.
 #[derive(Debug, Serialize)]
@@ -61,7 +61,7 @@ pub fn run(config: &Config, facts: usize, questions: usize, seed: u64) -> Result
         }
     }
     let memory = Memory::new(blocks);
-    let embedder = dream::providers::embedder(config)?;
+    let embedder = dream_engine::providers::embedder(config)?;
     let mut cache = VectorCache::default();
     let step = (texts.len() / questions.max(1)).max(1);
     let mut times = Vec::new();

@@ -35,12 +35,12 @@ use serde_json::{Map, Value};
 use dream_core::operations::config::Config;
 use dream_core::recall::context;
 
-use crate::agents::context::VectorCache;
-use crate::agents::uses;
-use crate::edges::inbox;
-use crate::edges::store::Store;
-use crate::error::{Error, Result};
-use crate::providers::embed::Embedder;
+use dream_engine::agents::context::VectorCache;
+use dream_engine::agents::uses;
+use dream_engine::edges::inbox;
+use dream_engine::edges::store::Store;
+use dream_engine::error::{Error, Result};
+use dream_engine::providers::embed::Embedder;
 
 /// The inbox file `remember` appends to.
 pub const REMEMBER_FILE: &str = "mcp.jsonl";
@@ -145,8 +145,8 @@ pub struct Mcp {
 
 impl Mcp {
     pub fn new(root: &Path, now: Option<DateTime<Utc>>, project: Option<String>) -> Result<Mcp> {
-        let config = crate::config::load(root)?;
-        let embedder = crate::providers::embedder(&config)?;
+        let config = dream_engine::config::load(root)?;
+        let embedder = dream_engine::providers::embedder(&config)?;
         Ok(Mcp {
             root: root.to_path_buf(),
             now,
@@ -221,7 +221,8 @@ impl Mcp {
             .expect("the MCP state lock")
             .config
             .clone();
-        let ex = crate::human::trail::explain(&self.root, &config, self.now().date_naive(), id)?;
+        let ex =
+            dream_engine::human::trail::explain(&self.root, &config, self.now().date_naive(), id)?;
         if !full {
             return Ok(format!("{}\n{}", context::marker_line(), compact(&ex)));
         }
@@ -266,7 +267,7 @@ const COMPACT_CHARS: usize = 120;
 
 /// A few lines about an id, a few hundred bytes: what it says, where it stands, the first
 /// events behind it, the gates that failed, the last commit; and how to get the rest.
-fn compact(ex: &crate::human::trail::Explanation) -> String {
+fn compact(ex: &dream_engine::human::trail::Explanation) -> String {
     use std::fmt::Write as _;
     let short = |t: &str| dream_core::memory::excerpt(t, COMPACT_CHARS);
     let mut o = String::new();

@@ -27,7 +27,7 @@ macro_rules! model_file {
     ($name:literal) => {
         include_bytes!(concat!(
             env!("CARGO_MANIFEST_DIR"),
-            "/models/minilm-l6-v2-m2v-128/",
+            "/../../models/minilm-l6-v2-m2v-128/",
             $name
         ))
     };

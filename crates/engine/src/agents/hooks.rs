@@ -34,10 +34,105 @@ use serde::Serialize;
 
 use dream_core::recall::hooks as edit;
 
-use crate::cli::{Harness, HookMethod};
 use crate::edges::fsutil::write_atomic;
 use crate::edges::store::{Change, Store};
 use crate::error::{Context as _, Error, Result};
+
+/// A harness dream can put its context into. The command line lists these names (and
+/// their help) for `dream hooks`; a new harness is one variant here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Harness {
+    ClaudeCode,
+    Codex,
+    Gemini,
+    Opencode,
+    Copilot,
+}
+
+impl Harness {
+    pub const ALL: [Harness; 5] = [
+        Harness::ClaudeCode,
+        Harness::Codex,
+        Harness::Gemini,
+        Harness::Opencode,
+        Harness::Copilot,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Harness::ClaudeCode => "claude-code",
+            Harness::Codex => "codex",
+            Harness::Gemini => "gemini",
+            Harness::Opencode => "opencode",
+            Harness::Copilot => "copilot",
+        }
+    }
+
+    /// What `dream hooks --help` says beside the name, where the name is not enough.
+    pub fn about(self) -> Option<&'static str> {
+        match self {
+            Harness::ClaudeCode | Harness::Codex => None,
+            Harness::Gemini => Some("Gemini CLI: a block in ~/.gemini/GEMINI.md"),
+            Harness::Opencode => Some("opencode: a block in ~/.config/opencode/AGENTS.md"),
+            Harness::Copilot => {
+                Some("GitHub Copilot CLI: a block in ~/.copilot/copilot-instructions.md")
+            }
+        }
+    }
+}
+
+impl std::str::FromStr for Harness {
+    type Err = String;
+
+    fn from_str(s: &str) -> std::result::Result<Self, Self::Err> {
+        Harness::ALL
+            .into_iter()
+            .find(|h| h.as_str() == s)
+            .ok_or_else(|| format!("unknown harness {s:?}"))
+    }
+}
+
+/// How `dream hooks install` puts the context into a harness.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HookMethod {
+    Hook,
+    Import,
+    Block,
+}
+
+impl HookMethod {
+    pub const ALL: [HookMethod; 3] = [HookMethod::Hook, HookMethod::Import, HookMethod::Block];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HookMethod::Hook => "hook",
+            HookMethod::Import => "import",
+            HookMethod::Block => "block",
+        }
+    }
+
+    /// What `dream hooks install --help` says beside the name.
+    pub fn about(self) -> &'static str {
+        match self {
+            HookMethod::Hook => "Claude Code (its default), or Codex: a SessionStart hook",
+            HookMethod::Import => "Claude Code: an `@` import of CONTEXT.md in CLAUDE.md",
+            HookMethod::Block => {
+                "Codex, Gemini CLI, opencode, Copilot CLI (their default): a managed block in the agent's instructions file"
+            }
+        }
+    }
+}
+
+impl std::str::FromStr for HookMethod {
+    type Err = String;
+
+    fn from_str(s: &str) -> std::result::Result<Self, Self::Err> {
+        HookMethod::ALL
+            .into_iter()
+            .find(|m| m.as_str() == s)
+            .ok_or_else(|| format!("unknown method {s:?}"))
+    }
+}
 
 /// The command's clock (`--now`), for the lock's note and the commit's session id.
 type Now = chrono::DateTime<chrono::Utc>;

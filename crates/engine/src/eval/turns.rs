@@ -11,11 +11,11 @@ use dream_core::sources::turn::devset::{self, Scores};
 pub const SHIPPED: &[(&str, &str)] = &[
     (
         "fixtures/devsets/turns-handwritten.txt",
-        include_str!("../../fixtures/devsets/turns-handwritten.txt"),
+        include_str!("../../../../fixtures/devsets/turns-handwritten.txt"),
     ),
     (
         "fixtures/devsets/turns-composed.txt",
-        include_str!("../../fixtures/devsets/turns-composed.txt"),
+        include_str!("../../../../fixtures/devsets/turns-composed.txt"),
     ),
 ];
 

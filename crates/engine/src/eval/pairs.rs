@@ -30,9 +30,9 @@ use dream_core::selection::route;
 use dream_core::text::measures::{self, Prepared};
 
 /// The shipped labelled set.
-pub const SHIPPED: &str = include_str!("../../fixtures/pairs.tsv");
+pub const SHIPPED: &str = include_str!("../../../../fixtures/pairs.tsv");
 /// Pairs written after the rule and its distances were fixed.
-pub const HELD_OUT: &str = include_str!("../../fixtures/pairs-heldout.tsv");
+pub const HELD_OUT: &str = include_str!("../../../../fixtures/pairs-heldout.tsv");
 
 /// What a pair is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]

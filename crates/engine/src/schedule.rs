@@ -38,16 +38,18 @@ pub const DEFAULT_EVENING: TimeOfDay = TimeOfDay {
 /// The systemd timers' `RandomizedDelaySec`, in minutes: a run starts up to this late.
 pub const RANDOMIZED_DELAY_MIN: u32 = 10;
 
-const SYSTEMD_MORNING_SERVICE: &str = include_str!("../systemd/dream-morning.service");
-const SYSTEMD_MORNING_TIMER: &str = include_str!("../systemd/dream-morning.timer");
-const SYSTEMD_EVENING_SERVICE: &str = include_str!("../systemd/dream-evening.service");
-const SYSTEMD_EVENING_TIMER: &str = include_str!("../systemd/dream-evening.timer");
-const SYSTEMD_MORNING_TEMPLATE_SERVICE: &str = include_str!("../systemd/dream-morning@.service");
-const SYSTEMD_MORNING_TEMPLATE_TIMER: &str = include_str!("../systemd/dream-morning@.timer");
-const SYSTEMD_EVENING_TEMPLATE_SERVICE: &str = include_str!("../systemd/dream-evening@.service");
-const SYSTEMD_EVENING_TEMPLATE_TIMER: &str = include_str!("../systemd/dream-evening@.timer");
-const LAUNCHD_MORNING: &str = include_str!("../launchd/local.dream.morning.plist");
-const LAUNCHD_EVENING: &str = include_str!("../launchd/local.dream.evening.plist");
+const SYSTEMD_MORNING_SERVICE: &str = include_str!("../../../systemd/dream-morning.service");
+const SYSTEMD_MORNING_TIMER: &str = include_str!("../../../systemd/dream-morning.timer");
+const SYSTEMD_EVENING_SERVICE: &str = include_str!("../../../systemd/dream-evening.service");
+const SYSTEMD_EVENING_TIMER: &str = include_str!("../../../systemd/dream-evening.timer");
+const SYSTEMD_MORNING_TEMPLATE_SERVICE: &str =
+    include_str!("../../../systemd/dream-morning@.service");
+const SYSTEMD_MORNING_TEMPLATE_TIMER: &str = include_str!("../../../systemd/dream-morning@.timer");
+const SYSTEMD_EVENING_TEMPLATE_SERVICE: &str =
+    include_str!("../../../systemd/dream-evening@.service");
+const SYSTEMD_EVENING_TEMPLATE_TIMER: &str = include_str!("../../../systemd/dream-evening@.timer");
+const LAUNCHD_MORNING: &str = include_str!("../../../launchd/local.dream.morning.plist");
+const LAUNCHD_EVENING: &str = include_str!("../../../launchd/local.dream.evening.plist");
 
 /// Which service manager runs the timers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
