@@ -1,7 +1,6 @@
 //! The command line: every clap definition in one file (one struct per subcommand), and
 //! logging set-up. The commands themselves live in `cmd/`, one file each.
 
-use std::io::IsTerminal;
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -962,33 +961,6 @@ pub struct EvalLocomoArgs {
     /// Keep the replay repositories in this folder (one per conversation) to inspect them.
     #[arg(long, value_name = "DIR")]
     pub keep: Option<PathBuf>,
-}
-
-/// Set up `tracing` on stderr from the global flags: warnings by default, `-v` for more,
-/// `--log-format json` for machines; no colour unless stderr is a terminal and NO_COLOR is
-/// unset.
-pub fn init_logging(g: &Global) {
-    let level = if g.quiet {
-        "error"
-    } else {
-        match g.verbose {
-            0 => "warn",
-            1 => "info",
-            2 => "debug",
-            _ => "trace",
-        }
-    };
-    let filter = tracing_subscriber::EnvFilter::try_from_env("DREAM_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(format!("dream={level},{level}")));
-    let color = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(|| crate::cmd::out::QuietStderr)
-        .with_target(false);
-    let _ = match g.log_format {
-        LogFormat::Json => builder.json().try_init(),
-        LogFormat::Text => builder.with_ansi(color).try_init(),
-    };
 }
 
 #[derive(Debug, Args)]

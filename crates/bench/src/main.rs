@@ -128,7 +128,7 @@ struct EvalAgentArgs {
 
 fn main() {
     let cli = Cli::parse();
-    dream::cli::init_logging(&cli.global);
+    dream::cmd::out::init_logging(&cli.global);
     let result = match &cli.command {
         Some(Command::Cycle(a)) => cycle(&cli.global, a),
         Some(Command::FakeServer(a)) => fake_server(a),

@@ -16,7 +16,7 @@ use crate::memory::{excerpt, Block, Card, Memory};
 /// Folder of digests, relative to the repo root.
 pub const DIR: &str = "digests";
 /// Folder of inert skill drafts (SPEC S10), relative to the repo root.
-pub const DRAFTS_DIR: &str = "skills/drafts";
+pub use crate::skills::DRAFTS_DIR;
 /// The category whose facts carry dates worth a reminder.
 pub const COMMITMENTS: &str = "commitments";
 

@@ -54,8 +54,8 @@ pub fn waiting(root: &Path) -> Result<Waiting> {
         cards: count(&root.join(memory::REVIEW_DIR), &|p| {
             p.is_file() && p.extension().is_some_and(|e| e == "md")
         })?,
-        skill_drafts: count(&root.join(crate::stages::skills::DRAFTS_DIR), &|p| {
-            p.join(crate::stages::skills::SKILL_FILE).is_file()
+        skill_drafts: count(&root.join(dream_core::skills::DRAFTS_DIR), &|p| {
+            p.join(dream_core::skills::SKILL_FILE).is_file()
         })?,
     })
 }
@@ -183,7 +183,7 @@ pub fn waiting_after<'a>(
     root: &Path,
     writes: impl IntoIterator<Item = &'a (String, Option<String>)>,
 ) -> Result<Waiting> {
-    use crate::stages::skills::{DRAFTS_DIR, SKILL_FILE};
+    use dream_core::skills::{DRAFTS_DIR, SKILL_FILE};
     let on_disk = waiting(root)?;
     // The last write to each path decides whether it exists afterwards.
     let mut last: BTreeMap<&str, bool> = BTreeMap::new();

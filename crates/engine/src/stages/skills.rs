@@ -41,11 +41,7 @@ use card::SkillCard;
 use gate::{Evidence, Provenance, Route};
 use procedure::{Instance, Procedure, Thresholds};
 
-pub const DRAFTS_DIR: &str = "skills/drafts";
-pub const ACTIVE_DIR: &str = "skills/active";
-pub const DISCARDED_DIR: &str = "skills/discarded";
-/// The file of a skill in its folder.
-pub const SKILL_FILE: &str = "SKILL.md";
+pub use dream_core::skills::{ACTIVE_DIR, DISCARDED_DIR, DRAFTS_DIR, SKILL_FILE};
 
 /// Instances shown to the model per draft (the most typical first).
 const SHOWN_INSTANCES: usize = 6;
