@@ -1168,24 +1168,9 @@ fn cycle_kind() -> impl TypedValueParser<Value = CycleKind> {
 
 /// `--format`: the input formats of `dream_core::sources::adapters`, by name, with what each is.
 fn format() -> impl TypedValueParser<Value = Format> {
-    PossibleValuesParser::new(Format::ALL.map(|f| {
-        PossibleValue::new(f.as_str()).help(match f {
-            Format::Jsonl => "dream's own events, one JSON object per line (README \"Events\")",
-            Format::ClaudeCode => {
-                "Claude Code session files (~/.claude/projects/<project>/*.jsonl)"
-            }
-            Format::Codex => "Codex rollout files (~/.codex/sessions/YYYY/MM/DD/*.jsonl)",
-            Format::Gemini => {
-                "Gemini CLI sessions (~/.gemini/tmp/<project>/chats/*.json and *.jsonl)"
-            }
-            Format::Opencode => {
-                "opencode's SQLite database (~/.local/share/opencode/opencode.db), read-only"
-            }
-            Format::Copilot => {
-                "GitHub Copilot CLI sessions (~/.copilot/session-state/<id>/events.jsonl)"
-            }
-        })
-    }))
+    PossibleValuesParser::new(
+        Format::ALL.map(|f| PossibleValue::new(f.as_str()).help(f.descriptor().about)),
+    )
     // Only listed names reach `map`, and every listed name parses.
     .map(|s| Format::parse(&s).unwrap_or_default())
 }

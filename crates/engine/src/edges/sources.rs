@@ -25,7 +25,7 @@ use crate::edges::inbox::{self, RawLine, Scanned};
 use crate::edges::state;
 use crate::error::{Context, Result};
 use dream_core::operations::config::{Config, Source};
-use dream_core::sources::adapters::{self, capped, codex, Counts, FileCtx, Format};
+use dream_core::sources::adapters::{self, capped, Counts, FileCtx, Format, Layout};
 use dream_core::sources::event::Parsed;
 use dream_core::sources::ingested::{Ingested, SourceReport, Watermark};
 use dream_core::sources::secrets;
@@ -132,41 +132,15 @@ fn scan(dir: &Path, format: Format) -> inbox::Listing {
 }
 
 /// Files a harness keeps beside its sessions that hold nothing a session file does not
-/// (docs/sources.md lists them): SQLite's log and shared memory beside opencode's
-/// database, Gemini CLI's prompt log and shell history, Copilot CLI's workspace summary,
-/// plan and checkpoints. They are known, so they are not named as unread; any other file
-/// is.
+/// (docs/sources.md lists them; each format's descriptor knows its own). They are known,
+/// so they are not named as unread; any other file is.
 fn is_companion(format: Format, rel: &Path) -> bool {
-    let name = rel.file_name().and_then(|n| n.to_str()).unwrap_or("");
-    let under = |dir: &str| rel.components().any(|c| c.as_os_str() == dir);
-    match format {
-        Format::Opencode => [".db-wal", ".db-shm", ".db-journal"]
-            .iter()
-            .any(|s| name.ends_with(s)),
-        Format::Gemini => {
-            matches!(name, "logs.json" | "shell_history" | ".project_root")
-                || (name.starts_with("checkpoint-") && name.ends_with(".json"))
-        }
-        Format::Copilot => {
-            matches!(
-                name,
-                "workspace.yaml" | "plan.md" | "command-history-state.json"
-            ) || under("checkpoints")
-                || under("rewind-snapshots")
-                || under("files")
-        }
-        _ => false,
-    }
+    (format.descriptor().companion)(rel)
 }
 
 /// The files a format reads, in words.
 pub fn reads_what(format: Format) -> &'static str {
-    match format {
-        Format::Jsonl | Format::ClaudeCode | Format::Codex => "*.jsonl files",
-        Format::Gemini => "*.json and *.jsonl files under a chats/ folder",
-        Format::Opencode => "SQLite databases, *.db",
-        Format::Copilot => "*.jsonl files (<session>/events.jsonl)",
-    }
+    format.descriptor().reads_what
 }
 
 fn filter(
@@ -210,23 +184,11 @@ pub fn claims(config: &Config, root: &Path, file: &Path) -> bool {
         .any(|s| file.starts_with(source_path(s, root)))
 }
 
-/// The session a file belongs to, from its name: Codex puts the session uuid at the end of
-/// the rollout's name, Claude Code names a session file after its session.
+/// The session a file belongs to, from its path, as its format's descriptor reads it
+/// (Codex puts the session uuid at the end of the rollout's name, Claude Code names a
+/// session file after its session).
 pub fn session_hint(format: Format, path: &Path) -> Option<String> {
-    let stem = path.file_stem()?.to_str()?;
-    match format {
-        Format::Codex => codex::session_from_file_stem(stem),
-        Format::ClaudeCode => Some(stem.to_string()),
-        // `<session>/events.jsonl`: the folder is the session (older versions wrote
-        // `<session>.jsonl`).
-        Format::Copilot if path.file_name().is_some_and(|n| n == "events.jsonl") => path
-            .parent()
-            .and_then(Path::file_name)
-            .and_then(|n| n.to_str())
-            .map(str::to_string),
-        Format::Copilot => Some(stem.to_string()),
-        Format::Jsonl | Format::Gemini | Format::Opencode => None,
-    }
+    (format.descriptor().session_from_path)(path)
 }
 
 /// One file to read.
@@ -256,14 +218,13 @@ pub fn map_file(
         session: session_hint(r.format, r.path),
         ..FileCtx::default()
     };
-    if r.format == Format::Opencode {
-        return crate::edges::opencode::read(r, counts, &mut ctx, sink);
+    let descriptor = r.format.descriptor();
+    match (descriptor.layout)(r.path) {
+        Layout::Database => return crate::edges::opencode::read(r, counts, &mut ctx, sink),
+        Layout::Document => return read_document(r, &mut ctx, counts, &mut sink),
+        Layout::Lines => {}
     }
-    if r.format == Format::Gemini && r.path.extension().is_some_and(|e| e == "json") {
-        return read_document(r, &mut ctx, counts, &mut sink);
-    }
-    let primes = matches!(r.format, Format::Codex | Format::Gemini | Format::Copilot);
-    if primes && r.prev.is_some_and(|w| w.offset > 0) {
+    if descriptor.primes && r.prev.is_some_and(|w| w.offset > 0) {
         prime(r.path, r.format, &mut ctx)?;
     }
     let mut scanned = inbox::for_each_new(r.path, r.key, r.prev, r.max_line, |line| {

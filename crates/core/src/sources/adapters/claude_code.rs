@@ -7,6 +7,7 @@
 //! block's place in it (plus the text), so reading a line again, or a resumed session that
 //! copies old lines, finds the same ids.
 
+use super::{lines, no_companion, reads_jsonl, Descriptor};
 use std::borrow::Cow;
 
 use serde_json::{Map, Value};
@@ -18,6 +19,22 @@ use super::{
 use crate::sources::event::Trust;
 
 const SOURCE: &str = "claude-code";
+
+/// Claude Code session files, described for the engine and the command line.
+pub static DESCRIPTOR: Descriptor = Descriptor {
+    name: SOURCE,
+    about: "Claude Code session files (~/.claude/projects/<project>/*.jsonl)",
+    default_path: "~/.claude/projects",
+    reads: reads_jsonl,
+    reads_what: "*.jsonl files",
+    companion: no_companion,
+    // A session file is named after its session.
+    session_from_path: |path| path.file_stem()?.to_str().map(str::to_string),
+    primes: false,
+    layout: lines,
+    id_prefix: "cc_",
+    map: Some(map),
+};
 
 /// Line types that are bookkeeping of the harness, never events.
 const BOOKKEEPING: &[&str] = &[

@@ -10,7 +10,8 @@
 //! the model from the latest `turn_context`; a read that starts mid-file is primed with
 //! the first line by `sources`.
 
-use serde_json::{Map, Value};
+use super::{lines, no_companion, reads_jsonl, Descriptor};
+use serde_json::Value;
 
 use super::{
     cap, clean_text, compact_call, placeholder, starts_with_tag, str_of, tag_body, timestamp,
@@ -20,17 +21,22 @@ use crate::sources::event::Trust;
 
 const SOURCE: &str = "codex";
 
-/// What the lines before this one said about the session.
-#[derive(Debug, Clone, Default)]
-pub struct Context {
-    pub cwd: Option<String>,
-    pub git_branch: Option<String>,
-    pub model: Option<String>,
-    /// A subagent's thread: its "user" turns are prompts written by another agent.
-    pub subagent: bool,
-    /// Whether the file's own `session_meta` has been seen.
-    pub seen_meta: bool,
-}
+/// Codex rollout files, described for the engine and the command line.
+pub static DESCRIPTOR: Descriptor = Descriptor {
+    name: SOURCE,
+    about: "Codex rollout files (~/.codex/sessions/YYYY/MM/DD/*.jsonl)",
+    default_path: "~/.codex/sessions",
+    reads: reads_jsonl,
+    reads_what: "*.jsonl files",
+    companion: no_companion,
+    // The session's uuid ends the rollout's name.
+    session_from_path: |path| session_from_file_stem(path.file_stem()?.to_str()?),
+    // The first line (`session_meta`) states the folder, branch and sub-agent once.
+    primes: true,
+    layout: lines,
+    id_prefix: "cx_",
+    map: Some(map),
+};
 
 /// `event_msg` types that repeat a response item (the visible text is counted once).
 const MIRRORS: &[&str] = &[
@@ -141,10 +147,10 @@ pub fn map(line: Value, ctx: &mut FileCtx, counts: &mut Counts) -> Vec<Draft> {
                     .and_then(|c| c.get("settings"))
                     .and_then(|s| str_of(s, "model"))
             }) {
-                ctx.codex.model = Some(m.to_string());
+                ctx.model = Some(m.to_string());
             }
             if let Some(c) = str_of(p, "cwd") {
-                ctx.codex.cwd = Some(c.to_string());
+                ctx.meta.insert("cwd".into(), Value::String(c.to_string()));
             }
             counts.skip("line:turn_context");
             match str_of(p, "user_instructions").filter(|t| !t.trim().is_empty()) {
@@ -250,23 +256,24 @@ fn is_response_item(t: &str) -> bool {
 }
 
 fn session_meta(p: &Value, ctx: &mut FileCtx) {
-    if ctx.codex.seen_meta {
+    if ctx.seen_header {
         // A later session_meta belongs to history copied from another session.
         return;
     }
-    ctx.codex.seen_meta = true;
+    ctx.seen_header = true;
     if ctx.session.is_none() {
         if let Some(id) = str_of(p, "id").or_else(|| str_of(p, "session_id")) {
             ctx.session = Some(id.to_string());
         }
     }
     if let Some(c) = str_of(p, "cwd") {
-        ctx.codex.cwd = Some(c.to_string());
+        ctx.meta.insert("cwd".into(), Value::String(c.to_string()));
     }
     if let Some(b) = p.get("git").and_then(|g| str_of(g, "branch")) {
-        ctx.codex.git_branch = Some(b.to_string());
+        ctx.meta
+            .insert("git_branch".into(), Value::String(b.to_string()));
     }
-    ctx.codex.subagent = p.get("source").and_then(|s| s.get("subagent")).is_some();
+    ctx.subagent = p.get("source").and_then(|s| s.get("subagent")).is_some();
 }
 
 fn draft(
@@ -278,13 +285,7 @@ fn draft(
     actor: &'static str,
     trust: Trust,
 ) -> Draft {
-    let mut meta = Map::new();
-    if let Some(c) = &ctx.codex.cwd {
-        meta.insert("cwd".into(), Value::String(c.clone()));
-    }
-    if let Some(b) = &ctx.codex.git_branch {
-        meta.insert("git_branch".into(), Value::String(b.clone()));
-    }
+    let meta = ctx.meta.clone();
     let mut parts = vec![ctx.session.clone().unwrap_or_default()];
     parts.extend(id_parts);
     Draft {
@@ -400,7 +401,7 @@ fn response_item(
                         "assistant",
                         Trust::Agent,
                     );
-                    if let Some(m) = &ctx.codex.model {
+                    if let Some(m) = &ctx.model {
                         d.meta.insert("model".into(), Value::String(m.clone()));
                     }
                     if let Some(n) = cut {
@@ -503,7 +504,7 @@ fn response_item(
             if let Some(c) = str_of(p, "call_id") {
                 d.meta.insert("call_id".into(), Value::String(c.into()));
             }
-            if let Some(m) = &ctx.codex.model {
+            if let Some(m) = &ctx.model {
                 d.meta.insert("model".into(), Value::String(m.clone()));
             }
             vec![d]
@@ -613,7 +614,7 @@ fn user_message(
         return out;
     }
     let (t, cut) = clean_text(text, MESSAGE_MAX);
-    let mut d = if ctx.codex.subagent {
+    let mut d = if ctx.subagent {
         draft(ctx, ts, ids.to_vec(), "message", t, "agent", Trust::Agent)
     } else {
         draft(ctx, ts, ids.to_vec(), "message", t, "user", Trust::Owner)

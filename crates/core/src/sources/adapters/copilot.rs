@@ -12,6 +12,7 @@
 //! text the CLI actually sent with its reminders added, is never read. Reasoning is private
 //! and never stored.
 
+use super::{lines, reads_jsonl, Descriptor};
 use serde_json::{Map, Value};
 
 use super::{
@@ -21,6 +22,43 @@ use super::{
 use crate::sources::event::Trust;
 
 const SOURCE: &str = "copilot";
+
+/// GitHub Copilot CLI sessions, described for the engine and the command line.
+pub static DESCRIPTOR: Descriptor = Descriptor {
+    name: SOURCE,
+    about: "GitHub Copilot CLI sessions (~/.copilot/session-state/<id>/events.jsonl)",
+    default_path: "~/.copilot/session-state",
+    reads: reads_jsonl,
+    reads_what: "*.jsonl files (<session>/events.jsonl)",
+    // Its workspace summary, plan, command history, checkpoints and file snapshots.
+    companion: |rel| {
+        let name = rel.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        let under = |dir: &str| rel.components().any(|c| c.as_os_str() == dir);
+        matches!(
+            name,
+            "workspace.yaml" | "plan.md" | "command-history-state.json"
+        ) || under("checkpoints")
+            || under("rewind-snapshots")
+            || under("files")
+    },
+    // `<session>/events.jsonl`: the folder is the session (older versions wrote
+    // `<session>.jsonl`).
+    session_from_path: |path| {
+        if path.file_name().is_some_and(|n| n == "events.jsonl") {
+            path.parent()
+                .and_then(std::path::Path::file_name)
+                .and_then(|n| n.to_str())
+                .map(str::to_string)
+        } else {
+            path.file_stem()?.to_str().map(str::to_string)
+        }
+    },
+    // Its first event (`session.start`) states the folder and branch once.
+    primes: true,
+    layout: lines,
+    id_prefix: "cp_",
+    map: Some(map),
+};
 
 /// Line types that are the CLI's bookkeeping, never events.
 const BOOKKEEPING: &[&str] = &[

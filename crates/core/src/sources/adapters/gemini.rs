@@ -16,6 +16,7 @@
 //! `@`-referenced files it appends after the typed prompt, and the tool responses it sends
 //! back as user turns. Thoughts are private reasoning and never stored.
 
+use super::{no_session, Descriptor, Layout};
 use serde_json::{Map, Value};
 
 use super::{
@@ -25,6 +26,34 @@ use super::{
 use crate::sources::event::Trust;
 
 const SOURCE: &str = "gemini";
+
+/// Gemini CLI sessions, described for the engine and the command line.
+pub static DESCRIPTOR: Descriptor = Descriptor {
+    name: SOURCE,
+    about: "Gemini CLI sessions (~/.gemini/tmp/<project>/chats/*.json and *.jsonl)",
+    default_path: "~/.gemini/tmp",
+    reads: session_file,
+    reads_what: "*.json and *.jsonl files under a chats/ folder",
+    // Its prompt log, shell history and checkpoints hold nothing a session does not.
+    companion: |rel| {
+        let name = rel.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        matches!(name, "logs.json" | "shell_history" | ".project_root")
+            || (name.starts_with("checkpoint-") && name.ends_with(".json"))
+    },
+    session_from_path: no_session,
+    // A JSON Lines session states its session and project on its first line.
+    primes: true,
+    // The older form is one JSON document, rewritten whole after every message.
+    layout: |path| {
+        if path.extension().is_some_and(|e| e == "json") {
+            Layout::Document
+        } else {
+            Layout::Lines
+        }
+    },
+    id_prefix: "gm_",
+    map: Some(map),
+};
 
 /// What Gemini CLI puts after a typed prompt when it reads `@`-referenced files.
 const REFERENCED: &str = "--- Content from referenced files ---";

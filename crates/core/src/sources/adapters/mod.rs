@@ -50,17 +50,6 @@ pub enum Format {
 }
 
 impl Format {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Format::Jsonl => "jsonl",
-            Format::ClaudeCode => "claude-code",
-            Format::Codex => "codex",
-            Format::Gemini => "gemini",
-            Format::Opencode => "opencode",
-            Format::Copilot => "copilot",
-        }
-    }
-
     pub const ALL: [Format; 6] = [
         Format::Jsonl,
         Format::ClaudeCode,
@@ -70,6 +59,22 @@ impl Format {
         Format::Copilot,
     ];
 
+    /// Everything dream knows about reading this format, in one place.
+    pub fn descriptor(self) -> &'static Descriptor {
+        match self {
+            Format::Jsonl => &JSONL,
+            Format::ClaudeCode => &claude_code::DESCRIPTOR,
+            Format::Codex => &codex::DESCRIPTOR,
+            Format::Gemini => &gemini::DESCRIPTOR,
+            Format::Opencode => &opencode::DESCRIPTOR,
+            Format::Copilot => &copilot::DESCRIPTOR,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        self.descriptor().name
+    }
+
     /// The format a name (`jsonl`, `claude-code`, `codex`, `gemini`, `opencode`, `copilot`)
     /// says.
     pub fn parse(s: &str) -> Option<Format> {
@@ -78,33 +83,106 @@ impl Format {
 
     /// Whether lines are transcripts mapped by an adapter (not dream's own events).
     pub fn is_transcript(self) -> bool {
-        !matches!(self, Format::Jsonl)
+        self.descriptor().map.is_some()
     }
 
     /// Whether a file (its path relative to the source folder) is one this format reads;
     /// every other file in a source folder is named as not read.
     pub fn reads(self, rel: &std::path::Path) -> bool {
-        let ext = rel.extension().and_then(|e| e.to_str()).unwrap_or("");
-        match self {
-            Format::Jsonl | Format::ClaudeCode | Format::Codex => ext == "jsonl",
-            Format::Gemini => gemini::session_file(rel),
-            Format::Copilot => ext == "jsonl",
-            Format::Opencode => ext == "db",
-        }
+        (self.descriptor().reads)(rel)
     }
 
     /// Where the format's files usually are, for help and error messages.
     pub fn default_path(self) -> &'static str {
-        match self {
-            Format::Jsonl => "events.jsonl",
-            Format::ClaudeCode => "~/.claude/projects",
-            Format::Codex => "~/.codex/sessions",
-            Format::Gemini => "~/.gemini/tmp",
-            Format::Opencode => "~/.local/share/opencode/opencode.db",
-            Format::Copilot => "~/.copilot/session-state",
-        }
+        self.descriptor().default_path
     }
 }
+
+/// How a file of a format is laid out, which decides how the engine reads it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Layout {
+    /// One JSON value per line, appended to (read after a watermark, a line at a time).
+    Lines,
+    /// One JSON document rewritten whole (read again when it changed, an item at a time).
+    Document,
+    /// A SQLite database (read-only, the rows changed since a watermark).
+    Database,
+}
+
+/// An adapter's mapping of one transcript line (or database row) to drafts of events.
+pub type MapFn = fn(Value, &mut FileCtx, &mut Counts) -> Vec<Draft>;
+
+/// One transcript format, described once: what the command line calls it and says of it,
+/// where its files usually are, which files of a source folder it reads (and which others
+/// it knows as companions, so they are not named as unread), the session a file's path
+/// says, whether a read from the middle of a file first maps its first line (where the
+/// file states its session, folder or model once), how its files are laid out, the prefix
+/// of its events' ids, and its mapping. A new format is one descriptor beside its parser
+/// (and a `Format` variant naming it for the configuration).
+pub struct Descriptor {
+    /// The name `--format` and `[[inbox.sources]] format` take.
+    pub name: &'static str,
+    /// What `dream ingest --help` says of it.
+    pub about: &'static str,
+    /// Where its files usually are.
+    pub default_path: &'static str,
+    /// Which files of a source folder it reads (path relative to the folder).
+    pub reads: fn(&std::path::Path) -> bool,
+    /// The files it reads, in words (for "not read" notes).
+    pub reads_what: &'static str,
+    /// Files a harness keeps beside its sessions that hold nothing a session file does not.
+    pub companion: fn(&std::path::Path) -> bool,
+    /// The session a file belongs to, from its path (`None`: the lines say).
+    pub session_from_path: fn(&std::path::Path) -> Option<String>,
+    /// Whether a read that starts after the first line maps the first line first, to learn
+    /// what the file states once.
+    pub primes: bool,
+    /// How a file (by its path) is laid out.
+    pub layout: fn(&std::path::Path) -> Layout,
+    /// The prefix of the ids of its events.
+    pub id_prefix: &'static str,
+    /// The mapping of one line (`None`: dream's own events, parsed by `event::parse_line`).
+    pub map: Option<MapFn>,
+}
+
+fn jsonl_file(rel: &std::path::Path) -> bool {
+    rel.extension().is_some_and(|e| e == "jsonl")
+}
+
+/// For descriptors: a format whose folders hold no companion files.
+pub fn no_companion(_: &std::path::Path) -> bool {
+    false
+}
+
+/// For descriptors: a format whose file names say no session.
+pub fn no_session(_: &std::path::Path) -> Option<String> {
+    None
+}
+
+/// For descriptors: a format of appended lines.
+pub fn lines(_: &std::path::Path) -> Layout {
+    Layout::Lines
+}
+
+/// For descriptors: `*.jsonl` files.
+pub fn reads_jsonl(rel: &std::path::Path) -> bool {
+    jsonl_file(rel)
+}
+
+/// dream's own events.
+static JSONL: Descriptor = Descriptor {
+    name: "jsonl",
+    about: "dream's own events, one JSON object per line (README \"Events\")",
+    default_path: "events.jsonl",
+    reads: reads_jsonl,
+    reads_what: "*.jsonl files",
+    companion: no_companion,
+    session_from_path: no_session,
+    primes: false,
+    layout: lines,
+    id_prefix: "ev_",
+    map: None,
+};
 
 /// Longest text kept for a user or assistant message, in bytes.
 pub const MESSAGE_MAX: usize = 16 * 1024;
@@ -123,10 +201,16 @@ pub struct FileCtx {
     pub session: Option<String>,
     /// The last valid timestamp seen in this read.
     pub last_ts: Option<String>,
-    pub codex: codex::Context,
-    /// Metadata a file states once and every later event carries (Copilot's folder and
+    /// Metadata a file states once and every later event carries (a working folder and
     /// branch, Gemini's project hash).
     pub meta: Map<String, Value>,
+    /// The model the file says answers, for its assistant messages.
+    pub model: Option<String>,
+    /// The file is a sub-agent's thread: its "user" turns are prompts another agent wrote.
+    pub subagent: bool,
+    /// Whether the file's own header (the line that states its session) has been seen; a
+    /// later one belongs to history copied from another session.
+    pub seen_header: bool,
 }
 
 /// What the adapters did with the lines of a file or a source, for the report.
@@ -173,14 +257,14 @@ pub fn map_line(
     counts: &mut Counts,
 ) -> Vec<Result<Parsed, String>> {
     counts.lines += 1;
-    let drafts = match format {
-        Format::ClaudeCode => claude_code::map(line, ctx, counts),
-        Format::Codex => codex::map(line, ctx, counts),
-        Format::Gemini => gemini::map(line, ctx, counts),
-        Format::Opencode => opencode::map(line, ctx, counts),
-        Format::Copilot => copilot::map(line, ctx, counts),
-        Format::Jsonl => unreachable!("dream's own lines are parsed by event::parse_line"),
+    let Some(map) = format.descriptor().map else {
+        // dream's own lines are parsed by `event::parse_line`, never here.
+        return vec![Err(format!(
+            "{} lines are dream's own events, not a transcript",
+            format.as_str()
+        ))];
     };
+    let drafts = map(line, ctx, counts);
     // An owner's message is cut into the person's prose and what they pasted or the
     // harness put there (`turn`), each its own event.
     let out: Vec<_> = drafts
@@ -227,14 +311,8 @@ impl Draft {
         }
         h.update([0u8]);
         h.update(self.text.as_bytes());
-        let prefix = match self.source {
-            "claude-code" => "cc_",
-            "codex" => "cx_",
-            "gemini" => "gm_",
-            "opencode" => "oc_",
-            "copilot" => "cp_",
-            _ => "ev_",
-        };
+        let prefix =
+            Format::parse(self.source).map_or(JSONL.id_prefix, |f| f.descriptor().id_prefix);
         let id = format!("{prefix}{}", &hex(&h.finalize())[..20]);
         let mut obj = Map::new();
         obj.insert("id".into(), Value::String(id));
@@ -507,6 +585,56 @@ pub fn tag_body<'a>(text: &'a str, tag: &str) -> Option<&'a str> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn every_format_is_described_once_under_its_own_name() {
+        let mut names = std::collections::BTreeSet::new();
+        let mut prefixes = std::collections::BTreeSet::new();
+        for f in Format::ALL {
+            let d = f.descriptor();
+            assert_eq!(
+                Format::parse(d.name),
+                Some(f),
+                "{} names its format",
+                d.name
+            );
+            // The configuration's name for a format is the descriptor's.
+            assert_eq!(
+                serde_json::to_value(f).unwrap(),
+                Value::String(d.name.into())
+            );
+            assert!(names.insert(d.name), "{} twice", d.name);
+            assert!(prefixes.insert(d.id_prefix), "{} twice", d.id_prefix);
+            assert_eq!(f.is_transcript(), d.map.is_some());
+        }
+        let p = std::path::Path::new;
+        assert_eq!(
+            (Format::Copilot.descriptor().session_from_path)(p("abc/events.jsonl")),
+            Some("abc".into())
+        );
+        assert_eq!(
+            (Format::Gemini.descriptor().layout)(p("x/chats/session-1.json")),
+            Layout::Document
+        );
+        assert!((Format::Opencode.descriptor().companion)(p(
+            "opencode.db-wal"
+        )));
+        assert!(!Format::Jsonl.reads(p("notes.txt")));
+    }
+
+    #[test]
+    fn dream_s_own_lines_are_never_mapped_as_a_transcript() {
+        let out = map_line(
+            Format::Jsonl,
+            json!({"text": "x"}),
+            &mut FileCtx::default(),
+            &mut Counts::default(),
+        );
+        assert_eq!(out.len(), 1);
+        assert!(out[0]
+            .as_ref()
+            .is_err_and(|e| e.contains("dream's own events")));
+    }
 
     #[test]
     fn long_text_is_capped_with_a_note_and_no_word_fragment() {

@@ -21,6 +21,7 @@
 //! the same ids. Text opencode adds to a prompt itself (`synthetic`: the contents of an
 //! `@`-mentioned file, mode reminders) and parts it marks `ignored` are never the owner's.
 
+use super::{no_session, Descriptor, Layout};
 use chrono::{TimeZone, Utc};
 use serde_json::Value;
 
@@ -31,6 +32,28 @@ use super::{
 use crate::sources::event::Trust;
 
 const SOURCE: &str = "opencode";
+
+/// opencode's database, described for the engine and the command line.
+pub static DESCRIPTOR: Descriptor = Descriptor {
+    name: SOURCE,
+    about: "opencode's SQLite database (~/.local/share/opencode/opencode.db), read-only",
+    default_path: "~/.local/share/opencode/opencode.db",
+    reads: |rel| rel.extension().is_some_and(|e| e == "db"),
+    reads_what: "SQLite databases, *.db",
+    // SQLite's log and shared memory beside the database.
+    companion: |rel| {
+        let name = rel.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        [".db-wal", ".db-shm", ".db-journal"]
+            .iter()
+            .any(|s| name.ends_with(s))
+    },
+    // Every row names its session.
+    session_from_path: no_session,
+    primes: false,
+    layout: |_| Layout::Database,
+    id_prefix: "oc_",
+    map: Some(map),
+};
 
 /// Part types that are opencode's bookkeeping, never events.
 const BOOKKEEPING: &[&str] = &[
