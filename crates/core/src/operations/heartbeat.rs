@@ -379,19 +379,27 @@ fn quiet(reflecting: &[&Seen], n: usize, min_events: u64, out: &mut Vec<Warning>
     out.push(Warning::new("quiet", cause, fix));
 }
 
-/// What to look at when one gate refuses nearly everything.
+/// What to look at when one gate refuses nearly everything. Every gate has its advice:
+/// the match is exhaustive, so a new gate cannot be left without one.
 fn gate_fix(gate: &str) -> String {
-    let what = match gate {
-        "coverage" => "the model words facts beyond the events (promote.min_coverage sets how far); a model that paraphrases less, or its prompt, is the fix",
-        "entities" => "the model adds names, numbers or dates the events do not hold",
-        "ids" => "the model cites event ids that were not sent: it may be too small for the JSON contract",
-        "floor" => "candidates cite fewer events than cluster.min_points",
-        "new evidence" => "candidates restate only events earlier cycles already considered",
-        "trust" => "only tool or external events support them: an agent's or the owner's own words must too",
-        "secret" => "candidates hold secrets the redaction did not catch in the events",
-        "veto" => "candidates restate what a person rejected or undid",
-        "text" | "block" => "the model's replies do not follow the contract",
-        _ => "see the refusals' reasons",
+    use crate::selection::gates::GateName as G;
+    let what = match G::parse(gate) {
+        Some(G::Coverage) => "the model words facts beyond the events (promote.min_coverage sets how far); a model that paraphrases less, or its prompt, is the fix",
+        Some(G::Entities) => "the model adds names, numbers or dates the events do not hold",
+        Some(G::Ids) => "the model cites event ids that were not sent: it may be too small for the JSON contract",
+        Some(G::Floor) => "candidates cite fewer events than cluster.min_points",
+        Some(G::NewEvidence) => "candidates restate only events earlier cycles already considered",
+        Some(G::Trust) => "only tool or external events support them: an agent's or the owner's own words must too",
+        Some(G::Secret) => "candidates hold secrets the redaction did not catch in the events",
+        Some(G::Veto) => "candidates restate what a person rejected or undid",
+        Some(G::Text | G::Block) => "the model's replies do not follow the contract",
+        Some(G::Recalled) => "candidates rest only on text dream showed the agent (its own memory read back)",
+        Some(G::Traceable) => "candidates hold words their events do not (promote.min_coverage)",
+        Some(G::Owner) => "no statement of the owner's supports them (owner.names, or the sources' trust)",
+        Some(G::Judge) => "the judge finds them contradicting or duplicating facts",
+        Some(G::Confidence | G::Support | G::Days) => "candidates lack the corroboration the promote.* rules ask for",
+        // Written out against events; never refuses.
+        Some(G::Dates) | None => "see the refusals' reasons",
     };
     format!("{what}; `dream run --dry-run` lists each refusal, `dream explain k_...` one in full")
 }

@@ -31,6 +31,91 @@ use crate::text::phrases::classify;
 /// Longest fact text accepted, in characters.
 pub const MAX_TEXT_CHARS: usize = 500;
 
+/// The name of every row selection records for a candidate, as the cycle report, the
+/// heartbeat's `gate` warning and `dream explain` write it: the gates of [`GATES`] and
+/// [`defaults`] here, a person's veto (`veto`), and routing's rows (`route`). Code that
+/// reads a row by its name matches on this exhaustively, so a new gate cannot be passed
+/// over silently (the heartbeat's advice for it, explain's re-measure of it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum GateName {
+    Text,
+    Ids,
+    Recalled,
+    Floor,
+    Trust,
+    NewEvidence,
+    Secret,
+    Entities,
+    Coverage,
+    Block,
+    Dates,
+    Veto,
+    Confidence,
+    Support,
+    Days,
+    Traceable,
+    Owner,
+    Judge,
+}
+
+impl GateName {
+    pub const ALL: [GateName; 18] = [
+        GateName::Text,
+        GateName::Ids,
+        GateName::Recalled,
+        GateName::Floor,
+        GateName::Trust,
+        GateName::NewEvidence,
+        GateName::Secret,
+        GateName::Entities,
+        GateName::Coverage,
+        GateName::Block,
+        GateName::Dates,
+        GateName::Veto,
+        GateName::Confidence,
+        GateName::Support,
+        GateName::Days,
+        GateName::Traceable,
+        GateName::Owner,
+        GateName::Judge,
+    ];
+
+    /// The name as rows, reports and cards store it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GateName::Text => "text",
+            GateName::Ids => "ids",
+            GateName::Recalled => "recalled",
+            GateName::Floor => "floor",
+            GateName::Trust => "trust",
+            GateName::NewEvidence => "new evidence",
+            GateName::Secret => "secret",
+            GateName::Entities => "entities",
+            GateName::Coverage => "coverage",
+            GateName::Block => "block",
+            GateName::Dates => "dates",
+            GateName::Veto => "veto",
+            GateName::Confidence => "confidence",
+            GateName::Support => "support",
+            GateName::Days => "days",
+            GateName::Traceable => "traceable",
+            GateName::Owner => "owner",
+            GateName::Judge => "judge",
+        }
+    }
+
+    /// The gate a stored name says (`None`: a name from an older or newer dream).
+    pub fn parse(name: &str) -> Option<GateName> {
+        GateName::ALL.into_iter().find(|g| g.as_str() == name)
+    }
+}
+
+impl std::fmt::Display for GateName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// The events a proposal was made from.
 pub struct Evidence<'a> {
     /// The events sent to the model, by id.
@@ -404,7 +489,7 @@ pub fn text_gate(c: &Candidate<'_>, _: &Config) -> Check {
     let chars = c.text.chars().count();
     let ok = chars > 0 && chars <= MAX_TEXT_CHARS;
     Check::row(
-        "text",
+        GateName::Text.as_str(),
         format!("{chars} chars"),
         &format!("1..={MAX_TEXT_CHARS}"),
         ok,
@@ -428,7 +513,7 @@ pub fn ids_gate(c: &Candidate<'_>, _: &Config) -> Check {
         format!("{} of {} cited unknown", c.bad_ids.len(), c.cited)
     };
     let check = Check::row(
-        "ids",
+        GateName::Ids.as_str(),
         value,
         ">= 1 cited, 0 unknown",
         ok,
@@ -449,7 +534,7 @@ pub fn recalled_gate(c: &Candidate<'_>, _: &Config) -> Check {
     Check {
         result: only_recalled.then(|| {
             GateResult::new(
-                "recalled",
+                GateName::Recalled.as_str(),
                 format!("{} recalled, 0 not", c.recalled),
                 ">= 1 not recalled",
                 false,
@@ -472,7 +557,7 @@ pub fn floor_gate(c: &Candidate<'_>, config: &Config) -> Check {
     let floor = config.cluster.min_points;
     let support = c.owners.len();
     let row = Check::row(
-        "floor",
+        GateName::Floor.as_str(),
         support,
         &format!(">= {floor} for a durable block (else an episode at most)"),
         support >= floor,
@@ -498,7 +583,7 @@ pub fn floor_gate(c: &Candidate<'_>, config: &Config) -> Check {
 pub fn trust_gate(c: &Candidate<'_>, _: &Config) -> Check {
     let establishing = c.owners.len();
     Check::row(
-        "trust",
+        GateName::Trust.as_str(),
         format!("{establishing} owner statements"),
         ">= 1",
         establishing > 0,
@@ -516,7 +601,7 @@ pub fn trust_gate(c: &Candidate<'_>, _: &Config) -> Check {
 /// At least one supporting event is new to this cycle.
 pub fn new_evidence_gate(c: &Candidate<'_>, _: &Config) -> Check {
     let fresh = c.owners.iter().filter(|e| e.new).count();
-    Check::row("new evidence", fresh, ">= 1", fresh > 0, String::new()).refuse_if(
+    Check::row(GateName::NewEvidence.as_str(), fresh, ">= 1", fresh > 0, String::new()).refuse_if(
         fresh == 0,
         || {
             if c.support.is_empty() {
@@ -533,7 +618,7 @@ pub fn new_evidence_gate(c: &Candidate<'_>, _: &Config) -> Check {
 pub fn secret_gate(c: &Candidate<'_>, _: &Config) -> Check {
     let secret = secrets::gate(&c.text);
     Check::row(
-        "secret",
+        GateName::Secret.as_str(),
         secret.clone().unwrap_or_else(|| "none".into()),
         "none",
         secret.is_none(),
@@ -566,7 +651,7 @@ pub fn entities_gate(c: &Candidate<'_>, _: &Config) -> Check {
         .map(|e| format!("{} {:?}", e.kind.as_str(), e.text))
         .collect();
     Check::row(
-        "entities",
+        GateName::Entities.as_str(),
         format!("{} invented", invented.len()),
         "0 invented",
         invented.is_empty(),
@@ -608,7 +693,7 @@ pub fn coverage_gate(c: &Candidate<'_>, config: &Config) -> Check {
     let cov = &c.coverage;
     let min_cov = config.promote.min_coverage;
     Check::row(
-        "coverage",
+        GateName::Coverage.as_str(),
         format!("{:.3}", cov.value),
         &format!(">= {min_cov} (1.0 to auto-promote)"),
         cov.value >= min_cov,
@@ -638,15 +723,17 @@ pub fn gate_proposal(p: &Proposal, evidence: &Evidence<'_>, config: &Config) -> 
     } else {
         format!("{} (default)", c.block.as_str())
     };
-    let mut gates =
-        vec![
-            GateResult::new("block", block_value, "persona|human|episodes|scratch", true)
-                .detail(c.notes.join("; ")),
-        ];
+    let mut gates = vec![GateResult::new(
+        GateName::Block.as_str(),
+        block_value,
+        "persona|human|episodes|scratch",
+        true,
+    )
+    .detail(c.notes.join("; "))];
     if !dates.is_empty() {
         gates.push(
             GateResult::new(
-                "dates",
+                GateName::Dates.as_str(),
                 format!("{} written out", dates.len()),
                 "relative dates as absolute ones",
                 true,
@@ -910,6 +997,12 @@ mod tests {
             );
             if let Some(row) = &fail.result {
                 assert!(!row.passed, "{name}: {row:?}");
+                // The heartbeat and explain read a row by its typed name.
+                assert_eq!(
+                    GateName::parse(&row.gate).map(GateName::as_str),
+                    Some(name),
+                    "{name} is a GateName"
+                );
             }
         }
     }

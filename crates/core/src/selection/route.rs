@@ -23,7 +23,7 @@ use rustc_hash::FxHashMap;
 use crate::llm::Verdict;
 use crate::memory::{episode_body, Block, GateResult, Memory};
 use crate::operations::config::Config;
-use crate::selection::gates::Gated;
+use crate::selection::gates::{GateName, Gated};
 use crate::text::measures::{self, round3};
 
 #[derive(Debug, Clone, PartialEq)]
@@ -518,21 +518,24 @@ pub fn route(
     // a person must decide (review).
     let mut unmet: Vec<(bool, String)> = Vec::new();
     let mut check = |gates: &mut Vec<GateResult>,
-                     name: &str,
+                     name: GateName,
                      value: String,
                      threshold: String,
                      ok: bool,
                      why: String| {
-        gates.push(GateResult::new(name, value, threshold, ok));
+        gates.push(GateResult::new(name.as_str(), value, threshold, ok));
         if !ok {
-            let corroboration = matches!(name, "confidence" | "support" | "days");
+            let corroboration = matches!(
+                name,
+                GateName::Confidence | GateName::Support | GateName::Days
+            );
             unmet.push((corroboration, why));
         }
     };
     let m = &g.measures;
     check(
         &mut gates,
-        "confidence",
+        GateName::Confidence,
         format!("{:.3}", g.confidence),
         format!(">= {}", p.min_confidence),
         g.confidence >= p.min_confidence,
@@ -543,7 +546,7 @@ pub fn route(
     );
     check(
         &mut gates,
-        "support",
+        GateName::Support,
         m.support.to_string(),
         format!(">= {}", p.min_support),
         m.support >= p.min_support,
@@ -551,7 +554,7 @@ pub fn route(
     );
     check(
         &mut gates,
-        "days",
+        GateName::Days,
         m.days.to_string(),
         format!(">= {}", p.min_days),
         m.days >= p.min_days,
@@ -559,7 +562,7 @@ pub fn route(
     );
     check(
         &mut gates,
-        "traceable",
+        GateName::Traceable,
         format!("{:.3}", m.coverage),
         "1.0".into(),
         m.coverage >= 1.0,
@@ -571,7 +574,7 @@ pub fn route(
     );
     check(
         &mut gates,
-        "owner",
+        GateName::Owner,
         m.owner_support.to_string(),
         ">= 1".into(),
         m.owner_support >= 1,
@@ -580,7 +583,7 @@ pub fn route(
     let judge_ok = contradicts.is_none() && duplicate_of.is_none();
     check(
         &mut gates,
-        "judge",
+        GateName::Judge,
         if let Some(c) = &contradicts {
             format!("contradicts {c}")
         } else if let Some(d) = &duplicate_of {

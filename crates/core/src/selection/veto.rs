@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::memory::GateResult;
 use crate::operations::config::Config;
+use crate::selection::gates::GateName;
 use crate::selection::route::Outcome;
 use crate::text::measures::{self, round3};
 
@@ -130,7 +131,7 @@ pub fn check(
     Some(Hit {
         veto_id: v.id.clone(),
         gate: GateResult::new(
-            "veto",
+            GateName::Veto.as_str(),
             format!(
                 "{} {} (similarity {sim:.3}); {} new events, coverage by them {cov:.3}",
                 v.kind,

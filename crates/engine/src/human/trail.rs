@@ -26,7 +26,7 @@ use dream_core::memory::review;
 use dream_core::memory::{self, Block, Card, Fact, GateResult};
 use dream_core::operations::audit::{self, CycleLog, Mutation};
 use dream_core::operations::config::Config;
-use dream_core::selection::gates::{self, Evidence};
+use dream_core::selection::gates::{self, Evidence, GateName};
 use dream_core::selection::veto::Veto;
 
 /// A fact as `explain` shows it: active or archived.
@@ -349,12 +349,11 @@ pub fn explain(root: &Path, config: &Config, today: NaiveDate, query: &str) -> R
             &Evidence::new(&events, &none).owned_by(&config.owner.names),
             config,
         );
-        let keep = ["ids", "floor", "trust", "secret", "entities", "coverage"];
         ex.remeasured.push((
             f.id.clone(),
             g.gates
                 .into_iter()
-                .filter(|g| keep.contains(&g.gate.as_str()))
+                .filter(|g| GateName::parse(&g.gate).is_some_and(remeasured))
                 .collect(),
         ));
     }
@@ -519,4 +518,32 @@ pub fn log(root: &Path) -> Result<Vec<CycleLog>> {
     }
     groups.sort_by_key(|b| std::cmp::Reverse(b.time));
     Ok(groups)
+}
+
+/// Whether `dream explain` shows a gate measured again against a fact's events as they are
+/// now. Exhaustive, so a new gate is a decision here, not silently left out: the rows about
+/// what a fact rests on are; the rows about a proposal in flight (its text and block as the
+/// model wrote them, its dates, whether its events were new to the cycle) and routing's
+/// rows (its confidence, corroboration, the judge) are not.
+fn remeasured(gate: GateName) -> bool {
+    match gate {
+        GateName::Ids
+        | GateName::Floor
+        | GateName::Trust
+        | GateName::Secret
+        | GateName::Entities
+        | GateName::Coverage => true,
+        GateName::Text
+        | GateName::Recalled
+        | GateName::NewEvidence
+        | GateName::Block
+        | GateName::Dates
+        | GateName::Veto
+        | GateName::Confidence
+        | GateName::Support
+        | GateName::Days
+        | GateName::Traceable
+        | GateName::Owner
+        | GateName::Judge => false,
+    }
 }
