@@ -361,7 +361,7 @@ fn run_scripted(env: &Env, llm: &Scripted, now: &str) -> dream_core::operations:
         allow_loss: false,
         now: now.parse().unwrap(),
     };
-    cycle::run(&env.repo, &config, llm, embedder.as_ref(), &opts).unwrap()
+    cycle::run_cycle(&env.repo, &config, llm, embedder.as_ref(), &opts).unwrap()
 }
 
 #[test]
@@ -591,7 +591,7 @@ fn a_failed_pass_call_degrades_to_the_backstops_and_is_reported() {
         allow_loss: false,
         now: NOW.parse().unwrap(),
     };
-    let report = cycle::run(&env.repo, &config, &Broken, embedder.as_ref(), &opts).unwrap();
+    let report = cycle::run_cycle(&env.repo, &config, &Broken, embedder.as_ref(), &opts).unwrap();
     let degraded: Vec<&str> = report.degraded.iter().map(|d| d.stage.as_str()).collect();
     assert_eq!(degraded, vec!["dedupe", "merge", "promote", "forget"]);
     assert!(

@@ -73,7 +73,7 @@ fn run_scripted(
         allow_loss: false,
         now: now.parse().unwrap(),
     };
-    let report = cycle::run(
+    let report = cycle::run_cycle(
         &env.repo,
         &config,
         &Scripted { replies },

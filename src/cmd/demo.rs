@@ -63,7 +63,7 @@ pub fn run(g: &Global, a: &DemoArgs) -> Result<i32> {
         allow_loss: false,
         now,
     };
-    let report = cycle::run(&dir, &config, provider.as_ref(), embedder.as_ref(), &opts)?;
+    let report = cycle::run_cycle(&dir, &config, provider.as_ref(), embedder.as_ref(), &opts)?;
     if a.json {
         super::print_json(&report)?;
         return Ok(EXIT_OK);

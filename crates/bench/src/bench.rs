@@ -163,7 +163,10 @@ fn round2(x: f64) -> f64 {
 }
 
 /// Run the benchmark.
-pub fn run(opts: &Options, fake: Option<&dream_testkit::fake_llm::FakeLlm>) -> Result<BenchReport> {
+pub fn run_scenario(
+    opts: &Options,
+    fake: Option<&dream_testkit::fake_llm::FakeLlm>,
+) -> Result<BenchReport> {
     let temp;
     let dir = match &opts.dir {
         Some(d) => {
@@ -342,7 +345,7 @@ fn cycle_here(dir: &Path, now: DateTime<Utc>) -> Result<dream_core::operations::
         allow_loss: false,
         now,
     };
-    cycle::run(dir, &config, provider.as_ref(), embedder.as_ref(), &opts)
+    cycle::run_cycle(dir, &config, provider.as_ref(), embedder.as_ref(), &opts)
 }
 
 /// Ingest a stream day by day, one evening cycle per day, as a timer would.

@@ -161,7 +161,7 @@ fn recall_bench(a: &RecallArgs) -> Result<i32> {
         }
         None => dream_core::operations::config::Config::default(),
     };
-    let r = recall::run(&config, a.facts, a.questions, a.seed)?;
+    let r = recall::measure_recall(&config, a.facts, a.questions, a.seed)?;
     println!("{}", serde_json::to_string_pretty(&r).unwrap_or_default());
     Ok(EXIT_OK)
 }
@@ -214,7 +214,7 @@ fn run(g: &Global, a: &BenchArgs) -> Result<i32> {
         seed: a.seed,
         facts: a.facts,
     };
-    let report = bench::run(&opts, fake.as_ref())?;
+    let report = bench::run_scenario(&opts, fake.as_ref())?;
     if a.json {
         eprint!("{}", bench::render(&report));
         dream::cmd::print_json(&report)?;
@@ -282,7 +282,7 @@ fn cycle(g: &Global, a: &RunArgs) -> Result<i32> {
         allow_loss: false,
         now: dream::cmd::now(g)?,
     };
-    let report = cycle::run(&root, &config, provider.as_ref(), embedder.as_ref(), &opts)?;
+    let report = cycle::run_cycle(&root, &config, provider.as_ref(), embedder.as_ref(), &opts)?;
     dream::cmd::print_json(&serde_json::json!({
         "report": report,
         "peak_rss_kb": bench::peak_rss_kb(),

@@ -398,7 +398,7 @@ pub fn agent(o: &AgentOptions) -> Result<Vec<AgentQuality>> {
                 now: day.evening(),
                 allow_loss: false,
             };
-            let r = cycle::run(&dir, &config, llm.as_ref(), embedder.as_ref(), &opts)?;
+            let r = cycle::run_cycle(&dir, &config, llm.as_ref(), embedder.as_ref(), &opts)?;
             q.tokens += r.tokens.spent;
             q.cycles += 1;
         }

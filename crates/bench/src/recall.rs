@@ -36,7 +36,12 @@ pub struct RecallReport {
 }
 
 /// Build a memory of `facts` facts and ask `questions` cloze questions of it.
-pub fn run(config: &Config, facts: usize, questions: usize, seed: u64) -> Result<RecallReport> {
+pub fn measure_recall(
+    config: &Config,
+    facts: usize,
+    questions: usize,
+    seed: u64,
+) -> Result<RecallReport> {
     let workload = crate::bench::token_workload_of(seed, 7, facts * 8 + 100);
     let mut seen = std::collections::HashSet::new();
     let texts: Vec<String> = workload

@@ -71,7 +71,7 @@ pub fn plan(profile: &Profile, idle: bool, hand_edited: bool) -> Plan {
 /// Run one cycle on the repo at `root`. A cycle that fails (after taking the lock) is
 /// recorded as failed, with its error, so `dream status` and the heartbeat see it. (A run
 /// that finds the lock held did nothing and records nothing.)
-pub fn run(
+pub fn run_cycle(
     root: &Path,
     config: &Config,
     llm: &dyn Llm,
@@ -350,20 +350,20 @@ fn run_locked(
         consolidate_counted(&ctx, &tx, &mut work, None)?;
         if new_tool_calls {
             ctx.progress.stage("skills");
-            skills::run(&ctx, &tx, &mut work)?;
+            skills::draft_skills(&ctx, &tx, &mut work)?;
         }
     }
     if plan.passes {
         ctx.progress.stage("passes");
-        passes::run(&ctx, &tx, &mut work)?;
+        passes::run_passes(&ctx, &tx, &mut work)?;
     }
     // The digest comes last, so it shows what this cycle left for a person.
     if plan.digest {
         ctx.progress.stage("digest");
-        digest::run(&ctx, &tx, &mut work)?;
+        digest::write_digest(&ctx, &tx, &mut work)?;
     }
     // The agents' view last, so it shows memory and the queue as this cycle leaves them.
-    let view = context::run(&ctx, &mut work)?;
+    let view = context::refresh_context(&ctx, &mut work)?;
     // Then the recall quiz: does memory, as this cycle leaves it, still answer what it held?
     // Not after an idle cycle with no hand edit: memory is what the last quiz asked, and
     // the idle run stays a few milliseconds.
@@ -377,7 +377,7 @@ fn run_locked(
             committed: committed.as_ref().unwrap_or(&edited),
             edited: &edited,
         };
-        quiz::run(&ctx, &tx, &mut work, &start)?;
+        quiz::quiz_cycle(&ctx, &tx, &mut work, &start)?;
         work.lap("quiz");
     }
 
@@ -472,7 +472,7 @@ fn record_hand_edits(
 fn ingest_and_embed(ctx: &Ctx<'_>, tx: &Connection, work: &mut Work, restart: bool) -> Result<()> {
     let (config, now) = (ctx.config, ctx.opts.now);
     ctx.progress.stage("ingest");
-    work.report.ingest = ingest::run(tx, ctx.root, config, &ctx.cycle_id, now)?;
+    work.report.ingest = ingest::ingest_inbox(tx, ctx.root, config, &ctx.cycle_id, now)?;
     for w in &work.report.ingest.watermarks {
         state::put_watermark(tx, w, now)?;
     }
@@ -667,7 +667,7 @@ fn consolidate_counted(
     let stages = work.stages.len();
     let spent = ctx.budget.spend().spent;
     let counts = std::mem::take(&mut work.report.candidates);
-    let result = consolidate::run(ctx, tx, work);
+    let result = consolidate::consolidate_window(ctx, tx, work);
     let mine = std::mem::replace(&mut work.report.candidates, counts);
     work.report.candidates.merge(&mine);
     result?;

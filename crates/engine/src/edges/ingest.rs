@@ -23,7 +23,7 @@ use dream_core::sources::secrets;
 /// streamed one at a time, so memory stays flat whatever a file holds. An entry that
 /// cannot be read (a symbolic link, a FIFO, a file it may not open) is skipped with why,
 /// and the other files are read as usual.
-pub fn run(
+pub fn ingest_inbox(
     conn: &Connection,
     root: &Path,
     config: &Config,
@@ -85,7 +85,7 @@ pub fn run(
         }
         out.watermarks.push(chunk.watermark);
     }
-    crate::edges::sources::run(conn, root, config, cycle, now, &mut out)?;
+    crate::edges::sources::ingest_sources(conn, root, config, cycle, now, &mut out)?;
     Ok(out)
 }
 

@@ -456,7 +456,7 @@ fn read_document(
 
 /// Read every configured source since its files' watermarks and store what is new, adding
 /// to `out` (new events, watermarks to store after the commit, quarantine, the report).
-pub fn run(
+pub fn ingest_sources(
     conn: &Connection,
     root: &Path,
     config: &Config,

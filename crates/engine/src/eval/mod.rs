@@ -206,7 +206,8 @@ pub fn run_locomo(path: &Path, opts: &Options) -> Result<EvalReport> {
                 allow_loss: false,
                 now,
             };
-            let report = cycle::run(&dir, &config, provider.as_ref(), embedder.as_ref(), &opts)?;
+            let report =
+                cycle::run_cycle(&dir, &config, provider.as_ref(), embedder.as_ref(), &opts)?;
             tokens += report.tokens.spent;
             calls += report.tokens.calls;
             decisions.extend(report.decisions);

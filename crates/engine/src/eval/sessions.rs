@@ -234,7 +234,7 @@ pub fn run_sessions(paths: &[PathBuf], opts: &super::Options) -> Result<Sessions
             allow_loss: false,
             now,
         };
-        cycle::run(
+        cycle::run_cycle(
             &dir,
             &config,
             provider.as_ref(),

@@ -43,7 +43,7 @@ const JUDGE_BATCH: usize = 8;
 const JUDGE_NEIGHBOURS: usize = 5;
 
 /// Run the stage: reflect, gate, judge, route, apply.
-pub fn run(ctx: &Ctx<'_>, tx: &Connection, work: &mut Work) -> Result<()> {
+pub fn consolidate_window(ctx: &Ctx<'_>, tx: &Connection, work: &mut Work) -> Result<()> {
     let proposals = reflect(ctx, tx, work)?;
     work.lap("reflect");
 

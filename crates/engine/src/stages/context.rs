@@ -31,7 +31,7 @@ pub fn render(ctx: &Ctx<'_>, work: &Work) -> Result<String> {
 
 /// Write `context.file` when its view changed: with the cycle's last commit, or as a
 /// commit of its own when no other stage changed anything. Returns the view.
-pub fn run(ctx: &Ctx<'_>, work: &mut Work) -> Result<String> {
+pub fn refresh_context(ctx: &Ctx<'_>, work: &mut Work) -> Result<String> {
     let text = render(ctx, work)?;
     let rel = ctx.config.context.file.trim().to_string();
     if rel.is_empty() {

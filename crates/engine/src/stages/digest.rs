@@ -30,7 +30,7 @@ use dream_core::operations::commit::Stage;
 use dream_core::operations::digest::*;
 
 /// Build the digest from what the cycle holds and add it as a stage (one commit).
-pub fn run(ctx: &Ctx<'_>, tx: &Connection, work: &mut Work) -> Result<()> {
+pub fn write_digest(ctx: &Ctx<'_>, tx: &Connection, work: &mut Work) -> Result<()> {
     let d = gather(ctx, tx, work)?;
     let rel = path(d.date, &d.kind);
     let mut change = Change::default();

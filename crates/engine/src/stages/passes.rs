@@ -175,7 +175,7 @@ impl Outcome {
 /// changed something. The episodes are held aside while a pass runs: their own rules
 /// (`episodes.rs`: restatement, expiry, a cap) govern them, not the passes'; a pass may
 /// still move an event out of scratch into the episodes.
-pub fn run(ctx: &Ctx<'_>, tx: &Connection, work: &mut Work) -> Result<()> {
+pub fn run_passes(ctx: &Ctx<'_>, tx: &Connection, work: &mut Work) -> Result<()> {
     let mut archive = Archive::load(ctx, work)?;
     let pinned: BTreeMap<String, String> = work
         .cards

@@ -34,7 +34,12 @@ pub struct Start<'a> {
 }
 
 /// Quiz memory as the cycle leaves it; the score lands in `work.report.quiz`.
-pub fn run(ctx: &Ctx<'_>, tx: &Connection, work: &mut Work, start: &Start<'_>) -> Result<()> {
+pub fn quiz_cycle(
+    ctx: &Ctx<'_>,
+    tx: &Connection,
+    work: &mut Work,
+    start: &Start<'_>,
+) -> Result<()> {
     let timer = Instant::now();
     let outcome = quiz_of(ctx, tx, work, start);
     let (asked, failed) = match outcome {

@@ -438,7 +438,7 @@ fn provenance(p: &Procedure, id: &str, instances: &[Instance], cycle: &str) -> P
 /// Run the stage: find recurring procedures in the window, leave out those an existing skill
 /// covers, ask for a draft of each of the rest, gate it, and write drafts and cards as one
 /// commit.
-pub fn run(ctx: &Ctx<'_>, tx: &Connection, work: &mut Work) -> Result<()> {
+pub fn draft_skills(ctx: &Ctx<'_>, tx: &Connection, work: &mut Work) -> Result<()> {
     let cfg = &ctx.config.skills;
     if !cfg.enabled {
         return Ok(());
