@@ -4,7 +4,7 @@
 //! Generates realistic session files in a temporary folder (prompts, replies, thinking
 //! blocks with signatures, tool calls, tool output from a few hundred bytes to several
 //! megabytes, pasted screenshots, progress and snapshot lines, Codex mirrors), then runs
-//! the ingest of a cycle (`dream::edges::ingest::run` with two `[[inbox.sources]]`, into a fresh
+//! the ingest of a cycle (`dream_engine::edges::ingest::ingest_inbox` with two `[[inbox.sources]]`, into a fresh
 //! state database, committed) several times, each in a child process so that its peak
 //! resident memory is its own. Prints the median, the spread, throughput and peak RSS,
 //! then the time of a second cycle that finds nothing new.
@@ -23,9 +23,9 @@ use std::time::Instant;
 
 use serde_json::json;
 
-use dream::edges::state::{self, State};
-use dream_core::adapters::Format;
-use dream_core::config::{Config, Source};
+use dream_core::operations::config::{Config, Source};
+use dream_core::sources::adapters::Format;
+use dream_engine::edges::state::{self, State};
 
 const CHILD: &str = "DREAM_BENCH_CHILD";
 
@@ -121,7 +121,8 @@ fn child(data: &Path) {
     let mut st = State::open(repo.path()).unwrap();
     let t = Instant::now();
     let tx = st.conn.transaction().unwrap();
-    let ingested = dream::edges::ingest::run(&tx, repo.path(), &config, "bench", now).unwrap();
+    let ingested =
+        dream_engine::edges::ingest::ingest_inbox(&tx, repo.path(), &config, "bench", now).unwrap();
     for w in &ingested.watermarks {
         state::put_watermark(&tx, w, now).unwrap();
     }
@@ -131,7 +132,8 @@ fn child(data: &Path) {
 
     let t = Instant::now();
     let tx = st.conn.transaction().unwrap();
-    let again = dream::edges::ingest::run(&tx, repo.path(), &config, "bench2", now).unwrap();
+    let again = dream_engine::edges::ingest::ingest_inbox(&tx, repo.path(), &config, "bench2", now)
+        .unwrap();
     tx.commit().unwrap();
     let again_secs = t.elapsed().as_secs_f64();
     assert_eq!(again.new_events, 0);

@@ -10,8 +10,8 @@
 
 use std::time::{Duration, Instant};
 
-use dream_core::event::{parse_line, Event};
 use dream_core::skills::procedure::{self, Thresholds};
+use dream_core::sources::event::{parse_line, Event};
 
 const PROCEDURES: &[&[(&str, &str)]] = &[
     &[
@@ -188,7 +188,7 @@ fn median(mut v: Vec<Duration>) -> Duration {
 }
 
 fn main() {
-    let t = Thresholds::from(&dream_core::config::Config::default().skills);
+    let t = Thresholds::from(&dream_core::operations::config::Config::default().skills);
     println!(
         "{:>10} {:>10} {:>10} {:>10} {:>12} {:>12}",
         "tool calls", "instances", "procedures", "recurring", "instances", "group"

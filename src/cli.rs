@@ -1,14 +1,14 @@
 //! The command line: every clap definition in one file (one struct per subcommand), and
 //! logging set-up. The commands themselves live in `cmd/`, one file each.
 
-use std::io::IsTerminal;
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
-use dream_core::adapters::Format;
-use dream_core::config::CycleKind;
+use dream_core::operations::config::CycleKind;
+use dream_core::sources::adapters::Format;
+pub use dream_engine::agents::hooks::{Harness, HookMethod};
 
 const EXIT_CODES: &str = "\
 Exit codes:
@@ -272,53 +272,30 @@ pub enum HooksAction {
     Status(HooksStatusArgs),
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Harness {
-    ClaudeCode,
-    Codex,
-    /// Gemini CLI: a block in ~/.gemini/GEMINI.md.
-    Gemini,
-    /// opencode: a block in ~/.config/opencode/AGENTS.md.
-    Opencode,
-    /// GitHub Copilot CLI: a block in ~/.copilot/copilot-instructions.md.
-    Copilot,
-}
-
-impl Harness {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Harness::ClaudeCode => "claude-code",
-            Harness::Codex => "codex",
-            Harness::Gemini => "gemini",
-            Harness::Opencode => "opencode",
-            Harness::Copilot => "copilot",
+/// The harnesses `dream hooks` knows, as clap reads them: the names and their help come from
+/// the engine's [`Harness`], so a new harness is one variant there.
+fn harness_value() -> impl TypedValueParser<Value = Harness> {
+    let names = Harness::ALL.map(|h| {
+        let value = PossibleValue::new(h.as_str());
+        match h.about() {
+            Some(about) => value.help(about),
+            None => value,
         }
-    }
-
-    pub const ALL: [Harness; 5] = [
-        Harness::ClaudeCode,
-        Harness::Codex,
-        Harness::Gemini,
-        Harness::Opencode,
-        Harness::Copilot,
-    ];
+    });
+    PossibleValuesParser::new(names).try_map(|s| s.parse::<Harness>())
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum HookMethod {
-    /// Claude Code (its default), or Codex: a SessionStart hook.
-    Hook,
-    /// Claude Code: an `@` import of CONTEXT.md in CLAUDE.md.
-    Import,
-    /// Codex, Gemini CLI, opencode, Copilot CLI (their default): a managed block in the
-    /// agent's instructions file.
-    Block,
+/// The ways `dream hooks install` can put the context into a harness (the engine's
+/// [`HookMethod`]).
+fn hook_method_value() -> impl TypedValueParser<Value = HookMethod> {
+    let names = HookMethod::ALL.map(|m| PossibleValue::new(m.as_str()).help(m.about()));
+    PossibleValuesParser::new(names).try_map(|s| s.parse::<HookMethod>())
 }
 
 #[derive(Debug, Args)]
 pub struct HooksTarget {
     /// The harness.
-    #[arg(value_enum)]
+    #[arg(value_parser = harness_value())]
     pub harness: Harness,
 
     /// Print the change; write nothing.
@@ -334,14 +311,14 @@ pub struct HooksInstallArgs {
     /// How the agent gets the context: Claude Code a SessionStart hook by default (or an
     /// import); the others a managed block by default; Codex also takes `hook`, a
     /// SessionStart hook in ~/.codex/hooks.json (Codex asks you to trust it once).
-    #[arg(long, value_enum)]
+    #[arg(long, value_parser = hook_method_value())]
     pub method: Option<HookMethod>,
 }
 
 #[derive(Debug, Args)]
 pub struct HooksStatusArgs {
     /// Only this harness.
-    #[arg(value_enum)]
+    #[arg(value_parser = harness_value())]
     pub harness: Option<Harness>,
 
     /// One JSON object.
@@ -986,33 +963,6 @@ pub struct EvalLocomoArgs {
     pub keep: Option<PathBuf>,
 }
 
-/// Set up `tracing` on stderr from the global flags: warnings by default, `-v` for more,
-/// `--log-format json` for machines; no colour unless stderr is a terminal and NO_COLOR is
-/// unset.
-pub fn init_logging(g: &Global) {
-    let level = if g.quiet {
-        "error"
-    } else {
-        match g.verbose {
-            0 => "warn",
-            1 => "info",
-            2 => "debug",
-            _ => "trace",
-        }
-    };
-    let filter = tracing_subscriber::EnvFilter::try_from_env("DREAM_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(format!("dream={level},{level}")));
-    let color = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(|| crate::cmd::out::QuietStderr)
-        .with_target(false);
-    let _ = match g.log_format {
-        LogFormat::Json => builder.json().try_init(),
-        LogFormat::Text => builder.with_ansi(color).try_init(),
-    };
-}
-
 #[derive(Debug, Args)]
 #[command(after_long_help = SCHEDULE_HELP)]
 pub struct ScheduleArgs {
@@ -1106,15 +1056,15 @@ pub struct ScheduleInstallArgs {
     pub stagger: u32,
 
     /// When the morning cycle runs (ingest, embed, digest), HH:MM local time.
-    #[arg(long, value_name = "HH:MM", default_value_t = crate::schedule::DEFAULT_MORNING, value_parser = parse_time_of_day)]
-    pub morning: crate::schedule::TimeOfDay,
+    #[arg(long, value_name = "HH:MM", default_value_t = dream_engine::schedule::DEFAULT_MORNING, value_parser = parse_time_of_day)]
+    pub morning: dream_engine::schedule::TimeOfDay,
 
     /// When the evening cycle runs (consolidation), HH:MM local time.
-    #[arg(long, value_name = "HH:MM", default_value_t = crate::schedule::DEFAULT_EVENING, value_parser = parse_time_of_day)]
-    pub evening: crate::schedule::TimeOfDay,
+    #[arg(long, value_name = "HH:MM", default_value_t = dream_engine::schedule::DEFAULT_EVENING, value_parser = parse_time_of_day)]
+    pub evening: dream_engine::schedule::TimeOfDay,
 }
 
-fn parse_time_of_day(s: &str) -> Result<crate::schedule::TimeOfDay, String> {
+fn parse_time_of_day(s: &str) -> Result<dream_engine::schedule::TimeOfDay, String> {
     s.parse()
 }
 
@@ -1209,33 +1159,18 @@ pub struct SkillsDiscardArgs {
     pub reason: String,
 }
 
-/// `--cycle`: the cycle kinds of `dream_core::config`, by name.
+/// `--cycle`: the cycle kinds of `dream_core::operations::config`, by name.
 fn cycle_kind() -> impl TypedValueParser<Value = CycleKind> {
     PossibleValuesParser::new(CycleKind::ALL.map(|k| PossibleValue::new(k.as_str())))
         // Only listed names reach `map`, and every listed name parses.
         .map(|s| CycleKind::parse(&s).unwrap_or(CycleKind::Evening))
 }
 
-/// `--format`: the input formats of `dream_core::adapters`, by name, with what each is.
+/// `--format`: the input formats of `dream_core::sources::adapters`, by name, with what each is.
 fn format() -> impl TypedValueParser<Value = Format> {
-    PossibleValuesParser::new(Format::ALL.map(|f| {
-        PossibleValue::new(f.as_str()).help(match f {
-            Format::Jsonl => "dream's own events, one JSON object per line (README \"Events\")",
-            Format::ClaudeCode => {
-                "Claude Code session files (~/.claude/projects/<project>/*.jsonl)"
-            }
-            Format::Codex => "Codex rollout files (~/.codex/sessions/YYYY/MM/DD/*.jsonl)",
-            Format::Gemini => {
-                "Gemini CLI sessions (~/.gemini/tmp/<project>/chats/*.json and *.jsonl)"
-            }
-            Format::Opencode => {
-                "opencode's SQLite database (~/.local/share/opencode/opencode.db), read-only"
-            }
-            Format::Copilot => {
-                "GitHub Copilot CLI sessions (~/.copilot/session-state/<id>/events.jsonl)"
-            }
-        })
-    }))
+    PossibleValuesParser::new(
+        Format::ALL.map(|f| PossibleValue::new(f.as_str()).help(f.descriptor().about)),
+    )
     // Only listed names reach `map`, and every listed name parses.
     .map(|s| Format::parse(&s).unwrap_or_default())
 }

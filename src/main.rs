@@ -9,7 +9,7 @@ fn main() {
     // not kill the cycle; `cmd::out` ends the process by SIGPIPE when stdout's reader is
     // gone, as command-line tools do (`dream log | head`).
     let cli = dream::cli::Cli::parse();
-    dream::cli::init_logging(&cli.global);
+    dream::cmd::out::init_logging(&cli.global);
     let json_logs = cli.global.log_format == dream::cli::LogFormat::Json;
     let mut code = match dream::cmd::run(cli) {
         Ok(code) => code,

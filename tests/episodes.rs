@@ -36,7 +36,7 @@ fn durable(env: &Env) -> Vec<String> {
 
 fn says(fact_line: &str, label: &str) -> bool {
     let body = dream_core::memory::episode_body(text(fact_line));
-    dream_core::measures::similarity(label, body) >= 0.9
+    dream_core::text::measures::similarity(label, body) >= 0.9
 }
 
 fn verify_ok(env: &Env) {
@@ -60,7 +60,7 @@ fn generated_agent_sessions_keep_durable_facts_and_episodes_and_no_noise_of_any_
         let durable = durable(&env);
         let episodes = lines(&env, "episodes");
         let as_written = |l: &agent::Labelled| {
-            dream_core::when::rewrite(&l.text, *l.days.iter().next().unwrap())
+            dream_core::text::when::rewrite(&l.text, *l.days.iter().next().unwrap())
         };
         for l in set.of_kind(|k| k == Kind::Durable) {
             assert!(

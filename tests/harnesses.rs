@@ -198,7 +198,7 @@ fn the_claude_code_plugin_follows_the_documented_layout_and_runs_dream() {
     assert!(
         command
             .join(" ")
-            .ends_with(dream_core::hooks::CLAUDE_HOOK_MARK),
+            .ends_with(dream_core::recall::hooks::CLAUDE_HOOK_MARK),
         "{command:?}"
     );
     assert!(hook["timeout"].as_u64().is_some_and(|t| t <= 60));
@@ -240,7 +240,7 @@ fn codex_can_take_a_session_start_hook_that_prints_the_json_codex_reads() {
     assert!(
         command
             .join(" ")
-            .ends_with(dream_core::hooks::CODEX_HOOK_MARK),
+            .ends_with(dream_core::recall::hooks::CODEX_HOOK_MARK),
         "{command:?}"
     );
     assert!(

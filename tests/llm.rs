@@ -612,7 +612,7 @@ fn a_reply_without_usage_is_charged_its_estimate() {
     let call = &fake.calls("reflect")[0];
     assert!(!call.usage_reported);
     let m = call.body["messages"].as_array().unwrap();
-    let estimate = dream::providers::openai::prompt_estimate(
+    let estimate = dream_engine::providers::openai::prompt_estimate(
         m[0]["content"].as_str().unwrap(),
         m[1]["content"].as_str().unwrap(),
     ) + 1024;
@@ -898,7 +898,7 @@ fn a_server_that_counts_more_than_estimated_is_logged_and_estimates_learn_from_i
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
     let first = &fake.calls("reflect")[0];
     let m = first.body["messages"].as_array().unwrap();
-    let plain = dream::providers::openai::prompt_estimate(
+    let plain = dream_engine::providers::openai::prompt_estimate(
         m[0]["content"].as_str().unwrap(),
         m[1]["content"].as_str().unwrap(),
     ) + 50;
@@ -1061,7 +1061,7 @@ proptest! {
         let calls: Vec<_> = fake.requests().into_iter().filter(|r| r.path.ends_with("/chat/completions")).collect();
         let plain = |r: &dream_testkit::fake_llm::Recorded| {
             let m = r.body["messages"].as_array().unwrap();
-            dream::providers::openai::prompt_estimate(m[0]["content"].as_str().unwrap(), m[1]["content"].as_str().unwrap())
+            dream_engine::providers::openai::prompt_estimate(m[0]["content"].as_str().unwrap(), m[1]["content"].as_str().unwrap())
         };
         let estimate = |r: &dream_testkit::fake_llm::Recorded| plain(r) + r.max_tokens;
         let max_error = calls.iter().map(|r| r.tokens().saturating_sub(estimate(r))).max().unwrap_or(0);
@@ -1084,7 +1084,7 @@ proptest! {
         let reported: u64 = answered.iter().filter(|r| r.usage_reported).map(|r| r.tokens()).sum();
         let unreported: Vec<_> = answered.iter().filter(|r| !r.usage_reported).collect();
         let ratio = answered.iter().filter(|r| r.usage_reported).map(|r| r.prompt_tokens as f64 / plain(r) as f64).fold(1.0f64, f64::max);
-        let most: u64 = unreported.iter().map(|r| (plain(r) as f64 * dream::providers::openai::calibrated_scale(Some(ratio)).max(1.0)).ceil() as u64 + r.max_tokens).sum();
+        let most: u64 = unreported.iter().map(|r| (plain(r) as f64 * dream_engine::providers::openai::calibrated_scale(Some(ratio)).max(1.0)).ceil() as u64 + r.max_tokens).sum();
         let least: u64 = if scale <= 2.0 { unreported.iter().map(|r| r.tokens()).sum() } else { 0 };
         prop_assert!(reported + least <= spent && spent <= reported + most,
             "charged {}; reported usage {}, the rest between {} and {}", spent, reported, least, most);

@@ -63,7 +63,7 @@ fn a_reply_that_does_not_parse_is_charged_what_the_server_counted_and_calibrates
     // would fit (and the server would cross) starts no call.
     let first = &fake.calls("reflect")[0];
     let m = first.body["messages"].as_array().unwrap();
-    let plain = dream::providers::openai::prompt_estimate(
+    let plain = dream_engine::providers::openai::prompt_estimate(
         m[0]["content"].as_str().unwrap(),
         m[1]["content"].as_str().unwrap(),
     ) + 100;
@@ -123,7 +123,7 @@ fn a_cluster_larger_than_the_prompt_cap_is_sent_in_prompts_and_only_what_was_sen
             .iter()
             .map(|c| {
                 let m = c.body["messages"].as_array().unwrap();
-                dream::providers::openai::prompt_estimate(
+                dream_engine::providers::openai::prompt_estimate(
                     m[0]["content"].as_str().unwrap(),
                     m[1]["content"].as_str().unwrap(),
                 ) + c.max_tokens

@@ -660,7 +660,7 @@ fn several_repositories_get_template_units_with_staggered_starts_that_verify() {
     assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
     let ana = ana.canonicalize().unwrap();
     let bob = bob.canonicalize().unwrap();
-    let esc = |p: &Path| dream::schedule::escape_path(p.to_str().unwrap());
+    let esc = |p: &Path| dream_engine::schedule::escape_path(p.to_str().unwrap());
     let (a, b) = (esc(&ana), esc(&bob));
     assert!(a.ends_with("-ana\\x20memory"), "{a}");
     let text = stdout(&out);
@@ -696,7 +696,7 @@ fn several_repositories_get_template_units_with_staggered_starts_that_verify() {
     let time = |c: &str, i: &str| {
         let t =
             std::fs::read_to_string(dir.join(format!("dream-{c}@{i}.timer.d/dream.conf"))).unwrap();
-        dream::schedule::parse_time(&t).unwrap().to_string()
+        dream_engine::schedule::parse_time(&t).unwrap().to_string()
     };
     assert_eq!(
         [

@@ -9,11 +9,11 @@
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
-use dream::cycle::{self, Options};
-use dream_core::config::CycleKind;
 use dream_core::llm::{
     ChatCall, JudgeReply, JudgeRequest, Llm, LlmError, ReflectReply, ReflectRequest, Reply, Usage,
 };
+use dream_core::operations::config::CycleKind;
+use dream_engine::cycle::{self, Options};
 
 use crate::util::{stdout, Env};
 
@@ -352,16 +352,16 @@ impl Llm for Scripted {
     }
 }
 
-fn run_scripted(env: &Env, llm: &Scripted, now: &str) -> dream_core::report::Report {
-    let config = dream::config::load(&env.repo).unwrap();
-    let embedder = dream::providers::embedder(&config).unwrap();
+fn run_scripted(env: &Env, llm: &Scripted, now: &str) -> dream_core::operations::report::Report {
+    let config = dream_engine::config::load(&env.repo).unwrap();
+    let embedder = dream_engine::providers::embedder(&config).unwrap();
     let opts = Options {
         kind: CycleKind::Evening,
         dry_run: false,
         allow_loss: false,
         now: now.parse().unwrap(),
     };
-    cycle::run(&env.repo, &config, llm, embedder.as_ref(), &opts).unwrap()
+    cycle::run_cycle(&env.repo, &config, llm, embedder.as_ref(), &opts).unwrap()
 }
 
 #[test]
@@ -430,7 +430,7 @@ fn model_proposals_are_gated_applied_or_refused_with_reasons_and_verify_passes()
         dedupe_prompt.user
     );
 
-    let passes: BTreeMap<&str, &dream_core::report::PassSummary> =
+    let passes: BTreeMap<&str, &dream_core::operations::report::PassSummary> =
         report.passes.iter().map(|p| (p.pass.as_str(), p)).collect();
     let counts = |p: &str| {
         (
@@ -583,15 +583,15 @@ fn a_failed_pass_call_degrades_to_the_backstops_and_is_reported() {
     }
     let env = Env::new();
     seed(&env, 100);
-    let config = dream::config::load(&env.repo).unwrap();
-    let embedder = dream::providers::embedder(&config).unwrap();
+    let config = dream_engine::config::load(&env.repo).unwrap();
+    let embedder = dream_engine::providers::embedder(&config).unwrap();
     let opts = Options {
         kind: CycleKind::Evening,
         dry_run: false,
         allow_loss: false,
         now: NOW.parse().unwrap(),
     };
-    let report = cycle::run(&env.repo, &config, &Broken, embedder.as_ref(), &opts).unwrap();
+    let report = cycle::run_cycle(&env.repo, &config, &Broken, embedder.as_ref(), &opts).unwrap();
     let degraded: Vec<&str> = report.degraded.iter().map(|d| d.stage.as_str()).collect();
     assert_eq!(degraded, vec!["dedupe", "merge", "promote", "forget"]);
     assert!(

@@ -9,11 +9,11 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-use dream::cycle::{self, Options};
-use dream_core::config::CycleKind;
 use dream_core::llm::{
     ChatCall, JudgeReply, JudgeRequest, Llm, LlmError, ReflectReply, ReflectRequest, Reply, Usage,
 };
+use dream_core::operations::config::CycleKind;
+use dream_engine::cycle::{self, Options};
 use dream_testkit::fake_llm::{Answer, FakeLlm};
 
 use crate::passes::{seed, NOW};
@@ -65,15 +65,15 @@ fn run_scripted(
     replies: BTreeMap<&'static str, serde_json::Value>,
     now: &str,
 ) -> serde_json::Value {
-    let config = dream::config::load(&env.repo).unwrap();
-    let embedder = dream::providers::embedder(&config).unwrap();
+    let config = dream_engine::config::load(&env.repo).unwrap();
+    let embedder = dream_engine::providers::embedder(&config).unwrap();
     let opts = Options {
         kind: CycleKind::Evening,
         dry_run: false,
         allow_loss: false,
         now: now.parse().unwrap(),
     };
-    let report = cycle::run(
+    let report = cycle::run_cycle(
         &env.repo,
         &config,
         &Scripted { replies },

@@ -1,14 +1,14 @@
 //! The salience model as dream computes it equals the model as its training script
 //! computes it: for the project-owned texts of `crates/core/salience/parity.tsv`, each
-//! embedded by dream's compiled-in `minilm` model and scored by `dream_core::salience`,
+//! embedded by dream's compiled-in `minilm` model and scored by `dream_core::selection::salience`,
 //! the score is the one `scripts/salience/train.py` wrote (Python's model2vec reading the
 //! same table, the shape features of `scripts/salience/features.py`) within 1e-5. A change
 //! to the features on one side only, or weights the Rust side reads differently, fails
 //! here.
 
-use dream::providers::embed::Embedder;
-use dream::providers::embed_minilm::MiniLm;
-use dream_core::salience;
+use dream_core::selection::salience;
+use dream_engine::providers::embed::Embedder;
+use dream_engine::providers::embed_minilm::MiniLm;
 
 const PARITY: &str = include_str!("../crates/core/salience/parity.tsv");
 

@@ -74,7 +74,7 @@ const SHAPES: &str = include_str!("../crates/testkit/data/secret-shapes.tsv");
 /// An example of every rule of the vendored gitleaks set, built from the rule's regex:
 /// (rule id, the sentence, the secret in it).
 fn rule_examples() -> Vec<(&'static str, String, String)> {
-    use dream_core::secret_rules::{found_example, RULES};
+    use dream_core::sources::secret_rules::{found_example, RULES};
     (0..RULES.rules.len())
         .map(|i| {
             let (text, secret) = found_example(i).expect("every rule has an example");

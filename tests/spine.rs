@@ -106,7 +106,7 @@ fn the_sample_stream_is_consolidated_as_labelled() {
     for l in &labels.promoted {
         let found = facts
             .iter()
-            .find(|f| dream_core::measures::similarity(fact_text(f), &l.text) >= 0.9)
+            .find(|f| dream_core::text::measures::similarity(fact_text(f), &l.text) >= 0.9)
             .unwrap_or_else(|| panic!("{:?} was not promoted; facts: {facts:#?}", l.text));
         if let Some(block) = &l.block {
             assert!(
@@ -132,7 +132,7 @@ fn the_sample_stream_is_consolidated_as_labelled() {
         assert!(
             episodes
                 .iter()
-                .any(|e| dream_core::measures::similarity(e, &l.text) >= 0.9),
+                .any(|e| dream_core::text::measures::similarity(e, &l.text) >= 0.9),
             "{:?} is not an episode: {episodes:#?}",
             l.text
         );
@@ -148,7 +148,7 @@ fn the_sample_stream_is_consolidated_as_labelled() {
         assert!(
             cards
                 .iter()
-                .any(|c| dream_core::measures::similarity(c, &l.text) >= 0.9),
+                .any(|c| dream_core::text::measures::similarity(c, &l.text) >= 0.9),
             "{:?} was not queued; cards: {cards:#?}",
             l.text
         );

@@ -1,4 +1,4 @@
-"""The shape features of one statement, as `crates/core/src/salience.rs` computes them.
+"""The shape features of one statement, as `crates/core/src/selection/salience.rs` computes them.
 
 This file and the Rust module are two writings of one definition: a parity test
 (`tests/salience.rs`) holds the scores the two compute for the same texts equal within

@@ -8,7 +8,7 @@ present moment's status, passing opinions and vague remarks, no. The model is a 
 regression over the statement's static embedding (the 128 values of dream's `minilm`
 embedder, models/minilm-l6-v2-m2v-128, which Python's model2vec reads as dream's Rust code
 does) and thirteen shape features (features.py, written again in
-crates/core/src/salience.rs). It is small (142 weights) and compiled into dream.
+crates/core/src/selection/salience.rs). It is small (142 weights) and compiled into dream.
 
 Deterministic: the default run rebuilds the committed files byte for byte (compare the
 sha256 it prints with crates/core/salience/PROVENANCE.md). Offline once the pinned packages
@@ -599,7 +599,7 @@ def main() -> None:
 
 PROVENANCE = """# The salience model: provenance
 
-`weights.json` is dream's salience model (`crates/core/src/salience.rs` compiles it in with
+`weights.json` is dream's salience model (`crates/core/src/selection/salience.rs` compiles it in with
 `include_str!`): a logistic regression over a statement's `minilm` embedding (128 values)
 and 13 shape features, with the thresholds chosen on the dev sets and the
 cross-validated figures they were chosen from. `parity.tsv` holds project-owned texts and

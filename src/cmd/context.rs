@@ -1,10 +1,10 @@
 //! `dream context`: what an agent loads at session start, within a token budget.
 
-use dream_core::config::MIN_CONTEXT_BUDGET;
+use dream_core::operations::config::MIN_CONTEXT_BUDGET;
 
-use crate::agents::context::{self, Options};
 use crate::cli::{ContextArgs, ContextFormat, Global};
-use crate::error::{Error, Result, EXIT_OK};
+use dream_engine::agents::context::{self, Options};
+use dream_engine::error::{Error, Result, EXIT_OK};
 
 pub fn run(g: &Global, a: &ContextArgs) -> Result<i32> {
     match (print(g, a), &a.hook) {
@@ -13,7 +13,7 @@ pub fn run(g: &Global, a: &ContextArgs) -> Result<i32> {
             // A session-start hook must never stop a session: say so in the context itself.
             let text = format!(
                 "{}\nMemory (dream) is unavailable: {e}. Run `dream status` in a terminal.\n",
-                dream_core::context::marker_line()
+                dream_core::recall::context::marker_line()
             );
             if h == "codex" {
                 println!("{}", codex_hook_output(&text));
@@ -36,7 +36,7 @@ fn print(g: &Global, a: &ContextArgs) -> Result<()> {
         }
     }
     let root = super::repo_root(g)?;
-    let config = crate::config::load(&root)?;
+    let config = dream_engine::config::load(&root)?;
     let today = super::now(g)?.date_naive();
     let project = if a.every_project {
         None
@@ -52,9 +52,9 @@ fn print(g: &Global, a: &ContextArgs) -> Result<()> {
         project: project.clone(),
         every_project: a.every_project,
     };
-    let embedder: Box<dyn crate::providers::embed::Embedder> = match opts.query {
-        Some(_) => crate::providers::embedder(&config)?,
-        None => Box::new(dream_core::embed::Builtin::new(config.embed.dim)),
+    let embedder: Box<dyn dream_engine::providers::embed::Embedder> = match opts.query {
+        Some(_) => dream_engine::providers::embedder(&config)?,
+        None => Box::new(dream_core::selection::embed::Builtin::new(config.embed.dim)),
     };
     let ctx = context::build(&root, &config, embedder.as_ref(), today, &opts)?;
     match a.format {
@@ -83,7 +83,7 @@ fn codex_hook_output(text: &str) -> String {
 /// on stdin, else the current folder; resolved to its repository.
 fn current_project(a: &ContextArgs) -> Option<String> {
     if let Some(p) = &a.project {
-        return Some(crate::edges::project::resolve(&absolute(p)));
+        return Some(dream_engine::edges::project::resolve(&absolute(p)));
     }
     // Claude Code's and Codex's SessionStart hooks both give the session's `cwd` as JSON.
     if matches!(a.hook.as_deref(), Some("claude-code" | "codex"))
@@ -96,12 +96,12 @@ fn current_project(a: &ContextArgs) -> Option<String> {
             let _ = tx.send(hook_cwd(std::io::stdin().lock()));
         });
         if let Ok(Some(cwd)) = rx.recv_timeout(HOOK_INPUT_WAIT) {
-            return Some(crate::edges::project::resolve(&cwd));
+            return Some(dream_engine::edges::project::resolve(&cwd));
         }
     }
     std::env::current_dir()
         .ok()
-        .map(|d| crate::edges::project::resolve(&d.display().to_string()))
+        .map(|d| dream_engine::edges::project::resolve(&d.display().to_string()))
 }
 
 /// A relative `--project` is taken from the current folder.

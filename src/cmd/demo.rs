@@ -1,11 +1,11 @@
 //! `dream demo`: a whole cycle on the shipped sample events, in a scratch repository.
 
 use crate::cli::{DemoArgs, Global};
-use crate::cycle::{self, Options};
-use crate::edges::fsutil::write_atomic;
-use crate::error::{Context, Result, EXIT_OK};
-use crate::providers::{self};
-use dream_core::config::CycleKind;
+use dream_core::operations::config::CycleKind;
+use dream_engine::cycle::{self, Options};
+use dream_engine::edges::fsutil::write_atomic;
+use dream_engine::error::{Context, Result, EXIT_OK};
+use dream_engine::providers::{self};
 
 /// The sample events (fixtures/events/), built into the binary so the demo runs anywhere.
 pub const SAMPLE_EVENTS: &[(&str, &str)] = &[
@@ -46,11 +46,11 @@ pub fn run(g: &Global, a: &DemoArgs) -> Result<i32> {
             .context(|| "creating a temporary folder".into())?
             .keep(),
     };
-    crate::edges::repo::create(&dir)?;
+    dream_engine::edges::repo::create(&dir)?;
     for (name, text) in SAMPLE_EVENTS {
         write_atomic(&dir.join("events").join(name), text.as_bytes())?;
     }
-    let config = crate::config::load(&dir)?;
+    let config = dream_engine::config::load(&dir)?;
     let provider = providers::llm(&config)?;
     let embedder = providers::embedder(&config)?;
     let now = match &g.now {
@@ -63,7 +63,7 @@ pub fn run(g: &Global, a: &DemoArgs) -> Result<i32> {
         allow_loss: false,
         now,
     };
-    let report = cycle::run(&dir, &config, provider.as_ref(), embedder.as_ref(), &opts)?;
+    let report = cycle::run_cycle(&dir, &config, provider.as_ref(), embedder.as_ref(), &opts)?;
     if a.json {
         super::print_json(&report)?;
         return Ok(EXIT_OK);

@@ -1,8 +1,8 @@
 //! `dream doctor`: check the installation end to end (see `doctor.rs`); exit 1 on a fail.
 
 use crate::cli::{DoctorArgs, Global};
-use crate::doctor::{self, Options};
-use crate::error::{Result, EXIT_FAILURE, EXIT_OK};
+use dream_engine::doctor::{self, Options};
+use dream_engine::error::{Result, EXIT_FAILURE, EXIT_OK};
 
 pub fn run(g: &Global, a: &DoctorArgs) -> Result<i32> {
     let found = super::repo_root(g);

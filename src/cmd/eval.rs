@@ -3,9 +3,9 @@
 //! `dream eval sessions PATH...`: replay real transcripts and read back what memory kept.
 
 use crate::cli::{EvalCommand, Global};
-use crate::error::{Context, Error, Result, EXIT_OK};
-use crate::eval::{self, Options};
-use dream_core::config::Config;
+use dream_core::operations::config::Config;
+use dream_engine::error::{Context, Error, Result, EXIT_OK};
+use dream_engine::eval::{self, Options};
 
 pub fn run(g: &Global, a: &EvalCommand) -> Result<i32> {
     let _ = g;
@@ -122,7 +122,7 @@ pub fn run(g: &Global, a: &EvalCommand) -> Result<i32> {
                     .validate()
                     .map_err(|message| Error::Usage(format!("--embedder: {message}")))?;
             }
-            let embedder = crate::providers::embedder(&config)?;
+            let embedder = dream_engine::providers::embedder(&config)?;
             let report = eval::pairs::measure(&pairs, embedder.as_ref(), &config)?;
             if a.json {
                 super::print_json(&report)?;

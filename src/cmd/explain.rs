@@ -1,9 +1,9 @@
 //! `dream explain ID`: everything known about a fact, a card or a candidate.
 
 use crate::cli::{ExplainArgs, Global};
-use crate::error::{Result, EXIT_OK};
-use crate::human::trail;
 use dream_core::memory::{excerpt, GateResult};
+use dream_engine::error::{Result, EXIT_OK};
+use dream_engine::human::trail;
 
 /// Every gate's row, and under each that failed, why in words (not only the first failed
 /// gate, which alone names the refusal).
@@ -34,7 +34,7 @@ fn gate_rows(gates: &[GateResult]) {
 
 pub fn run(g: &Global, a: &ExplainArgs) -> Result<i32> {
     let root = super::repo_root(g)?;
-    let config = crate::config::load(&root)?;
+    let config = dream_engine::config::load(&root)?;
     let ex = trail::explain(&root, &config, super::now(g)?.date_naive(), &a.id)?;
     if a.json {
         super::print_json(&ex)?;

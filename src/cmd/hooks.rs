@@ -1,20 +1,20 @@
 //! `dream hooks install|uninstall|status claude-code|codex`.
 
-use crate::agents::context::{self, Options};
-use crate::agents::hooks::{self, Home, Outcome};
 use crate::cli::{Global, Harness, HooksAction, HooksArgs};
-use crate::error::{Context as _, Result, EXIT_OK};
+use dream_engine::agents::context::{self, Options};
+use dream_engine::agents::hooks::{self, Home, Outcome};
+use dream_engine::error::{Context as _, Result, EXIT_OK};
 
 pub fn run(g: &Global, a: &HooksArgs) -> Result<i32> {
     let home = Home::from_env()?;
     match &a.action {
         HooksAction::Install(i) => {
             let root = super::repo_root(g)?;
-            let config = crate::config::load(&root)?;
+            let config = dream_engine::config::load(&root)?;
             let exe = std::env::current_exe().context(|| "finding this program's path".into())?;
             let exe = exe.canonicalize().unwrap_or(exe);
             let root = root.canonicalize().unwrap_or(root);
-            let builtin = dream_core::embed::Builtin::new(config.embed.dim);
+            let builtin = dream_core::selection::embed::Builtin::new(config.embed.dim);
             let today = super::now(g)?.date_naive();
             let text = context::build(&root, &config, &builtin, today, &Options::default())?
                 .render_markdown();

@@ -11,11 +11,11 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 
 use crate::cli::{Global, IngestArgs};
-use crate::edges::inbox;
-use crate::edges::sources::{self, FileRead};
-use crate::error::{Context, Error, Result, EXIT_FAILURE, EXIT_OK};
-use dream_core::adapters::{Counts, Format};
-use dream_core::event::{Event, Parsed};
+use dream_core::sources::adapters::{Counts, Format};
+use dream_core::sources::event::{Event, Parsed};
+use dream_engine::edges::inbox;
+use dream_engine::edges::sources::{self, FileRead};
+use dream_engine::error::{Context, Error, Result, EXIT_FAILURE, EXIT_OK};
 
 /// Events are appended in batches of this many.
 const BATCH: usize = 2000;
@@ -64,7 +64,7 @@ impl Out {
 
 pub fn run(g: &Global, a: &IngestArgs) -> Result<i32> {
     let root = super::repo_root(g)?;
-    let config = crate::config::load(&root)?;
+    let config = dream_engine::config::load(&root)?;
     let now = super::now(g)?;
     let max = config.inbox.max_event_bytes;
     let mut out = Out {
@@ -179,7 +179,7 @@ fn read_stdin(max: usize, out: &mut Out) -> Result<usize> {
         if buf.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
-        match dream_core::turn::parse_line(&buf, max) {
+        match dream_core::sources::turn::parse_line(&buf, max) {
             Ok(parts) => {
                 for p in parts {
                     out.push(p)?;

@@ -3,13 +3,13 @@
 use std::path::Path;
 
 use crate::cli::{Global, InitArgs};
-use crate::error::{Context, Result, EXIT_OK};
+use dream_engine::error::{Context, Result, EXIT_OK};
 
 pub fn run(g: &Global, a: &InitArgs) -> Result<i32> {
     let cwd = std::env::current_dir().context(|| "reading the current folder".into())?;
     let dir = super::absolute(&cwd, a.dir.as_deref().unwrap_or(Path::new(".")));
-    use crate::edges::repo::Created;
-    match crate::edges::repo::create_at(&dir, super::now(g)?)? {
+    use dream_engine::edges::repo::Created;
+    match dream_engine::edges::repo::create_at(&dir, super::now(g)?)? {
         Created::New => println!("created a dream repository in {}\nnext: point your agent at {}/events/ and run `dream run`", dir.display(), dir.display()),
         Created::Finished => println!("{} was a dream repository not yet finished (an interrupted init, or a clone without its local state): its inbox folder and state are made now", dir.display()),
         Created::Already => println!("{} is already a dream repository; nothing changed", dir.display()),

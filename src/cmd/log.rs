@@ -1,9 +1,9 @@
 //! `dream log`: the audit trail, one block per cycle.
 
 use crate::cli::{Global, LogArgs};
-use crate::error::{Error, Result, EXIT_OK};
-use crate::human::trail;
-use dream_core::audit::CycleLog;
+use dream_core::operations::audit::CycleLog;
+use dream_engine::error::{Error, Result, EXIT_OK};
+use dream_engine::human::trail;
 
 pub fn run(g: &Global, a: &LogArgs) -> Result<i32> {
     let root = super::repo_root(g)?;

@@ -51,7 +51,7 @@ use std::path::{Path, PathBuf};
 use chrono::{DateTime, Utc};
 
 use crate::cli::{Cli, Command, Global};
-use crate::error::{Context, Error, Result};
+use dream_engine::error::{Context, Error, Result};
 
 /// Run the parsed command line; returns the exit code.
 pub fn run(cli: Cli) -> Result<i32> {
@@ -121,11 +121,11 @@ pub fn repo_root(g: &Global) -> Result<PathBuf> {
 pub fn repo_roots(g: &Global) -> Result<Vec<PathBuf>> {
     let cwd = std::env::current_dir().context(|| "reading the current folder".into())?;
     if g.repo.is_empty() {
-        return Ok(vec![crate::edges::store::discover(None, &cwd)?]);
+        return Ok(vec![dream_engine::edges::store::discover(None, &cwd)?]);
     }
     g.repo
         .iter()
-        .map(|p| crate::edges::store::discover(Some(&absolute(&cwd, p)), &cwd))
+        .map(|p| dream_engine::edges::store::discover(Some(&absolute(&cwd, p)), &cwd))
         .collect()
 }
 

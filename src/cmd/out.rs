@@ -83,3 +83,31 @@ impl Write for QuietStderr {
         Ok(())
     }
 }
+
+/// Set up `tracing` on stderr from the global flags: warnings by default, `-v` for more,
+/// `--log-format json` for machines; no colour unless stderr is a terminal and NO_COLOR is
+/// unset.
+pub fn init_logging(g: &crate::cli::Global) {
+    let level = if g.quiet {
+        "error"
+    } else {
+        match g.verbose {
+            0 => "warn",
+            1 => "info",
+            2 => "debug",
+            _ => "trace",
+        }
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_env("DREAM_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(format!("dream={level},{level}")));
+    let color = std::io::IsTerminal::is_terminal(&std::io::stderr())
+        && std::env::var_os("NO_COLOR").is_none();
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(|| QuietStderr)
+        .with_target(false);
+    let _ = match g.log_format {
+        crate::cli::LogFormat::Json => builder.json().try_init(),
+        crate::cli::LogFormat::Text => builder.with_ansi(color).try_init(),
+    };
+}

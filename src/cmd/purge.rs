@@ -3,12 +3,12 @@
 use std::io::Read;
 
 use crate::cli::{Global, PurgeArgs};
-use crate::error::{Context, Error, Result, EXIT_OK};
-use crate::human::purge;
+use dream_engine::error::{Context, Error, Result, EXIT_OK};
+use dream_engine::human::purge;
 
 pub fn run(g: &Global, a: &PurgeArgs) -> Result<i32> {
     let root = super::repo_root(g)?;
-    let config = crate::config::load(&root)?;
+    let config = dream_engine::config::load(&root)?;
     let needle = match &a.text {
         Some(t) => t.clone(),
         None => {

@@ -2,19 +2,19 @@
 
 use dream_core::llm::budget::Budget;
 
-use crate::agents::quiz::{of_repo, Model};
 use crate::cli::{Global, QuizArgs};
-use crate::error::{Result, EXIT_FAILURE, EXIT_OK};
+use dream_engine::agents::quiz::{of_repo, Model};
+use dream_engine::error::{Result, EXIT_FAILURE, EXIT_OK};
 
 pub fn run(g: &Global, a: &QuizArgs) -> Result<i32> {
     let root = super::repo_root(g)?;
-    let config = crate::config::load(&root)?;
+    let config = dream_engine::config::load(&root)?;
     let today = super::now(g)?.date_naive();
-    let embedder = crate::providers::embedder(&config)?;
+    let embedder = dream_engine::providers::embedder(&config)?;
     let max = a.max.map_or(config.quiz.max_questions, |m| m as usize);
     let with_model = a.model || config.quiz.model;
     let llm = if with_model && config.llm.provider != "none" {
-        Some(crate::providers::llm(&config)?)
+        Some(dream_engine::providers::llm(&config)?)
     } else {
         None
     };
@@ -30,8 +30,8 @@ pub fn run(g: &Global, a: &QuizArgs) -> Result<i32> {
         struct Out<'a> {
             ok: bool,
             #[serde(flatten)]
-            quiz: &'a dream_core::quiz::Quiz,
-            questions: &'a [dream_core::quiz::Outcome],
+            quiz: &'a dream_core::recall::quiz::Quiz,
+            questions: &'a [dream_core::recall::quiz::Outcome],
             #[serde(skip_serializing_if = "Option::is_none")]
             model_failed: Option<&'a str>,
             tokens: u64,

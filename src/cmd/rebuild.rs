@@ -1,12 +1,12 @@
 //! `dream rebuild`: a new state database from the inbox and the repository.
 
 use crate::cli::{Global, RebuildArgs};
-use crate::error::{Result, EXIT_OK};
-use crate::human::rebuild;
+use dream_engine::error::{Result, EXIT_OK};
+use dream_engine::human::rebuild;
 
 pub fn run(g: &Global, a: &RebuildArgs) -> Result<i32> {
     let root = super::repo_root(g)?;
-    let config = crate::config::load(&root)?;
+    let config = dream_engine::config::load(&root)?;
     let r = rebuild::rebuild(&root, &config, super::now(g)?, a.force)?;
     match &r.moved_to {
         Some(p) => println!("moved the damaged state database to {p}"),

@@ -7,9 +7,9 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use crate::cli::{Global, ReviewAction, ReviewArgs};
-use crate::error::{Error, Result, EXIT_OK};
-use crate::human::oversight::{Decided, Desk, Request};
 use dream_core::memory::{excerpt, Card, Decision, Excerpt, GateResult, Measures};
+use dream_engine::error::{Error, Result, EXIT_OK};
+use dream_engine::human::oversight::{Decided, Desk, Request};
 
 use super::tui;
 
@@ -71,7 +71,7 @@ impl<'a> CardJson<'a> {
 
 pub fn run(g: &Global, a: &ReviewArgs) -> Result<i32> {
     let root = super::repo_root(g)?;
-    let config = crate::config::load(&root)?;
+    let config = dream_engine::config::load(&root)?;
     let desk = Desk::open(&root, config, super::now(g)?)?;
     match &a.action {
         None => interactive(&desk),

@@ -15,10 +15,10 @@ use std::time::{Duration, Instant};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::cli::{BackfillArgs, Global, LogFormat, RunArgs};
-use crate::cycle::{self, Options};
-use crate::error::{Result, EXIT_OK, EXIT_WARNING};
-use crate::providers::{self};
-use crate::stages::Progress;
+use dream_engine::cycle::{self, Options};
+use dream_engine::error::{Result, EXIT_OK, EXIT_WARNING};
+use dream_engine::providers::{self};
+use dream_engine::stages::Progress;
 
 pub fn run(g: &Global, a: &RunArgs) -> Result<i32> {
     cycle(g, a, false)
@@ -28,7 +28,7 @@ pub fn run(g: &Global, a: &RunArgs) -> Result<i32> {
 /// than the window that no cycle has looked at.
 pub fn backfill(g: &Global, a: &BackfillArgs) -> Result<i32> {
     let run = RunArgs {
-        cycle: dream_core::config::CycleKind::Evening,
+        cycle: dream_core::operations::config::CycleKind::Evening,
         dry_run: a.dry_run,
         json: a.json,
         budget: a.budget,
@@ -39,7 +39,7 @@ pub fn backfill(g: &Global, a: &BackfillArgs) -> Result<i32> {
 
 fn cycle(g: &Global, a: &RunArgs, restart: bool) -> Result<i32> {
     let root = super::repo_root(g)?;
-    let mut config = crate::config::load(&root)?;
+    let mut config = dream_engine::config::load(&root)?;
     if let Some(b) = a.budget {
         config.budget.tokens_per_cycle = b;
     }

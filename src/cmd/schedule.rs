@@ -14,9 +14,11 @@ use crate::cli::{
     Global, ScheduleAction, ScheduleArgs, ScheduleInstallArgs, ScheduleStatusArgs,
     ScheduleUninstallArgs,
 };
-use crate::edges::units::{self, read_installed, run_all, run_command, uid, unit_dir, write_unit};
-use crate::error::{Context, Error, Result, EXIT_FAILURE, EXIT_OK};
-use crate::schedule::{self, Scheduler, TimeOfDay, CYCLES, LOG_DIR, RANDOMIZED_DELAY_MIN};
+use dream_engine::edges::units::{
+    self, read_installed, run_all, run_command, uid, unit_dir, write_unit,
+};
+use dream_engine::error::{Context, Error, Result, EXIT_FAILURE, EXIT_OK};
+use dream_engine::schedule::{self, Scheduler, TimeOfDay, CYCLES, LOG_DIR, RANDOMIZED_DELAY_MIN};
 
 pub fn run(g: &Global, a: &ScheduleArgs) -> Result<i32> {
     match &a.action {
@@ -204,8 +206,8 @@ fn install_instances(g: &Global, a: &ScheduleInstallArgs) -> Result<i32> {
     }
     for cycle in CYCLES {
         let base = match cycle {
-            dream_core::config::CycleKind::Morning => a.morning,
-            dream_core::config::CycleKind::Evening => a.evening,
+            dream_core::operations::config::CycleKind::Morning => a.morning,
+            dream_core::operations::config::CycleKind::Evening => a.evening,
         };
         // Times of the repositories installed before and not reinstalled now.
         let taken: Vec<TimeOfDay> = existing
@@ -240,7 +242,7 @@ fn install_instances(g: &Global, a: &ScheduleInstallArgs) -> Result<i32> {
     let single = read_installed(
         Scheduler::Systemd,
         &dir,
-        dream_core::config::CycleKind::Evening,
+        dream_core::operations::config::CycleKind::Evening,
     );
     if let Some(r) = single.1.repo {
         if names.iter().any(|(n, _)| *n == r) {
@@ -581,7 +583,10 @@ fn status(g: &Global, a: &ScheduleStatusArgs) -> Result<i32> {
                         i.instance, i.repo
                     ));
                 }
-                if !Path::new(&i.repo).join(dream_core::config::FILE).is_file() {
+                if !Path::new(&i.repo)
+                    .join(dream_core::operations::config::FILE)
+                    .is_file()
+                {
                     s.problems.push(format!(
                         "the instance {} works on {}, which is not a dream repository any more",
                         i.instance, i.repo
@@ -627,7 +632,10 @@ fn status(g: &Global, a: &ScheduleStatusArgs) -> Result<i32> {
                 }
             }
             if let Some(r) = &info.repo {
-                if !Path::new(r).join(dream_core::config::FILE).is_file() {
+                if !Path::new(r)
+                    .join(dream_core::operations::config::FILE)
+                    .is_file()
+                {
                     s.problems.push(format!(
                         "the {} unit works on {r}, which is not a dream repository any more",
                         cycle.as_str()

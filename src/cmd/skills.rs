@@ -1,15 +1,15 @@
 //! `dream skills list|show|promote|discard`: the skills drafted from recurring procedures.
 
 use crate::cli::{Global, SkillsAction, SkillsArgs};
-use crate::error::{Error, Result, EXIT_OK};
-use crate::human::skills::{self as manage, Decided};
-use crate::stages::skills::{self, Skill, Status};
-use dream_core::config::Config;
 use dream_core::memory::excerpt;
+use dream_core::operations::config::Config;
+use dream_engine::error::{Error, Result, EXIT_OK};
+use dream_engine::human::skills::{self as manage, Decided};
+use dream_engine::stages::skills::{self, Skill, Status};
 
 pub fn run(g: &Global, a: &SkillsArgs) -> Result<i32> {
     let root = super::repo_root(g)?;
-    let config = crate::config::load(&root)?;
+    let config = dream_engine::config::load(&root)?;
     match &a.action {
         SkillsAction::List(l) => {
             let mut all = skills::list(&root, &config, true)?;

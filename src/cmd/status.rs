@@ -4,20 +4,20 @@
 use serde::Serialize;
 
 use crate::cli::{Global, StatusArgs};
-use crate::edges::inbox;
-use crate::edges::inbox::file_key;
-use crate::edges::state::{self, State};
-use crate::edges::store::Store;
-use crate::error::{Result, EXIT_OK, EXIT_WARNING};
-use dream_core::heartbeat::Warning;
-use dream_core::ingested::Quarantined;
+use dream_core::operations::heartbeat::Warning;
+use dream_core::sources::ingested::Quarantined;
+use dream_engine::edges::inbox;
+use dream_engine::edges::inbox::file_key;
+use dream_engine::edges::state::{self, State};
+use dream_engine::edges::store::Store;
+use dream_engine::error::{Result, EXIT_OK, EXIT_WARNING};
 
 #[derive(Debug, Serialize)]
 struct Status {
     repo: String,
     /// The cycle (or other writer) holding the lock now: its pid, since when, and stage.
     #[serde(skip_serializing_if = "Option::is_none")]
-    running: Option<crate::edges::lock::Running>,
+    running: Option<dream_engine::edges::lock::Running>,
     events_stored: u64,
     /// Stored events no cycle has reflected on yet.
     events_unreflected: u64,
@@ -67,7 +67,7 @@ struct CycleLine {
     tokens: u64,
     /// Its recall quiz's score, when one ran.
     #[serde(skip_serializing_if = "Option::is_none")]
-    quiz: Option<dream_core::quiz::Summary>,
+    quiz: Option<dream_core::recall::quiz::Summary>,
     /// The error, when the cycle failed.
     #[serde(skip_serializing_if = "Option::is_none")]
     failed: Option<String>,
@@ -75,7 +75,7 @@ struct CycleLine {
 
 pub fn run(g: &Global, a: &StatusArgs) -> Result<i32> {
     let root = super::repo_root(g)?;
-    let config = crate::config::load(&root)?;
+    let config = dream_engine::config::load(&root)?;
     let store = Store::open(&root)?;
     let state = State::open_read_only(&root)?;
     let watermarks = match &state {
@@ -84,11 +84,11 @@ pub fn run(g: &Global, a: &StatusArgs) -> Result<i32> {
     };
     let mut inbox_lag = Vec::new();
     let mut files = inbox::list_files(&root.join(&config.inbox.path))?;
-    files.retain(|p| !crate::edges::sources::claims(&config, &root, p));
+    files.retain(|p| !dream_engine::edges::sources::claims(&config, &root, p));
     for source in &config.inbox.sources {
-        let dir = crate::edges::sources::source_path(source, &root);
+        let dir = dream_engine::edges::sources::source_path(source, &root);
         if dir.exists() {
-            files.extend(crate::edges::sources::list(
+            files.extend(dream_engine::edges::sources::list(
                 &dir,
                 source.format,
                 &source.include,
@@ -109,13 +109,13 @@ pub fn run(g: &Global, a: &StatusArgs) -> Result<i32> {
     let memory = store.load_memory(now.date_naive())?;
     let mut s = Status {
         repo: root.display().to_string(),
-        running: crate::edges::lock::running(&root),
+        running: dream_engine::edges::lock::running(&root),
         events_stored: 0,
         events_unreflected: 0,
         inbox_lag_bytes: inbox_lag.iter().map(|l| l.bytes).sum(),
         inbox_lag,
         review_queue: cards.len(),
-        skills_awaiting: crate::stages::skills::awaiting(&root)?.len(),
+        skills_awaiting: dream_engine::stages::skills::awaiting(&root)?.len(),
         quarantined: 0,
         recent_quarantine: Vec::new(),
         active_facts: memory.len(),
@@ -123,7 +123,7 @@ pub fn run(g: &Global, a: &StatusArgs) -> Result<i32> {
             .block(dream_core::memory::Block::Episodes)
             .facts()
             .count(),
-        embedder: crate::providers::embedder(&config)
+        embedder: dream_engine::providers::embedder(&config)
             .map(|e| e.id())
             .unwrap_or_else(|e| format!("{} (not usable: {e})", config.embed.provider)),
         vector_cache: Vec::new(),
@@ -144,7 +144,7 @@ pub fn run(g: &Global, a: &StatusArgs) -> Result<i32> {
             .collect();
         let mut recent = state::recent_cycles(&st.conn, 5)?;
         recent.extend(
-            crate::edges::heartbeat::failures(&root)?
+            dream_engine::edges::heartbeat::failures(&root)?
                 .into_iter()
                 .map(|f| f.record()),
         );
@@ -166,7 +166,7 @@ pub fn run(g: &Global, a: &StatusArgs) -> Result<i32> {
                 failed: c.report["failed"].as_str().map(str::to_string),
             });
         }
-        s.warnings = crate::edges::heartbeat::warnings(&st.conn, &root, &config, now, None)?;
+        s.warnings = dream_engine::edges::heartbeat::warnings(&st.conn, &root, &config, now, None)?;
     }
     let code = if a.check && !s.warnings.is_empty() {
         EXIT_WARNING

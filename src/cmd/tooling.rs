@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use clap::CommandFactory;
 
 use crate::cli::{Cli, CompletionsArgs, ManArgs};
-use crate::error::{Context, Result, EXIT_OK};
+use dream_engine::error::{Context, Result, EXIT_OK};
 
 pub fn completions(a: &CompletionsArgs) -> Result<i32> {
     let mut cmd = Cli::command();
@@ -50,7 +50,7 @@ fn write_pages(cmd: clap::Command, dir: &Path) -> Result<Vec<PathBuf>> {
     man.render(&mut out)
         .context(|| format!("rendering {}", man.get_filename()))?;
     let path = dir.join(man.get_filename());
-    crate::edges::fsutil::write_atomic(&path, &out)?;
+    dream_engine::edges::fsutil::write_atomic(&path, &out)?;
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;

@@ -16,10 +16,10 @@ use crossterm::terminal::{self, Clear, ClearType, EnterAlternateScreen, LeaveAlt
 use crossterm::{execute, queue};
 use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
 
-use crate::error::{Error, Result};
-use crate::human::oversight::{Desk, Request};
 use dream_core::llm::EventView;
 use dream_core::memory::{excerpt, Card};
+use dream_engine::error::{Error, Result};
+use dream_engine::human::oversight::{Desk, Request};
 
 /// How a piece of text is shown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,12 +1,12 @@
 //! `dream undo`: take back a fact, a rejection, or a whole cycle, as a new commit.
 
 use crate::cli::{Global, UndoArgs};
-use crate::error::{Result, EXIT_OK};
-use crate::human::oversight;
+use dream_engine::error::{Result, EXIT_OK};
+use dream_engine::human::oversight;
 
 pub fn run(g: &Global, a: &UndoArgs) -> Result<i32> {
     let root = super::repo_root(g)?;
-    crate::config::load(&root)?;
+    dream_engine::config::load(&root)?;
     let now = super::now(g)?;
     let report = match (&a.cycle, &a.id) {
         (Some(cycle), _) => oversight::undo_cycle(&root, now, cycle, a.dry_run)?,

@@ -1,8 +1,8 @@
 //! `dream verify`: re-audit the repository; exit 1 naming each problem.
 
 use crate::cli::{Global, VerifyArgs};
-use crate::error::{Result, EXIT_FAILURE, EXIT_OK};
-use crate::human::verify;
+use dream_engine::error::{Result, EXIT_FAILURE, EXIT_OK};
+use dream_engine::human::verify;
 
 pub fn run(g: &Global, a: &VerifyArgs) -> Result<i32> {
     let root = super::repo_root(g)?;

@@ -31,13 +31,13 @@ use chrono::{DateTime, Duration, NaiveTime, Utc};
 use ndarray::Array2;
 use serde::Serialize;
 
-use dream::cycle::{self, Options as CycleOptions};
-use dream::edges::fsutil::write_atomic;
-use dream::error::{Context, Error, Result};
-use dream_core::cluster::{self, SignLsh};
-use dream_core::config::{Config, CycleKind};
-use dream_core::event::Event;
 use dream_core::llm::{prompts, EventView, ReflectRequest};
+use dream_core::operations::config::{Config, CycleKind};
+use dream_core::selection::cluster::{self, SignLsh};
+use dream_core::sources::event::Event;
+use dream_engine::cycle::{self, Options as CycleOptions};
+use dream_engine::edges::fsutil::write_atomic;
+use dream_engine::error::{Context, Error, Result};
 use dream_testkit::synth::{self, Spec};
 
 /// Which scenarios to run and at what size.
@@ -163,7 +163,10 @@ fn round2(x: f64) -> f64 {
 }
 
 /// Run the benchmark.
-pub fn run(opts: &Options, fake: Option<&dream_testkit::fake_llm::FakeLlm>) -> Result<BenchReport> {
+pub fn run_scenario(
+    opts: &Options,
+    fake: Option<&dream_testkit::fake_llm::FakeLlm>,
+) -> Result<BenchReport> {
     let temp;
     let dir = match &opts.dir {
         Some(d) => {
@@ -279,13 +282,13 @@ fn new_repo(dir: &Path) -> Result<()> {
     if dir.exists() {
         std::fs::remove_dir_all(dir).context(|| format!("removing {}", dir.display()))?;
     }
-    dream::edges::repo::create(dir)?;
+    dream_engine::edges::repo::create(dir)?;
     Ok(())
 }
 
 /// Set keys of a repository's dream.toml (`section.key` = TOML value).
 fn set_config(dir: &Path, keys: &[(&str, toml::Value)]) -> Result<()> {
-    let path = dir.join(dream_core::config::FILE);
+    let path = dir.join(dream_core::operations::config::FILE);
     let text = std::fs::read_to_string(&path).context(|| format!("reading {}", path.display()))?;
     let mut table: toml::Table = text
         .parse()
@@ -332,17 +335,17 @@ fn write_events(dir: &Path, name: &str, events: &[Event]) -> Result<()> {
 }
 
 /// One evening cycle in this process (for preparing repositories).
-fn cycle_here(dir: &Path, now: DateTime<Utc>) -> Result<dream_core::report::Report> {
-    let config = dream::config::load(dir)?;
-    let provider = dream::providers::llm(&config)?;
-    let embedder = dream::providers::embedder(&config)?;
+fn cycle_here(dir: &Path, now: DateTime<Utc>) -> Result<dream_core::operations::report::Report> {
+    let config = dream_engine::config::load(dir)?;
+    let provider = dream_engine::providers::llm(&config)?;
+    let embedder = dream_engine::providers::embedder(&config)?;
     let opts = CycleOptions {
         kind: CycleKind::Evening,
         dry_run: false,
         allow_loss: false,
         now,
     };
-    cycle::run(dir, &config, provider.as_ref(), embedder.as_ref(), &opts)
+    cycle::run_cycle(dir, &config, provider.as_ref(), embedder.as_ref(), &opts)
 }
 
 /// Ingest a stream day by day, one evening cycle per day, as a timer would.
@@ -737,8 +740,8 @@ fn incremental(opts: &Options, dir: &Path) -> Result<ScenarioResult> {
 /// DBSCAN alone at growing sizes, with exact search beside it on the smaller ones.
 fn cluster_scaling(opts: &Options) -> Result<ScenarioResult> {
     let config = Config::default();
-    let embedder = dream::providers::embedder(&config)?;
-    let eps = dream::providers::embed::eps(&config, embedder.as_ref());
+    let embedder = dream_engine::providers::embedder(&config)?;
+    let eps = dream_engine::providers::embed::eps(&config, embedder.as_ref());
     let mut extra = BTreeMap::new();
     let mut notes = Vec::new();
     let mut points: Vec<(f64, f64)> = Vec::new();
@@ -1250,10 +1253,11 @@ fn run_schedule(
             out
         }
     };
-    let store = dream::edges::store::Store::open(repo)?;
+    let store = dream_engine::edges::store::Store::open(repo)?;
     let memory = store.load_memory(now().date_naive())?;
     let (cards, _) = store.pending_cards()?;
-    let stated = |text: &str, theme: &str| dream_core::measures::similarity(theme, text) >= 0.9;
+    let stated =
+        |text: &str, theme: &str| dream_core::text::measures::similarity(theme, text) >= 0.9;
     let in_facts: Vec<bool> = w
         .themes
         .iter()
@@ -1346,8 +1350,8 @@ fn tokens_at(
     let probe = dir.join("probe");
     new_repo(&probe)?;
     set_config(&probe, &token_config(opts))?;
-    let config = dream::config::load(&probe)?;
-    let provider = match dream::providers::llm(&config) {
+    let config = dream_engine::config::load(&probe)?;
+    let provider = match dream_engine::providers::llm(&config) {
         Ok(p) if !p.offline() => p,
         Ok(_) | Err(_) => {
             notes.push("no LLM figures: this scenario needs the openai provider: run with --fake-llm (the tests' fake server) or --llm-url URL (any OpenAI-compatible server)".into());

@@ -14,8 +14,8 @@ use clap::{Args, Parser, Subcommand};
 
 use bench::Options;
 use dream::cli::{Global, RunArgs};
-use dream::cycle::{self, Options as CycleOptions};
-use dream::error::{Context, Result, EXIT_OK};
+use dream_engine::cycle::{self, Options as CycleOptions};
+use dream_engine::error::{Context, Result, EXIT_OK};
 
 #[derive(Debug, Parser)]
 #[command(name = "dream-bench", version)]
@@ -128,7 +128,7 @@ struct EvalAgentArgs {
 
 fn main() {
     let cli = Cli::parse();
-    dream::cli::init_logging(&cli.global);
+    dream::cmd::out::init_logging(&cli.global);
     let result = match &cli.command {
         Some(Command::Cycle(a)) => cycle(&cli.global, a),
         Some(Command::FakeServer(a)) => fake_server(a),
@@ -153,11 +153,15 @@ fn recall_bench(a: &RecallArgs) -> Result<i32> {
     let config = match &a.config {
         Some(p) => {
             let t = std::fs::read_to_string(p).context(|| format!("reading {}", p.display()))?;
-            dream_core::config::Config::parse(&t, &p.display().to_string(), &Default::default())?
+            dream_core::operations::config::Config::parse(
+                &t,
+                &p.display().to_string(),
+                &Default::default(),
+            )?
         }
-        None => dream_core::config::Config::default(),
+        None => dream_core::operations::config::Config::default(),
     };
-    let r = recall::run(&config, a.facts, a.questions, a.seed)?;
+    let r = recall::measure_recall(&config, a.facts, a.questions, a.seed)?;
     println!("{}", serde_json::to_string_pretty(&r).unwrap_or_default());
     Ok(EXIT_OK)
 }
@@ -193,8 +197,8 @@ fn run(g: &Global, a: &BenchArgs) -> Result<i32> {
         exact_up_to: a.exact_up_to,
         linfa_up_to: a.linfa_up_to,
         lsh: {
-            let d = dream_core::cluster::SignLsh::default();
-            dream_core::cluster::SignLsh {
+            let d = dream_core::selection::cluster::SignLsh::default();
+            dream_core::selection::cluster::SignLsh {
                 tables: a.lsh_tables.unwrap_or(d.tables),
                 bits: a.lsh_bits.unwrap_or(d.bits),
                 probes: a.lsh_probes.unwrap_or(d.probes),
@@ -210,7 +214,7 @@ fn run(g: &Global, a: &BenchArgs) -> Result<i32> {
         seed: a.seed,
         facts: a.facts,
     };
-    let report = bench::run(&opts, fake.as_ref())?;
+    let report = bench::run_scenario(&opts, fake.as_ref())?;
     if a.json {
         eprint!("{}", bench::render(&report));
         dream::cmd::print_json(&report)?;
@@ -225,7 +229,7 @@ fn eval_locomo(a: &EvalLocomoArgs) -> Result<i32> {
     let o = quality::LocomoOptions {
         path: dream::cmd::absolute(&cwd, &a.path),
         reference: a.reference,
-        eval: dream::eval::Options {
+        eval: dream_engine::eval::Options {
             only: a.only.clone(),
             config: a.config.as_deref().map(|p| dream::cmd::absolute(&cwd, p)),
             keep: a.keep.as_deref().map(|p| dream::cmd::absolute(&cwd, p)),
@@ -266,19 +270,19 @@ fn eval_agent(a: &EvalAgentArgs) -> Result<i32> {
 /// One cycle as `dream run --json` runs it, printed with the process's own peak memory.
 fn cycle(g: &Global, a: &RunArgs) -> Result<i32> {
     let root = dream::cmd::repo_root(g)?;
-    let mut config = dream::config::load(&root)?;
+    let mut config = dream_engine::config::load(&root)?;
     if let Some(b) = a.budget {
         config.budget.tokens_per_cycle = b;
     }
-    let provider = dream::providers::llm(&config)?;
-    let embedder = dream::providers::embedder(&config)?;
+    let provider = dream_engine::providers::llm(&config)?;
+    let embedder = dream_engine::providers::embedder(&config)?;
     let opts = CycleOptions {
         kind: a.cycle,
         dry_run: a.dry_run,
         allow_loss: false,
         now: dream::cmd::now(g)?,
     };
-    let report = cycle::run(&root, &config, provider.as_ref(), embedder.as_ref(), &opts)?;
+    let report = cycle::run_cycle(&root, &config, provider.as_ref(), embedder.as_ref(), &opts)?;
     dream::cmd::print_json(&serde_json::json!({
         "report": report,
         "peak_rss_kb": bench::peak_rss_kb(),
@@ -394,7 +398,7 @@ pub struct BenchArgs {
     pub cycles_per_day: Vec<u32>,
 
     /// Neighbour groups one search keeps for the clustering scenario (0: all; the engine
-    /// keeps `dream_core::cluster::MAX_NEIGHBOURS`).
+    /// keeps `dream_core::selection::cluster::MAX_NEIGHBOURS`).
     #[arg(long)]
     pub lsh_max_neighbours: Option<usize>,
 

@@ -21,14 +21,14 @@ use std::sync::{Arc, Mutex};
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use dream::cycle::{self, Options as CycleOptions};
-use dream::edges::fsutil::write_atomic;
-use dream::edges::store::Store;
-use dream::error::{Context, Error, Result};
-use dream::eval::{self, ConversationResult, EvalReport};
-use dream_core::config::{Config, CycleKind};
-use dream_core::measures;
 use dream_core::memory::Block;
+use dream_core::operations::config::{Config, CycleKind};
+use dream_core::text::measures;
+use dream_engine::cycle::{self, Options as CycleOptions};
+use dream_engine::edges::fsutil::write_atomic;
+use dream_engine::edges::store::Store;
+use dream_engine::error::{Context, Error, Result};
+use dream_engine::eval::{self, ConversationResult, EvalReport};
 use dream_testkit::agent::{self, AgentSpec, Kind, Noise};
 use dream_testkit::fake_llm::{self, Answer, Call, FakeLlm};
 
@@ -135,7 +135,7 @@ impl Reference {
                     continue;
                 }
                 served.insert(i);
-                let (category, block) = dream_core::phrases::classify(&o.text);
+                let (category, block) = dream_core::text::phrases::classify(&o.text);
                 candidates.push(json!({
                     "text": o.text,
                     "category": category,
@@ -234,7 +234,7 @@ fn conversation_fates(
     served: &HashSet<usize>,
     sent: &HashSet<String>,
 ) -> Fates {
-    let mut by_reason: HashMap<&str, &dream_core::report::DecisionRow> = HashMap::new();
+    let mut by_reason: HashMap<&str, &dream_core::operations::report::DecisionRow> = HashMap::new();
     for d in &conv.decisions {
         by_reason.entry(d.proposer.as_str()).or_insert(d);
     }
@@ -371,13 +371,16 @@ pub fn agent(o: &AgentOptions) -> Result<Vec<AgentQuality>> {
         if dir.exists() {
             std::fs::remove_dir_all(&dir).context(|| format!("removing {}", dir.display()))?;
         }
-        dream::edges::repo::create(&dir)?;
+        dream_engine::edges::repo::create(&dir)?;
         if let Some(t) = &config_text {
-            write_atomic(&dir.join(dream_core::config::FILE), t.as_bytes())?;
+            write_atomic(
+                &dir.join(dream_core::operations::config::FILE),
+                t.as_bytes(),
+            )?;
         }
-        let config: Config = dream::config::load(&dir)?;
-        let llm = dream::providers::llm(&config)?;
-        let embedder = dream::providers::embedder(&config)?;
+        let config: Config = dream_engine::config::load(&dir)?;
+        let llm = dream_engine::providers::llm(&config)?;
+        let embedder = dream_engine::providers::embedder(&config)?;
         let mut q = AgentQuality {
             seed,
             events: set.events(),
@@ -395,7 +398,7 @@ pub fn agent(o: &AgentOptions) -> Result<Vec<AgentQuality>> {
                 now: day.evening(),
                 allow_loss: false,
             };
-            let r = cycle::run(&dir, &config, llm.as_ref(), embedder.as_ref(), &opts)?;
+            let r = cycle::run_cycle(&dir, &config, llm.as_ref(), embedder.as_ref(), &opts)?;
             q.tokens += r.tokens.spent;
             q.cycles += 1;
         }
@@ -426,7 +429,7 @@ fn score(dir: &Path, set: &agent::AgentSet, q: &mut AgentQuality) -> Result<()> 
     let in_any = |texts: &[&str], label: &str| texts.iter().any(|t| matches(label, t));
     // A label as memory would write it: its relative dates read against the day it was said.
     let as_written = |l: &agent::Labelled| match l.days.iter().next() {
-        Some(d) => dream_core::when::rewrite(&l.text, *d),
+        Some(d) => dream_core::text::when::rewrite(&l.text, *d),
         None => l.text.clone(),
     };
     for l in &set.labels {
@@ -512,7 +515,7 @@ fn score(dir: &Path, set: &agent::AgentSet, q: &mut AgentQuality) -> Result<()> 
         .map(|(_, f)| measures::tokens(&f.text).len())
         .sum();
     q.memory_size = measures::round3(memory_words as f64 / stream_words.max(1) as f64);
-    q.verify_problems = dream::human::verify::verify(dir)?.problems.len();
+    q.verify_problems = dream_engine::human::verify::verify(dir)?.problems.len();
     Ok(())
 }
 

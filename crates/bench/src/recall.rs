@@ -7,7 +7,7 @@
 //! kit's synthetic workload (40 themes said again and again in other words, so many facts
 //! share their words: a hard case for ranking), written as durable facts; each question is
 //! a quiz cloze of every `facts / questions`-th fact, asked through
-//! `dream_core::context::recall` with the configured embedder, its fact vectors cached as
+//! `dream_core::recall::context::recall` with the configured embedder, its fact vectors cached as
 //! the MCP server caches them (the first recall, which embeds every fact, is timed apart).
 
 use std::time::Instant;
@@ -15,11 +15,11 @@ use std::time::Instant;
 use chrono::NaiveDate;
 use serde::Serialize;
 
-use dream::agents::context::VectorCache;
-use dream::error::Result;
-use dream_core::config::Config;
 use dream_core::memory::{Block, BlockFile, Memory};
-use dream_core::quiz::{self, Expect};
+use dream_core::operations::config::Config;
+use dream_core::recall::quiz::{self, Expect};
+use dream_engine::agents::context::VectorCache;
+use dream_engine::error::Result;
 
 /// What one run measured.
 #[derive(Debug, Serialize)]
@@ -36,7 +36,12 @@ pub struct RecallReport {
 }
 
 /// Build a memory of `facts` facts and ask `questions` cloze questions of it.
-pub fn run(config: &Config, facts: usize, questions: usize, seed: u64) -> Result<RecallReport> {
+pub fn measure_recall(
+    config: &Config,
+    facts: usize,
+    questions: usize,
+    seed: u64,
+) -> Result<RecallReport> {
     let workload = crate::bench::token_workload_of(seed, 7, facts * 8 + 100);
     let mut seen = std::collections::HashSet::new();
     let texts: Vec<String> = workload
@@ -61,7 +66,7 @@ pub fn run(config: &Config, facts: usize, questions: usize, seed: u64) -> Result
         }
     }
     let memory = Memory::new(blocks);
-    let embedder = dream::providers::embedder(config)?;
+    let embedder = dream_engine::providers::embedder(config)?;
     let mut cache = VectorCache::default();
     let step = (texts.len() / questions.max(1)).max(1);
     let mut times = Vec::new();
@@ -77,8 +82,14 @@ pub fn run(config: &Config, facts: usize, questions: usize, seed: u64) -> Result
         let query = q.query();
         let t = Instant::now();
         let cosines = cache.cosines(embedder.as_ref(), &memory, &query, config.embed.batch_size)?;
-        let found =
-            dream_core::context::recall(&memory, &config.retention, day, &query, &cosines, 5);
+        let found = dream_core::recall::context::recall(
+            &memory,
+            &config.retention,
+            day,
+            &query,
+            &cosines,
+            5,
+        );
         let ms = t.elapsed().as_secs_f64() * 1000.0;
         if n == 0 {
             first_ms = ms;

@@ -9,9 +9,17 @@
 //!
 //! `cargo run -p dream-core --example phrase_rules < texts.jsonl`
 
+// A maintainer's tool beside the core: it reads texts on stdin and prints what the phrase
+// rules say of them; the core library itself does neither.
+#![allow(
+    clippy::disallowed_methods,
+    clippy::disallowed_types,
+    clippy::disallowed_macros
+)]
+
 use std::io::{BufRead, Write};
 
-use dream_core::{phrases, when};
+use dream_core::text::{phrases, when};
 
 fn main() {
     let stdin = std::io::stdin();

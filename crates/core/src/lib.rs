@@ -1,58 +1,36 @@
 //! dream's pure core: everything that decides, and nothing that touches the world.
 //!
 //! dream's rule is "the model proposes, the code applies": whatever decides what memory
-//! holds (the text measures, the secret detectors, event validation, the gates, routing,
-//! the rows of memory files, clustering, the passes' gates, the review decisions, the
-//! model contracts and their parsers) is a pure function of its arguments, so it can be
-//! tested without a model, a repository or a clock, and re-checked later by `dream
-//! verify`. This crate holds those functions. It has no dependency that does I/O (no
-//! SQLite, git, HTTP), and its code opens no file, socket or process: the `dream` crate
-//! reads and writes, then calls in here. Time comes in as an argument.
+//! holds is a pure function of its arguments, so it can be tested without a model, a
+//! repository or a clock, and re-checked later by `dream verify`. This crate holds those
+//! functions. It has no dependency that does I/O (no SQLite, git, HTTP), and its code opens
+//! no file, socket or process and reads no clock (clippy's `disallowed_methods` and
+//! `disallowed_types` in `crates/core/clippy.toml` keep that, and `tests/purity.rs` checks
+//! the manifest): the `dream-engine` crate reads and writes, then calls in here. Time comes
+//! in as an argument.
+//!
+//! The folders read as the data's path through a cycle:
+//!
+//! `sources` (lines to events) → `selection` (events to candidates to routes, through
+//! clusters and gates) → `memory` (rows of Markdown, episodes, review) → `recall` (what
+//! agents are shown, and the quiz that proves it still answers); beside them `passes` (the
+//! maintenance passes over memory), `skills` (recurring procedures), `llm` (the model
+//! seam: contracts, prompts, the offline provider, the budget) and `operations` (config,
+//! report, commits, heartbeat, digest). `text` holds the measures they all use.
 
-// Text and events (SPEC S2, S6, S8).
-pub mod adapters;
-pub mod event;
-pub mod kv;
-pub mod measures;
-pub mod phrases;
-pub mod secret_rules;
-pub mod secrets;
-pub mod turn;
-pub mod when;
+#![deny(clippy::print_stdout, clippy::print_stderr, clippy::dbg_macro)]
 
-// Memory as rows, and the vectors and clusters a cycle reflects on (SPEC S3, S4).
-pub mod cluster;
-pub mod embed;
-pub mod episodes;
+// The words every stage measures.
+pub mod text;
+
+// The pipeline, stage by stage.
 pub mod memory;
+pub mod recall;
+pub mod selection;
+pub mod sources;
 
-// What agents load and search: the budgeted context and recall ranking (no echo), and
-// the edits `dream hooks` makes to harnesses' files.
-pub mod context;
-pub mod hooks;
-pub mod quiz;
-pub mod scope;
-
-// The model seam: contracts, prompts, parsers, the offline provider, the budget (S5, S7).
+// Beside the pipeline: maintenance passes, skills, the model seam, operations.
 pub mod llm;
-
-// Decisions: gates, routing, the maintenance passes' gates, skills, review (S4, S9, S10).
-pub mod gates;
+pub mod operations;
 pub mod passes;
-pub mod revert;
-pub mod review;
-pub mod route;
-pub mod salience;
 pub mod skills;
-pub mod veto;
-
-// What a cycle reports and commits, read back by the audit and the heartbeat (S4, S12).
-pub mod audit;
-pub mod commit;
-pub mod digest;
-pub mod heartbeat;
-pub mod ingested;
-pub mod report;
-
-// Configuration as types, defaults and cross-key rules (S13); `dream` reads the file.
-pub mod config;

@@ -1,113 +1,171 @@
-//! The core does no I/O and reads no clock: the crate graph keeps the first half (no
-//! dependency that touches files, the network, a database or git; chrono without its
-//! `clock` feature, so `Utc::now()` does not even compile here), and this test keeps the
-//! second by reading the core's own manifest and sources. It fails naming the file and
-//! the line that breaks the rule.
+//! The core does no I/O and reads no clock. Two walls keep that, both mechanical:
+//!
+//! - its code: clippy's `disallowed_methods`, `disallowed_types` and `disallowed_macros`
+//!   (`crates/core/clippy.toml`) and the print and dbg lints denied in `lib.rs`, run by
+//!   `cargo clippy -p dream-core --all-targets -- -D warnings` in `.ci/run`. Clippy resolves
+//!   every path, so a grouped, renamed or re-exported import is caught as surely as a
+//!   written-out `std::fs::read_to_string`.
+//! - its dependencies: this test reads every dependency table of the core's manifest
+//!   (`[dependencies]`, `[build-dependencies]`, `[dev-dependencies]` and each
+//!   `[target.'cfg(..)'.*]` one), takes each entry's real package name (a `package = ".."`
+//!   rename included), and refuses any crate not on the list below: a crate that does I/O
+//!   cannot slip in under another name or behind a target, and a new dependency is a
+//!   decision someone writes down here, with why it does no I/O.
 
-use std::path::{Path, PathBuf};
+// A test reads the core's own manifest; the core library itself reads no file.
+#![allow(clippy::disallowed_methods)]
+use std::path::Path;
 
-/// Crates that do I/O, or exist to: none may be a dependency of the core.
-const IO_CRATES: &[&str] = &[
-    "rusqlite",
-    "git2",
-    "reqwest",
-    "tiny_http",
-    "tempfile",
-    "fs2",
-    "tracing",
-    "tokio",
-    "libc",
-    "crossterm",
-    "clap",
-    "glob-walk",
-    "walkdir",
-    "memmap2",
+/// The crates the core may depend on, each with why it is pure. Anything else (rusqlite,
+/// git2, reqwest, tempfile, fs2, tracing, tokio, libc, walkdir, ...) belongs in
+/// `dream-engine`.
+const PURE: &[(&str, &str)] = &[
+    ("aho-corasick", "string search over a text in memory"),
+    ("chrono", "dates and times as values; without its `clock` feature (checked below)"),
+    ("glob", "`glob::Pattern` matching of names; its file-walking functions are disallowed by clippy.toml"),
+    ("jsonc-parser", "parses and edits JSON text in memory"),
+    ("linfa", "clustering over arrays in memory"),
+    ("linfa-clustering", "DBSCAN over arrays in memory"),
+    ("linfa-nn", "nearest-neighbour indexes in memory"),
+    ("memchr", "byte search"),
+    ("multiversion", "compiles a function for several instruction sets"),
+    ("ndarray", "arrays"),
+    ("rand", "seeded random numbers (the seed comes in; no OS entropy is read: `thread_rng` is never called)"),
+    ("rand_xoshiro", "a seeded generator"),
+    ("regex", "regular expressions"),
+    ("regex-syntax", "parses a regular expression"),
+    ("rustc-hash", "a hash function"),
+    ("serde", "data model"),
+    ("serde_json", "JSON text in memory"),
+    ("serde_path_to_error", "error paths for serde"),
+    ("sha2", "hashing"),
+    ("shell-words", "splits a command line held as text"),
+    ("struson", "streaming JSON from any `Read` the engine hands in"),
+    ("thiserror", "error types"),
+    ("toml", "TOML text in memory"),
+    ("yaml-rust2", "YAML text in memory"),
 ];
 
-/// What the core's code may not name: the standard library's I/O, processes, environment,
-/// clocks and output.
-const FORBIDDEN: &[&str] = &[
-    "std::fs",
-    "std::net",
-    "std::process",
-    "std::env",
-    "std::io::stdin",
-    "std::io::stdout",
-    "std::io::stderr",
-    "File::open",
-    "File::create",
-    "SystemTime",
-    "Instant::now",
-    "Utc::now",
-    "Local::now",
-    "thread::sleep",
-    "println!",
-    "eprintln!",
-    "print!(",
-    "eprint!(",
-    "dbg!(",
-];
-
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            rust_files(&path, out);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            out.push(path);
-        }
-    }
+/// One dependency entry: the table it is in, the key, and the package it names.
+#[derive(Debug, PartialEq)]
+struct Dep {
+    table: String,
+    key: String,
+    package: String,
+    features: Vec<String>,
+    default_features: bool,
 }
 
-#[test]
-fn the_core_depends_on_no_crate_that_does_io() {
-    let manifest =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml")).unwrap();
-    let deps = manifest
-        .split("[dependencies]")
-        .nth(1)
-        .unwrap()
-        .split("\n[")
-        .next()
-        .unwrap();
-    for line in deps.lines() {
-        let name = line.split('=').next().unwrap_or_default().trim();
-        assert!(
-            !IO_CRATES.contains(&name),
-            "dream-core depends on {name}, which does I/O: keep it in the dream crate"
-        );
-        if name == "chrono" {
-            assert!(
-                !line.contains("clock"),
-                "dream-core enables chrono's clock: time comes in as an argument"
-            );
+/// Every dependency entry of a manifest, from every table that can hold one.
+fn dependencies(manifest: &str) -> Vec<Dep> {
+    let doc: toml::Table = manifest.parse().expect("the manifest is TOML");
+    let kinds = ["dependencies", "build-dependencies", "dev-dependencies"];
+    let mut tables: Vec<(String, &toml::Table)> = Vec::new();
+    for kind in kinds {
+        if let Some(t) = doc.get(kind).and_then(|v| v.as_table()) {
+            tables.push((kind.to_string(), t));
         }
     }
-}
-
-#[test]
-fn the_core_code_names_no_io_clock_or_output() {
-    let mut files = Vec::new();
-    rust_files(
-        &Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),
-        &mut files,
-    );
-    assert!(files.len() > 20, "found the core's sources");
-    let mut found = Vec::new();
-    for f in &files {
-        let text = std::fs::read_to_string(f).unwrap();
-        for (n, line) in text.lines().enumerate() {
-            let code = line.split("//").next().unwrap_or_default();
-            for word in FORBIDDEN {
-                if code.contains(word) {
-                    found.push(format!("{}:{}: {word}", f.display(), n + 1));
+    if let Some(targets) = doc.get("target").and_then(|v| v.as_table()) {
+        for (cfg, target) in targets {
+            for kind in kinds {
+                if let Some(t) = target.get(kind).and_then(|v| v.as_table()) {
+                    tables.push((format!("target.{cfg}.{kind}"), t));
                 }
             }
         }
     }
+    let mut deps = Vec::new();
+    for (table, entries) in tables {
+        for (key, value) in entries {
+            let detail = value.as_table();
+            let field = |name: &str| detail.and_then(|d| d.get(name));
+            deps.push(Dep {
+                table: table.clone(),
+                key: key.clone(),
+                package: field("package")
+                    .and_then(|p| p.as_str())
+                    .unwrap_or(key)
+                    .to_string(),
+                features: field("features")
+                    .and_then(|f| f.as_array())
+                    .map(|a| {
+                        a.iter()
+                            .filter_map(|f| f.as_str().map(str::to_string))
+                            .collect()
+                    })
+                    .unwrap_or_default(),
+                default_features: field("default-features")
+                    .and_then(|d| d.as_bool())
+                    .unwrap_or(true),
+            });
+        }
+    }
+    deps
+}
+
+/// What is wrong with a manifest's dependencies, one line each (empty: nothing).
+fn impure(manifest: &str) -> Vec<String> {
+    let mut wrong = Vec::new();
+    for dep in dependencies(manifest) {
+        if !PURE.iter().any(|(name, _)| *name == dep.package) {
+            wrong.push(format!(
+                "[{}] {} (package {}) is not a crate the core may use: if it does no I/O, add it \
+                 to PURE in crates/core/tests/purity.rs with why; otherwise use it in dream-engine",
+                dep.table, dep.key, dep.package
+            ));
+        }
+        if dep.package == "chrono"
+            && (dep.default_features || dep.features.iter().any(|f| f == "clock" || f == "now"))
+        {
+            wrong.push(format!(
+                "[{}] chrono must have default-features = false and no `clock` feature: time \
+                 comes in as an argument",
+                dep.table
+            ));
+        }
+    }
+    wrong
+}
+
+#[test]
+fn every_dependency_of_the_core_is_a_listed_pure_crate() {
+    let manifest =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml"))
+            .expect("the core's manifest");
     assert!(
-        found.is_empty(),
-        "the core does no I/O and reads no clock; move these to the dream crate:\n{}",
-        found.join("\n")
+        dependencies(&manifest).len() >= 10,
+        "the manifest's dependencies were read"
     );
+    let wrong = impure(&manifest);
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+#[test]
+fn a_renamed_or_target_specific_io_crate_is_refused() {
+    let manifest = r#"
+[package]
+name = "x"
+
+[dependencies]
+serde = "1"
+db = { package = "rusqlite", version = "0.37" }
+chrono = { version = "0.4", default-features = false, features = ["clock"] }
+
+[target.'cfg(unix)'.dependencies]
+libc = "0.2"
+
+[build-dependencies]
+walkdir = "2"
+"#;
+    let wrong = impure(manifest);
+    assert_eq!(wrong.len(), 4, "{wrong:#?}");
+    assert!(wrong.iter().any(|w| w.contains("db (package rusqlite)")));
+    assert!(wrong.iter().any(|w| w.contains("chrono must have")));
+    assert!(wrong
+        .iter()
+        .any(|w| w.contains("target.cfg(unix).dependencies] libc")));
+    assert!(wrong
+        .iter()
+        .any(|w| w.contains("[build-dependencies] walkdir")));
 }

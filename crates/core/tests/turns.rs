@@ -2,7 +2,9 @@
 //! prose must be found (recall) and nothing else taken for it (precision). The figures are
 //! in docs/BENCHMARKS.md (`dream eval turns`); these floors hold them.
 
-use dream_core::turn::devset;
+// A test binary reports its figures on stderr (the core library itself prints nothing).
+#![allow(clippy::disallowed_macros)]
+use dream_core::sources::turn::devset;
 
 const HANDWRITTEN: &str = include_str!("../../../fixtures/devsets/turns-handwritten.txt");
 const COMPOSED: &str = include_str!("../../../fixtures/devsets/turns-composed.txt");

@@ -750,7 +750,8 @@ mod tests {
             for d in &set.days {
                 for e in &d.events {
                     let p =
-                        dream_core::event::parse_line(e.to_string().as_bytes(), 1 << 20).unwrap();
+                        dream_core::sources::event::parse_line(e.to_string().as_bytes(), 1 << 20)
+                            .unwrap();
                     assert!(ids.insert(p.event.id.clone()), "{}", p.event.id);
                 }
             }

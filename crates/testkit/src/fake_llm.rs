@@ -43,8 +43,8 @@ use std::time::{Duration, Instant};
 use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
 
-use dream_core::embed::Builtin;
-use dream_core::phrases::classify;
+use dream_core::selection::embed::Builtin;
+use dream_core::text::phrases::classify;
 
 /// Decides the answer to one call of a stage.
 pub type Handler = Arc<dyn Fn(&Call) -> Answer + Send + Sync>;

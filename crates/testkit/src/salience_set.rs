@@ -44,7 +44,7 @@ pub fn salience_devset(seeds: &[u64]) -> String {
                 if matches!(l.kind, Kind::Noise(Noise::Secret | Noise::Injection)) {
                     continue;
                 }
-                for sentence in dream_core::phrases::sentences(text) {
+                for sentence in dream_core::text::phrases::sentences(text) {
                     let (label, kind) = match l.kind {
                         _ if sentence != l.text && !l.text.contains(&sentence) => ("N", "filler"),
                         Kind::Durable => ("K", "durable"),

@@ -15,7 +15,7 @@ use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
-use dream_core::event::{default_trust, Event};
+use dream_core::sources::event::{default_trust, Event};
 
 /// What to generate.
 #[derive(Debug, Clone, PartialEq)]
@@ -710,7 +710,8 @@ mod tests {
         }
         // Every line is an event dream accepts.
         for line in w.to_jsonl().lines() {
-            dream_core::event::parse_line(line.as_bytes(), 1 << 20).expect("a valid event");
+            dream_core::sources::event::parse_line(line.as_bytes(), 1 << 20)
+                .expect("a valid event");
         }
     }
 }

@@ -1,8 +1,8 @@
 //! The clustering index measured on generated workloads (the rows DBSCAN sees in a cycle):
 //! linfa's exact DBSCAN is the reference, and `SignLsh` must give its clusters.
 
-use dream_core::cluster::{dbscan_with, exact_components, Clustering, Focus, SignLsh};
-use dream_core::embed::Builtin;
+use dream_core::selection::cluster::{dbscan_with, exact_components, Clustering, Focus, SignLsh};
+use dream_core::selection::embed::Builtin;
 use dream_testkit::synth::{generate, Spec};
 use linfa_nn::distance::L2Dist;
 use linfa_nn::{LinearSearch, NearestNeighbour};

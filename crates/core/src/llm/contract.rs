@@ -5,7 +5,7 @@
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use crate::event::Trust;
+use crate::sources::event::Trust;
 
 /// An event as a model sees it.
 #[derive(Debug, Clone, Serialize)]
@@ -28,14 +28,14 @@ pub struct EventView {
 }
 
 impl EventView {
-    /// Whether it holds the owner's own words ([`crate::turn::owner_statement`]): only
+    /// Whether it holds the owner's own words ([`crate::sources::turn::owner_statement`]): only
     /// such events count as support, sessions and days, and establish a fact.
     pub fn is_owner_statement(&self) -> bool {
-        crate::turn::owner_statement(self.trust, &self.kind, self.recalled)
+        crate::sources::turn::owner_statement(self.trust, &self.kind, self.recalled)
     }
 
     /// A stored event as a model sees it; `new` says whether a cycle has looked at it yet.
-    pub fn of(e: &crate::event::Event, new: bool) -> EventView {
+    pub fn of(e: &crate::sources::event::Event, new: bool) -> EventView {
         EventView {
             id: e.id.clone(),
             ts: e.ts,

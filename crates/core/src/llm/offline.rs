@@ -7,9 +7,9 @@
 //! construction (the agent's, a tool's or a web page's restatements may add support, never
 //! the sentence). It proposes a sentence the events restate, and a sentence said once
 //! when it is specific (a name, a number, a date; a fact about the speaker, a preference,
-//! a plan: [`crate::phrases::specific`]); the cycle keeps the latter as an episode until it
+//! a plan: [`crate::text::phrases::specific`]); the cycle keeps the latter as an episode until it
 //! is said again. It never proposes questions, requests, greetings, thinking aloud,
-//! reactions or a thing's passing status ([`crate::phrases::chatter`]), however often
+//! reactions or a thing's passing status ([`crate::text::phrases::chatter`]), however often
 //! they repeat: repetition alone is not durability. Category and block come from the
 //! transparent phrase rules in [`classify`]. The judge flags duplicates by S6 similarity and, as a
 //! conservative offline stand-in for a model, possible contradictions between same-subject
@@ -21,9 +21,9 @@ use super::{
     EventView, JudgeReply, JudgeRequest, Llm, LlmError, Proposal, ReflectReply, ReflectRequest,
     Reply, Verdict,
 };
-use crate::config::Config;
-use crate::measures::{self, Entity};
-use crate::phrases::{
+use crate::operations::config::Config;
+use crate::text::measures::{self, Entity};
+use crate::text::phrases::{
     about_speaker, classify, lead_in, not_a_fact, sentences, specific, worth_keeping_once,
 };
 
@@ -83,7 +83,7 @@ fn analyse(e: &EventView) -> Analysed<'_> {
             let prepared = measures::Prepared::new(&text);
             Sentence {
                 whole,
-                relative: !crate::when::relatives(
+                relative: !crate::text::when::relatives(
                     &text,
                     chrono::NaiveDate::from_ymd_opt(2001, 1, 10).unwrap_or_default(),
                 )
@@ -551,8 +551,8 @@ impl Llm for Offline {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::event::Trust;
     use crate::llm::{FactView, JudgeItem};
+    use crate::sources::event::Trust;
 
     fn ev(id: &str, day: u32, session: &str, text: &str, new: bool) -> EventView {
         EventView {

@@ -34,7 +34,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::LlmErrorKind;
-use crate::{measures, phrases};
+use crate::{text::measures, text::phrases};
 
 /// Cycles running in which a call may fail the same way before it is held.
 pub const MAX_SAME_FAILURES: u32 = 2;
@@ -280,7 +280,7 @@ pub fn plain_restatement(candidate: &str, fact: &str) -> bool {
 /// judge is shown: only the first when routing reinforces it unless the judge finds the two
 /// in conflict (the candidate restates it: `route::restates`), since a verdict about any
 /// other fact changes nothing then; else all of them.
-pub fn judge_neighbours(near: &[crate::route::Near]) -> usize {
+pub fn judge_neighbours(near: &[crate::selection::route::Near]) -> usize {
     match near.first() {
         Some(top) if top.restates => 1,
         _ => near.len(),
@@ -331,7 +331,7 @@ pub fn key<'a>(
         h.update(id.as_bytes());
         h.update(b"\n");
     }
-    crate::event::hex(&h.finalize())[..16].to_string()
+    crate::sources::event::hex(&h.finalize())[..16].to_string()
 }
 
 /// How a failure would repeat, or `None` for a failure that says nothing about the call.

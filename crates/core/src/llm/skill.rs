@@ -427,7 +427,8 @@ mod tests {
             garbled.draft_skill(&req()).unwrap_err().kind,
             LlmErrorKind::Garbled
         );
-        let offline = super::super::offline::Offline::new(&crate::config::Config::default());
+        let offline =
+            super::super::offline::Offline::new(&crate::operations::config::Config::default());
         assert!(
             offline.chat_json(&call(&req())).is_err(),
             "the offline provider takes no prompts"

@@ -13,11 +13,11 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use chrono::NaiveDate;
 
-use crate::config::Retention;
 use crate::llm::passes::{Drop, Forget, Merge, Promote};
-use crate::measures::{self, round3, EntityKind};
 use crate::memory::{one_line, Block, Fact, GateResult, Memory, Origin};
-use crate::secrets;
+use crate::operations::config::Retention;
+use crate::sources::secrets;
+use crate::text::measures::{self, round3, EntityKind};
 
 /// Two facts at least this similar (S6) are the same fact.
 pub const DUPLICATE_SIMILARITY: f64 = 0.9;
@@ -26,7 +26,7 @@ pub const KEPT_COVERAGE: f64 = 0.8;
 /// A merged text must keep at least this share of the merged facts' content words.
 pub const MERGE_MIN_RETAINED: f64 = 0.8;
 /// Longest merged text, in characters.
-pub const MAX_TEXT_CHARS: usize = crate::gates::MAX_TEXT_CHARS;
+pub const MAX_TEXT_CHARS: usize = crate::selection::gates::MAX_TEXT_CHARS;
 /// The blocks a fact may be promoted to.
 pub const TARGET_BLOCKS: [Block; 3] = [Block::Persona, Block::Human, Block::Episodes];
 
@@ -942,7 +942,7 @@ fn keep_rank(
 /// The block the engine moves a scratch fact to, by category: identity, preferences and
 /// commitments to human, events to episodes, facts about the assistant to persona.
 pub fn engine_target(category: &str) -> Option<Block> {
-    crate::phrases::block_of_category(category)
+    crate::text::phrases::block_of_category(category)
 }
 
 #[cfg(test)]

@@ -21,9 +21,9 @@
 //! (`Dream-Loss-Guard: on` or `lifted`), and `dream verify` restates these rules against
 //! every commit that says `on`.
 
-use crate::config::Retention;
-use crate::measures;
 use crate::memory::{Fact, GateResult};
+use crate::operations::config::Retention;
+use crate::text::measures;
 
 use super::gates::protection;
 

@@ -10,7 +10,7 @@ pub mod loss;
 pub mod record;
 pub mod review;
 
-use crate::commit::Stage;
+use crate::operations::commit::Stage;
 
 /// The four maintenance passes, in the order they run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -83,7 +83,7 @@ impl Line {
             return None;
         }
         let rest = line.trim_start()[verdict.len()..].trim_start()[op.len()..].trim_start();
-        let fields = crate::kv::parse(rest, false)?
+        let fields = crate::text::kv::parse(rest, false)?
             .into_iter()
             .map(|(k, v)| (k, v.one()))
             .collect();

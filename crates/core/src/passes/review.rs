@@ -10,8 +10,8 @@
 
 use std::collections::BTreeSet;
 
-use crate::measures;
 use crate::memory::{Block, Memory};
+use crate::text::measures;
 
 /// The ids of the facts of `now` that `start` does not hold in the same block with the
 /// same text.

@@ -20,10 +20,10 @@
 
 use std::collections::{BTreeSet, HashSet};
 
-use crate::gates::Check;
 use crate::llm::skill::SkillReply;
-use crate::measures::{self, EntityKind};
 use crate::memory::GateResult;
+use crate::selection::gates::Check;
+use crate::text::measures::{self, EntityKind};
 
 use super::procedure::{self, Instance};
 use super::skillmd::{self, Draft, DraftStep, Front};
@@ -449,7 +449,7 @@ pub fn paths_gate(p: &Prepared<'_>) -> Check {
 
 /// No secret and no redaction marker in the rendered document.
 pub fn secrets_gate(p: &Prepared<'_>) -> Check {
-    let secret = crate::secrets::gate(&p.document);
+    let secret = crate::sources::secrets::gate(&p.document);
     Check::row(
         "secrets",
         secret.clone().unwrap_or_else(|| "none".into()),

@@ -1,7 +1,8 @@
 //! Skills' pure half (SPEC S10): `procedure` finds recurring tool-call procedures,
 //! `skillmd` reads and writes the Agent Skills `SKILL.md` format, `gate` re-derives a
 //! model's draft from the instances, and `card` is a skill proposal as a review card.
-//! The stage that runs them is `dream::stages::skills`.
+//! The stage that runs them is `dream_engine::stages::skills`. The folders below
+//! are where a repository keeps skills; every reader and writer names them from here.
 
 pub mod card;
 pub mod gate;
@@ -9,6 +10,15 @@ pub mod procedure;
 pub mod skillmd;
 
 use serde::Serialize;
+
+/// The repository folder of skill drafts (inert until a person promotes one).
+pub const DRAFTS_DIR: &str = "skills/drafts";
+/// The repository folder of promoted skills.
+pub const ACTIVE_DIR: &str = "skills/active";
+/// The repository folder of skills a person said no to.
+pub const DISCARDED_DIR: &str = "skills/discarded";
+/// The file of a skill in its folder.
+pub const SKILL_FILE: &str = "SKILL.md";
 
 /// Where a skill is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]

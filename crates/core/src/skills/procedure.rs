@@ -21,7 +21,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use chrono::{DateTime, NaiveDate, Utc};
 use serde::Serialize;
 
-use crate::event::{Event, Trust};
+use crate::sources::event::{Event, Trust};
 
 /// Tools whose input is a shell command (compared in lower case).
 const SHELL_TOOLS: &[&str] = &[
@@ -635,8 +635,8 @@ pub struct Thresholds {
     pub same_procedure: f64,
 }
 
-impl From<&crate::config::Skills> for Thresholds {
-    fn from(c: &crate::config::Skills) -> Self {
+impl From<&crate::operations::config::Skills> for Thresholds {
+    fn from(c: &crate::operations::config::Skills) -> Self {
         Thresholds {
             min_instances: c.min_instances,
             min_days: c.min_days,
@@ -748,7 +748,7 @@ pub fn group(instances: &[Instance], t: &Thresholds) -> Vec<Procedure> {
             let longer = seqs[a].len().max(seqs[b].len()) as f64;
             // The LCS is at most the shorter length, and at most the steps both share.
             if (seqs[a].len().min(seqs[b].len()) as f64) < t.same_procedure * longer
-                || (crate::measures::sorted_shared(&bags[a], &bags[b]) as f64)
+                || (crate::text::measures::sorted_shared(&bags[a], &bags[b]) as f64)
                     < t.same_procedure * longer
             {
                 continue;
@@ -827,7 +827,7 @@ pub fn group(instances: &[Instance], t: &Thresholds) -> Vec<Procedure> {
             members,
             days: days.len(),
             sessions: sessions.len(),
-            cohesion: crate::measures::round3(cohesion),
+            cohesion: crate::text::measures::round3(cohesion),
         });
     }
     out.sort_by(|a, b| {
@@ -848,7 +848,7 @@ mod tests {
         let line =
             serde_json::json!({"id": id, "ts": ts, "kind": kind, "session": session, "text": text})
                 .to_string();
-        crate::event::parse_line(line.as_bytes(), 1 << 20)
+        crate::sources::event::parse_line(line.as_bytes(), 1 << 20)
             .unwrap()
             .event
     }

@@ -1,0 +1,1189 @@
+//! Durable memory as files (SPEC S3): facts as rows, blocks, the archive, review cards.
+//!
+//! A fact is one Markdown list item with its metadata in a trailing HTML comment, so an
+//! agent or a person reads plain sentences and `git diff` shows one changed line per fact:
+//!
+//! ```text
+//! - I live in Lisbon. <!-- id=f_3a9c1e2b cat=identity by=auto first=2026-11-01 last=2026-11-03 ev=ev_1,ev_2,ev_3 -->
+//! ```
+//!
+//! A block file keeps every line it does not understand exactly where a person put it, so
+//! hand edits are never clobbered; a list item without metadata is a hand-written fact.
+//! This module parses and renders; it never touches the disk (that is `store`).
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::fmt::Write as _;
+
+use chrono::{DateTime, NaiveDate, Utc};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::sources::event::hex;
+use crate::text::kv::Value as MetaValue;
+use crate::text::measures;
+
+/// The agent-facing files under `memory/`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Block {
+    Persona,
+    Human,
+    Episodes,
+    Scratch,
+}
+
+impl Block {
+    pub const ALL: [Block; 4] = [
+        Block::Persona,
+        Block::Human,
+        Block::Episodes,
+        Block::Scratch,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Block::Persona => "persona",
+            Block::Human => "human",
+            Block::Episodes => "episodes",
+            Block::Scratch => "scratch",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Block> {
+        Block::ALL.into_iter().find(|b| b.as_str() == s)
+    }
+
+    /// The file of this block, relative to the repo root.
+    pub fn path(self) -> String {
+        format!("memory/{}.md", self.as_str())
+    }
+
+    fn title(self) -> &'static str {
+        match self {
+            Block::Persona => "Persona",
+            Block::Human => "Human",
+            Block::Episodes => "Episodes",
+            Block::Scratch => "Scratch",
+        }
+    }
+
+    fn blurb(self) -> &'static str {
+        match self {
+            Block::Persona => "Durable facts about the assistant itself.",
+            Block::Human => "Stable facts about the user: identity, preferences, commitments.",
+            Block::Episodes => {
+                "What was said once or happened, dated (events anchored in time or place). An \
+                 episode said again on enough days moves to its block (`home=`); one not said \
+                 again for `episodes.retention_days` days, or the oldest beyond \
+                 `episodes.max_facts`, moves to the archive."
+            }
+            Block::Scratch => "Facts not yet placed in a block.",
+        }
+    }
+
+    /// The text of a new, empty block file.
+    pub fn empty_file(self) -> String {
+        format!(
+            "# {}\n\n{}\n\n<!-- Maintained by dream: one fact per line; the comment after a fact is its \
+             metadata (id, category, supporting events). You may edit this file by hand: new lines \
+             become facts you own, and dream never overwrites your edits. -->\n\n",
+            self.title(),
+            self.blurb()
+        )
+    }
+}
+
+/// Categories with a meaning in routing and retention. Any lower-case word is accepted;
+/// these are the ones the offline reflector assigns.
+pub const CATEGORIES: &[&str] = &[
+    "identity",
+    "preferences",
+    "commitments",
+    "persona",
+    "event",
+    "project",
+    "knowledge",
+];
+
+/// How a fact came to be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Origin {
+    /// Auto-promoted by a cycle.
+    Auto,
+    /// Accepted by a person from a review card.
+    Review,
+    /// Written or edited by a person.
+    Owner,
+    /// Produced by a maintenance pass (merge).
+    Pass,
+}
+
+impl Origin {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Origin::Auto => "auto",
+            Origin::Review => "review",
+            Origin::Owner => "owner",
+            Origin::Pass => "pass",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Origin> {
+        match s {
+            "auto" => Some(Origin::Auto),
+            "review" => Some(Origin::Review),
+            "owner" => Some(Origin::Owner),
+            "pass" => Some(Origin::Pass),
+            _ => None,
+        }
+    }
+}
+
+/// The most supporting events a fact cites (`ev=`): those that trace its words, then recent
+/// ones; see [`crate::text::measures::cited`]. Git history keeps every id it ever cited.
+pub const MAX_CITED: usize = 12;
+
+/// One durable fact.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Fact {
+    pub id: String,
+    pub text: String,
+    pub category: String,
+    pub origin: Origin,
+    /// Supporting event ids, in order of first citation (at most [`MAX_CITED`] once a cycle
+    /// has touched the fact).
+    pub support: Vec<String>,
+    pub first_seen: NaiveDate,
+    pub last_seen: NaiveDate,
+    /// Start of validity, set when this fact superseded another.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub valid_from: Option<NaiveDate>,
+    /// End of validity, set when it was superseded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub valid_to: Option<NaiveDate>,
+    /// For an episode, the durable block it moves to once it is said often enough
+    /// (`home=`); none for an event, which stays in the episodes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub home: Option<Block>,
+    /// Metadata keys this version of dream does not know, kept verbatim.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub extra: BTreeMap<String, String>,
+}
+
+/// The id of a fact, card or candidate with this text: a short hash of its normalized text,
+/// so the same candidate found twice (a rerun after a crash) gets the same id.
+pub fn text_id(prefix: &str, text: &str) -> String {
+    let digest = Sha256::digest(measures::normalize(text).as_bytes());
+    format!("{prefix}_{}", &hex(&digest)[..8])
+}
+
+static EPISODE_DAY: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+    regex::Regex::new(r"^\d{1,2} [A-Z][a-z]+ \d{4}(?:: |, )").expect("a valid pattern")
+});
+
+/// An episode's text without the day it starts with ("8 May 2023: I sold my bike." is "I
+/// sold my bike."; "8 May 2023, Ana: I sold my bike." is "Ana: I sold my bike."). Any other
+/// text is itself. Restatements are compared by what they say, not by when.
+pub fn episode_body(text: &str) -> &str {
+    if !text.starts_with(|c: char| c.is_ascii_digit()) {
+        return text;
+    }
+    match EPISODE_DAY.find(text) {
+        Some(m) => &text[m.end()..],
+        None => text,
+    }
+}
+
+/// Whether a memory line is a verbatim span of one of `sources` (the owner's statements
+/// it cites): its words, letter case, identifiers and punctuation exactly as written, once
+/// the day an episode opens with, a speaker's name (`Caroline: `), the days written beside
+/// relative dates (`yesterday [7 May 2023]`) and runs of white space (a wrapped line) are
+/// set aside. What the offline path writes must pass; a model's paraphrase need not.
+pub fn is_verbatim(line: &str, speaker: Option<&str>, sources: &[&str]) -> bool {
+    static BRACKETED: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r" \[[^\[\]]*\d{4}[^\[\]]*\]").expect("a valid pattern")
+    });
+    let body = episode_body(line);
+    let body = match speaker {
+        Some(s) if !s.is_empty() => body.strip_prefix(&format!("{s}: ")).unwrap_or(body),
+        _ => body,
+    };
+    let body = BRACKETED.replace_all(body, "");
+    let squeeze = |t: &str| t.split_whitespace().collect::<Vec<_>>().join(" ");
+    let want = squeeze(&body);
+    !want.is_empty() && sources.iter().any(|s| squeeze(s).contains(&want))
+}
+
+/// Make a proposed text fit on one fact line: white space collapsed, no comment markers.
+pub fn one_line(text: &str) -> String {
+    let collapsed = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    collapsed.replace("<!--", "<! --").replace("-->", "-- >")
+}
+
+fn needs_quoting(v: &str) -> bool {
+    v.is_empty()
+        || !v
+            .chars()
+            .all(|c| c.is_alphanumeric() || "_.:/@+-".contains(c))
+}
+
+/// A value in JSON quotes, with `<` and `>` escaped too, so no value (an event id that
+/// holds `<!--` or `-->`) can open or close a comment inside the metadata comment: the
+/// line's last `<!--` is always the metadata's own.
+fn quote(v: &str) -> String {
+    let json = serde_json::to_string(v).expect("strings serialize");
+    escape_angles(&json)
+}
+
+fn escape_angles(json: &str) -> String {
+    json.replace('<', "\\u003c").replace('>', "\\u003e")
+}
+
+fn put(out: &mut String, key: &str, value: &str) {
+    out.push(' ');
+    out.push_str(key);
+    out.push('=');
+    if needs_quoting(value) {
+        out.push_str(&quote(value));
+    } else {
+        out.push_str(value);
+    }
+}
+
+fn put_list(out: &mut String, key: &str, values: &[String]) {
+    if values.is_empty() {
+        return;
+    }
+    out.push(' ');
+    out.push_str(key);
+    out.push('=');
+    if values.iter().any(|v| needs_quoting(v) || v.contains(',')) {
+        let json = serde_json::to_string(values).expect("lists serialize");
+        out.push_str(&escape_angles(&json));
+    } else {
+        out.push_str(&values.join(","));
+    }
+}
+
+/// Parse `key=value key="quoted" key=a,b key=["x y"]` pairs.
+fn parse_meta(s: &str) -> Option<BTreeMap<String, MetaValue>> {
+    crate::text::kv::parse(s, true).map(|pairs| pairs.into_iter().collect())
+}
+
+const KNOWN_KEYS: &[&str] = &[
+    "id", "cat", "by", "first", "last", "from", "to", "home", "ev",
+];
+
+impl Fact {
+    /// The fact as one Markdown list item with its metadata comment.
+    pub fn render(&self) -> String {
+        if self.id.is_empty() {
+            // A hand-written fact not adopted yet stays as the person wrote it.
+            return format!("- {}", self.text);
+        }
+        let mut meta = String::new();
+        put(&mut meta, "id", &self.id);
+        put(&mut meta, "cat", &self.category);
+        put(&mut meta, "by", self.origin.as_str());
+        put(&mut meta, "first", &self.first_seen.to_string());
+        put(&mut meta, "last", &self.last_seen.to_string());
+        if let Some(d) = self.valid_from {
+            put(&mut meta, "from", &d.to_string());
+        }
+        if let Some(d) = self.valid_to {
+            put(&mut meta, "to", &d.to_string());
+        }
+        if let Some(b) = self.home {
+            put(&mut meta, "home", b.as_str());
+        }
+        for (k, v) in &self.extra {
+            put(&mut meta, k, v);
+        }
+        put_list(&mut meta, "ev", &self.support);
+        // The text as written, white space collapsed: a comment a person put in their
+        // line (`- Another <!-- -->`) stays as they wrote it (the metadata comment is the
+        // last one on the line, which is what parsing reads).
+        let text = self.text.split_whitespace().collect::<Vec<_>>().join(" ");
+        format!("- {text} <!--{} -->", meta)
+    }
+
+    /// Parse a list item; `None` when the line is not a list item. A list item without
+    /// dream metadata parses as a hand-written fact with an empty id.
+    pub fn parse(line: &str, today: NaiveDate) -> Option<Fact> {
+        let trimmed = line.trim_end();
+        let body = trimmed
+            .strip_prefix("- ")
+            .or_else(|| trimmed.strip_prefix("* "))?;
+        let (text, meta) = match body.rfind("<!--") {
+            Some(at) if body.ends_with("-->") => {
+                let meta = parse_meta(&body[at + 4..body.len() - 3]);
+                match meta {
+                    Some(m) if m.contains_key("id") => (body[..at].trim_end(), Some(m)),
+                    _ => (body, None),
+                }
+            }
+            _ => (body, None),
+        };
+        let text = text.trim().to_string();
+        if text.is_empty() {
+            return None;
+        }
+        let Some(meta) = meta else {
+            return Some(Fact {
+                id: String::new(),
+                text,
+                category: "knowledge".into(),
+                origin: Origin::Owner,
+                support: Vec::new(),
+                first_seen: today,
+                last_seen: today,
+                valid_from: None,
+                valid_to: None,
+                home: None,
+                extra: BTreeMap::new(),
+            });
+        };
+        let get = |k: &str| meta.get(k).map(MetaValue::one);
+        let date = |k: &str| get(k).and_then(|v| v.parse::<NaiveDate>().ok());
+        let extra = meta
+            .iter()
+            .filter(|(k, _)| !KNOWN_KEYS.contains(&k.as_str()))
+            .map(|(k, v)| (k.clone(), v.one()))
+            .collect();
+        Some(Fact {
+            id: get("id").unwrap_or_default(),
+            text,
+            category: get("cat").unwrap_or_else(|| "knowledge".into()),
+            origin: get("by")
+                .and_then(|b| Origin::parse(&b))
+                .unwrap_or(Origin::Owner),
+            support: meta.get("ev").map(MetaValue::list).unwrap_or_default(),
+            first_seen: date("first").unwrap_or(today),
+            last_seen: date("last").or(date("first")).unwrap_or(today),
+            valid_from: date("from"),
+            valid_to: date("to"),
+            home: get("home").and_then(|b| Block::parse(&b)),
+            extra,
+        })
+    }
+}
+
+/// One line of a block file: a fact, or anything else kept verbatim.
+#[derive(Debug, Clone, PartialEq)]
+enum Line {
+    Fact(Fact),
+    Other(String),
+}
+
+/// A block file as lines, so rendering keeps what a person wrote where they wrote it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BlockFile {
+    pub block: Block,
+    lines: Vec<Line>,
+}
+
+impl BlockFile {
+    pub fn empty(block: Block) -> BlockFile {
+        BlockFile::parse(block, &block.empty_file(), NaiveDate::MIN)
+    }
+
+    pub fn parse(block: Block, text: &str, today: NaiveDate) -> BlockFile {
+        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+        let mut lines = Vec::new();
+        let mut in_fence = false;
+        for raw in text.lines() {
+            if raw.trim_start().starts_with("```") {
+                in_fence = !in_fence;
+            }
+            match (in_fence, Fact::parse(raw, today)) {
+                (false, Some(f)) => lines.push(Line::Fact(f)),
+                _ => lines.push(Line::Other(raw.to_string())),
+            }
+        }
+        BlockFile { block, lines }
+    }
+
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        for line in &self.lines {
+            match line {
+                Line::Fact(f) => out.push_str(&f.render()),
+                Line::Other(s) => out.push_str(s),
+            }
+            out.push('\n');
+        }
+        out
+    }
+
+    pub fn facts(&self) -> impl Iterator<Item = &Fact> {
+        self.lines.iter().filter_map(|l| match l {
+            Line::Fact(f) => Some(f),
+            Line::Other(_) => None,
+        })
+    }
+
+    pub fn facts_mut(&mut self) -> impl Iterator<Item = &mut Fact> {
+        self.lines.iter_mut().filter_map(|l| match l {
+            Line::Fact(f) => Some(f),
+            Line::Other(_) => None,
+        })
+    }
+
+    pub fn push(&mut self, fact: Fact) {
+        // Keep exactly one blank line between the header and the first fact.
+        while matches!(self.lines.last(), Some(Line::Other(s)) if s.trim().is_empty())
+            && self.facts().next().is_some()
+        {
+            self.lines.pop();
+        }
+        self.lines.push(Line::Fact(fact));
+    }
+
+    pub fn remove(&mut self, id: &str) -> Option<Fact> {
+        let at = self
+            .lines
+            .iter()
+            .position(|l| matches!(l, Line::Fact(f) if f.id == id))?;
+        match self.lines.remove(at) {
+            Line::Fact(f) => Some(f),
+            Line::Other(_) => None,
+        }
+    }
+
+    /// Remove the first fact for which `pred` holds (archive entries may share an id).
+    pub fn remove_where(&mut self, pred: impl Fn(&Fact) -> bool) -> Option<Fact> {
+        let at = self
+            .lines
+            .iter()
+            .position(|l| matches!(l, Line::Fact(f) if pred(f)))?;
+        match self.lines.remove(at) {
+            Line::Fact(f) => Some(f),
+            Line::Other(_) => None,
+        }
+    }
+}
+
+/// Every block of durable memory.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Memory {
+    pub blocks: Vec<BlockFile>,
+}
+
+impl Memory {
+    pub fn new(blocks: Vec<BlockFile>) -> Memory {
+        Memory { blocks }
+    }
+
+    pub fn block(&self, b: Block) -> &BlockFile {
+        self.blocks
+            .iter()
+            .find(|f| f.block == b)
+            .expect("every block is loaded")
+    }
+
+    pub fn block_mut(&mut self, b: Block) -> &mut BlockFile {
+        self.blocks
+            .iter_mut()
+            .find(|f| f.block == b)
+            .expect("every block is loaded")
+    }
+
+    /// Active facts with their block, in file order.
+    pub fn facts(&self) -> impl Iterator<Item = (Block, &Fact)> {
+        self.blocks
+            .iter()
+            .flat_map(|bf| bf.facts().map(move |f| (bf.block, f)))
+    }
+
+    pub fn get(&self, id: &str) -> Option<(Block, &Fact)> {
+        self.facts().find(|(_, f)| f.id == id)
+    }
+
+    pub fn get_mut(&mut self, id: &str) -> Option<&mut Fact> {
+        self.blocks
+            .iter_mut()
+            .flat_map(|bf| bf.facts_mut())
+            .find(|f| f.id == id)
+    }
+
+    pub fn remove(&mut self, id: &str) -> Option<(Block, Fact)> {
+        for bf in &mut self.blocks {
+            if let Some(f) = bf.remove(id) {
+                return Some((bf.block, f));
+            }
+        }
+        None
+    }
+
+    pub fn len(&self) -> usize {
+        self.facts().count()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Give every hand-written fact (no id yet) an id; returns the ids given. Linear in the
+    /// number of facts, however many lines a person pasted (the same line pasted a
+    /// thousand times included).
+    pub fn adopt_hand_written(&mut self) -> Vec<String> {
+        let mut ids = Ids::new(self.facts().map(|(_, f)| f.id.clone()));
+        let mut adopted = Vec::new();
+        for bf in &mut self.blocks {
+            let category = guess_category_for_block(bf.block);
+            for f in bf.facts_mut() {
+                if f.id.is_empty() {
+                    f.id = ids.fresh(text_id("f", &f.text));
+                    f.category = category.to_string();
+                    adopted.push(f.id.clone());
+                }
+            }
+        }
+        adopted
+    }
+
+    /// Two active lines with the same id (a line copied by hand, a merge): the first keeps
+    /// the id; a later copy with the same text is removed, a later one with other text is
+    /// the person's own fact and gets an id of its own (`by=owner`). Returns what was done,
+    /// one sentence each, for the commit.
+    pub fn resolve_duplicate_ids(&mut self) -> Vec<String> {
+        let mut seen: HashMap<String, String> = HashMap::new();
+        let mut dups = false;
+        for (_, f) in self.facts() {
+            if !f.id.is_empty() && seen.insert(f.id.clone(), f.text.clone()).is_some() {
+                dups = true;
+            }
+        }
+        if !dups {
+            return Vec::new();
+        }
+        let mut ids = Ids::new(self.facts().map(|(_, f)| f.id.clone()));
+        let mut first: HashMap<String, String> = HashMap::new();
+        let mut lines = Vec::new();
+        for bf in &mut self.blocks {
+            let mut keep = Vec::with_capacity(bf.lines.len());
+            for line in std::mem::take(&mut bf.lines) {
+                let Line::Fact(mut f) = line else {
+                    keep.push(line);
+                    continue;
+                };
+                if f.id.is_empty() {
+                    keep.push(Line::Fact(f));
+                    continue;
+                }
+                match first.get(&f.id) {
+                    None => {
+                        first.insert(f.id.clone(), f.text.clone());
+                        keep.push(Line::Fact(f));
+                    }
+                    Some(text) if measures::normalize(text) == measures::normalize(&f.text) => {
+                        lines.push(format!(
+                            "removed    a second line with id {} and the same text (a copy)",
+                            f.id
+                        ));
+                    }
+                    Some(_) => {
+                        let old = f.id.clone();
+                        f.id = ids.fresh(text_id("f", &f.text));
+                        f.origin = Origin::Owner;
+                        lines.push(format!(
+                            "re-id      {}  a second line with id {old} says something else: it is the person's own fact",
+                            f.id
+                        ));
+                        keep.push(Line::Fact(f));
+                    }
+                }
+            }
+            bf.lines = keep;
+        }
+        lines
+    }
+}
+
+/// Ids in use, handing out fresh ones (`id`, `id-2`, `id-3`, ...) in constant time each.
+struct Ids {
+    taken: HashSet<String>,
+    next: HashMap<String, usize>,
+}
+
+impl Ids {
+    fn new(ids: impl Iterator<Item = String>) -> Ids {
+        Ids {
+            taken: ids.filter(|i| !i.is_empty()).collect(),
+            next: HashMap::new(),
+        }
+    }
+
+    fn fresh(&mut self, id: String) -> String {
+        let chosen = if !self.taken.contains(&id) {
+            id
+        } else {
+            let n = self.next.entry(id.clone()).or_insert(2);
+            loop {
+                let c = format!("{id}-{n}");
+                *n += 1;
+                if !self.taken.contains(&c) {
+                    break c;
+                }
+            }
+        };
+        self.taken.insert(chosen.clone());
+        chosen
+    }
+}
+
+/// The first line of a text that is a git merge-conflict marker (1-based), if any: a
+/// memory file in the middle of a merge is not read as memory.
+pub fn conflict_marker(text: &str) -> Option<(usize, String)> {
+    text.lines().enumerate().find_map(|(i, l)| {
+        let marker = l.starts_with("<<<<<<< ")
+            || l == "<<<<<<<"
+            || l == "======="
+            || l.starts_with(">>>>>>> ")
+            || l == ">>>>>>>";
+        marker.then(|| (i + 1, l.chars().take(40).collect()))
+    })
+}
+
+fn guess_category_for_block(block: Block) -> &'static str {
+    match block {
+        Block::Persona => "persona",
+        Block::Episodes => "event",
+        _ => "knowledge",
+    }
+}
+
+/// `id`, or `id-2`, `id-3`... when taken (one call; [`Memory::adopt_hand_written`] hands
+/// out many in constant time each).
+pub fn unique_id(id: String, taken: &[String]) -> String {
+    let taken: HashSet<&str> = taken.iter().map(String::as_str).collect();
+    if !taken.contains(id.as_str()) {
+        return id;
+    }
+    (2..)
+        .map(|n| format!("{id}-{n}"))
+        .find(|c| !taken.contains(c.as_str()))
+        .expect("some suffix is free")
+}
+
+/// A fact that left the agent-facing files, with when and why.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Archived {
+    pub fact: Fact,
+    pub block: Block,
+    pub archived: NaiveDate,
+    /// `forgotten`, `superseded`, `merged`, `duplicate`, `undone`, ...
+    pub why: String,
+    /// The reason, in a sentence.
+    pub reason: String,
+    /// The policy the code verified (forget), or the fact that replaced it.
+    pub policy: String,
+}
+
+impl Archived {
+    pub fn render(&self) -> String {
+        let mut fact = self.fact.clone();
+        fact.extra
+            .insert("block".into(), self.block.as_str().into());
+        fact.extra
+            .insert("archived".into(), self.archived.to_string());
+        fact.extra.insert("why".into(), self.why.clone());
+        fact.extra.insert("reason".into(), self.reason.clone());
+        if !self.policy.is_empty() {
+            fact.extra.insert("policy".into(), self.policy.clone());
+        }
+        fact.render()
+    }
+
+    pub fn parse(line: &str) -> Option<Archived> {
+        let mut fact = Fact::parse(line, NaiveDate::MIN)?;
+        if fact.id.is_empty() {
+            return None;
+        }
+        let mut take = |k: &str| fact.extra.remove(k).unwrap_or_default();
+        let block = Block::parse(&take("block")).unwrap_or(Block::Scratch);
+        let archived = take("archived").parse().unwrap_or(NaiveDate::MIN);
+        let why = take("why");
+        let reason = take("reason");
+        let policy = take("policy");
+        Some(Archived {
+            fact,
+            block,
+            archived,
+            why,
+            reason,
+            policy,
+        })
+    }
+}
+
+/// The path of the archive file.
+pub const ARCHIVE: &str = "archive/facts.md";
+
+pub fn archive_header() -> String {
+    "# Archive\n\nForgotten, superseded and merged facts, with when and why. Agents do not load \
+     this file; git keeps every earlier version.\n\n"
+        .to_string()
+}
+
+/// One gate's measured value against its threshold.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GateResult {
+    pub gate: String,
+    pub value: String,
+    pub threshold: String,
+    pub passed: bool,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub detail: String,
+    /// For a gate that failed, why, in words (what `dream explain` prints).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub why: String,
+}
+
+impl GateResult {
+    /// A gate's row: `passed` says whether the measured `value` meets the `threshold`.
+    pub fn new(
+        gate: impl Into<String>,
+        value: impl ToString,
+        threshold: impl Into<String>,
+        passed: bool,
+    ) -> GateResult {
+        GateResult {
+            gate: gate.into(),
+            value: value.to_string(),
+            threshold: threshold.into(),
+            passed,
+            detail: String::new(),
+            why: String::new(),
+        }
+    }
+
+    /// The same row with the words that say why it failed.
+    pub fn why(mut self, why: impl Into<String>) -> GateResult {
+        self.why = why.into();
+        self
+    }
+
+    /// The same row with a detail (untraceable words, the nearest fact, ...).
+    pub fn detail(mut self, detail: impl Into<String>) -> GateResult {
+        self.detail = detail.into();
+        self
+    }
+}
+
+/// Figures measured for a candidate (SPEC S4 step 6).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Measures {
+    pub support: usize,
+    pub sessions: usize,
+    pub days: usize,
+    pub spread_days: f64,
+    pub confidence: f64,
+    pub coverage: f64,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub untraceable: Vec<String>,
+    pub novelty: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nearest_fact: Option<String>,
+    pub owner_support: usize,
+}
+
+/// A person's decision on a card.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Decision {
+    /// `accepted`, `rejected`, `edited`, or `auto-promoted` (new evidence made it qualify).
+    pub verdict: String,
+    pub at: DateTime<Utc>,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub reason: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fact_id: Option<String>,
+}
+
+/// An excerpt of a supporting event, as a card shows it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Excerpt {
+    pub id: String,
+    pub ts: DateTime<Utc>,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub session: String,
+    pub trust: String,
+    /// Who wrote it, when the writer said.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub actor: String,
+    pub text: String,
+}
+
+impl Excerpt {
+    /// The first 300 characters of an event, as a card shows its evidence.
+    pub fn of(e: &crate::sources::event::Event) -> Excerpt {
+        Excerpt {
+            id: e.id.clone(),
+            ts: e.ts,
+            session: e.session.clone().unwrap_or_default(),
+            trust: e.trust.as_str().into(),
+            actor: e.actor.clone().unwrap_or_default(),
+            text: excerpt(&e.text, 300),
+        }
+    }
+}
+
+/// A review card: a candidate the engine would not promote on its own.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Card {
+    pub id: String,
+    pub created: DateTime<Utc>,
+    pub updated: DateTime<Utc>,
+    pub cycle: String,
+    pub text: String,
+    pub block: Block,
+    pub category: String,
+    pub confidence: f64,
+    /// Why it was queued rather than promoted.
+    pub reason: String,
+    /// The model's (or the offline reflector's) own reason for proposing it.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub proposer_reason: String,
+    pub judge: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub supersedes: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub supersedes_text: Option<String>,
+    pub supporting_event_ids: Vec<String>,
+    pub measures: Measures,
+    pub gates: Vec<GateResult>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub excerpts: Vec<Excerpt>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decision: Option<Decision>,
+}
+
+/// What a review card proposes. Fact cards ([`Card`]) carry no `kind` in their front matter
+/// (the default, so cards written before skills existed still parse); skill proposals
+/// (`skills::SkillCard`, SPEC S10) say `kind = "skill"` and are decided with `dream skills`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CardKind {
+    #[default]
+    Fact,
+    Skill,
+}
+
+/// The kind of the card in `text`, read from its front matter alone (a card without a
+/// `kind`, or one whose front matter does not parse, reads as a fact card).
+pub fn card_kind(text: &str) -> CardKind {
+    #[derive(Deserialize)]
+    struct Peek {
+        #[serde(default)]
+        kind: CardKind,
+    }
+    card_front(text)
+        .ok()
+        .and_then(|front| toml::from_str::<Peek>(front).ok())
+        .map_or(CardKind::Fact, |p| p.kind)
+}
+
+/// Folder of pending cards; decided ones move to `review/decided/`.
+pub const REVIEW_DIR: &str = "review";
+pub const DECIDED_DIR: &str = "review/decided";
+
+/// Where a card of either kind lives: pending under `review/`, decided under
+/// `review/decided/`.
+pub fn card_path(id: &str, decided: bool) -> String {
+    if decided {
+        format!("{DECIDED_DIR}/{id}.md")
+    } else {
+        format!("{REVIEW_DIR}/{id}.md")
+    }
+}
+
+/// The TOML front matter of a card file: the lines between its two `+++` lines.
+pub fn card_front(text: &str) -> Result<&str, String> {
+    let rest = text
+        .strip_prefix("+++\n")
+        .ok_or("a card starts with a +++ front matter line")?;
+    let end = rest
+        .find("\n+++")
+        .ok_or("the card's front matter is not closed by +++")?;
+    Ok(&rest[..end + 1])
+}
+
+/// The readable parts both kinds of card share: the decision, when there is one.
+pub fn write_decision(out: &mut String, decision: Option<&Decision>) {
+    if let Some(d) = decision {
+        let reason = if d.reason.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", d.reason)
+        };
+        let _ = writeln!(
+            out,
+            "**Decided: {}** on {}{reason}\n",
+            d.verdict,
+            d.at.format("%Y-%m-%d %H:%M UTC")
+        );
+    }
+}
+
+/// Every gate's measured value against its threshold, as a Markdown table.
+pub fn write_gates(out: &mut String, gates: &[GateResult]) {
+    let _ = writeln!(
+        out,
+        "\n| gate | measured | threshold | result |\n|---|---|---|---|"
+    );
+    for g in gates {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} |",
+            g.gate,
+            g.value,
+            g.threshold,
+            if g.passed { "pass" } else { "not met" }
+        );
+    }
+}
+
+impl Card {
+    pub fn path(&self) -> String {
+        card_path(&self.id, self.decision.is_some())
+    }
+
+    /// TOML front matter for machines, then a page a person can read in any viewer.
+    pub fn render(&self) -> String {
+        let front = toml::to_string(self).expect("cards serialize");
+        let mut out = format!("+++\n{front}+++\n\n");
+        let _ = writeln!(out, "# Review: {}\n", one_line(&self.text));
+        write_decision(&mut out, self.decision.as_ref());
+        let _ = writeln!(
+            out,
+            "- Block: `{}`, category: `{}`",
+            self.block.as_str(),
+            self.category
+        );
+        let _ = writeln!(out, "- Why queued: {}", self.reason);
+        let _ = writeln!(out, "- Judge: {}", self.judge);
+        if let (Some(old), Some(text)) = (&self.supersedes, &self.supersedes_text) {
+            let _ = writeln!(out, "- Supersedes `{old}`: {text}");
+        }
+        if !self.measures.untraceable.is_empty() {
+            let _ = writeln!(
+                out,
+                "- Words not found in the supporting events: {}",
+                self.measures.untraceable.join(", ")
+            );
+        }
+        write_gates(&mut out, &self.gates);
+        let _ = writeln!(out, "\n## Supporting events\n");
+        for e in &self.excerpts {
+            let session = if e.session.is_empty() {
+                "-"
+            } else {
+                e.session.as_str()
+            };
+            let who = if e.actor.is_empty() {
+                e.trust.clone()
+            } else {
+                format!("{}, {}", e.trust, e.actor)
+            };
+            let _ = writeln!(
+                out,
+                "- {} `{}` session `{}` ({who}): {}",
+                e.ts.format("%Y-%m-%d %H:%M"),
+                one_line(&e.id).replace('`', "'"),
+                one_line(session).replace('`', "'"),
+                excerpt(&e.text, 200)
+            );
+        }
+        if self.decision.is_none() {
+            let _ = writeln!(
+                out,
+                "\nDecide with `dream review`, or `dream review accept {id}` / `dream review reject {id} --reason TEXT`.",
+                id = self.id
+            );
+        }
+        out
+    }
+
+    pub fn parse(text: &str) -> Result<Card, String> {
+        if card_kind(text) == CardKind::Skill {
+            return Err("this is a skill proposal, not a fact card: decide it with `dream skills promote|discard`".into());
+        }
+        toml::from_str(card_front(text)?).map_err(|e| format!("bad card front matter: {e}"))
+    }
+}
+
+/// A single-line excerpt of at most `max` characters.
+pub fn excerpt(text: &str, max: usize) -> String {
+    let line = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if line.chars().count() <= max {
+        return line;
+    }
+    let cut: String = line.chars().take(max.saturating_sub(1)).collect();
+    format!("{cut}…")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn day(s: &str) -> NaiveDate {
+        s.parse().unwrap()
+    }
+
+    fn fact() -> Fact {
+        Fact {
+            id: "f_12345678".into(),
+            text: "I live in Lisbon.".into(),
+            category: "identity".into(),
+            origin: Origin::Auto,
+            support: vec!["ev_1".into(), "ev_2".into()],
+            first_seen: day("2026-11-01"),
+            last_seen: day("2026-11-03"),
+            valid_from: None,
+            valid_to: None,
+            home: None,
+            extra: BTreeMap::new(),
+        }
+    }
+
+    #[test]
+    fn a_fact_line_round_trips() {
+        let f = fact();
+        let line = f.render();
+        assert_eq!(
+            line,
+            "- I live in Lisbon. <!-- id=f_12345678 cat=identity by=auto first=2026-11-01 last=2026-11-03 ev=ev_1,ev_2 -->"
+        );
+        assert_eq!(Fact::parse(&line, day("2027-01-01")).unwrap(), f);
+    }
+
+    #[test]
+    fn odd_ids_and_reasons_are_quoted_and_round_trip() {
+        let mut f = fact();
+        f.support = vec!["conv-26:D1:3".into(), "a b,c".into(), "x<!--y".into()];
+        f.extra.insert("reason".into(), "stale --> \"gone\"".into());
+        f.extra
+            .insert("note".into(), "<!-- id=f_evil by=owner -->".into());
+        let line = f.render();
+        assert!(!line[..line.len() - 3].contains("-->"), "{line}");
+        assert_eq!(line.matches("<!--").count(), 1, "{line}");
+        assert_eq!(Fact::parse(&line, day("2027-01-01")).unwrap(), f);
+    }
+
+    #[test]
+    fn hand_written_lines_are_facts_without_ids_and_other_lines_survive() {
+        let text = "# Human\n\nSome intro a person wrote.\n\n- I have two cats\n- Old <!-- id=f_1 cat=identity by=owner first=2026-01-01 last=2026-01-01 -->\n\n```\n- not a fact\n```\n";
+        let mut bf = BlockFile::parse(Block::Human, text, day("2026-11-29"));
+        assert_eq!(bf.render(), text, "an untouched file renders byte for byte");
+        let facts: Vec<_> = bf.facts().map(|f| f.text.clone()).collect();
+        assert_eq!(facts, vec!["I have two cats", "Old"]);
+        let mut mem = Memory::new(vec![bf.clone()]);
+        let adopted = mem.adopt_hand_written();
+        assert_eq!(adopted.len(), 1);
+        bf = mem.blocks.remove(0);
+        assert!(bf.render().contains("Some intro a person wrote."));
+        assert!(bf.render().contains("- not a fact"));
+    }
+
+    #[test]
+    fn a_comment_in_a_hand_written_line_is_kept_as_written() {
+        let bf = BlockFile::parse(Block::Human, "- Another <!-- -->\n", day("2026-11-29"));
+        let mut mem = Memory::new(vec![bf]);
+        mem.adopt_hand_written();
+        let line = mem.blocks[0].render();
+        assert!(line.starts_with("- Another <!-- --> <!-- id=f_"), "{line}");
+        let again = BlockFile::parse(Block::Human, &line, day("2026-11-29"));
+        assert_eq!(again.facts().next().unwrap().text, "Another <!-- -->");
+        assert_eq!(again.render(), line);
+    }
+
+    #[test]
+    fn the_same_line_pasted_many_times_gets_ids_in_linear_time() {
+        let text: String = (0..20_000).map(|_| "- Water the plants.\n").collect();
+        let mut mem = Memory::new(vec![BlockFile::parse(
+            Block::Human,
+            &text,
+            day("2026-11-29"),
+        )]);
+        let ids = mem.adopt_hand_written();
+        assert_eq!(ids.len(), 20_000);
+        let unique: HashSet<&String> = ids.iter().collect();
+        assert_eq!(unique.len(), 20_000);
+        assert_eq!(ids[2], format!("{}-3", ids[0]));
+    }
+
+    #[test]
+    fn duplicate_ids_keep_the_first_drop_copies_and_re_id_the_rest() {
+        let line = |t: &str| {
+            format!("- {t} <!-- id=f_1 cat=identity by=auto first=2026-01-01 last=2026-01-01 -->\n")
+        };
+        let text = format!(
+            "{}{}{}",
+            line("I live in Lisbon."),
+            line("I live in Lisbon."),
+            line("I live in Porto.")
+        );
+        let mut mem = Memory::new(vec![BlockFile::parse(
+            Block::Human,
+            &text,
+            day("2026-11-29"),
+        )]);
+        let lines = mem.resolve_duplicate_ids();
+        assert_eq!(lines.len(), 2, "{lines:?}");
+        let facts: Vec<&Fact> = mem.blocks[0].facts().collect();
+        assert_eq!(facts.len(), 2);
+        assert_eq!(facts[0].id, "f_1");
+        assert_ne!(facts[1].id, "f_1");
+        assert_eq!(facts[1].origin, Origin::Owner);
+        assert!(mem.resolve_duplicate_ids().is_empty());
+    }
+
+    #[test]
+    fn merge_conflict_markers_are_found() {
+        assert_eq!(conflict_marker("# Human\n- a\n"), None);
+        let t = "# Human\n<<<<<<< HEAD\n- a\n=======\n- b\n>>>>>>> other\n";
+        assert_eq!(conflict_marker(t).unwrap().0, 2);
+    }
+
+    #[test]
+    fn archived_entries_round_trip() {
+        let a = Archived {
+            fact: fact(),
+            block: Block::Human,
+            archived: day("2026-11-29"),
+            why: "forgotten".into(),
+            reason: "last seen 70 days ago".into(),
+            policy: "stale_after_days=60".into(),
+        };
+        assert_eq!(Archived::parse(&a.render()).unwrap(), a);
+    }
+
+    #[test]
+    fn cards_round_trip_through_their_front_matter() {
+        let now: DateTime<Utc> = "2026-11-29T20:00:00Z".parse().unwrap();
+        let card = Card {
+            id: "c_12345678".into(),
+            created: now,
+            updated: now,
+            cycle: "2026-11-29T20:00:00Z-evening".into(),
+            text: "I prefer tea.".into(),
+            block: Block::Human,
+            category: "preferences".into(),
+            confidence: 0.6,
+            reason: "support 2 < min_support 3".into(),
+            proposer_reason: String::new(),
+            judge: "no contradiction found".into(),
+            supersedes: None,
+            supersedes_text: None,
+            supporting_event_ids: vec!["ev_1".into()],
+            measures: Measures::default(),
+            gates: vec![GateResult::new("support", 2, ">= 3", false)],
+            excerpts: vec![],
+            decision: None,
+        };
+        let text = card.render();
+        assert!(text.contains("| support | 2 | >= 3 | not met |"));
+        assert_eq!(Card::parse(&text).unwrap(), card);
+    }
+}

@@ -1,0 +1,232 @@
+//! A commit message as a value (SPEC S4 step 10): a subject a person can scan, one line
+//! per mutation, and the trailers `dream log`, `explain`, `undo` and `verify` read back
+//! (`audit::parse` is the inverse). Every stage, review decision and undo builds one
+//! [`Message`] and renders it once, when it is committed, so nothing is spliced into a
+//! finished text.
+//!
+//! `Dream-Tokens:` is always the stage's own spend; a cycle's total is the sum over its
+//! commits (and, for cycles that committed nothing, the state's cycle record).
+
+use serde::Serialize;
+
+use crate::operations::report::Degraded;
+
+/// Who made a commit: a stage of a cycle, or a person's command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Stage {
+    /// Hand edits found in the tree, committed as they are before anything else.
+    Manual,
+    /// Hand-written facts given ids, reworded facts made the owner's.
+    Adopt,
+    /// Reflect, gate, judge, route, apply (the evening's main stage).
+    Consolidate,
+    /// Recurring procedures drafted as skills.
+    Skills,
+    Dedupe,
+    Merge,
+    Promote,
+    Forget,
+    /// The page of what needs a person's attention.
+    Digest,
+    /// The capped context file agents import (`context.file`).
+    Context,
+    /// A person's review decision.
+    Review,
+    /// A person's undo of a fact, a card decision or a whole cycle.
+    Undo,
+}
+
+impl Stage {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Stage::Manual => "manual",
+            Stage::Adopt => "adopt",
+            Stage::Consolidate => "consolidate",
+            Stage::Skills => "skills",
+            Stage::Dedupe => "dedupe",
+            Stage::Merge => "merge",
+            Stage::Promote => "promote",
+            Stage::Forget => "forget",
+            Stage::Digest => "digest",
+            Stage::Context => "context",
+            Stage::Review => "review",
+            Stage::Undo => "undo",
+        }
+    }
+
+    /// The stage a `Dream-Stage:` trailer names.
+    pub fn parse(s: &str) -> Option<Stage> {
+        [
+            Stage::Manual,
+            Stage::Adopt,
+            Stage::Consolidate,
+            Stage::Skills,
+            Stage::Dedupe,
+            Stage::Merge,
+            Stage::Promote,
+            Stage::Forget,
+            Stage::Digest,
+            Stage::Context,
+            Stage::Review,
+            Stage::Undo,
+        ]
+        .into_iter()
+        .find(|st| st.as_str() == s)
+    }
+
+    /// True for the four maintenance passes.
+    pub fn is_pass(self) -> bool {
+        matches!(
+            self,
+            Stage::Dedupe | Stage::Merge | Stage::Promote | Stage::Forget
+        )
+    }
+}
+
+impl std::fmt::Display for Stage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One commit message, before it is rendered.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Message {
+    pub subject: String,
+    /// One line per mutation (accepted, refused, engine-enforced), already formatted.
+    pub lines: Vec<String>,
+    /// The `Dream-Cycle:` id: a cycle, a review session, an undo.
+    pub cycle: String,
+    pub stage: Stage,
+    /// Tokens this stage spent (not the cycle's running total).
+    pub tokens: u64,
+    /// Stages of the cycle that fell back to a conservative default.
+    pub degraded: Vec<Degraded>,
+    /// Further trailers in order (`Dream-Counts:`, `Dream-Undoes:`), without the prefix
+    /// `Dream-`: `("Undoes", id)` renders as `Dream-Undoes: id`.
+    pub trailers: Vec<(&'static str, String)>,
+}
+
+impl Message {
+    pub fn new(
+        subject: impl Into<String>,
+        lines: Vec<String>,
+        cycle: &str,
+        stage: Stage,
+    ) -> Message {
+        Message {
+            subject: subject.into(),
+            lines,
+            cycle: cycle.to_string(),
+            stage,
+            tokens: 0,
+            degraded: Vec::new(),
+            trailers: Vec::new(),
+        }
+    }
+
+    pub fn tokens(mut self, tokens: u64) -> Message {
+        self.tokens = tokens;
+        self
+    }
+
+    pub fn trailer(mut self, key: &'static str, value: impl Into<String>) -> Message {
+        self.trailers.push((key, value.into()));
+        self
+    }
+
+    /// The subject line.
+    pub fn subject(&self) -> &str {
+        &self.subject
+    }
+
+    /// The text git stores: the subject, the mutation lines, the degraded stages and the
+    /// trailers, each group after a blank line.
+    pub fn render(&self) -> String {
+        let mut m = format!("{}\n\n", self.subject);
+        for l in &self.lines {
+            m.push_str(l);
+            m.push('\n');
+        }
+        if !self.lines.is_empty() {
+            m.push('\n');
+        }
+        if !self.degraded.is_empty() {
+            for d in &self.degraded {
+                m.push_str(&format!("degraded   {}: {}\n", d.stage, d.reason));
+            }
+            m.push('\n');
+        }
+        m.push_str(&format!(
+            "Dream-Cycle: {}\nDream-Stage: {}\nDream-Tokens: {}\n",
+            self.cycle, self.stage, self.tokens
+        ));
+        for d in &self.degraded {
+            m.push_str(&format!("Dream-Degraded: {}\n", d.stage));
+        }
+        for (k, v) in &self.trailers {
+            m.push_str(&format!("Dream-{k}: {v}\n"));
+        }
+        m
+    }
+}
+
+/// The commit of a person's hand edits found in the tree, committed as they are.
+pub fn hand_edits(paths: &[String], cycle: &str) -> Message {
+    let lines = paths.iter().map(|p| format!("edited     {p}")).collect();
+    Message::new("dream: record hand edits", lines, cycle, Stage::Manual)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_message_renders_subject_lines_degraded_and_trailers_and_parses_back() {
+        let mut m = Message::new(
+            "dream: evening cycle 2026-11-06: 1 promoted",
+            vec!["promoted   f_1  [human/identity] I live in Lisbon.".into()],
+            "20261106T210000Z-evening",
+            Stage::Consolidate,
+        )
+        .tokens(1200);
+        m.degraded.push(Degraded {
+            stage: "judge".into(),
+            reason: "timeout".into(),
+        });
+        let text = m.render();
+        assert_eq!(
+            text,
+            "dream: evening cycle 2026-11-06: 1 promoted\n\n\
+             promoted   f_1  [human/identity] I live in Lisbon.\n\n\
+             degraded   judge: timeout\n\n\
+             Dream-Cycle: 20261106T210000Z-evening\nDream-Stage: consolidate\nDream-Tokens: 1200\n\
+             Dream-Degraded: judge\n"
+        );
+        let note = crate::operations::audit::parse("abc", chrono::DateTime::UNIX_EPOCH, &text);
+        assert_eq!(note.head.stage.as_deref(), Some("consolidate"));
+        assert_eq!(note.tokens, Some(1200));
+        assert_eq!(note.degraded, ["judge"]);
+        assert_eq!(note.mutations.len(), 2);
+    }
+
+    #[test]
+    fn a_message_without_lines_has_one_blank_line_before_its_trailers() {
+        let text = Message::new("dream: record hand edits", vec![], "c", Stage::Manual)
+            .trailer("Undoes", "x")
+            .render();
+        assert_eq!(
+            text,
+            "dream: record hand edits\n\nDream-Cycle: c\nDream-Stage: manual\nDream-Tokens: 0\nDream-Undoes: x\n"
+        );
+    }
+
+    #[test]
+    fn every_stage_name_parses_back() {
+        for s in [Stage::Manual, Stage::Forget, Stage::Undo, Stage::Skills] {
+            assert_eq!(Stage::parse(s.as_str()), Some(s));
+        }
+        assert_eq!(Stage::parse("nonsense"), None);
+    }
+}

@@ -1,0 +1,14 @@
+//! The words: what every stage measures a text with.
+//!
+//! In: a text (an event's, a candidate's, a fact's). Out: measures and judgements about it,
+//! each explainable in one sentence: the S6 tokens, similarity, coverage and entities
+//! (`measures`), the phrase rules about one sentence (`phrases`: where sentences end, what
+//! is chatter, what is specific, which block a fact belongs to), relative dates read
+//! against the day they were written (`when`), and the `key=value` words of metadata and
+//! commit lines (`kv`). Nothing here knows about events, memory or models; every later
+//! stage builds on it.
+
+pub mod kv;
+pub mod measures;
+pub mod phrases;
+pub mod when;

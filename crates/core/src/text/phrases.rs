@@ -1,0 +1,1273 @@
+//! Plain phrase rules about a sentence, each explainable in one sentence: where one
+//! sentence ends ([`sentences`]), what a sentence says without its lead-in ([`lead_in`]),
+//! what is not a fact at all and why ([`chatter`]: questions, requests, greetings,
+//! thinking aloud, reactions, a thing's passing status, sentences that lean on what was
+//! said before), what is specific enough to keep when said only once ([`specific`]), and
+//! which block and category a fact belongs to ([`classify`]). The offline reflector
+//! proposes with them, the cycle uses [`not_a_fact`] to choose which single mentions a
+//! model is shown, and the gates use [`classify`] for the default block of a candidate
+//! that names none. None of them counts anything: repetition is not durability.
+
+use crate::memory::Block;
+use crate::text::measures;
+
+/// Longest sentence the reflector will turn into a fact.
+pub const MAX_FACT_CHARS: usize = 280;
+/// Fewest content words a fact may have; a sentence about the speaker (it starts with I,
+/// my, we or our: "I live in Porto.") may have one fewer.
+pub const MIN_CONTENT_WORDS: usize = 3;
+
+/// Split text into sentences at `.`, `!` or `?` followed by white space, and at newlines.
+pub fn sentences(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\n' {
+            // A line break inside a sentence is not its end (a harness wraps long prompts):
+            // the next line goes on the sentence when this one stops mid-clause.
+            let next: String = chars.clone().take_while(|&n| n != '\n').collect();
+            if continues(&cur, &next) {
+                cur.push(' ');
+                continue;
+            }
+            push_sentence(&mut out, &mut cur);
+            continue;
+        }
+        cur.push(c);
+        if matches!(c, '.' | '!' | '?') && chars.peek().is_none_or(|n| n.is_whitespace()) {
+            push_sentence(&mut out, &mut cur);
+        }
+    }
+    push_sentence(&mut out, &mut cur);
+    out
+}
+
+/// Words a sentence does not end on: a line that stops after one goes on on the next.
+const GOES_ON: &[&str] = &[
+    "and", "or", "but", "the", "a", "an", "to", "of", "in", "on", "for", "with", "that", "which",
+    "who", "is", "are", "was", "were", "as", "at", "by", "from", "into", "than", "so", "because",
+    "if", "when", "my", "our", "your", "their", "this", "these", "its",
+];
+
+/// Whether the line after `cur` carries on its sentence: `cur` ends without a stop,
+/// on a word no sentence ends on or after a long line (a wrapped one), and the next line
+/// is neither blank nor a list item, a heading or a quote.
+fn continues(cur: &str, next: &str) -> bool {
+    let line = cur.rsplit('\n').next().unwrap_or(cur).trim_end();
+    let next = next.trim();
+    if line.is_empty() || next.is_empty() {
+        return false;
+    }
+    if line.ends_with(['.', '!', '?', ':', ';']) {
+        return false;
+    }
+    if next.starts_with(['-', '*', '•', '>', '#', '|'])
+        || next.chars().next().is_some_and(|c| c.is_ascii_digit())
+    {
+        return false;
+    }
+    let last = line
+        .rsplit(|c: char| !c.is_alphanumeric() && c != '\'')
+        .next()
+        .unwrap_or("")
+        .to_lowercase();
+    GOES_ON.contains(&last.as_str())
+        || (line.chars().count() >= 60 && next.chars().next().is_some_and(char::is_lowercase))
+}
+
+fn push_sentence(out: &mut Vec<String>, cur: &mut String) {
+    let s = cur
+        .trim()
+        .trim_start_matches(['-', '*', '•', '>'])
+        .trim()
+        .to_string();
+    if !s.is_empty() {
+        out.push(s);
+    }
+    cur.clear();
+}
+
+fn lower(s: &str) -> String {
+    s.to_lowercase().replace(['\u{2019}', '\u{2018}'], "'")
+}
+
+const QUESTION_STARTS: &[&str] = &[
+    "who ",
+    "what ",
+    "whats ",
+    "when ",
+    "where ",
+    "why ",
+    "how ",
+    "which ",
+    "whose ",
+    "can ",
+    "could ",
+    "would ",
+    "will ",
+    "do ",
+    "does ",
+    "did ",
+    "is ",
+    "are ",
+    "was ",
+    "were ",
+    "should ",
+    "shall ",
+    "may ",
+    "have you ",
+    "has ",
+    "any idea",
+];
+
+const REQUEST_STARTS: &[&str] = &[
+    "please ",
+    "pls ",
+    "can you",
+    "could you",
+    "would you",
+    "will you",
+    "let's ",
+    "lets ",
+    "help me",
+    "show me",
+    "tell me",
+    "give me",
+    "remind me",
+    "make ",
+    "fix ",
+    "add ",
+    "run ",
+    "create ",
+    "write ",
+    "update ",
+    "delete ",
+    "remove ",
+    "check ",
+    "try ",
+    "open ",
+    "install ",
+    "explain ",
+    "summarize ",
+    "summarise ",
+    "list ",
+    "find ",
+    "build ",
+    "deploy ",
+    "refactor ",
+    "rename ",
+    "move ",
+    "look ",
+    "go ",
+    "start ",
+    "stop ",
+    "send ",
+    "book ",
+    "search ",
+    "read ",
+    "review ",
+    "change ",
+    "set ",
+    "get ",
+    "generate ",
+    "draft ",
+    "translate ",
+    "continue",
+];
+
+/// Words of acknowledgement and small talk: a sentence made only of these is chatter.
+const CHATTER: &[&str] = &[
+    "ok",
+    "okay",
+    "thank",
+    "thanks",
+    "thx",
+    "sound",
+    "good",
+    "great",
+    "cool",
+    "nice",
+    "perfect",
+    "awesome",
+    "hmm",
+    "hm",
+    "let",
+    "think",
+    "sure",
+    "yes",
+    "yeah",
+    "yep",
+    "nope",
+    "lol",
+    "haha",
+    "right",
+    "alright",
+    "fine",
+    "got",
+    "see",
+    "agree",
+    "done",
+    "wow",
+    "hi",
+    "hello",
+    "hey",
+    "bye",
+    "cheer",
+    "cheers",
+    "morning",
+    "night",
+    "lot",
+    "much",
+    "ah",
+    "oh",
+    "well",
+    "wait",
+    "indeed",
+    "exactly",
+    "true",
+    "totally",
+    "love",
+    "amazing",
+    "excellent",
+    "noted",
+];
+
+/// Why a sentence is not a fact. Each kind is one rule, in the order they are checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Chatter {
+    /// It carries a redacted secret's marker, starts with a bracketed marker or
+    /// attachment ("[shared an image: ...]") rather than the speaker's words, or is longer
+    /// than a fact may be.
+    Unusable,
+    /// It ends with a question mark or starts with a question word.
+    Question,
+    /// It starts with an imperative verb or asks "please".
+    Request,
+    /// It starts with a greeting, thanks or an announcement of what follows ("quick
+    /// reminder", "heads up").
+    Greeting,
+    /// It thinks aloud: it starts with "hmm", "let me", "I wonder", "maybe", "might", ...
+    Thought,
+    /// It reacts to what was said ("wow", "that's great", "can't wait"), appraises what
+    /// was shown or said ("That cake looks amazing!", "Family time is great!"), cheers
+    /// someone on ("Way to go!", "Keep going!"), speaks about the listener ("you",
+    /// "your") other than to instruct the assistant, or only says how the speaker feels or
+    /// is right now ("I'm so tired", "I'm almost done").
+    Reaction,
+    /// Its subject is a bare pronoun ("it", "that", "they", ...): it leans on what was
+    /// said before and cannot stand alone.
+    Context,
+    /// A thing's passing state, not a person's: "finished", "failed", "is running", "was
+    /// slow", "took 40 seconds"; and the weather ("Rainy weather again today.", "Sunny
+    /// and warm."), which passes by the day.
+    Status,
+    /// Fewer than three content words (two for a sentence about the speaker), or only
+    /// small-talk words.
+    TooShort,
+}
+
+impl Chatter {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Chatter::Unusable => "unusable",
+            Chatter::Question => "question",
+            Chatter::Request => "request",
+            Chatter::Greeting => "greeting",
+            Chatter::Thought => "thought",
+            Chatter::Reaction => "reaction",
+            Chatter::Context => "context",
+            Chatter::Status => "status",
+            Chatter::TooShort => "too short",
+        }
+    }
+}
+
+/// Greetings, thanks, farewells and announcements of what follows, which a sentence may
+/// start with.
+const GREETING_STARTS: &[&str] = &[
+    "quick reminder",
+    "quick note",
+    "quick question",
+    "just a reminder",
+    "reminder ",
+    "heads up",
+    "one more thing",
+    "just so you know",
+    "fyi ",
+    "btw ",
+    "hi ",
+    "hello",
+    "hey ",
+    "hiya",
+    "good morning",
+    "good afternoon",
+    "good evening",
+    "good night",
+    "morning ",
+    "bye",
+    "see you",
+    "see ya",
+    "talk soon",
+    "talk to you",
+    "thanks",
+    "thank you",
+    "thx",
+    "cheers",
+    "welcome back",
+    "long time no",
+    "nice to",
+    "great to",
+    "good to see",
+    "good to hear",
+    "ok ",
+    "okay ",
+    "sure ",
+    "yes ",
+    "no ",
+    "great ",
+    "cool ",
+    "nice ",
+    "awesome ",
+    "perfect ",
+];
+
+/// How thinking aloud starts.
+const THOUGHT_STARTS: &[&str] = &[
+    "hmm",
+    "hm ",
+    "let me ",
+    "lemme ",
+    "i wonder",
+    "wondering ",
+    "i guess ",
+    "i suppose ",
+    "maybe ",
+    "perhaps ",
+    "not sure",
+    "i m not sure",
+    "im not sure",
+    "i think ill ",
+    "i think i ll ",
+    "i think i will ",
+    "i think i might ",
+    "i might ",
+    "we might ",
+    "might ",
+    "probably ",
+];
+
+/// How a reaction starts.
+const REACTION_STARTS: &[&str] = &[
+    "wow",
+    "whoa",
+    "woah",
+    "aw ",
+    "aww",
+    "omg",
+    "yay",
+    "haha",
+    "lol",
+    "oh ",
+    "ah ",
+    "that s ",
+    "thats ",
+    "that is ",
+    "that was ",
+    "that sounds",
+    "that ll ",
+    "thatll ",
+    "good ",
+    "happy ",
+    "love ",
+    "loving ",
+    "heres ",
+    "here is ",
+    "check out",
+    "check this",
+    "so glad",
+    "so happy",
+    "so proud",
+    "so cool",
+    "so sorry",
+    "what a ",
+    "what an ",
+    "cant wait",
+    "can t wait",
+    "cannot wait",
+    "congrat",
+    "good luck",
+    "well done",
+    "great job",
+    "nice job",
+    "good job",
+    "glad ",
+    "happy for",
+    "proud of",
+    "sounds ",
+    "looks ",
+    "must be",
+    "me too",
+    "same here",
+    "of course",
+    "no way",
+    "i bet ",
+    "i hope ",
+    "hope ",
+    "i wish ",
+    "wish ",
+    "love that",
+    "love it",
+    "love this",
+    "love your",
+    "i love that",
+    "i love it",
+    "i love this",
+    "i love how",
+    "i agree",
+    "agreed",
+    "i know ",
+    "i understand",
+    "i can imagine",
+    "i can tell",
+    "i appreciate",
+    "appreciate ",
+    "keep it up",
+    "keep up ",
+    "keep going",
+    "keep pushing",
+    "keep chasing",
+    "ill keep ",
+    "i ll keep ",
+    "i will keep ",
+    "way to go",
+    "hang in there",
+    "stay motivated",
+    "stay positive",
+    "stay safe",
+    "push through",
+    "have fun",
+    "have a great",
+    "have a good",
+    "take care",
+    "exactly",
+    "totally",
+    "absolutely",
+    "definitely",
+    "true ",
+    "sorry",
+    "i m sorry",
+    "im sorry",
+    "anyway",
+];
+
+/// Words about the listener.
+const LISTENER: &[&str] = &[
+    "you", "your", "youre", "yours", "yourself", "youve", "youll", "youd", "ya",
+];
+
+/// Phrases that instruct the assistant: "you" is then what the sentence is about.
+const INSTRUCTIONS: &[&str] = &[
+    "i want you to",
+    "i d like you to",
+    "id like you to",
+    "i would like you to",
+    "you should",
+    "you must",
+    "you are a ",
+    "you are an ",
+    "you are my ",
+    "you are the ",
+    "youre a ",
+    "youre an ",
+    "youre my ",
+    "youre the ",
+    "your name",
+    "call yourself",
+    "as my assistant",
+    "always ",
+    "never ",
+    "dont ever",
+    "do not ever",
+];
+
+/// How a sentence that only says how the speaker feels starts, and the feelings.
+const FEELING_STARTS: &[&str] = &[
+    "i m ",
+    "im ",
+    "i am ",
+    "i feel ",
+    "i was ",
+    "i felt ",
+    "feeling ",
+    "i m feeling ",
+];
+const FEELINGS: &[&str] = &[
+    "happy",
+    "glad",
+    "excited",
+    "thrilled",
+    "proud",
+    "tired",
+    "exhausted",
+    "sad",
+    "bored",
+    "stressed",
+    "nervous",
+    "grateful",
+    "thankful",
+    "lucky",
+    "blessed",
+    "pumped",
+    "stoked",
+    "hungry",
+    "sleepy",
+    "overwhelmed",
+    "relieved",
+    "amazed",
+    "inspired",
+    "touched",
+    "moved",
+    "honored",
+    "sorry",
+    "fine",
+    "good",
+    "great",
+    "okay",
+    "ok",
+    "well",
+    "done",
+    "back",
+    "ready",
+    "busy",
+    "free",
+    "here",
+    "home",
+    "late",
+    "sick",
+    "in",
+    "out",
+    "off",
+    "on",
+    "curious",
+    "confused",
+    "sure",
+    "afraid",
+    "worried",
+];
+const INTENSIFIERS: &[&str] = &[
+    "so", "really", "very", "super", "totally", "pretty", "quite", "just", "a", "bit", "little",
+    "also", "still", "feeling", "kinda", "kind", "of", "too", "almost", "nearly", "finally", "now",
+    "all", "not",
+];
+
+/// Bare pronouns that cannot be a sentence's subject on its own.
+const PRONOUN_SUBJECTS: &[&str] = &[
+    "it", "its", "itll", "itd", "itve", "thats", "thatll", "theyre", "they", "theyve", "theyll",
+    "theyd", "he", "hes", "hed", "hell", "she", "shes", "shed", "them",
+];
+/// Words that are a bare pronoun when a verb follows ("this is"), and name the subject
+/// when a noun does ("this necklace").
+const DEMONSTRATIVES: &[&str] = &["this", "that", "these", "those"];
+const PRONOUN_VERBS: &[&str] = &[
+    "is",
+    "was",
+    "are",
+    "were",
+    "has",
+    "have",
+    "had",
+    "looks",
+    "look",
+    "sounds",
+    "sound",
+    "seems",
+    "seem",
+    "makes",
+    "made",
+    "means",
+    "meant",
+    "will",
+    "would",
+    "could",
+    "can",
+    "must",
+    "might",
+    "should",
+    "does",
+    "did",
+    "do",
+    "really",
+    "so",
+    "just",
+    "all",
+    "one",
+    "too",
+    "also",
+    "reminds",
+    "brings",
+    "brought",
+    "gives",
+    "gave",
+    "feels",
+    "felt",
+    "helps",
+    "helped",
+    "keeps",
+    "kept",
+    "got",
+    "gets",
+    "went",
+    "goes",
+    "sure",
+    "totally",
+    "definitely",
+];
+
+/// First words that make a person the subject (a person's progress is not a thing's
+/// status).
+const PERSON_SUBJECTS: &[&str] = &[
+    "i", "im", "ive", "id", "ill", "me", "we", "weve", "wed", "were",
+];
+
+/// An appraisal of what was shown or said: "looks amazing", "sounds like a blast", or a
+/// subject of a few words that is only judged ("Family time is great!", "Finding that
+/// balance is key.").
+static APPRAISAL: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+    let judged = "(?:great|awesome|amazing|cool|fun|nice|good|lovely|beautiful|incredible|fantastic|wonderful|perfect|special|interesting|exciting|delicious|tasty|intense|rewarding|epic|stunning|gorgeous|peaceful|relaxing|inspiring|important|key|crucial|essential|the best|well)";
+    let so = "(?:(?:so|really|super|pretty|very|just|totally|truly|such)\\s+)*";
+    regex::Regex::new(&format!(
+        r"\b(?:looks?|looked|sounds?|sounded|seems?|seemed)\s+{so}(?:like\s+(?:a|an|so|such|fun|great|awesome|you)\b|{judged}\b)|^(?:\w+\s+){{1,3}}(?:is|are|was|were|s|has been|have been|are going|is going)\s+{so}{judged}(?:\s+(?:to|for)\s+(?:me|you|us|everyone))?\s*$"
+    ))
+    .expect("a valid pattern")
+});
+
+/// Verbs of a thing's passing state, and the weather's words.
+static STATUS: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+    regex::Regex::new(
+        r"\b(?:finished|finishes|passed|passes|passing|failed|fails|failing|succeeded|completed|crashed|broke|timed out|took \d+|(?:is|are|was|were) (?:still )?(?:running|down|up|broken|green|red|slow|fast|terrible|awful|flaky|busy|crazy|done|ready|back|stuck|raining|hanging|loading|offline|online)|came back|went down|hung|stalled|weather|rainy|raining|drizzl\w*|sunny|snowy|snowing|cloudy|windy|foggy|stormy|overcast)\b",
+    )
+    .expect("a valid pattern")
+});
+
+/// Lead-ins that point back at an earlier statement or announce one.
+const LEAD_INS: &[&str] = &[
+    "as i said before",
+    "as i said",
+    "as i mentioned",
+    "as mentioned",
+    "as you know",
+    "like i said before",
+    "like i said",
+    "like i told you",
+    "for the record",
+    "quick reminder",
+    "reminder",
+    "heads up",
+    "just so you know",
+    "fyi",
+    "btw",
+    "by the way",
+    "sorry to repeat myself",
+    "again",
+    "also",
+    "plus",
+    "anyway",
+    "so",
+    "well",
+    "yeah",
+    "right",
+    "yes",
+    "yep",
+    "yup",
+    "oh",
+    "ah",
+    "wow",
+    "haha",
+    "lol",
+    "ok",
+    "okay",
+    "hey",
+    "hi",
+    "hello",
+];
+/// Lead-ins that need no punctuation after them.
+const LEAD_INS_THAT: &[&str] = &[
+    "don't forget that ",
+    "dont forget that ",
+    "remember that ",
+    "note that ",
+];
+
+/// The sentence without its lead-in: a leading interjection, greeting or back-reference
+/// ("Yeah,", "Hey Mel,", "As I said,", "Don't forget that") is left out, with a name it
+/// addresses. What is left is the speaker's own words, so it still traces to them.
+pub fn lead_in(sentence: &str) -> &str {
+    // `p` is ASCII: a prefix of `s` that equals it ignoring case ends on a char boundary.
+    fn after<'a>(s: &'a str, p: &str) -> Option<&'a str> {
+        s.get(..p.len())
+            .filter(|h| h.eq_ignore_ascii_case(p))
+            .map(|_| &s[p.len()..])
+    }
+    let mut s = sentence.trim();
+    loop {
+        let before = s;
+        for p in LEAD_INS_THAT {
+            if let Some(rest) = after(s, p).filter(|r| !r.trim().is_empty()) {
+                s = rest.trim_start();
+            }
+        }
+        for p in LEAD_INS {
+            let Some(rest) = after(s, p) else { continue };
+            // A name it addresses ("Hey Mel,"), then the punctuation that closes the lead-in.
+            let mut r = rest;
+            let trimmed = r.trim_start();
+            if let Some(word) = trimmed.split([',', '!', ':', ' ']).next() {
+                let after_word = &trimmed[word.len()..];
+                if word.chars().next().is_some_and(char::is_uppercase)
+                    && word != "I"
+                    && after_word.starts_with([',', '!', ':'])
+                {
+                    r = after_word;
+                }
+            }
+            if let Some(rest) = r.strip_prefix([',', ':', ';', '!', '-', '\u{2013}', '\u{2014}']) {
+                if !rest.trim().is_empty() {
+                    s = rest.trim_start();
+                    break;
+                }
+            }
+        }
+        // A name it addresses ("Mel, that sounds great"): one capitalised word and a
+        // comma, unless the word says when ("Yesterday, ...").
+        if let Some((word, rest)) = s.split_once(", ") {
+            let says_when = DATE_WORDS.contains(&word.to_ascii_lowercase().as_str());
+            if !says_when
+                && !word.contains(' ')
+                && word.chars().next().is_some_and(char::is_uppercase)
+                && word.chars().all(char::is_alphabetic)
+                && word != "I"
+                && !rest.trim().is_empty()
+            {
+                s = rest.trim_start();
+            }
+        }
+        if s == before {
+            return s;
+        }
+    }
+}
+
+/// Words that say when: a sentence that starts with one of them and a comma keeps it.
+const DATE_WORDS: &[&str] = &[
+    "yesterday",
+    "today",
+    "tonight",
+    "tomorrow",
+    "monday",
+    "tuesday",
+    "wednesday",
+    "thursday",
+    "friday",
+    "saturday",
+    "sunday",
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+    "recently",
+    "lately",
+    "later",
+    "earlier",
+    "then",
+    "now",
+    "weekends",
+];
+
+/// Why a sentence is not a fact (see [`Chatter`]), judged on the sentence without its
+/// lead-in; `None` when it may be one.
+pub fn chatter(sentence: &str) -> Option<Chatter> {
+    let sentence = lead_in(sentence);
+    let raw = lower(sentence.trim());
+    if raw.contains("[redacted:")
+        || raw.starts_with('[')
+        || sentence.chars().count() > MAX_FACT_CHARS
+    {
+        return Some(Chatter::Unusable);
+    }
+    let s = format!("{} ", measures::normalize(&raw));
+    let starts = |list: &[&str]| list.iter().any(|p| s.starts_with(p));
+    if raw.ends_with('?') || starts(QUESTION_STARTS) {
+        return Some(Chatter::Question);
+    }
+    if starts(GREETING_STARTS) {
+        return Some(Chatter::Greeting);
+    }
+    if starts(REQUEST_STARTS) || s.contains(" please ") {
+        return Some(Chatter::Request);
+    }
+    if starts(THOUGHT_STARTS) || s.contains(" not sure ") {
+        return Some(Chatter::Thought);
+    }
+    let words: Vec<&str> = s.split_whitespace().collect();
+    // "I totally agree", "I 100% agree": the same reaction as "I agree".
+    let plain = format!(
+        "{} ",
+        words
+            .iter()
+            .filter(|w| !INTENSIFIERS.contains(w) && !w.chars().all(|c| c.is_ascii_digit()))
+            .copied()
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
+    if starts(REACTION_STARTS) || REACTION_STARTS.iter().any(|p| plain.starts_with(p)) {
+        return Some(Chatter::Reaction);
+    }
+    // "Always ..." and "Never ..." instruct when they open the sentence; "I'm always here
+    // for you" speaks to the listener.
+    let instructs = INSTRUCTIONS.iter().any(|p| {
+        s.starts_with(p) || (!matches!(*p, "always " | "never ") && s.contains(&format!(" {p}")))
+    });
+    if !instructs && words.iter().any(|w| LISTENER.contains(w)) {
+        return Some(Chatter::Reaction);
+    }
+    if starts(FEELING_STARTS) && !specific(sentence) {
+        let rest = FEELING_STARTS
+            .iter()
+            .filter(|p| s.starts_with(*p))
+            .map(|p| &s[p.len()..])
+            .min_by_key(|r| r.len())
+            .unwrap_or("");
+        let mut after = rest
+            .split_whitespace()
+            .skip_while(|w| INTENSIFIERS.contains(w));
+        let feeling = after.next();
+        // Only how they feel: nothing said after the feeling but a word or two ("about
+        // it", "for you"); "I'm thrilled to make a family for kids" says more.
+        let said_after = after.filter(|w| !measures::is_stopword(w)).count();
+        if feeling.is_some_and(|w| FEELINGS.contains(&w)) && said_after <= 1 {
+            return Some(Chatter::Reaction);
+        }
+    }
+    let pronoun = match (words.first(), words.get(1)) {
+        // "This necklace is special" names its subject; "This is special" does not.
+        (Some(w), next) if DEMONSTRATIVES.contains(w) => {
+            next.is_none_or(|n| PRONOUN_VERBS.contains(n))
+        }
+        (Some(w), _) => PRONOUN_SUBJECTS.contains(w),
+        _ => false,
+    };
+    if pronoun {
+        return Some(Chatter::Context);
+    }
+    if !words.first().is_some_and(|w| PERSON_SUBJECTS.contains(w)) && STATUS.is_match(&s) {
+        return Some(Chatter::Status);
+    }
+    if !words.first().is_some_and(|w| PERSON_SUBJECTS.contains(w))
+        && APPRAISAL.is_match(s.trim_end())
+    {
+        return Some(Chatter::Reaction);
+    }
+    let content = measures::content_tokens(sentence);
+    let about_speaker = words.first().is_some_and(|w| SPEAKER_STARTS.contains(w));
+    let least = MIN_CONTENT_WORDS - usize::from(about_speaker);
+    if content.len() < least || content.iter().all(|t| CHATTER.contains(&t.as_str())) {
+        return Some(Chatter::TooShort);
+    }
+    None
+}
+
+/// First words of a sentence about the speaker.
+const SPEAKER_STARTS: &[&str] = &["i", "im", "ive", "my", "we", "were", "weve", "our"];
+
+/// True for what is not a fact, however often it is repeated (see [`chatter`]).
+pub fn not_a_fact(sentence: &str) -> bool {
+    chatter(sentence).is_some()
+}
+
+/// Whether a sentence is specific enough to keep when it was said only once: it names
+/// someone or something (a capitalised name, a number, a date or a relative date such as
+/// "yesterday"), it states a habit of the speaker ([`habit`]), or one of the phrase rules
+/// of [`classify`] places it (a fact about the speaker, a preference, a plan or
+/// commitment, an event, the project).
+pub fn specific(sentence: &str) -> bool {
+    let s = lead_in(sentence);
+    if s.chars().any(|c| c.is_ascii_digit()) || !measures::proper_nouns(s).is_empty() {
+        return true;
+    }
+    // Relative dates are read against any day: only whether there is one matters.
+    let any_day = chrono::NaiveDate::from_ymd_opt(2001, 1, 10).expect("a valid date");
+    if !crate::text::when::relatives(s, any_day).is_empty() {
+        return true;
+    }
+    habit(s) || classify(s).0 != "knowledge"
+}
+
+/// Whether a sentence is about its speaker: it opens with "I", "my", "we" or "our" (after
+/// any lead-in). Said again in other sessions, such a sentence is a fact about a person
+/// even when it names nothing ("I am learning to play the cello").
+pub fn about_speaker(sentence: &str) -> bool {
+    opens_with_speaker(&measures::normalize(lead_in(sentence)))
+}
+
+/// Whether a sentence states a habit of its speaker: about the speaker, and it says how
+/// often ("every morning", "usually", "on weekends"). "I drink green tea every morning"
+/// names nothing, and is still specific enough to keep when said once.
+pub fn habit(sentence: &str) -> bool {
+    let s = measures::normalize(lead_in(sentence));
+    opens_with_speaker(&s) && HOW_OFTEN.is_match(&s)
+}
+
+/// A normalised sentence's first word is one of [`SPEAKER_STARTS`].
+fn opens_with_speaker(normalized: &str) -> bool {
+    normalized
+        .split_whitespace()
+        .next()
+        .is_some_and(|w| SPEAKER_STARTS.contains(&w))
+}
+
+/// Words that say how often something happens.
+static HOW_OFTEN: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+    regex::Regex::new(
+        r"\b(?:every|each|usually|always|often|daily|weekly|monthly|nightly|weekdays|weekends|mornings|evenings|nights|mondays|tuesdays|wednesdays|thursdays|fridays|saturdays|sundays)\b",
+    )
+    .expect("a valid pattern")
+});
+
+/// What the offline reflector keeps from a sentence said once: a fact that is specific.
+pub fn worth_keeping_once(sentence: &str) -> bool {
+    !not_a_fact(sentence) && specific(sentence)
+}
+
+/// The block a fact of this category belongs in, for the categories that name one:
+/// identity, preferences and commitments in human, event in episodes, persona in persona.
+pub fn block_of_category(category: &str) -> Option<Block> {
+    match category {
+        "identity" | "preferences" | "commitments" => Some(Block::Human),
+        "event" => Some(Block::Episodes),
+        "persona" => Some(Block::Persona),
+        _ => None,
+    }
+}
+
+/// Category and block of a fact, by phrase rules checked in this order: persona,
+/// commitments, preferences, identity, events, project; anything else is `knowledge` in
+/// scratch.
+pub fn classify(text: &str) -> (&'static str, Block) {
+    let s = format!(" {} ", lower(text));
+    let has = |phrases: &[&str]| phrases.iter().any(|p| s.contains(p));
+    let starts = |phrases: &[&str]| phrases.iter().any(|p| s.trim_start().starts_with(p));
+    if starts(&[
+        "you are ",
+        "you're ",
+        "your name ",
+        "you should ",
+        "you must ",
+        "as my assistant",
+        "call yourself",
+    ]) {
+        return ("persona", Block::Persona);
+    }
+    if has(&[
+        " i will ",
+        " i'll ",
+        " i'm going to ",
+        " i am going to ",
+        " i promised ",
+        " i have to ",
+        " i need to ",
+        " i must ",
+        " deadline",
+        " due ",
+        " appointment",
+        " i plan to ",
+        " my plan is ",
+        " i'm planning ",
+        " i am planning ",
+        " scheduled ",
+        " i committed ",
+    ]) {
+        return ("commitments", Block::Human);
+    }
+    if has(&[
+        " i prefer ",
+        " i like ",
+        " i love ",
+        " i enjoy ",
+        " i hate ",
+        " i dislike ",
+        " i don't like ",
+        " i do not like ",
+        " my favorite ",
+        " my favourite ",
+        " work best ",
+        " works best ",
+        " i always ",
+        " i never ",
+        " i usually ",
+        " i'd rather ",
+        " i would rather ",
+        " i want you to ",
+        " i'd like you to ",
+    ]) || starts(&["always ", "never ", "don't ever ", "do not ever "])
+    {
+        return ("preferences", Block::Human);
+    }
+    if has(&[
+        " my name is ",
+        " i am a ",
+        " i'm a ",
+        " i am an ",
+        " i'm an ",
+        " i live ",
+        " i'm from ",
+        " i am from ",
+        " i'm based ",
+        " i am based ",
+        " i work at ",
+        " i work as ",
+        " i work for ",
+        " i work on ",
+        " my job ",
+        " my role ",
+        " my pronouns ",
+        " i was born ",
+        " years old",
+        " my wife ",
+        " my husband ",
+        " my partner ",
+        " my son ",
+        " my daughter ",
+        " my kids ",
+        " my children ",
+        " my dog ",
+        " my cat ",
+        " my birthday ",
+        " i have a ",
+        " i have two ",
+        " i have three ",
+        " my team ",
+        " my company ",
+        " my mother ",
+        " my father ",
+        " my mom ",
+        " my dad ",
+        " my sister ",
+        " my brother ",
+        " i lead ",
+        " i manage ",
+        " i run the ",
+        " i am the ",
+        " i'm the ",
+        " allergic to ",
+    ]) {
+        return ("identity", Block::Human);
+    }
+    if has(&[
+        " yesterday",
+        " last week",
+        " last month",
+        " last year",
+        " last night",
+        " today",
+        " this morning",
+        " tonight",
+        " ago ",
+        " ago.",
+        " on monday",
+        " on tuesday",
+        " on wednesday",
+        " on thursday",
+        " on friday",
+        " on saturday",
+        " on sunday",
+        " went to ",
+        " visited ",
+        " moved to ",
+        " attended ",
+        " graduated ",
+    ]) {
+        return ("event", Block::Episodes);
+    }
+    if has(&PROJECT_PHRASES) {
+        return ("project", Block::Scratch);
+    }
+    ("knowledge", Block::Scratch)
+}
+
+/// The phrases that make a fact about a project (a codebase, its stack, its team).
+const PROJECT_PHRASES: [&str; 11] = [
+    " my stack ",
+    " our stack ",
+    " we use ",
+    " our project ",
+    " the project ",
+    " our repo ",
+    " the repo ",
+    " our team ",
+    " our codebase ",
+    " we deploy ",
+    " in production ",
+];
+
+/// Whether a sentence is about a codebase (its stack, repository, team, deployment) by the
+/// same phrases `classify` files under `project`: a preference that is stays with its
+/// project (`scope`).
+pub fn about_a_codebase(text: &str) -> bool {
+    let words: String = lower(text)
+        .chars()
+        .map(|c| {
+            if c.is_alphanumeric() || c == '\'' {
+                c
+            } else {
+                ' '
+            }
+        })
+        .collect();
+    let s = format!(
+        " {} ",
+        words.split_whitespace().collect::<Vec<_>>().join(" ")
+    );
+    PROJECT_PHRASES.iter().any(|p| s.contains(p))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_kind_of_chatter_is_named_by_its_rule() {
+        let table = [
+            ("Where do I live?", Chatter::Question),
+            (
+                "What does this borrow checker error mean",
+                Chatter::Question,
+            ),
+            (
+                "Please rename the helper to parse_amount.",
+                Chatter::Request,
+            ),
+            ("Run the tests again.", Chatter::Request),
+            ("hey, good morning!", Chatter::Greeting),
+            ("Thanks, see you tomorrow", Chatter::Greeting),
+            ("Quick reminder before we start.", Chatter::Greeting),
+            ("hmm let me think about lunch", Chatter::Thought),
+            ("I wonder if the cache is warm already.", Chatter::Thought),
+            (
+                "We might try a new retro format next sprint, not sure yet.",
+                Chatter::Thought,
+            ),
+            ("Wow, that was fast", Chatter::Reaction),
+            ("Can't wait to see you perform.", Chatter::Reaction),
+            ("I totally agree, Melanie.", Chatter::Reaction),
+            (
+                "You're doing an awesome job looking after your family!",
+                Chatter::Reaction,
+            ),
+            ("I'll keep you posted.", Chatter::Reaction),
+            ("I'm so excited!", Chatter::Reaction),
+            ("I'm almost done.", Chatter::Reaction),
+            ("They really are a lot of fun.", Chatter::Context),
+            ("It means a lot to share this with you.", Chatter::Reaction),
+            ("It was so powerful.", Chatter::Context),
+            ("This is really special to me.", Chatter::Context),
+            ("The build finished in 3 minutes.", Chatter::Status),
+            ("Tests passed on the second try.", Chatter::Status),
+            ("The deploy is still running.", Chatter::Status),
+            (
+                "The coffee machine on the third floor is broken again.",
+                Chatter::Status,
+            ),
+            ("The migration took 40 seconds.", Chatter::Status),
+            ("Rainy weather again today.", Chatter::Status),
+            ("That lighthouse photo looks stunning!", Chatter::Reaction),
+            ("The new bakery sounds like a treat.", Chatter::Reaction),
+            ("Weekend hikes are the best!", Chatter::Reaction),
+            ("Way to go, Priya!", Chatter::Reaction),
+            ("I'm always here for you, Sam!", Chatter::Reaction),
+            ("I'll keep trying and stay hopeful.", Chatter::Reaction),
+            ("Keep going with the marathon training!", Chatter::Reaction),
+            ("Sunny and warm in Lisbon this afternoon.", Chatter::Status),
+            ("[shared an image: a photo of a lake]", Chatter::Unusable),
+            ("Here is the key: [redacted:openai-key]", Chatter::Unusable),
+            ("Big deal.", Chatter::TooShort),
+        ];
+        for (s, want) in table {
+            assert_eq!(chatter(s), Some(want), "{s}");
+        }
+    }
+
+    #[test]
+    fn facts_are_not_chatter_whoever_they_are_about() {
+        for s in [
+            "I live in Porto.",
+            "I am allergic to sesame.",
+            "I live in Lisbon and work best in the morning.",
+            "You should answer in Portuguese when I write in Portuguese.",
+            "You are a careful reviewer of Rust code.",
+            "Always squash commits before merging.",
+            "We finished the migration to Postgres 16.",
+            "This necklace is a gift from my grandma in Sweden.",
+            "I'm thrilled to make a family for kids who need one.",
+            "My laptop was replaced by a 14 inch model two days ago.",
+            "Ines from the platform team joined our standup today.",
+        ] {
+            assert_eq!(chatter(s), None, "{s}");
+        }
+    }
+
+    #[test]
+    fn a_lead_in_is_left_out_and_a_sentence_said_once_must_be_specific() {
+        assert_eq!(lead_in("As I said, I live in Lisbon."), "I live in Lisbon.");
+        assert_eq!(lead_in("Hey Mel! Yeah, I went there."), "I went there.");
+        assert_eq!(
+            lead_in("Don't forget that I present on Friday."),
+            "I present on Friday."
+        );
+        assert_eq!(lead_in("Mel, that sounds great"), "that sounds great");
+        assert_eq!(
+            lead_in("Yesterday, I went there."),
+            "Yesterday, I went there."
+        );
+        assert_eq!(lead_in("Reminder,"), "Reminder,");
+        for s in [
+            "I sold my old bike to Marta.",
+            "We shipped version 2.4 yesterday.",
+            "I prefer tabs over spaces.",
+            "I will send the report by Friday.",
+        ] {
+            assert!(worth_keeping_once(s), "{s}");
+        }
+        for s in [
+            "I had a long meeting that went nowhere.",
+            "The staging database was slow this afternoon.",
+            "hmm let me think about lunch",
+        ] {
+            assert!(!worth_keeping_once(s), "{s}");
+        }
+    }
+
+    #[test]
+    fn a_habit_of_the_speaker_is_specific_and_a_vague_remark_is_not() {
+        for (s, want) in [
+            ("I drink green tea every morning.", true),
+            ("As I said, we usually walk the dog after lunch.", true),
+            ("I'm gonna make it happen!", false),
+            ("That tree pic looks awesome every time!", false),
+            ("We can all make a difference!", false),
+        ] {
+            assert_eq!(habit(s), want, "{s}");
+        }
+        assert!(specific("I drink green tea every morning."));
+        assert!(about_speaker("I am learning to play the cello."));
+        assert!(!about_speaker("That tree pic looks awesome!"));
+    }
+}

@@ -1,0 +1,124 @@
+//! `dream purge`: take a string (a secret that reached the repository before a detector
+//! knew its shape, or was typed in by hand) out of memory, cards, the archive, the digests,
+//! the whole history and the state database.
+//!
+//! The person's uncommitted edits are committed first, as before any decision. Then every
+//! commit of the branch is rebuilt with the string replaced by `[purged]` in every file and
+//! message (`store`), the old tip is kept under `refs/dream/purge-backup/<time>` so a
+//! mistaken purge loses nothing, and the branch and working tree move to the new history
+//! through the journal like any change. The state's rows are rewritten and the database
+//! compacted, so no free page keeps the old bytes. The inbox is never touched (it is the
+//! agents' own record); how many of its files still hold the string is reported.
+
+use std::path::Path;
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+
+use crate::edges::state::{self, State};
+use crate::edges::store::{Point, Purged, Store};
+use crate::edges::{guard, inbox, lock};
+use crate::error::{Error, Result};
+use dream_core::operations::config::Config;
+
+/// What replaces the string.
+pub const REPLACEMENT: &str = "[purged]";
+
+/// The shortest string dream purges (a shorter one would rewrite ordinary words).
+pub const MIN_CHARS: usize = 6;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct PurgeReport {
+    pub applied: bool,
+    pub history: Purged,
+    /// State rows that held the string.
+    pub state_rows: usize,
+    /// Inbox files that still hold it (never rewritten by dream).
+    pub inbox_files: Vec<String>,
+}
+
+/// Purge `needle` (with `apply`; otherwise say what a purge would change and write nothing).
+pub fn purge(
+    root: &Path,
+    config: &Config,
+    needle: &str,
+    now: DateTime<Utc>,
+    apply: bool,
+) -> Result<PurgeReport> {
+    if needle.chars().count() < MIN_CHARS {
+        return Err(Error::Usage(format!(
+            "the string to purge must be at least {MIN_CHARS} characters (a shorter one would rewrite ordinary words)"
+        )));
+    }
+    if needle.contains('\n') {
+        return Err(Error::Usage(
+            "the string to purge must be one line; purge each line of a multi-line secret".into(),
+        ));
+    }
+    let _lock = if apply {
+        guard::begin(root, now, Some(&config.inbox.path))?.lock
+    } else {
+        lock::acquire(root, false, now)?
+    };
+    let mut store = Store::open(root)?;
+    store.keep_out(&config.inbox.path);
+    // Each step is a change of its own; an error after one happened says so, and the same
+    // purge run again finishes the rest (each step finds its part done and does nothing).
+    let mut done: Option<String> = None;
+    let after = |done: &Option<String>| {
+        let d = done.clone();
+        move |e: Error| match d {
+            Some(d) => Error::partial(d)(e),
+            None => e,
+        }
+    };
+    if apply {
+        let mut batch = store.batch()?;
+        store.stage_hand_edits(&mut batch, false, |paths| {
+            dream_core::operations::commit::hand_edits(
+                paths,
+                &format!("purge-{}", now.format("%Y%m%dT%H%M%SZ")),
+            )
+            .render()
+        })?;
+        if let Some(c) = store.publish(batch, "hand edits before a purge", Point::Ref)? {
+            done = Some(format!(
+                "your uncommitted edits were committed first ({})",
+                &c.to_string()[..10]
+            ));
+        }
+    }
+    let backup = format!("refs/dream/purge-backup/{}", now.format("%Y%m%dT%H%M%SZ"));
+    let history = store
+        .purge(needle, REPLACEMENT, &backup, apply)
+        .map_err(after(&done))?;
+    if let Some(h) = &history.head {
+        done = Some(format!(
+            "the history was purged (the branch is at {}, the old one kept under {backup})",
+            &h[..10.min(h.len())]
+        ));
+    }
+    let state_rows = if !state::path(root).exists() {
+        0
+    } else if apply {
+        let mut st = State::open(root).map_err(after(&done))?;
+        state::purge(&mut st.conn, needle, REPLACEMENT).map_err(after(&done))?
+    } else {
+        match State::open_read_only(root)? {
+            Some(st) => state::count_containing(&st.conn, needle)?,
+            None => 0,
+        }
+    };
+    let mut inbox_files = Vec::new();
+    for f in inbox::scan(&root.join(&config.inbox.path)).files {
+        if std::fs::read(&f).is_ok_and(|b| memchr::memmem::find(&b, needle.as_bytes()).is_some()) {
+            inbox_files.push(inbox::file_key(root, &f));
+        }
+    }
+    Ok(PurgeReport {
+        applied: apply,
+        history,
+        state_rows,
+        inbox_files,
+    })
+}

@@ -1,0 +1,970 @@
+//! The maintenance passes (SPEC S4 step 9): Dedupe, Merge, Promote and Forget, in that
+//! order, over durable memory, each its own stage and commit when it changed something.
+//!
+//! Each pass asks the model for mutations in its JSON contract (`llm::passes`), checks
+//! every one with the pure gates of [`gates`] against memory as the pass found it and what
+//! earlier mutations of the pass consumed, applies those that pass, and records the rest
+//! with their reasons. Then the engine applies the rules it can derive from the data alone
+//! (its backstops), through the same gates, labelled and counted apart: duplicate pairs the
+//! model left, facts of a known category still in scratch, and capacity. With the offline
+//! provider the model proposes nothing, so the backstops run alone; a pass call that fails
+//! or does not fit in the budget degrades to the backstops and is reported.
+//!
+//! Nothing leaves memory outright: dropped, merged-away and forgotten facts move to
+//! `archive/facts.md` with their reason and policy; merged and kept facts take the union
+//! of the supporting events. And not too much at once: every mutation that passed its gates
+//! goes through the cycle's [`LossGuard`] (at most `retention.max_loss_share` of the active
+//! facts per cycle, no protected fact's words lost without a person); what it holds back is
+//! recorded as refused like any other refusal, an engine backstop's with `by=engine`.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use rusqlite::Connection;
+
+use crate::edges::store::{Change, Store};
+use crate::error::Result;
+use crate::stages::{Archive, Ctx, Work};
+use dream_core::llm::budget::CallError;
+use dream_core::llm::passes::{
+    CandidatePair, DedupeRequest, Drop, Forget, ForgetFact, ForgetRequest, Merge, MergeRequest,
+    PassFact, Promote, PromoteRequest,
+};
+use dream_core::llm::{LlmError, Reply};
+use dream_core::memory::{self, one_line, Archived, Block, BlockFile, Fact, Memory, Origin};
+use dream_core::operations::commit::Message;
+use dream_core::operations::report::{Degraded, MutationRow, PassSummary};
+use dream_core::passes::{review, Pass};
+
+use dream_core::passes::gates::{
+    self, Before, Checked, Ledger, DUPLICATE_SIMILARITY, TARGET_BLOCKS,
+};
+use dream_core::passes::loss::{self, LossGuard};
+use dream_core::passes::record::{Counts, Line};
+
+/// The passes, in the order they run.
+pub const PASSES: [Pass; 4] = Pass::ALL;
+
+/// What one pass did: its commit lines and report rows.
+struct Outcome {
+    pass: Pass,
+    counts: Counts,
+    /// Mutations the loss guard held back (the model's and the engine's).
+    held: usize,
+    lines: Vec<Line>,
+    rows: Vec<MutationRow>,
+}
+
+impl Outcome {
+    fn new(pass: Pass) -> Outcome {
+        Outcome {
+            pass,
+            counts: Counts::default(),
+            held: 0,
+            lines: Vec::new(),
+            rows: Vec::new(),
+        }
+    }
+
+    /// Record a mutation. `by_model` says who proposed it; `line` holds its fields.
+    fn record(
+        &mut self,
+        by_model: bool,
+        checked: &Checked,
+        mut line: Line,
+        detail: String,
+        reason: &str,
+    ) {
+        let verdict = match (by_model, checked.passed()) {
+            (true, false) => {
+                self.counts.proposed += 1;
+                self.counts.refused += 1;
+                "refused"
+            }
+            // Engine backstops are applied only when their gates pass, so an engine
+            // refusal is the loss guard's: counted apart from the model's proposals.
+            (false, false) => {
+                self.counts.engine_refused += 1;
+                line = line.with("by", "engine");
+                "refused"
+            }
+            (true, true) => {
+                self.counts.proposed += 1;
+                self.counts.accepted += 1;
+                "accepted"
+            }
+            (false, true) => {
+                self.counts.engine += 1;
+                "engine"
+            }
+        };
+        line.verdict = verdict.into();
+        let mut why = one_line(reason);
+        if let Some(r) = &checked.refused {
+            if r.starts_with("loss guard:") {
+                self.held += 1;
+            }
+            line = line.with("refusal", r.clone());
+            why = format!(
+                "refused: {r} (proposed because: {})",
+                if why.is_empty() {
+                    "no reason given"
+                } else {
+                    &why
+                }
+            );
+        }
+        let item = line.get("item").unwrap_or_default().to_string();
+        self.rows.push(MutationRow {
+            verdict: verdict.into(),
+            op: line.op.clone(),
+            item,
+            detail,
+            reason: why,
+        });
+        self.lines.push(line);
+    }
+
+    fn verb(&self) -> &'static str {
+        self.pass.verb()
+    }
+
+    fn message(&self, ctx: &Ctx<'_>, tokens: u64) -> Message {
+        let c = &self.counts;
+        let mut subject = format!(
+            "dream: {} pass {}: {} {} ({} by the model, {} engine-enforced), {} refused",
+            self.pass,
+            ctx.today,
+            c.accepted + c.engine,
+            self.verb(),
+            c.accepted,
+            c.engine,
+            c.refused
+        );
+        if self.held > 0 {
+            subject.push_str(&format!(", {} held by the loss guard", self.held));
+        }
+        let lines: Vec<String> = self.lines.iter().map(Line::render).collect();
+        Message::new(subject, lines, &ctx.cycle_id, self.pass.stage())
+            .tokens(tokens)
+            .trailer("Counts", c.trailer_value())
+            .trailer(
+                loss::TRAILER,
+                if ctx.opts.allow_loss {
+                    loss::LIFTED
+                } else {
+                    loss::ON
+                },
+            )
+    }
+
+    fn summary(self) -> PassSummary {
+        PassSummary {
+            pass: self.pass.as_str().into(),
+            proposed: self.counts.proposed,
+            accepted: self.counts.accepted,
+            refused: self.counts.refused,
+            engine: self.counts.engine,
+            engine_refused: self.counts.engine_refused,
+            held: self.held,
+            mutations: self.rows,
+        }
+    }
+}
+
+/// Run the four passes over the durable blocks of `work.memory`, each one stage when it
+/// changed something. The episodes are held aside while a pass runs: their own rules
+/// (`episodes.rs`: restatement, expiry, a cap) govern them, not the passes'; a pass may
+/// still move an event out of scratch into the episodes.
+pub fn run_passes(ctx: &Ctx<'_>, tx: &Connection, work: &mut Work) -> Result<()> {
+    let mut archive = Archive::load(ctx, work)?;
+    let pinned: BTreeMap<String, String> = work
+        .cards
+        .iter()
+        .filter_map(|c| c.supersedes.clone().map(|f| (f, c.id.clone())))
+        .collect();
+    // The last day agents used each fact (only the forget pass's unused policy reads it).
+    let last_used: BTreeMap<String, chrono::NaiveDate> =
+        if ctx.config.retention.unused_after_days.is_some() {
+            crate::edges::state::uses(tx, Some(ctx.today))?
+                .into_iter()
+                .map(|(f, (_, d))| (f, d))
+                .collect()
+        } else {
+            BTreeMap::new()
+        };
+    // What the merge and promote passes are shown: what this cycle changed, against memory
+    // as the cycle found it (the store's, hand edits recorded), unless they cannot know
+    // what they reviewed (see `dream_core::passes::review`).
+    let start = Store::open(ctx.root)?.load_memory(ctx.today)?;
+    let hand_edited = work.report.commits.iter().any(|c| c.stage == "manual");
+    let degraded = crate::edges::state::last_degraded_stages(tx)?;
+    // The guard's share is of the durable facts: episodes expire by their own rules.
+    let durable = work.memory.len() - work.memory.block(Block::Episodes).facts().count();
+    let mut guard = LossGuard::new(durable, &ctx.config.retention, ctx.opts.allow_loss);
+    for pass in PASSES {
+        let all = start.is_empty() || hand_edited || degraded.iter().any(|d| d == pass.as_str());
+        // Against the memory this pass finds: a merge just made is new to promote.
+        let changed = (!all).then(|| review::changed(&start, &work.memory));
+        let memory_before = work.memory.clone();
+        let archive_before = archive.text.clone();
+        let held = std::mem::replace(
+            work.memory.block_mut(Block::Episodes),
+            BlockFile::empty(Block::Episodes),
+        );
+        let before = Before::new(&work.memory, archive.ids.clone(), pinned.clone())
+            .with_episodes(held.facts().map(|f| f.id.clone()).collect())
+            .with_uses(last_used.clone());
+        let spent = ctx.budget.spend().spent;
+        let mut out = Outcome::new(pass);
+        match pass {
+            Pass::Dedupe => dedupe(ctx, &before, work, &mut archive, &mut guard, &mut out),
+            Pass::Merge => merge(
+                ctx,
+                &before,
+                work,
+                &mut archive,
+                &mut guard,
+                &mut out,
+                changed.as_ref(),
+            ),
+            Pass::Promote => promote(ctx, &before, work, &mut out, changed.as_ref()),
+            Pass::Forget => forget(ctx, &before, work, &mut archive, &mut guard, &mut out),
+        }
+        // The episodes back, with whatever the pass moved into them.
+        let moved_in: Vec<Fact> = work
+            .memory
+            .block(Block::Episodes)
+            .facts()
+            .cloned()
+            .collect();
+        *work.memory.block_mut(Block::Episodes) = held;
+        let moved = !moved_in.is_empty();
+        for f in moved_in {
+            work.memory.block_mut(Block::Episodes).push(f);
+        }
+        // Events moved into the episodes count against their cap at once.
+        if moved {
+            for e in dream_core::memory::episodes::expiring(
+                &work.memory,
+                ctx.today,
+                &ctx.config.episodes,
+            ) {
+                if let Some((block, fact)) = work.memory.remove(&e.id) {
+                    work.report.episodes_expired += 1;
+                    archive.push(Archived {
+                        fact,
+                        block,
+                        archived: ctx.today,
+                        why: "expired".into(),
+                        reason: e.reason,
+                        policy: e.policy,
+                    });
+                }
+            }
+        }
+        let tokens = ctx.budget.spend().spent.saturating_sub(spent);
+        let mut change = Change::blocks(&memory_before, &work.memory);
+        if archive.text != archive_before {
+            change.write(memory::ARCHIVE, archive.text.clone());
+        }
+        let c = out.counts;
+        tracing::info!(
+            pass = pass.as_str(),
+            proposed = c.proposed,
+            accepted = c.accepted,
+            refused = c.refused,
+            engine = c.engine,
+            "maintenance pass"
+        );
+        if !change.is_empty() {
+            let message = out.message(ctx, tokens);
+            work.push_commit(change, message);
+        }
+        work.report.passes.push(out.summary());
+        work.lap(pass.as_str());
+    }
+    work.archive = Some(archive);
+    if ctx.opts.allow_loss {
+        work.report.notes.push(format!(
+            "--allow-loss: the loss guard was lifted; the passes archived {} of {} active facts",
+            guard.archived, guard.active
+        ));
+    }
+    Ok(())
+}
+
+/// The loss guard on a drop that passed its gates: the fact kept must hold a protected
+/// fact's words, and the cycle's share must allow one more.
+fn guard_drop(ctx: &Ctx<'_>, guard: &LossGuard, before: &Before, p: &Drop, c: &mut Checked) {
+    if !c.passed() {
+        return;
+    }
+    if let (Some((_, item)), Some((_, kept))) = (
+        before.get(p.item_id.trim()),
+        before.get(p.duplicate_of.trim()),
+    ) {
+        let (gate, held) = guard.check(1, &[item], &kept.text, &ctx.config.retention);
+        c.add(gate, held);
+    }
+}
+
+/// One budgeted pass call. A call that does not fit in the budget or fails leaves the pass
+/// to its engine backstops, and the degradation is reported.
+fn ask<T>(
+    ctx: &Ctx<'_>,
+    work: &mut Work,
+    pass: Pass,
+    estimate: u64,
+    f: impl FnOnce() -> Result<Reply<T>, LlmError>,
+) -> Option<T> {
+    if !ctx.llm.offline() {
+        ctx.progress.stage(pass.as_str());
+    }
+    match ctx.call(pass.as_str(), estimate, f) {
+        Ok(reply) => {
+            for note in reply.notes {
+                if !work.report.notes.contains(&note) {
+                    work.report.notes.push(note);
+                }
+            }
+            Some(reply.value)
+        }
+        Err(CallError::Budget) => {
+            work.report.degraded.push(Degraded {
+                stage: pass.as_str().into(),
+                reason: format!(
+                    "not started: the token budget could be crossed (budget.tokens_per_cycle = {}); engine backstops only",
+                    ctx.budget.cap()
+                ),
+            });
+            None
+        }
+        Err(e) => {
+            work.report.degraded.push(Degraded {
+                stage: pass.as_str().into(),
+                reason: format!("{e}; engine backstops only"),
+            });
+            None
+        }
+    }
+}
+
+fn views(memory: &Memory) -> Vec<PassFact> {
+    views_of(memory, None)
+}
+
+/// The facts a pass is shown: those of `only` when given, else all.
+fn views_of(memory: &Memory, only: Option<&BTreeSet<String>>) -> Vec<PassFact> {
+    memory
+        .facts()
+        .filter(|(_, f)| only.is_none_or(|o| o.contains(&f.id)))
+        .map(|(b, f)| PassFact {
+            id: f.id.clone(),
+            block: b.as_str().into(),
+            category: f.category.clone(),
+            by: f.origin.as_str().into(),
+            text: f.text.clone(),
+        })
+        .collect()
+}
+
+fn union(into: &mut Vec<String>, more: &[String]) {
+    for id in more {
+        if !into.contains(id) {
+            into.push(id.clone());
+        }
+    }
+}
+
+// ---- dedupe ----
+
+fn dedupe(
+    ctx: &Ctx<'_>,
+    before: &Before,
+    work: &mut Work,
+    archive: &mut Archive,
+    guard: &mut LossGuard,
+    out: &mut Outcome,
+) {
+    let pairs = gates::duplicate_pairs(&work.memory);
+    let mut ledger = Ledger::default();
+    // With no pair at >= 0.9, no drop could pass the gates: the call would be wasted.
+    if !pairs.is_empty() {
+        let req = DedupeRequest {
+            facts: views(&work.memory),
+            candidate_pairs: pairs
+                .iter()
+                .map(|(a, b, s)| CandidatePair {
+                    a: a.clone(),
+                    b: b.clone(),
+                    similarity: *s,
+                })
+                .collect(),
+            min_similarity: DUPLICATE_SIMILARITY,
+            max_tokens: ctx.config.llm.max_tokens,
+        };
+        let llm = ctx.llm;
+        if let Some(reply) = ask(ctx, work, Pass::Dedupe, llm.estimate_dedupe(&req), || {
+            llm.dedupe(&req)
+        }) {
+            for p in reply.drop {
+                let mut checked = gates::check_drop(&p, before, &ledger);
+                guard_drop(ctx, guard, before, &p, &mut checked);
+                apply_drop(ctx, work, archive, &mut ledger, out, true, &p, &checked);
+                if checked.passed() {
+                    guard.archive(1);
+                }
+            }
+        }
+    }
+    for (a, b, sim) in &pairs {
+        let (Some((_, fa)), Some((_, fb))) = (before.get(a), before.get(b)) else {
+            continue;
+        };
+        if ledger.is_consumed(a) || ledger.is_consumed(b) {
+            continue;
+        }
+        let (d, k) = gates::engine_direction(fa, fb);
+        for (d, k) in [(d, k), (k, d)] {
+            let p = Drop {
+                item_id: d.id.clone(),
+                duplicate_of: k.id.clone(),
+                reason: format!(
+                    "engine: a duplicate pair (similarity {sim:.3}) the model did not resolve"
+                ),
+            };
+            let mut checked = gates::check_drop(&p, before, &ledger);
+            if checked.passed() {
+                // The direction the gates allow first keeps the most words, so a drop the
+                // loss guard holds in it is held in the other one too: record it and stop.
+                guard_drop(ctx, guard, before, &p, &mut checked);
+                apply_drop(ctx, work, archive, &mut ledger, out, false, &p, &checked);
+                if checked.passed() {
+                    guard.archive(1);
+                }
+                break;
+            }
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn apply_drop(
+    ctx: &Ctx<'_>,
+    work: &mut Work,
+    archive: &mut Archive,
+    ledger: &mut Ledger,
+    out: &mut Outcome,
+    by_model: bool,
+    p: &Drop,
+    checked: &Checked,
+) {
+    let (item, kept) = (p.item_id.trim(), p.duplicate_of.trim());
+    let sim = checked.value("similarity").unwrap_or_default().to_string();
+    let mut line = Line::new("", "drop")
+        .with("item", item)
+        .with("duplicate_of", kept);
+    let mut text = String::new();
+    if checked.passed() {
+        let (block, dropped) = work
+            .memory
+            .remove(item)
+            .expect("the gates checked it is active");
+        if let Some(k) = work.memory.get_mut(kept) {
+            union(&mut k.support, &dropped.support);
+            k.first_seen = k.first_seen.min(dropped.first_seen);
+            k.last_seen = k.last_seen.max(dropped.last_seen);
+        }
+        ledger.consume(
+            item,
+            "removed",
+            format!("dropped as a duplicate of {kept}"),
+            true,
+        );
+        ledger.keep_survivor(kept, item);
+        text = dropped.text.clone();
+        archive.push(Archived {
+            fact: dropped,
+            block,
+            archived: ctx.today,
+            why: "duplicate".into(),
+            reason: format!(
+                "duplicate of {kept}, similarity {sim}: {}",
+                one_line(&p.reason)
+            ),
+            policy: kept.into(),
+        });
+        line = line.with("similarity", sim.clone()).with(
+            "kept_coverage",
+            checked.value("kept_coverage").unwrap_or_default(),
+        );
+    }
+    line = line
+        .with("reason", one_line(&p.reason))
+        .with("text", text.clone());
+    let detail = if checked.passed() {
+        format!(
+            "drop as a duplicate of {kept} (similarity {sim}): {}",
+            memory::excerpt(&text, 60)
+        )
+    } else {
+        format!("drop as a duplicate of {kept}")
+    };
+    out.record(by_model, checked, line, detail, &p.reason);
+}
+
+// ---- merge ----
+
+fn merge(
+    ctx: &Ctx<'_>,
+    before: &Before,
+    work: &mut Work,
+    archive: &mut Archive,
+    guard: &mut LossGuard,
+    out: &mut Outcome,
+    changed: Option<&BTreeSet<String>>,
+) {
+    // Only what changed, and the facts of its block it shares a word with (`review`).
+    let shown = changed.map(|c| review::merge_scope(&work.memory, c));
+    let mut per_block: BTreeMap<Block, usize> = BTreeMap::new();
+    for (b, f) in work.memory.facts() {
+        if f.origin != Origin::Owner && shown.as_ref().is_none_or(|s| s.contains(&f.id)) {
+            *per_block.entry(b).or_default() += 1;
+        }
+    }
+    // A merge needs two facts of one block that a pass may rewrite.
+    if per_block.values().all(|n| *n < 2) {
+        return;
+    }
+    let req = MergeRequest {
+        facts: views_of(&work.memory, shown.as_ref()),
+        max_tokens: ctx.config.llm.max_tokens,
+    };
+    let llm = ctx.llm;
+    let Some(reply) = ask(ctx, work, Pass::Merge, llm.estimate_merge(&req), || {
+        llm.merge(&req)
+    }) else {
+        return;
+    };
+    let mut ledger = Ledger::default();
+    for p in reply.merge {
+        let mut checked = gates::check_merge(&p, before, &ledger);
+        let into = p.into_id.trim().to_string();
+        let from: Vec<String> = p.from_ids.iter().map(|s| s.trim().to_string()).collect();
+        let text = one_line(p.merged_text.trim());
+        if checked.passed() {
+            let parts: Vec<&Fact> = std::iter::once(&into)
+                .chain(&from)
+                .filter_map(|id| before.get(id).map(|(_, f)| f))
+                .collect();
+            let (gate, held) = guard.check(from.len(), &parts, &text, &ctx.config.retention);
+            checked.add(gate, held);
+            if checked.passed() {
+                guard.archive(from.len());
+            }
+        }
+        let mut line = Line::new("", "merge")
+            .with("item", into.clone())
+            .with("from", from.join(","));
+        if checked.passed() {
+            apply_merge(ctx, work, archive, &into, &from, &text, &p);
+            ledger.consume(
+                &into,
+                "changed",
+                format!("{} merged into it", from.join(", ")),
+                false,
+            );
+            for id in &from {
+                ledger.consume(id, "removed", format!("merged into {into}"), true);
+            }
+            line = line.with("coverage", checked.value("coverage").unwrap_or_default());
+        }
+        line = line
+            .with("reason", one_line(&p.reason))
+            .with("text", text.clone());
+        let detail = format!(
+            "merge {} into {into}: {}",
+            from.join(", "),
+            memory::excerpt(&text, 60)
+        );
+        out.record(true, &checked, line, detail, &p.reason);
+    }
+}
+
+fn apply_merge(
+    ctx: &Ctx<'_>,
+    work: &mut Work,
+    archive: &mut Archive,
+    into: &str,
+    from: &[String],
+    text: &str,
+    p: &Merge,
+) {
+    let (block, old) = work
+        .memory
+        .get(into)
+        .map(|(b, f)| (b, f.clone()))
+        .expect("the gates checked it is active");
+    let reason = one_line(&p.reason);
+    let mut merged = old.clone();
+    archive.push(Archived {
+        fact: old,
+        block,
+        archived: ctx.today,
+        why: "merged".into(),
+        reason: format!(
+            "rewritten as the merge of {into} and {}: {reason}",
+            from.join(", ")
+        ),
+        policy: into.into(),
+    });
+    for id in from {
+        let (b, f) = work
+            .memory
+            .remove(id)
+            .expect("the gates checked it is active");
+        union(&mut merged.support, &f.support);
+        merged.first_seen = merged.first_seen.min(f.first_seen);
+        merged.last_seen = merged.last_seen.max(f.last_seen);
+        archive.push(Archived {
+            fact: f,
+            block: b,
+            archived: ctx.today,
+            why: "merged".into(),
+            reason: format!("merged into {into}: {reason}"),
+            policy: into.into(),
+        });
+    }
+    merged.text = text.to_string();
+    merged.origin = Origin::Pass;
+    *work.memory.get_mut(into).expect("still active") = merged;
+}
+
+// ---- promote ----
+
+fn promote(
+    ctx: &Ctx<'_>,
+    before: &Before,
+    work: &mut Work,
+    out: &mut Outcome,
+    changed: Option<&BTreeSet<String>>,
+) {
+    let mut ledger = Ledger::default();
+    // Only the facts this cycle added, reworded or moved (`review`): none, no call.
+    if !work.memory.is_empty() && changed.is_none_or(|c| !c.is_empty()) {
+        let req = PromoteRequest {
+            facts: views_of(&work.memory, changed),
+            target_blocks: TARGET_BLOCKS
+                .iter()
+                .map(|b| b.as_str().to_string())
+                .collect(),
+            max_tokens: ctx.config.llm.max_tokens,
+        };
+        let llm = ctx.llm;
+        if let Some(reply) = ask(ctx, work, Pass::Promote, llm.estimate_promote(&req), || {
+            llm.promote(&req)
+        }) {
+            for p in reply.promote {
+                let checked = gates::check_promote(&p, before, &ledger);
+                apply_promote(work, &mut ledger, out, true, &p, &checked);
+            }
+        }
+    }
+    let scratch: Vec<(String, String)> = before
+        .facts()
+        .filter(|(b, _)| **b == Block::Scratch)
+        .map(|(_, f)| (f.id.clone(), f.category.clone()))
+        .collect();
+    for (id, category) in scratch {
+        let Some(to) = gates::engine_target(&category) else {
+            continue;
+        };
+        if ledger.is_consumed(&id) {
+            continue;
+        }
+        let p = Promote {
+            item_id: id,
+            to_block: to.as_str().into(),
+            reason: format!(
+                "engine: category {category} belongs in {}, not scratch",
+                to.as_str()
+            ),
+        };
+        let checked = gates::check_promote(&p, before, &ledger);
+        if checked.passed() {
+            apply_promote(work, &mut ledger, out, false, &p, &checked);
+        }
+    }
+}
+
+fn apply_promote(
+    work: &mut Work,
+    ledger: &mut Ledger,
+    out: &mut Outcome,
+    by_model: bool,
+    p: &Promote,
+    checked: &Checked,
+) {
+    let item = p.item_id.trim();
+    let to = p.to_block.trim().to_lowercase();
+    let mut line = Line::new("", "promote").with("item", item);
+    let mut text = String::new();
+    let mut from = String::new();
+    if checked.passed() {
+        let target = Block::parse(&to).expect("the gates checked the target");
+        let (b, fact) = work
+            .memory
+            .remove(item)
+            .expect("the gates checked it is active");
+        from = b.as_str().into();
+        text = fact.text.clone();
+        work.memory.block_mut(target).push(fact);
+        ledger.consume(item, "moved", format!("to {to}"), false);
+    }
+    line = line
+        .with("from", from.clone())
+        .with(
+            "to",
+            if checked.passed() {
+                to.clone()
+            } else {
+                p.to_block.trim().to_string()
+            },
+        )
+        .with("reason", one_line(&p.reason))
+        .with("text", text.clone());
+    let detail = if checked.passed() {
+        format!("move {from} -> {to}: {}", memory::excerpt(&text, 60))
+    } else {
+        format!("move to {:?}", p.to_block)
+    };
+    out.record(by_model, checked, line, detail, &p.reason);
+}
+
+// ---- forget ----
+
+fn forget(
+    ctx: &Ctx<'_>,
+    before: &Before,
+    work: &mut Work,
+    archive: &mut Archive,
+    guard: &mut LossGuard,
+    out: &mut Outcome,
+) {
+    let retention = &ctx.config.retention;
+    let today = ctx.today;
+    let mut ledger = Ledger::default();
+    let forgettable: Vec<ForgetFact> = work
+        .memory
+        .facts()
+        .filter(|(_, f)| gates::protection(f, retention).is_none())
+        .map(|(b, f)| ForgetFact {
+            id: f.id.clone(),
+            block: b.as_str().into(),
+            category: f.category.clone(),
+            text: f.text.clone(),
+            last_seen: f.last_seen.to_string(),
+            days_since_seen: gates::days_since(f, today),
+            salience: gates::salience(b, f, retention, today),
+        })
+        .collect();
+    let any_stale = forgettable
+        .iter()
+        .any(|f| f.days_since_seen > i64::from(retention.stale_after_days));
+    let over = before.len() > retention.max_active_facts;
+    // Only a stale fact or an over-full memory can pass the gates: otherwise do not ask.
+    if !forgettable.is_empty() && (any_stale || over) {
+        let req = ForgetRequest {
+            facts: forgettable,
+            active_facts: before.len(),
+            max_active_facts: retention.max_active_facts,
+            stale_after_days: retention.stale_after_days,
+            protected_categories: retention.protected.clone(),
+            max_tokens: ctx.config.llm.max_tokens,
+        };
+        let llm = ctx.llm;
+        if let Some(reply) = ask(ctx, work, Pass::Forget, llm.estimate_forget(&req), || {
+            llm.forget(&req)
+        }) {
+            for p in reply.forget {
+                let (mut checked, verified) =
+                    gates::check_forget(&p, before, &ledger, retention, today);
+                guard_forget(ctx, guard, before, &p, &mut checked);
+                apply_forget(
+                    ctx,
+                    work,
+                    archive,
+                    &mut ledger,
+                    out,
+                    true,
+                    &p,
+                    &checked,
+                    verified,
+                );
+            }
+        }
+    }
+    // Unused for retention.unused_after_days (when set): the person opted into this rule,
+    // so the engine applies it itself, through the same gate.
+    if let Some(n) = retention.unused_after_days {
+        let idle: Vec<String> = before
+            .facts()
+            .filter(|(_, f)| {
+                !ledger.is_consumed(&f.id)
+                    && gates::protection(f, retention).is_none()
+                    && gates::days_unused(f, before.last_used(&f.id), today).0 > i64::from(n)
+            })
+            .map(|(_, f)| f.id.clone())
+            .collect();
+        for id in idle {
+            let p = Forget {
+                item_id: id,
+                reason: format!(
+                    "engine: no agent used it and no event restated it in over {n} days"
+                ),
+                policy: "unused".into(),
+            };
+            let (mut checked, verified) =
+                gates::check_forget(&p, before, &ledger, retention, today);
+            if !checked.passed() {
+                continue; // pinned by a card, or consumed: the gate says why, nothing to do
+            }
+            guard_forget(ctx, guard, before, &p, &mut checked);
+            apply_forget(
+                ctx,
+                work,
+                archive,
+                &mut ledger,
+                out,
+                false,
+                &p,
+                &checked,
+                verified,
+            );
+        }
+    }
+    // Capacity, lowest salience first; what the loss guard holds back waits for the next
+    // cycle (it is still over capacity then).
+    let order: Vec<(String, f64)> = gates::capacity_order(before, &ledger, retention, today)
+        .into_iter()
+        .map(|(id, s)| (id.to_string(), s))
+        .collect();
+    let mut next = order.into_iter();
+    let mut held = 0;
+    loop {
+        let active = before.len() - ledger.removed();
+        if active.saturating_sub(held) <= retention.max_active_facts {
+            break;
+        }
+        let Some((id, sal)) = next.next() else {
+            work.report.notes.push(format!(
+                "{active} active facts exceed retention.max_active_facts {}, but the rest are protected (or pinned by a review card); nothing more was forgotten for capacity",
+                retention.max_active_facts
+            ));
+            break;
+        };
+        let p = Forget {
+            item_id: id,
+            reason: format!(
+                "engine: {active} active facts > max_active_facts {}; lowest salience {sal:.3}",
+                retention.max_active_facts
+            ),
+            policy: "capacity".into(),
+        };
+        let (mut checked, verified) = gates::check_forget(&p, before, &ledger, retention, today);
+        if !checked.passed() {
+            tracing::warn!(reason = ?checked.refused, "capacity enforcement stopped");
+            break;
+        }
+        guard_forget(ctx, guard, before, &p, &mut checked);
+        if !checked.passed() {
+            held += 1;
+        }
+        apply_forget(
+            ctx,
+            work,
+            archive,
+            &mut ledger,
+            out,
+            false,
+            &p,
+            &checked,
+            verified,
+        );
+    }
+}
+
+/// The loss guard on a forget that passed its gates; counts it when it goes through.
+fn guard_forget(
+    ctx: &Ctx<'_>,
+    guard: &mut LossGuard,
+    before: &Before,
+    p: &Forget,
+    c: &mut Checked,
+) {
+    if !c.passed() {
+        return;
+    }
+    if let Some((_, f)) = before.get(p.item_id.trim()) {
+        let (gate, held) = guard.check(1, &[f], "", &ctx.config.retention);
+        c.add(gate, held);
+        if c.passed() {
+            guard.archive(1);
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn apply_forget(
+    ctx: &Ctx<'_>,
+    work: &mut Work,
+    archive: &mut Archive,
+    ledger: &mut Ledger,
+    out: &mut Outcome,
+    by_model: bool,
+    p: &Forget,
+    checked: &Checked,
+    verified: Option<gates::Verified>,
+) {
+    let item = p.item_id.trim();
+    let mut line = Line::new("", "forget").with("item", item);
+    let mut text = String::new();
+    let mut detail = "forget".to_string();
+    if let (true, Some(v)) = (checked.passed(), verified) {
+        let (block, fact): (Block, Fact) = work
+            .memory
+            .remove(item)
+            .expect("the gates checked it is active");
+        ledger.consume(item, "removed", "forgotten".into(), true);
+        text = fact.text.clone();
+        detail = format!(
+            "forget under {} ({}): {}",
+            v.policy,
+            v.detail,
+            memory::excerpt(&text, 50)
+        );
+        line = line
+            .with("policy", v.policy.clone())
+            .with(
+                "days_since_seen",
+                checked.value("days_since_seen").unwrap_or_default(),
+            )
+            .with("salience", checked.value("salience").unwrap_or_default());
+        if let Some(idle) = checked.value("days_unused") {
+            line = line.with("days_unused", idle);
+        }
+        archive.push(Archived {
+            fact,
+            block,
+            archived: ctx.today,
+            why: "forgotten".into(),
+            reason: format!("{}; verified: {}", one_line(&p.reason), v.detail),
+            policy: v.policy,
+        });
+    }
+    if by_model {
+        line = line.with("claimed", one_line(&p.policy));
+    }
+    line = line.with("reason", one_line(&p.reason)).with("text", text);
+    out.record(by_model, checked, line, detail, &p.reason);
+}

@@ -1,0 +1,255 @@
+//! The engine's folders call only downwards. Each top-level module of `dream-engine` sits
+//! on a layer; a module may use its own items and anything on a lower layer, never one on
+//! its own layer or above. This test reads every source file with `syn` (so comments,
+//! strings and macros' text are not mistaken for code), resolves each `crate::`, `super::`
+//! and `use` path to the top-level module it names, and fails naming the file, the line
+//! and the two modules. The crate graph keeps the rest: the engine cannot name the command
+//! line (`dream`) at all, and the core (`dream-core`) cannot name the engine.
+
+use std::path::{Path, PathBuf};
+
+use syn::visit::Visit;
+
+/// The layers, lowest first. A module may use modules of lower layers only.
+const LAYERS: &[&[&str]] = &[
+    // What everything may return, and what a timer unit looks like.
+    &["error", "schedule"],
+    // Reading dream.toml.
+    &["config"],
+    // The world: inbox, sources, state, repository, lock, units; models and embedders.
+    &["edges", "providers"],
+    // What agents load and how it reaches them.
+    &["agents"],
+    // What a cycle does, stage by stage.
+    &["stages"],
+    // The one place that orders the stages.
+    &["cycle"],
+    // The person's side, and the installation checked end to end.
+    &["human", "doctor"],
+    // Evaluations replay whole cycles.
+    &["eval"],
+];
+
+fn layer(module: &str) -> Option<usize> {
+    LAYERS.iter().position(|l| l.contains(&module))
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).expect("the engine's sources") {
+        let path = entry.expect("a folder entry").path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// The module path of a file: `stages/quiz.rs` is `[stages, quiz]`, `stages/mod.rs` is
+/// `[stages]`, `lib.rs` is `[]`.
+fn module_of(src: &Path, file: &Path) -> Vec<String> {
+    let rel = file.strip_prefix(src).expect("under src");
+    let mut parts: Vec<String> = rel
+        .with_extension("")
+        .iter()
+        .map(|p| p.to_string_lossy().into_owned())
+        .collect();
+    if matches!(parts.last().map(String::as_str), Some("mod" | "lib")) {
+        parts.pop();
+    }
+    parts
+}
+
+/// One use of another module: the line and the top-level module named.
+struct Use {
+    line: usize,
+    top: String,
+}
+
+/// Collects the top-level module every path of a file names.
+struct Paths {
+    /// The module the visitor is in (the file's, plus inline `mod`s).
+    module: Vec<String>,
+    found: Vec<Use>,
+}
+
+impl Paths {
+    /// Resolve a path's leading `crate`/`super`/`self` segments to a top-level module.
+    fn resolve(&mut self, segments: &[String], line: usize) {
+        let mut here = self.module.clone();
+        let mut rest = segments;
+        match rest.first().map(String::as_str) {
+            Some("crate") => {
+                here.clear();
+                rest = &rest[1..];
+            }
+            Some("super") | Some("self") => {
+                while let Some(s) = rest.first() {
+                    match s.as_str() {
+                        "super" => {
+                            here.pop();
+                        }
+                        "self" => {}
+                        _ => break,
+                    }
+                    rest = &rest[1..];
+                }
+            }
+            _ => return,
+        }
+        if let Some(top) = here.first().or(rest.first()) {
+            self.found.push(Use {
+                line,
+                top: top.clone(),
+            });
+        }
+    }
+
+    fn use_tree(&mut self, prefix: &mut Vec<String>, tree: &syn::UseTree) {
+        match tree {
+            syn::UseTree::Path(p) => {
+                prefix.push(p.ident.to_string());
+                self.use_tree(prefix, &p.tree);
+                prefix.pop();
+            }
+            syn::UseTree::Name(n) => {
+                prefix.push(n.ident.to_string());
+                self.resolve(&prefix.clone(), n.ident.span().start().line);
+                prefix.pop();
+            }
+            syn::UseTree::Rename(r) => {
+                prefix.push(r.ident.to_string());
+                self.resolve(&prefix.clone(), r.ident.span().start().line);
+                prefix.pop();
+            }
+            syn::UseTree::Glob(g) => {
+                self.resolve(&prefix.clone(), g.star_token.spans[0].start().line);
+            }
+            syn::UseTree::Group(g) => {
+                for t in &g.items {
+                    self.use_tree(prefix, t);
+                }
+            }
+        }
+    }
+}
+
+impl<'ast> Visit<'ast> for Paths {
+    fn visit_item_mod(&mut self, m: &'ast syn::ItemMod) {
+        self.module.push(m.ident.to_string());
+        syn::visit::visit_item_mod(self, m);
+        self.module.pop();
+    }
+
+    fn visit_item_use(&mut self, u: &'ast syn::ItemUse) {
+        self.use_tree(&mut Vec::new(), &u.tree);
+    }
+
+    fn visit_path(&mut self, p: &'ast syn::Path) {
+        let segments: Vec<String> = p.segments.iter().map(|s| s.ident.to_string()).collect();
+        if let Some(first) = p.segments.first() {
+            self.resolve(&segments, first.ident.span().start().line);
+        }
+        syn::visit::visit_path(self, p);
+    }
+}
+
+/// Every use of a module on the same layer or above, as `file:line: a -> b`.
+fn upward_uses(src: &Path) -> Vec<String> {
+    let mut files = Vec::new();
+    rust_files(src, &mut files);
+    files.sort();
+    let mut wrong = Vec::new();
+    for file in files {
+        let module = module_of(src, &file);
+        let Some(own) = module.first().cloned() else {
+            continue; // lib.rs declares the modules
+        };
+        let Some(own_layer) = layer(&own) else {
+            wrong.push(format!(
+                "{}: module {own} is on no layer: add it to LAYERS in tests/layers.rs",
+                file.display()
+            ));
+            continue;
+        };
+        let text = std::fs::read_to_string(&file).expect("a source file");
+        let ast = match syn::parse_file(&text) {
+            Ok(ast) => ast,
+            Err(e) => {
+                wrong.push(format!("{}: does not parse: {e}", file.display()));
+                continue;
+            }
+        };
+        let mut paths = Paths {
+            module: module.clone(),
+            found: Vec::new(),
+        };
+        paths.visit_file(&ast);
+        for u in paths.found {
+            if u.top == own {
+                continue;
+            }
+            let Some(their) = layer(&u.top) else {
+                continue; // an item of lib.rs itself (the `Error` re-export)
+            };
+            if their >= own_layer {
+                wrong.push(format!(
+                    "{}:{}: {own} (layer {own_layer}) uses crate::{} (layer {their})",
+                    file.display(),
+                    u.line,
+                    u.top
+                ));
+            }
+        }
+    }
+    wrong
+}
+
+#[test]
+fn the_engine_folders_only_call_downwards() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let wrong = upward_uses(&src);
+    assert!(
+        wrong.is_empty(),
+        "an engine module uses one on its own layer or above (move the shared piece down, \
+         or pass it in):\n{}",
+        wrong.join("\n")
+    );
+}
+
+#[test]
+fn an_upward_use_is_found_however_it_is_written() {
+    let dir = tempfile::tempdir().expect("a scratch folder");
+    let dir = dir.path();
+    std::fs::create_dir_all(dir.join("edges")).unwrap();
+    std::fs::create_dir_all(dir.join("agents")).unwrap();
+    std::fs::write(dir.join("lib.rs"), "pub mod edges; pub mod agents;").unwrap();
+    std::fs::write(
+        dir.join("edges/mod.rs"),
+        r#"
+// crate::cycle in a comment is not a use
+use crate::{error::Result, stages::skills};
+fn f() -> &'static str { let _ = super::human::x(); "crate::eval in a string" }
+mod inner { use super::super::agents::context; }
+"#,
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("agents/mod.rs"),
+        "use crate::edges::inbox; use super::cycle as c;",
+    )
+    .unwrap();
+    let wrong = upward_uses(dir);
+    let tops: Vec<&str> = wrong
+        .iter()
+        .map(|w| {
+            w.rsplit("crate::")
+                .next()
+                .unwrap()
+                .split(' ')
+                .next()
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(tops, ["cycle", "stages", "human", "agents"], "{wrong:#?}");
+}
