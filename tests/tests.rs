@@ -23,6 +23,7 @@ mod passes;
 mod quiz;
 mod review;
 mod robust;
+mod salience;
 mod scope;
 mod secrets;
 mod skills;

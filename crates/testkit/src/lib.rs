@@ -7,4 +7,5 @@
 
 pub mod agent;
 pub mod fake_llm;
+pub mod salience_set;
 pub mod synth;

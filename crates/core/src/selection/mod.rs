@@ -4,11 +4,13 @@
 //! route per candidate (promote, episode, queue, reinforce, refuse), each with the measured
 //! reasons. `embed` and `cluster` group events that restate something; `gates` re-derives a
 //! proposal from the events it cites; `route` sends a gated candidate to one place; `veto`
-//! keeps a person's earlier "no". Everything here is a pure function of its arguments: the
-//! model proposes, this code decides.
+//! keeps a person's earlier "no"; `salience` scores how worth keeping one statement is.
+//! Everything here is a pure function of its arguments: the model proposes, this code
+//! decides.
 
 pub mod cluster;
 pub mod embed;
 pub mod gates;
 pub mod route;
+pub mod salience;
 pub mod veto;

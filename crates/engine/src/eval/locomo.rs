@@ -45,6 +45,20 @@ pub struct Conversation {
     pub qa: Vec<Qa>,
     /// Session keys that have a date but no turns, or turns that could not be used.
     pub skipped: Vec<String>,
+    /// The authors' observations (one per statement, citing the turns it rests on) and
+    /// their session summaries (citing nothing): the anchors memory is measured against
+    /// ([`super::grounded`]). Reference material, never input to a replay.
+    pub observations: Vec<Anchor>,
+    pub summaries: Vec<Anchor>,
+}
+
+/// A text of the authors' about a session: an observation or a session summary.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Anchor {
+    pub session: u32,
+    pub text: String,
+    /// Event ids of the turns it cites (`<sample_id>:D<s>:<t>`).
+    pub cites: Vec<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -252,13 +266,74 @@ pub fn convert(item: &Value) -> Result<Conversation, String> {
                 .collect()
         })
         .unwrap_or_default();
+    let (observations, summaries) = anchors(item, &sample_id);
     Ok(Conversation {
         sample_id,
         speakers,
         sessions,
         qa,
         skipped,
+        observations,
+        summaries,
     })
+}
+
+/// The session number of a key such as `session_3_observation` or `session_3_summary`.
+fn session_of(key: &str, suffix: &str) -> Option<u32> {
+    key.strip_prefix("session_")?
+        .strip_suffix(suffix)?
+        .parse()
+        .ok()
+}
+
+/// The authors' observations and session summaries of one conversation, in session
+/// order; an observation's evidence (one id, several, or a list) is read as the turns it
+/// cites. Anything not shaped so is left out.
+fn anchors(item: &Value, sample_id: &str) -> (Vec<Anchor>, Vec<Anchor>) {
+    let mut observations = Vec::new();
+    for (key, by_speaker) in item["observation"].as_object().into_iter().flatten() {
+        let Some(session) = session_of(key, "_observation") else {
+            continue;
+        };
+        for (_, items) in by_speaker.as_object().into_iter().flatten() {
+            for o in items.as_array().into_iter().flatten() {
+                let text = o[0].as_str().unwrap_or_default().trim();
+                let raw: Vec<&str> = match &o[1] {
+                    Value::String(s) => vec![s.as_str()],
+                    Value::Array(a) => a.iter().filter_map(Value::as_str).collect(),
+                    _ => Vec::new(),
+                };
+                if text.is_empty() {
+                    continue;
+                }
+                observations.push(Anchor {
+                    session,
+                    text: text.to_string(),
+                    cites: raw
+                        .iter()
+                        .flat_map(|r| canonical_dia_ids(r))
+                        .map(|d| format!("{sample_id}:{d}"))
+                        .collect(),
+                });
+            }
+        }
+    }
+    let mut summaries = Vec::new();
+    for (key, text) in item["session_summary"].as_object().into_iter().flatten() {
+        let (Some(session), Some(text)) = (session_of(key, "_summary"), text.as_str()) else {
+            continue;
+        };
+        if !text.trim().is_empty() {
+            summaries.push(Anchor {
+                session,
+                text: text.trim().to_string(),
+                cites: Vec::new(),
+            });
+        }
+    }
+    observations.sort_by_key(|a| a.session);
+    summaries.sort_by_key(|a| a.session);
+    (observations, summaries)
 }
 
 /// A fact, an episode or a pending card as the measures see it.

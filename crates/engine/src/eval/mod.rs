@@ -7,6 +7,7 @@
 //! Each conversation gets its own repository, so nothing leaks between them. The
 //! conversion and the measures are pure ([`locomo`]); this module does the replay.
 
+pub mod grounded;
 pub mod locomo;
 pub mod pairs;
 pub mod sessions;
@@ -59,6 +60,10 @@ pub struct EvalReport {
     pub eps: f64,
     pub conversations: Vec<ConversationResult>,
     pub overall: Result1,
+    /// Grounded retention, size, precision, cards per cycle and tokens per event of memory
+    /// and of its anchors (the transcript, the authors' observations and session
+    /// summaries), all conversations together.
+    pub precision: grounded::Precision,
     pub routes: BTreeMap<String, usize>,
     pub refusals: BTreeMap<String, usize>,
     /// The median time of one `recall` (the query embedded, ranked over memory), in ms.
@@ -71,6 +76,8 @@ pub struct ConversationResult {
     pub sample_id: String,
     #[serde(flatten)]
     pub result: Result1,
+    /// Memory and its anchors measured the same way ([`grounded`]).
+    pub precision: grounded::Precision,
     /// Every candidate's route (promoted, episode, queued, reinforced, refused), counted.
     pub routes: BTreeMap<String, usize>,
     /// Refusals by reason, with the measured values left out so that like reasons count
@@ -154,6 +161,7 @@ pub fn run_locomo(path: &Path, opts: &Options) -> Result<EvalReport> {
     let mut embedder_name = String::new();
     let mut eps = 0.0;
     let mut overall = Counts::default();
+    let mut overall_precision = grounded::Measures::default();
     let mut results = Vec::new();
     let mut recall_ms: Vec<f64> = Vec::new();
     for conv in &convs {
@@ -269,6 +277,17 @@ pub fn run_locomo(path: &Path, opts: &Options) -> Result<EvalReport> {
             .filter(|id| clustered.contains(*id))
             .count();
         counts.largest_cluster = largest;
+        let precision = grounded::Measures {
+            questions: grounded::questions(conv).len(),
+            transcript_words: counts.transcript_words,
+            events: counts.events,
+            cycles: counts.cycles,
+            queued: decisions.iter().filter(|d| d.route == "queued").count(),
+            tokens: counts.tokens,
+            memory: grounded::memory(conv, &facts),
+            anchors: grounded::anchors(conv),
+        };
+        overall_precision.add(&precision);
         overall.add(&counts);
         let mut routes = BTreeMap::new();
         let mut refusals = BTreeMap::new();
@@ -281,6 +300,7 @@ pub fn run_locomo(path: &Path, opts: &Options) -> Result<EvalReport> {
         results.push(ConversationResult {
             sample_id: conv.sample_id.clone(),
             result: counts.into(),
+            precision: precision.into(),
             routes,
             refusals,
             decisions,
@@ -312,6 +332,7 @@ pub fn run_locomo(path: &Path, opts: &Options) -> Result<EvalReport> {
         eps,
         conversations: results,
         overall: overall.into(),
+        precision: overall_precision.into(),
         recall_median_ms: median(&mut recall_ms),
         seconds: (started.elapsed().as_secs_f64() * 10.0).round() / 10.0,
     })
@@ -476,6 +497,7 @@ pub fn render(r: &EvalReport) -> String {
         "  traceable: facts and episodes whose content words all appear in the events they cite (must be 100%); tok/ev: model tokens per event ({} tokens in {} calls)",
         c.tokens, c.calls
     );
+    render_precision(&mut o, &r.precision);
     if !r.routes.is_empty() {
         let routes: Vec<String> = r.routes.iter().map(|(k, v)| format!("{v} {k}")).collect();
         let _ = writeln!(o, "\n  candidates: {}", routes.join(", "));
@@ -489,6 +511,46 @@ pub fn render(r: &EvalReport) -> String {
         }
     }
     o
+}
+
+/// Memory beside its anchors, one row each: the precision measures of issue 28.
+fn render_precision(o: &mut String, p: &grounded::Precision) {
+    use std::fmt::Write as _;
+    let pct = |x: f64| format!("{:.1}%", x * 100.0);
+    let _ = writeln!(
+        o,
+        "\n  {:<18} {:>6}  {:>8}  {:>9}  {:>6}  {:>9}  {:>11}  {:>6}",
+        "source", "lines", "grounded", "retention", "size", "precision", "cards/cycle", "tok/ev"
+    );
+    for row in &p.figures {
+        let _ = writeln!(
+            o,
+            "  {:<18} {:>6}  {:>8}  {:>9}  {:>6}  {:>9}  {:>11}  {:>6}",
+            row.source,
+            row.lines,
+            pct(row.grounded_retention),
+            pct(row.retention),
+            pct(row.size),
+            row.precision.map(pct).unwrap_or_else(|| "-".into()),
+            row.cards_per_cycle
+                .map(|x| format!("{x:.2}"))
+                .unwrap_or_else(|| "-".into()),
+            row.tokens_per_event
+                .map(|x| format!("{x:.0}"))
+                .unwrap_or_else(|| "-".into()),
+        );
+    }
+    let c = &p.counts;
+    let _ = writeln!(
+        o,
+        "  grounded: of the {} questions, those whose answer's content words are in one line with a content word of the question that is neither a speaker's name nor the answer's (a date alone answers nothing); retention: the answer's words alone",
+        c.questions
+    );
+    let _ = writeln!(
+        o,
+        "  every line dated as an episode is (\"8 May 2023, Caroline: ...\"); size: its words over the transcript's ({}); precision: lines citing a turn the authors' observations or a question's evidence cite (observations cite such turns by construction; summaries cite none); cards/cycle: new review cards per cycle ({} in {} cycles)",
+        c.transcript_words, c.queued, c.cycles
+    );
 }
 
 #[cfg(test)]
