@@ -5,8 +5,9 @@
 //! `include_str!`, so an installed binary needs no source tree. [`render`] fills them in
 //! with absolute paths and times; [`parse_installed`] reads back what an installed file
 //! says; [`next_run`] computes when a daily time next comes; [`enable_commands`] and
-//! [`disable_commands`] are the exact commands that load and unload the units. Writing the
-//! files and running the commands is `cmd/schedule.rs`'s job.
+//! [`disable_commands`] are the exact commands that load and unload the units. This file
+//! is pure; writing the files and running the commands is [`install`]'s job, reading back
+//! what is installed [`inspect`]'s, both through `edges::units`.
 //!
 //! For a machine that keeps many memory repositories there are template units
 //! (`dream-evening@.service` and the rest, [`render_templates`]): the instance is the
@@ -24,6 +25,9 @@ use regex::Regex;
 use serde::Serialize;
 
 use dream_core::operations::config::CycleKind;
+
+pub mod inspect;
+pub mod install;
 
 /// The two daily cycles, in the order they are listed.
 pub const CYCLES: [CycleKind; 2] = [CycleKind::Morning, CycleKind::Evening];
@@ -559,6 +563,25 @@ pub fn next_run<Tz: TimeZone>(time: TimeOfDay, now: &DateTime<Tz>) -> DateTime<T
         day = day.succ_opt().unwrap_or(day);
     }
     now.clone() + Duration::days(1)
+}
+
+/// When a daily `time` next comes after `now`, as `dream schedule` shows it: the day and
+/// time in `now`'s zone, and for systemd the window its randomized delay adds.
+pub fn describe_next<Tz: TimeZone>(
+    scheduler: Scheduler,
+    time: TimeOfDay,
+    now: &DateTime<Tz>,
+) -> String
+where
+    Tz::Offset: fmt::Display,
+{
+    let next = next_run(time, now);
+    let within = if scheduler == Scheduler::Systemd {
+        format!(" (starting within {RANDOMIZED_DELAY_MIN} minutes)")
+    } else {
+        String::new()
+    };
+    format!("{}{within}", next.format("%a %Y-%m-%d %H:%M %Z"))
 }
 
 /// The commands that load and start the installed units, in order. `uid` is the numeric
