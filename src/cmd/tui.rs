@@ -19,7 +19,7 @@ use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
 use dream_core::llm::EventView;
 use dream_core::memory::{excerpt, Card};
 use dream_engine::error::{Error, Result};
-use dream_engine::human::oversight::{Desk, Request};
+use dream_engine::human::oversight::{self, Desk, Request};
 
 /// How a piece of text is shown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -544,11 +544,11 @@ impl App<'_> {
                     Style::Bad,
                 );
             }
-            Err(Error::Input(msg)) => {
+            Err(e @ Error::Input(_)) => {
                 // A refused edit keeps the field open to fix it; anything else (the card
                 // changed or was decided meanwhile) goes back to the fresh queue.
-                let keep_editing = msg.starts_with("the edited text was refused");
-                self.status = (msg, Style::Bad);
+                let keep_editing = oversight::edit_refused(&e);
+                self.status = (e.to_string(), Style::Bad);
                 if !keep_editing {
                     self.mode = Mode::Browse;
                     self.reload()?;
