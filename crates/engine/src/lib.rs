@@ -15,8 +15,9 @@
 //!   skills;
 //! - [`agents`]: what agents load and how it reaches them (context, hooks, use counts, the
 //!   quiz's read path);
-//! - [`config`], [`doctor`], [`eval`], [`schedule`]: reading `dream.toml`, the installation
-//!   checked end to end, the evaluations, the timer units;
+//! - [`config`], [`doctor`], [`eval`], [`schedule`], [`demo`]: reading `dream.toml`, the
+//!   installation checked end to end, the evaluations, the timer units, a cycle on the
+//!   shipped sample;
 //! - [`error`]: the one error type, with the exit code and hint of each kind.
 
 #![deny(clippy::print_stdout, clippy::print_stderr, clippy::dbg_macro)]
@@ -32,6 +33,7 @@ pub mod human;
 pub mod agents;
 
 pub mod config;
+pub mod demo;
 pub mod doctor;
 pub mod eval;
 pub mod schedule;
