@@ -1,10 +1,10 @@
 //! `dream demo`: a whole cycle on the shipped sample events, in a scratch repository (the
-//! engine's `demo` makes it and runs the cycle); this file prints the report and where to
-//! look.
+//! engine's `human::demo` makes it and runs the cycle); this file prints the report and
+//! where to look.
 
 use crate::cli::{DemoArgs, Global};
-use dream_engine::demo;
 use dream_engine::error::{Context, Result, EXIT_OK};
+use dream_engine::human::demo;
 
 pub fn run(g: &Global, a: &DemoArgs) -> Result<i32> {
     let keep = match &a.keep {

@@ -1,9 +1,8 @@
 //! `dream schedule install|uninstall|status`: the current user's timer units. The engine
-//! writes, removes and reads them and runs systemctl/launchctl (`schedule::install`,
-//! `schedule::inspect`); this file turns the arguments into its options and prints what
-//! it did, or the commands to run when they cannot run here. One repository gets the
-//! single-repository units; several (or `--instance`) get the systemd template units, one
-//! instance per repository.
+//! writes, removes and reads them and runs systemctl/launchctl (`human::schedule`); this
+//! file turns the arguments into its options and prints what it did, or the commands to run
+//! when they cannot run here. One repository gets the single-repository units; several (or
+//! `--instance`) get the systemd template units, one instance per repository.
 
 use std::path::PathBuf;
 
@@ -13,8 +12,8 @@ use crate::cli::{
 };
 use dream_engine::edges::units;
 use dream_engine::error::{Context, Error, Result, EXIT_FAILURE, EXIT_OK};
-use dream_engine::schedule::inspect::{self, SchedulerStatus};
-use dream_engine::schedule::install::{
+use dream_engine::human::schedule::inspect::{self, SchedulerStatus};
+use dream_engine::human::schedule::install::{
     self, Account, Installed, InstalledInstances, Loading, Options, Step, Uninstalled,
 };
 use dream_engine::schedule::{self, Scheduler};

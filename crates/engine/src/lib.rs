@@ -12,12 +12,11 @@
 //! - [`providers`]: the model and embedding backends (HTTP lives here);
 //! - [`stages`]: what a cycle does, stage by stage, and [`cycle`], which orders them;
 //! - [`human`]: the person's side: review decisions, undo, explain, log, status, verify,
-//!   skills;
+//!   skills, the schedule's units, the demo;
 //! - [`agents`]: what agents load and how it reaches them (context, hooks, use counts, the
 //!   quiz's read path);
-//! - [`config`], [`doctor`], [`eval`], [`schedule`], [`demo`]: reading `dream.toml`, the
-//!   installation checked end to end, the evaluations, the timer units, a cycle on the
-//!   shipped sample;
+//! - [`config`], [`doctor`], [`eval`], [`schedule`]: reading `dream.toml`, the installation
+//!   checked end to end, the evaluations, the timer units;
 //! - [`error`]: the one error type, with the exit code and hint of each kind.
 
 #![deny(clippy::print_stdout, clippy::print_stderr, clippy::dbg_macro)]
@@ -33,7 +32,6 @@ pub mod human;
 pub mod agents;
 
 pub mod config;
-pub mod demo;
 pub mod doctor;
 pub mod eval;
 pub mod schedule;

@@ -5,9 +5,10 @@
 //! `include_str!`, so an installed binary needs no source tree. [`render`] fills them in
 //! with absolute paths and times; [`parse_installed`] reads back what an installed file
 //! says; [`next_run`] computes when a daily time next comes; [`enable_commands`] and
-//! [`disable_commands`] are the exact commands that load and unload the units. This file
-//! is pure; writing the files and running the commands is [`install`]'s job, reading back
-//! what is installed [`inspect`]'s, both through `edges::units`.
+//! [`disable_commands`] are the exact commands that load and unload the units. All of it
+//! is pure; writing the files and running the commands is `human::schedule::install`'s
+//! job, reading back what is installed `human::schedule::inspect`'s, both through
+//! `edges::units`.
 //!
 //! For a machine that keeps many memory repositories there are template units
 //! (`dream-evening@.service` and the rest, [`render_templates`]): the instance is the
@@ -25,9 +26,6 @@ use regex::Regex;
 use serde::Serialize;
 
 use dream_core::operations::config::CycleKind;
-
-pub mod inspect;
-pub mod install;
 
 /// The two daily cycles, in the order they are listed.
 pub const CYCLES: [CycleKind; 2] = [CycleKind::Morning, CycleKind::Evening];

@@ -1,8 +1,8 @@
 //! The current user's timer units on disk, and the service manager's commands: where the
 //! unit files live, what the installed ones say (read back with `schedule`'s pure
 //! parsers), which repositories have template instances, whether a timer is enabled, and
-//! running `systemctl` / `launchctl`. `schedule::install` writes and removes units
-//! through these, `schedule::inspect` and `dream doctor` read them.
+//! running `systemctl` / `launchctl`. `human::schedule::install` writes and removes units
+//! through these, `human::schedule::inspect` and `dream doctor` read them.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

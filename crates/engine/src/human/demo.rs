@@ -25,23 +25,23 @@ use crate::providers;
 pub const SAMPLE_EVENTS: &[(&str, &str)] = &[
     (
         "2026-11-02.jsonl",
-        include_str!("../../../fixtures/events/2026-11-02.jsonl"),
+        include_str!("../../../../fixtures/events/2026-11-02.jsonl"),
     ),
     (
         "2026-11-03.jsonl",
-        include_str!("../../../fixtures/events/2026-11-03.jsonl"),
+        include_str!("../../../../fixtures/events/2026-11-03.jsonl"),
     ),
     (
         "2026-11-04.jsonl",
-        include_str!("../../../fixtures/events/2026-11-04.jsonl"),
+        include_str!("../../../../fixtures/events/2026-11-04.jsonl"),
     ),
     (
         "2026-11-05.jsonl",
-        include_str!("../../../fixtures/events/2026-11-05.jsonl"),
+        include_str!("../../../../fixtures/events/2026-11-05.jsonl"),
     ),
     (
         "2026-11-06.jsonl",
-        include_str!("../../../fixtures/events/2026-11-06.jsonl"),
+        include_str!("../../../../fixtures/events/2026-11-06.jsonl"),
     ),
 ];
 

@@ -16,9 +16,9 @@ use serde::Serialize;
 use dream_core::operations::config::{CycleKind, FILE};
 
 use super::install::chosen;
-use super::{Scheduler, TimeOfDay, UnitInfo, CYCLES};
 use crate::edges::units::{self, read_installed, unit_dir};
 use crate::error::Result;
+use crate::schedule::{self, Scheduler, TimeOfDay, UnitInfo, CYCLES};
 
 /// The schedule of this user account.
 #[derive(Debug, Clone, Serialize)]
@@ -132,7 +132,7 @@ pub fn status(systemd: bool, launchd: bool, now: DateTime<Utc>) -> Result<Status
 /// problems of each (templates missing, repository gone).
 fn read_instances(s: &mut SchedulerStatus, dir: &Path, now: &DateTime<Local>) {
     let scheduler = s.scheduler;
-    let templates = super::template_names()
+    let templates = schedule::template_names()
         .iter()
         .all(|n| dir.join(n).is_file());
     for i in units::instances(dir) {
@@ -152,13 +152,13 @@ fn read_instances(s: &mut SchedulerStatus, dir: &Path, now: &DateTime<Local>) {
             .times
             .iter()
             .map(|(c, t)| {
-                let timer = super::instance_timer(*c, &i.instance);
+                let timer = schedule::instance_timer(*c, &i.instance);
                 InstanceCycle {
                     cycle: c.as_str(),
                     enabled: units::linked(dir, &timer),
                     timer,
                     time: t.map(|t| t.to_string()),
-                    next_run: t.map(|t| super::describe_next(scheduler, t, now)),
+                    next_run: t.map(|t| schedule::describe_next(scheduler, t, now)),
                 }
             })
             .collect();
@@ -208,7 +208,7 @@ fn read_cycle(
         .time
         .as_deref()
         .and_then(|t| t.parse::<TimeOfDay>().ok())
-        .map(|t| super::describe_next(scheduler, t, now));
+        .map(|t| schedule::describe_next(scheduler, t, now));
     CycleStatus {
         cycle: cycle.as_str(),
         installed: !files.is_empty(),

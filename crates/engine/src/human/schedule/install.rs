@@ -17,9 +17,9 @@ use chrono::{DateTime, Local, Utc};
 
 use dream_core::operations::config::CycleKind;
 
-use super::{Scheduler, TimeOfDay, CYCLES, LOG_DIR};
 use crate::edges::units::{self, read_installed, run_all, run_command, uid, unit_dir, write_unit};
 use crate::error::{Context, Error, Result};
+use crate::schedule::{self, Scheduler, TimeOfDay, CYCLES, LOG_DIR};
 
 /// One change to the unit folder, told as it is made.
 #[derive(Debug, Clone, PartialEq)]
@@ -186,7 +186,7 @@ pub fn single(repo: &Path, o: &Options, report: &mut dyn FnMut(Step)) -> Result<
         .context(|| format!("resolving {}", repo.display()))?;
     let bin = o.binary.canonicalize().unwrap_or_else(|_| o.binary.clone());
     let files =
-        super::render(scheduler, &bin, &repo, o.morning, o.evening).map_err(Error::Usage)?;
+        schedule::render(scheduler, &bin, &repo, o.morning, o.evening).map_err(Error::Usage)?;
     let dir = unit_dir(scheduler)?;
     let other = CYCLES
         .iter()
@@ -227,14 +227,14 @@ impl Installed {
     pub fn load(&self, enable: bool) -> Loading {
         let commands = enable_commands(self.scheduler, &self.dir);
         if enable && self.scheduler == Scheduler::Launchd {
-            for c in super::disable_commands(self.scheduler, &uid()) {
+            for c in schedule::disable_commands(self.scheduler, &uid()) {
                 let _ = run_command(&c);
             }
         }
         Loading::run(enable, commands)
     }
 
-    /// When each cycle runs next after `now`, as [`super::describe_next`] says it, in
+    /// When each cycle runs next after `now`, as [`schedule::describe_next`] says it, in
     /// local time.
     pub fn next_runs(&self, now: DateTime<Utc>) -> Vec<(CycleKind, String)> {
         let now = now.with_timezone(&Local);
@@ -243,7 +243,7 @@ impl Installed {
             (CycleKind::Evening, self.evening),
         ]
         .into_iter()
-        .map(|(c, t)| (c, super::describe_next(self.scheduler, t, &now)))
+        .map(|(c, t)| (c, schedule::describe_next(self.scheduler, t, &now)))
         .collect()
     }
 }
@@ -256,7 +256,7 @@ fn enable_commands(scheduler: Scheduler, dir: &Path) -> Vec<Vec<String>> {
     } else {
         String::new()
     };
-    super::enable_commands(scheduler, dir, &uid)
+    schedule::enable_commands(scheduler, dir, &uid)
 }
 
 /// The repositories, resolved to absolute paths without links, each once.
@@ -283,7 +283,7 @@ pub fn instances(
 ) -> Result<InstalledInstances> {
     let repos = canonical(repos)?;
     let bin = o.binary.canonicalize().unwrap_or_else(|_| o.binary.clone());
-    let templates = super::render_templates(&bin).map_err(Error::Usage)?;
+    let templates = schedule::render_templates(&bin).map_err(Error::Usage)?;
     let dir = unit_dir(Scheduler::Systemd)?;
     let mut names = Vec::new();
     for repo in &repos {
@@ -293,7 +293,7 @@ pub fn instances(
                 repo.display()
             ))
         })?;
-        names.push((text.to_string(), super::escape_path(text)));
+        names.push((text.to_string(), schedule::escape_path(text)));
     }
     let existing = units::instances(&dir);
     for u in &templates {
@@ -321,7 +321,7 @@ pub fn instances(
 impl InstalledInstances {
     /// Enable and start the instances' timers, unless `enable` is off.
     pub fn load(&self, enable: bool) -> Loading {
-        Loading::run(enable, super::instance_enable_commands(&self.instances))
+        Loading::run(enable, schedule::instance_enable_commands(&self.instances))
     }
 }
 
@@ -346,18 +346,18 @@ fn write_dropins(
         .flat_map(|i| i.times.iter().filter(|(c, _)| *c == cycle))
         .filter_map(|(_, t)| *t)
         .collect();
-    let times = super::assign_times(base, o.stagger, &taken, names.len());
+    let times = schedule::assign_times(base, o.stagger, &taken, names.len());
     for ((repo, inst), time) in names.iter().zip(times) {
-        let d = dir.join(super::instance_dropin_dir(cycle, inst));
+        let d = dir.join(schedule::instance_dropin_dir(cycle, inst));
         units::create_dir(&d)?;
-        let path = d.join(super::DROPIN);
-        write_unit(&path, &super::instance_dropin(cycle, repo, time))?;
+        let path = d.join(schedule::DROPIN);
+        write_unit(&path, &schedule::instance_dropin(cycle, repo, time))?;
         report(Step::WroteDropin {
             path,
             cycle,
             repo: repo.clone(),
             time,
-            timer: super::instance_timer(cycle, inst),
+            timer: schedule::instance_timer(cycle, inst),
         });
     }
     Ok(())
@@ -418,7 +418,7 @@ pub fn uninstall(
         String::new()
     };
     let mut failed = if enable {
-        run_all(&super::disable_commands(scheduler, &uid)).err()
+        run_all(&schedule::disable_commands(scheduler, &uid)).err()
     } else {
         None
     };
@@ -428,7 +428,7 @@ pub fn uninstall(
     }
     for link in CYCLES
         .iter()
-        .flat_map(|&c| super::enable_links(scheduler, c))
+        .flat_map(|&c| schedule::enable_links(scheduler, c))
     {
         let path = dir.join(link);
         if path.symlink_metadata().is_ok() {
@@ -437,9 +437,9 @@ pub fn uninstall(
         }
     }
     if enable && failed.is_none() {
-        failed = run_all(&super::after_uninstall_commands(scheduler)).err();
+        failed = run_all(&schedule::after_uninstall_commands(scheduler)).err();
     }
-    let commands = super::unload_removed_commands(scheduler, &uid);
+    let commands = schedule::unload_removed_commands(scheduler, &uid);
     Ok(Uninstalled::Removed(match failed {
         Some(why) => Loading::Failed { why, commands },
         None if enable => Loading::Done,
@@ -472,7 +472,7 @@ pub fn uninstall_instances(
             .unwrap_or_else(|_| repo.clone())
             .display()
             .to_string();
-        let inst = super::escape_path(&repo);
+        let inst = schedule::escape_path(&repo);
         if installed.iter().any(|i| i.instance == inst) {
             gone.push(inst);
         } else {
@@ -485,13 +485,13 @@ pub fn uninstall_instances(
     if gone.is_empty() {
         return Ok(None);
     }
-    let stop = super::instance_disable_commands(&gone);
+    let stop = schedule::instance_disable_commands(&gone);
     let failed = if enable { run_all(&stop).err() } else { None };
     for inst in &gone {
         remove_instance(&dir, inst, report)?;
     }
     if units::instances(&dir).is_empty() {
-        for name in super::template_names() {
+        for name in schedule::template_names() {
             let path = dir.join(name);
             if path.exists() {
                 units::remove_file(&path)?;
@@ -523,14 +523,14 @@ pub fn uninstall_instances(
 /// One instance's drop-in folders and enable links, both cycles.
 fn remove_instance(dir: &Path, inst: &str, report: &mut dyn FnMut(Step)) -> Result<()> {
     for cycle in CYCLES {
-        let d = dir.join(super::instance_dropin_dir(cycle, inst));
+        let d = dir.join(schedule::instance_dropin_dir(cycle, inst));
         if d.exists() {
             units::remove_dir(&d)?;
             report(Step::Removed(d));
         }
         let link = dir
             .join("timers.target.wants")
-            .join(super::instance_timer(cycle, inst));
+            .join(schedule::instance_timer(cycle, inst));
         if link.symlink_metadata().is_ok() {
             units::remove_file(&link)?;
             report(Step::Removed(link));
