@@ -1,69 +1,26 @@
-//! `dream demo`: a whole cycle on the shipped sample events, in a scratch repository.
+//! `dream demo`: a whole cycle on the shipped sample events, in a scratch repository (the
+//! engine's `human::demo` makes it and runs the cycle); this file prints the report and
+//! where to look.
 
 use crate::cli::{DemoArgs, Global};
-use dream_core::operations::config::CycleKind;
-use dream_engine::cycle::{self, Options};
-use dream_engine::edges::fsutil::write_atomic;
 use dream_engine::error::{Context, Result, EXIT_OK};
-use dream_engine::providers::{self};
-
-/// The sample events (fixtures/events/), built into the binary so the demo runs anywhere.
-pub const SAMPLE_EVENTS: &[(&str, &str)] = &[
-    (
-        "2026-11-02.jsonl",
-        include_str!("../../fixtures/events/2026-11-02.jsonl"),
-    ),
-    (
-        "2026-11-03.jsonl",
-        include_str!("../../fixtures/events/2026-11-03.jsonl"),
-    ),
-    (
-        "2026-11-04.jsonl",
-        include_str!("../../fixtures/events/2026-11-04.jsonl"),
-    ),
-    (
-        "2026-11-05.jsonl",
-        include_str!("../../fixtures/events/2026-11-05.jsonl"),
-    ),
-    (
-        "2026-11-06.jsonl",
-        include_str!("../../fixtures/events/2026-11-06.jsonl"),
-    ),
-];
-
-/// The evening the sample's last day ends.
-pub const SAMPLE_NOW: &str = "2026-11-06T21:00:00Z";
+use dream_engine::human::demo;
 
 pub fn run(g: &Global, a: &DemoArgs) -> Result<i32> {
-    let dir = match &a.keep {
+    let keep = match &a.keep {
         Some(d) => {
             let cwd = std::env::current_dir().context(|| "reading the current folder".into())?;
-            super::absolute(&cwd, d)
+            Some(super::absolute(&cwd, d))
         }
-        None => tempfile::Builder::new()
-            .prefix("dream-demo-")
-            .tempdir()
-            .context(|| "creating a temporary folder".into())?
-            .keep(),
+        None => None,
     };
-    dream_engine::edges::repo::create(&dir)?;
-    for (name, text) in SAMPLE_EVENTS {
-        write_atomic(&dir.join("events").join(name), text.as_bytes())?;
-    }
-    let config = dream_engine::config::load(&dir)?;
-    let provider = providers::llm(&config)?;
-    let embedder = providers::embedder(&config)?;
+    let dir = demo::scratch(keep)?;
+    demo::prepare(&dir)?;
     let now = match &g.now {
         Some(_) => super::now(g)?,
-        None => SAMPLE_NOW.parse().expect("a valid timestamp"),
+        None => demo::sample_now(),
     };
-    let opts = Options {
-        kind: CycleKind::Evening,
-        dry_run: false,
-        allow_loss: false,
-        now,
-    };
-    let report = cycle::run_cycle(&dir, &config, provider.as_ref(), embedder.as_ref(), &opts)?;
+    let report = demo::cycle(&dir, now)?;
     if a.json {
         super::print_json(&report)?;
         return Ok(EXIT_OK);

@@ -19,7 +19,7 @@ use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
 use dream_core::llm::EventView;
 use dream_core::memory::{excerpt, Card};
 use dream_engine::error::{Error, Result};
-use dream_engine::human::oversight::{Desk, Request};
+use dream_engine::human::oversight::{self, Desk, Request};
 
 /// How a piece of text is shown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -116,6 +116,28 @@ pub fn card_page(
     superseded_now: Option<&str>,
     width: usize,
 ) -> Vec<Line> {
+    let mut out = card_head(card, superseded_now, width);
+    out.push(Vec::new());
+    out.extend(event_rows(card, events, width));
+    out.push(Vec::new());
+    out.extend(gate_rows(card));
+    let m = &card.measures;
+    out.push(Vec::new());
+    out.extend(labelled(
+        "Measures",
+        &format!(
+            "support {} · sessions {} · days {} · spread {:.2} days · from the owner {} · coverage {:.3}",
+            m.support, m.sessions, m.days, m.spread_days, m.owner_support, m.coverage
+        ),
+        width,
+        Style::Dim,
+    ));
+    out
+}
+
+/// The candidate, the fact it would supersede (its words now, while it is active), why it
+/// was queued, the judge, the proposer, and any names the events do not carry.
+fn card_head(card: &Card, superseded_now: Option<&str>, width: usize) -> Vec<Line> {
     let mut out: Vec<Line> = Vec::new();
     out.push(vec![
         ("Candidate  ".into(), Style::Head),
@@ -168,12 +190,15 @@ pub fn card_page(
             Style::Bad,
         ));
     }
+    out
+}
 
-    out.push(Vec::new());
-    out.push(vec![(
+/// One row per supporting event: from the state database, else the card's own excerpt.
+fn event_rows(card: &Card, events: &[EventView], width: usize) -> Vec<Line> {
+    let mut out: Vec<Line> = vec![vec![(
         format!("Supporting events ({})", card.supporting_event_ids.len()),
         Style::Head,
-    )]);
+    )]];
     for id in &card.supporting_event_ids {
         let (ts, session, trust, text) = match events.iter().find(|e| &e.id == id) {
             Some(e) => (
@@ -202,12 +227,15 @@ pub fn card_page(
             (excerpt(&text, room.max(10)), Style::Plain),
         ]);
     }
+    out
+}
 
-    out.push(Vec::new());
-    out.push(vec![(
+/// Every gate with its measured value and threshold, the ones not met first.
+fn gate_rows(card: &Card) -> Vec<Line> {
+    let mut out: Vec<Line> = vec![vec![(
         format!("{:<5}{:<14}{:<22}{}", "", "gate", "measured", "threshold"),
         Style::Head,
-    )]);
+    )]];
     let mut gates: Vec<_> = card.gates.iter().collect();
     gates.sort_by_key(|g| g.passed);
     for g in gates {
@@ -225,17 +253,6 @@ pub fn card_page(
             (g.threshold.clone(), Style::Dim),
         ]);
     }
-    let m = &card.measures;
-    out.push(Vec::new());
-    out.extend(labelled(
-        "Measures",
-        &format!(
-            "support {} · sessions {} · days {} · spread {:.2} days · from the owner {} · coverage {:.3}",
-            m.support, m.sessions, m.days, m.spread_days, m.owner_support, m.coverage
-        ),
-        width,
-        Style::Dim,
-    ));
     out
 }
 
@@ -544,11 +561,11 @@ impl App<'_> {
                     Style::Bad,
                 );
             }
-            Err(Error::Input(msg)) => {
+            Err(e @ Error::Input(_)) => {
                 // A refused edit keeps the field open to fix it; anything else (the card
                 // changed or was decided meanwhile) goes back to the fresh queue.
-                let keep_editing = msg.starts_with("the edited text was refused");
-                self.status = (msg, Style::Bad);
+                let keep_editing = oversight::edit_refused(&e);
+                self.status = (e.to_string(), Style::Bad);
                 if !keep_editing {
                     self.mode = Mode::Browse;
                     self.reload()?;

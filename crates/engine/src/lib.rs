@@ -12,7 +12,7 @@
 //! - [`providers`]: the model and embedding backends (HTTP lives here);
 //! - [`stages`]: what a cycle does, stage by stage, and [`cycle`], which orders them;
 //! - [`human`]: the person's side: review decisions, undo, explain, log, status, verify,
-//!   skills;
+//!   skills, the schedule's units, the demo;
 //! - [`agents`]: what agents load and how it reaches them (context, hooks, use counts, the
 //!   quiz's read path);
 //! - [`config`], [`doctor`], [`eval`], [`schedule`]: reading `dream.toml`, the installation

@@ -5,8 +5,10 @@
 //! `include_str!`, so an installed binary needs no source tree. [`render`] fills them in
 //! with absolute paths and times; [`parse_installed`] reads back what an installed file
 //! says; [`next_run`] computes when a daily time next comes; [`enable_commands`] and
-//! [`disable_commands`] are the exact commands that load and unload the units. Writing the
-//! files and running the commands is `cmd/schedule.rs`'s job.
+//! [`disable_commands`] are the exact commands that load and unload the units. All of it
+//! is pure; writing the files and running the commands is `human::schedule::install`'s
+//! job, reading back what is installed `human::schedule::inspect`'s, both through
+//! `edges::units`.
 //!
 //! For a machine that keeps many memory repositories there are template units
 //! (`dream-evening@.service` and the rest, [`render_templates`]): the instance is the
@@ -559,6 +561,25 @@ pub fn next_run<Tz: TimeZone>(time: TimeOfDay, now: &DateTime<Tz>) -> DateTime<T
         day = day.succ_opt().unwrap_or(day);
     }
     now.clone() + Duration::days(1)
+}
+
+/// When a daily `time` next comes after `now`, as `dream schedule` shows it: the day and
+/// time in `now`'s zone, and for systemd the window its randomized delay adds.
+pub fn describe_next<Tz: TimeZone>(
+    scheduler: Scheduler,
+    time: TimeOfDay,
+    now: &DateTime<Tz>,
+) -> String
+where
+    Tz::Offset: fmt::Display,
+{
+    let next = next_run(time, now);
+    let within = if scheduler == Scheduler::Systemd {
+        format!(" (starting within {RANDOMIZED_DELAY_MIN} minutes)")
+    } else {
+        String::new()
+    };
+    format!("{}{within}", next.format("%a %Y-%m-%d %H:%M %Z"))
 }
 
 /// The commands that load and start the installed units, in order. `uid` is the numeric

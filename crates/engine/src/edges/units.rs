@@ -1,8 +1,8 @@
 //! The current user's timer units on disk, and the service manager's commands: where the
 //! unit files live, what the installed ones say (read back with `schedule`'s pure
 //! parsers), which repositories have template instances, whether a timer is enabled, and
-//! running `systemctl` / `launchctl`. `dream schedule` writes and removes units through
-//! these; `dream doctor` reads them.
+//! running `systemctl` / `launchctl`. `human::schedule::install` writes and removes units
+//! through these, `human::schedule::inspect` and `dream doctor` read them.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -42,12 +42,21 @@ pub fn uid() -> String {
         .unwrap_or_else(|| "$(id -u)".into())
 }
 
+/// The program running now, with links resolved: the binary the units will run.
+pub fn this_binary() -> Result<PathBuf> {
+    let bin = std::env::current_exe().context(|| "finding the path of this dream binary".into())?;
+    Ok(bin.canonicalize().unwrap_or(bin))
+}
+
 /// Run one command; on failure, a sentence saying why.
 pub fn run_command(argv: &[String]) -> std::result::Result<String, String> {
-    let out = Command::new(&argv[0])
-        .args(&argv[1..])
+    let Some((program, args)) = argv.split_first() else {
+        return Err("an empty command cannot run".into());
+    };
+    let out = Command::new(program)
+        .args(args)
         .output()
-        .map_err(|e| format!("`{}` could not start: {e}", argv[0]))?;
+        .map_err(|e| format!("`{program}` could not start: {e}"))?;
     if out.status.success() {
         return Ok(String::from_utf8_lossy(&out.stdout).into_owned());
     }
@@ -84,6 +93,22 @@ pub fn write_unit(path: &Path, contents: &str) -> Result<()> {
             .context(|| format!("setting the mode of {}", path.display()))?;
     }
     Ok(())
+}
+
+/// Remove a unit file or an enable link (the link itself, not what it points to).
+pub fn remove_file(path: &Path) -> Result<()> {
+    std::fs::remove_file(path).context(|| format!("removing {}", path.display()))
+}
+
+/// Remove an instance's drop-in folder and what it holds.
+pub fn remove_dir(path: &Path) -> Result<()> {
+    std::fs::remove_dir_all(path).context(|| format!("removing {}", path.display()))
+}
+
+/// Create a folder (and its parents) the units need: a drop-in folder, launchd's log
+/// folder.
+pub fn create_dir(path: &Path) -> Result<()> {
+    std::fs::create_dir_all(path).context(|| format!("creating {}", path.display()))
 }
 
 /// The files of one cycle's single-repository units that exist, and what they say.
@@ -188,4 +213,47 @@ pub fn systemd_state(timer: &str) -> std::result::Result<(String, String), Strin
         Ok(said)
     };
     Ok((ask("is-enabled")?, ask("is-active")?))
+}
+
+/// What the service manager itself says about dream's timers, when it can be asked:
+/// `systemctl --user list-timers` of the single-repository and template timers, or each
+/// launchd agent's `launchctl print` state and last exit code. `None` when the manager
+/// cannot be run here.
+pub fn manager_view(scheduler: Scheduler) -> Option<String> {
+    match scheduler {
+        Scheduler::Systemd => {
+            let mut argv: Vec<String> =
+                ["systemctl", "--user", "list-timers", "--all", "--no-pager"]
+                    .map(String::from)
+                    .to_vec();
+            argv.extend(CYCLES.map(|c| format!("dream-{}.timer", c.as_str())));
+            argv.extend(CYCLES.map(|c| format!("dream-{}@*.timer", c.as_str())));
+            run_command(&argv).ok().map(|s| s.trim_end().to_string())
+        }
+        Scheduler::Launchd => {
+            let uid = uid();
+            let mut lines = Vec::new();
+            for c in CYCLES {
+                let label = schedule::launchd_label(c);
+                match Command::new("launchctl")
+                    .arg("print")
+                    .arg(format!("gui/{uid}/{label}"))
+                    .output()
+                {
+                    Ok(o) if o.status.success() => {
+                        let text = String::from_utf8_lossy(&o.stdout);
+                        let last = text
+                            .lines()
+                            .find(|l| l.trim_start().starts_with("last exit code"))
+                            .map(|l| l.trim().to_string())
+                            .unwrap_or_else(|| "not run yet".into());
+                        lines.push(format!("{label}: loaded, {last}"));
+                    }
+                    Ok(_) => lines.push(format!("{label}: not loaded")),
+                    Err(_) => return None,
+                }
+            }
+            Some(lines.join("\n"))
+        }
+    }
 }

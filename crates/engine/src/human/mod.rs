@@ -2,11 +2,16 @@
 //! under the lock, `trail` assembles `explain` and `log`, `verify` re-audits the whole
 //! repository, `skills` promotes and discards skill drafts, `purge` takes a leaked string
 //! out of the repository, its history and the state, `rebuild` makes a new state database
-//! from the inbox and the repository.
+//! from the inbox and the repository, `status` gathers what is waiting, at a glance,
+//! `schedule` installs and reads back the timer units, `demo` runs a cycle on the shipped
+//! sample in a scratch repository.
 
+pub mod demo;
 pub mod oversight;
 pub mod purge;
 pub mod rebuild;
+pub mod schedule;
 pub mod skills;
+pub mod status;
 pub mod trail;
 pub mod verify;

@@ -48,6 +48,15 @@ pub fn session_id(kind: &str, now: DateTime<Utc>, store: &Store) -> String {
     format!("{kind}-{}-{head}", now.format("%Y%m%dT%H%M%SZ"))
 }
 
+/// How the refusal of an edited text begins (the gates' reasons follow).
+const EDIT_REFUSED: &str = "the edited text was refused";
+
+/// `e` is the refusal of an edited text by the gates ([`Desk::decide`] with
+/// [`Request::Edit`]): the person can fix the text and try again, the card is unchanged.
+pub fn edit_refused(e: &Error) -> bool {
+    matches!(e, Error::Input(msg) if msg.starts_with(EDIT_REFUSED))
+}
+
 /// A person's decision on a card, as asked.
 #[derive(Debug, Clone)]
 pub enum Request {
@@ -154,7 +163,7 @@ impl Desk {
             Request::Edit { text, reason } => {
                 let events = self.events(&card)?;
                 let gated = review::regate_edit(text, &card, &events, &self.config)
-                    .map_err(|r| Error::Input(format!("the edited text was refused: {r}")))?;
+                    .map_err(|r| Error::Input(format!("{EDIT_REFUSED}: {r}")))?;
                 Choice::Edit {
                     gated: Box::new(gated),
                     reason: reason.clone(),

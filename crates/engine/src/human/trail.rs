@@ -10,7 +10,7 @@
 //! it. `log` groups commits by their `Dream-Cycle` trailer and adds the cycles that
 //! changed nothing (so made no commit) from the state's cycle records, with their refusals.
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::Path;
 
 use chrono::{DateTime, NaiveDate, Utc};
@@ -165,15 +165,16 @@ fn candidate_info(id: &str, cycle: &str, route: &str, r: &Value) -> CandidateInf
     }
 }
 
-/// Explain an id.
+/// Explain an id: the facts, cards and candidate records that share its stem, the events
+/// they cite, any veto, the gates measured again now, the quiz's questions about the facts,
+/// and the commits that touched any of it. An id nothing is known about is an input error.
 pub fn explain(root: &Path, config: &Config, today: NaiveDate, query: &str) -> Result<Explanation> {
     let store = Store::open(root)?;
     let stem = review::stem(query).to_string();
-    let matches = |id: &str| review::stem(id) == stem;
     let mut ex = Explanation {
         query: query.into(),
         stem: stem.clone(),
-        facts: Vec::new(),
+        facts: facts_of(&store, today, &stem)?,
         cards: Vec::new(),
         candidates: Vec::new(),
         events: Vec::new(),
@@ -182,15 +183,54 @@ pub fn explain(root: &Path, config: &Config, today: NaiveDate, query: &str) -> R
         commits: Vec::new(),
         quiz: Vec::new(),
     };
+    ex.cards = cards_of(&store, &stem, &ex.facts)?;
+    let state = State::open_read_only(root)?;
+    if let Some(st) = &state {
+        ex.candidates = candidates_of(&st.conn, &stem, &ex.facts, &ex.cards)?;
+        ex.vetoes = vetoes_of(&st.conn, &stem, &ex.facts, &ex.cards)?;
+    }
+    let ids = supporting_ids(&ex);
+    let whole = match &state {
+        Some(st) => stored_events(&st.conn, &ids, &mut ex.events)?,
+        None => HashMap::new(),
+    };
+    add_card_excerpts(&ex.cards, &mut ex.events);
+    ex.events
+        .sort_by(|a, b| a.ts.cmp(&b.ts).then(a.id.cmp(&b.id)));
+    ex.remeasured = ex
+        .facts
+        .iter()
+        .filter(|f| !f.supporting_event_ids.is_empty())
+        .map(|f| (f.id.clone(), remeasure(f, &ex.events, &whole, config)))
+        .collect();
+    if let Some(st) = &state {
+        ex.quiz = quiz_of(&st.conn, &ex.facts)?;
+    }
+    if ex.facts.is_empty() && ex.cards.is_empty() && ex.candidates.is_empty() {
+        return Err(Error::Input(format!(
+            "nothing is known about {query}: no fact in memory/ or archive/, no card under review/, no candidate record in the state database"
+        )));
+    }
+    ex.commits = commits_touching(&store, &ex)?;
+    Ok(ex)
+}
 
+/// `id` shares the stem `stem` (the same 8-hex stem, whatever its prefix).
+fn same_stem(id: &str, stem: &str) -> bool {
+    review::stem(id) == stem
+}
+
+/// The facts with this stem: active ones in memory, then archived ones.
+fn facts_of(store: &Store, today: NaiveDate, stem: &str) -> Result<Vec<FactInfo>> {
+    let mut facts = Vec::new();
     let memory = store.load_memory(today)?;
-    for (b, f) in memory.facts().filter(|(_, f)| matches(&f.id)) {
-        ex.facts.push(fact_info(f, b, None));
+    for (b, f) in memory.facts().filter(|(_, f)| same_stem(&f.id, stem)) {
+        facts.push(fact_info(f, b, None));
     }
     let archive = review::parse_archive(store.read(memory::ARCHIVE)?.as_deref());
     for a in review::archived(&archive)
         .into_iter()
-        .filter(|a| matches(&a.fact.id))
+        .filter(|a| same_stem(&a.fact.id, stem))
     {
         let info = ArchiveInfo {
             on: a.archived,
@@ -198,105 +238,139 @@ pub fn explain(root: &Path, config: &Config, today: NaiveDate, query: &str) -> R
             reason: a.reason.clone(),
             policy: a.policy.clone(),
         };
-        ex.facts.push(fact_info(&a.fact, a.block, Some(info)));
+        facts.push(fact_info(&a.fact, a.block, Some(info)));
     }
+    Ok(facts)
+}
+
+/// The cards with this stem: pending ones, then the decided ones of the same base stem or
+/// that became one of `facts`, in the order they were decided.
+fn cards_of(store: &Store, stem: &str, facts: &[FactInfo]) -> Result<Vec<Card>> {
     let (pending, _) = store.pending_cards()?;
-    let base = stem.split('-').next().unwrap_or(&stem).to_string();
-    ex.cards
-        .extend(pending.into_iter().filter(|c| matches(&c.id)));
-    let fact_ids: Vec<String> = ex.facts.iter().map(|f| f.id.clone()).collect();
+    let base = stem.split('-').next().unwrap_or(stem);
+    let mut cards: Vec<Card> = pending
+        .into_iter()
+        .filter(|c| same_stem(&c.id, stem))
+        .collect();
     let became = |c: &Card| {
         c.decision
             .as_ref()
             .and_then(|d| d.fact_id.as_ref())
-            .is_some_and(|f| fact_ids.contains(f))
+            .is_some_and(|f| facts.iter().any(|x| &x.id == f))
     };
-    let mut decided: Vec<Card> = oversight::decided_cards(&store)
+    let mut decided: Vec<Card> = oversight::decided_cards(store)
         .into_iter()
-        .filter(|c| review::stem(&c.id).split('-').next() == Some(base.as_str()) || became(c))
+        .filter(|c| review::stem(&c.id).split('-').next() == Some(base) || became(c))
         .collect();
     decided.sort_by_key(|c| c.decision.as_ref().map(|d| d.at));
-    ex.cards.extend(decided);
+    cards.extend(decided);
+    Ok(cards)
+}
 
-    let state = State::open_read_only(root)?;
-    if let Some(st) = &state {
-        let mut seen = HashSet::new();
-        let mut push = |id: &str, cycle: String, route: String, r: Value, ex: &mut Explanation| {
-            if seen.insert((id.to_string(), cycle.clone())) {
-                ex.candidates.push(candidate_info(id, &cycle, &route, &r));
-            }
-        };
-        let k = format!("k_{stem}");
-        for (cycle, route, r) in state::candidate_records(&st.conn, &k)? {
-            push(&k, cycle, route, r, &mut ex);
-        }
-        let targets: Vec<String> = ex
-            .facts
-            .iter()
-            .map(|f| f.id.clone())
-            .chain(ex.cards.iter().map(|c| c.id.clone()))
-            .collect();
-        for t in targets {
-            for (cycle, route, r) in state::candidates_targeting(&st.conn, &t)? {
-                let id = memory::text_id("k", r["text"].as_str().unwrap_or_default());
-                push(&id, cycle, route, r, &mut ex);
-            }
-        }
-        ex.candidates
-            .sort_by(|a, b| a.cycle.cmp(&b.cycle).then(a.id.cmp(&b.id)));
-        if has_vetoes(&st.conn) {
-            let ids: HashSet<String> = ex
-                .facts
-                .iter()
-                .map(|f| f.id.clone())
-                .chain(ex.cards.iter().map(|c| format!("c_{}", base_of(&c.id))))
-                .collect();
-            ex.vetoes = state::vetoes(&st.conn)?
-                .into_iter()
-                .filter(|v| ids.contains(&v.id) || matches(&v.id))
-                .collect();
-        }
-    }
-
-    // Supporting events of everything found, in time order.
-    let mut ids: Vec<String> = Vec::new();
-    let mut add = |v: &[String]| {
-        for id in v {
-            if !ids.contains(id) {
-                ids.push(id.clone());
-            }
+/// Every cycle's record of the candidate with this stem and of the candidates that
+/// targeted one of the facts or cards, each (candidate, cycle) once, by cycle.
+fn candidates_of(
+    conn: &rusqlite::Connection,
+    stem: &str,
+    facts: &[FactInfo],
+    cards: &[Card],
+) -> Result<Vec<CandidateInfo>> {
+    let mut out = Vec::new();
+    let mut seen = HashSet::new();
+    let mut push = |id: &str, cycle: String, route: String, r: Value| {
+        if seen.insert((id.to_string(), cycle.clone())) {
+            out.push(candidate_info(id, &cycle, &route, &r));
         }
     };
-    for f in &ex.facts {
-        add(&f.supporting_event_ids);
+    let k = format!("k_{stem}");
+    for (cycle, route, r) in state::candidate_records(conn, &k)? {
+        push(&k, cycle, route, r);
     }
-    for c in &ex.cards {
-        add(&c.supporting_event_ids);
-    }
-    for c in &ex.candidates {
-        add(&c.supporting_event_ids);
-    }
-    // The whole text of each event and whether it was recalled, for the re-measure below:
-    // the gates measured the whole text, not the excerpt shown.
-    let mut whole: std::collections::HashMap<String, (String, bool)> = Default::default();
-    if let Some(st) = &state {
-        for s in state::events_by_ids(&st.conn, &ids)? {
-            whole.insert(s.event.id.clone(), (s.event.text.clone(), s.event.recalled));
-            ex.events.push(EventInfo {
-                id: s.event.id.clone(),
-                ts: s.event.ts,
-                session: s.event.session.clone().unwrap_or_default(),
-                kind: s.event.kind.clone(),
-                trust: s.event.trust.as_str().into(),
-                actor: s.event.actor.clone().unwrap_or_default(),
-                text: memory::excerpt(&s.event.text, 300),
-            });
+    let targets = facts
+        .iter()
+        .map(|f| f.id.as_str())
+        .chain(cards.iter().map(|c| c.id.as_str()));
+    for t in targets {
+        for (cycle, route, r) in state::candidates_targeting(conn, t)? {
+            let id = memory::text_id("k", r["text"].as_str().unwrap_or_default());
+            push(&id, cycle, route, r);
         }
     }
-    for c in &ex.cards {
+    out.sort_by(|a, b| a.cycle.cmp(&b.cycle).then(a.id.cmp(&b.id)));
+    Ok(out)
+}
+
+/// The vetoes of the facts, of the candidates behind the cards, or of this stem (none in a
+/// state database older than the vetoes).
+fn vetoes_of(
+    conn: &rusqlite::Connection,
+    stem: &str,
+    facts: &[FactInfo],
+    cards: &[Card],
+) -> Result<Vec<Veto>> {
+    if !has_vetoes(conn) {
+        return Ok(Vec::new());
+    }
+    let ids: HashSet<String> = facts
+        .iter()
+        .map(|f| f.id.clone())
+        .chain(cards.iter().map(|c| format!("c_{}", base_of(&c.id))))
+        .collect();
+    Ok(state::vetoes(conn)?
+        .into_iter()
+        .filter(|v| ids.contains(&v.id) || same_stem(&v.id, stem))
+        .collect())
+}
+
+/// The supporting events of everything found, each once: the facts', the cards', then the
+/// candidates'.
+fn supporting_ids(ex: &Explanation) -> Vec<String> {
+    let mut ids: Vec<String> = Vec::new();
+    let all = ex
+        .facts
+        .iter()
+        .map(|f| &f.supporting_event_ids)
+        .chain(ex.cards.iter().map(|c| &c.supporting_event_ids))
+        .chain(ex.candidates.iter().map(|c| &c.supporting_event_ids));
+    for id in all.flatten() {
+        if !ids.contains(id) {
+            ids.push(id.clone());
+        }
+    }
+    ids
+}
+
+/// The stored events `ids` name, shown as excerpts in `events`; returned, the whole text of
+/// each and whether it was recalled, for the re-measure (the gates measured the whole
+/// text, not the excerpt shown).
+fn stored_events(
+    conn: &rusqlite::Connection,
+    ids: &[String],
+    events: &mut Vec<EventInfo>,
+) -> Result<HashMap<String, (String, bool)>> {
+    let mut whole = HashMap::new();
+    for s in state::events_by_ids(conn, ids)? {
+        whole.insert(s.event.id.clone(), (s.event.text.clone(), s.event.recalled));
+        events.push(EventInfo {
+            id: s.event.id.clone(),
+            ts: s.event.ts,
+            session: s.event.session.clone().unwrap_or_default(),
+            kind: s.event.kind.clone(),
+            trust: s.event.trust.as_str().into(),
+            actor: s.event.actor.clone().unwrap_or_default(),
+            text: memory::excerpt(&s.event.text, 300),
+        });
+    }
+    Ok(whole)
+}
+
+/// The cards' own excerpts of events the state database does not hold (a state rebuilt,
+/// or events purged).
+fn add_card_excerpts(cards: &[Card], events: &mut Vec<EventInfo>) {
+    for c in cards {
         for e in &c.excerpts {
-            if !ex.events.iter().any(|x| x.id == e.id) {
-                ex.events.push(EventInfo {
+            if !events.iter().any(|x| x.id == e.id) {
+                events.push(EventInfo {
                     id: e.id.clone(),
                     ts: e.ts,
                     session: e.session.clone(),
@@ -308,73 +382,70 @@ pub fn explain(root: &Path, config: &Config, today: NaiveDate, query: &str) -> R
             }
         }
     }
-    ex.events
-        .sort_by(|a, b| a.ts.cmp(&b.ts).then(a.id.cmp(&b.id)));
+}
 
-    // Re-measure each fact against its supporting events, as `verify` would.
-    for f in &ex.facts {
-        if f.supporting_event_ids.is_empty() {
-            continue;
+/// A fact's gates measured again now against its supporting events (their whole text
+/// where the state holds it), as `verify` would: the gates that depend on the evidence.
+fn remeasure(
+    f: &FactInfo,
+    events: &[EventInfo],
+    whole: &HashMap<String, (String, bool)>,
+    config: &Config,
+) -> Vec<GateResult> {
+    let events: Vec<EventView> = events
+        .iter()
+        .filter(|e| f.supporting_event_ids.contains(&e.id))
+        .map(|e| EventView {
+            id: e.id.clone(),
+            ts: e.ts,
+            session: e.session.clone(),
+            kind: e.kind.clone(),
+            trust: dream_core::sources::event::Trust::parse(&e.trust)
+                .unwrap_or(dream_core::sources::event::Trust::External),
+            recalled: whole.get(&e.id).is_some_and(|w| w.1),
+            new: true,
+            text: whole
+                .get(&e.id)
+                .map_or_else(|| e.text.clone(), |w| w.0.clone()),
+            actor: e.actor.clone(),
+        })
+        .collect();
+    let p = Proposal {
+        text: f.text.clone(),
+        category: f.category.clone(),
+        block: f.block.clone(),
+        supporting_event_ids: f.supporting_event_ids.clone(),
+        confidence: 1.0,
+        reason: String::new(),
+    };
+    let none = HashSet::new();
+    let g = gates::gate_proposal(
+        &p,
+        &Evidence::new(&events, &none).owned_by(&config.owner.names),
+        config,
+    );
+    g.gates
+        .into_iter()
+        .filter(|g| GateName::parse(&g.gate).is_some_and(remeasured))
+        .collect()
+}
+
+/// The recall quiz's questions about the facts (at most 10 each), newest first.
+fn quiz_of(conn: &rusqlite::Connection, facts: &[FactInfo]) -> Result<Vec<QuizInfo>> {
+    let ids: BTreeSet<&str> = facts.iter().map(|f| f.id.as_str()).collect();
+    let mut quiz = Vec::new();
+    for id in ids {
+        for (cycle, at, outcome) in state::quiz_of_fact(conn, id, 10)? {
+            quiz.push(QuizInfo { cycle, at, outcome });
         }
-        let events: Vec<EventView> = ex
-            .events
-            .iter()
-            .filter(|e| f.supporting_event_ids.contains(&e.id))
-            .map(|e| EventView {
-                id: e.id.clone(),
-                ts: e.ts,
-                session: e.session.clone(),
-                kind: e.kind.clone(),
-                trust: dream_core::sources::event::Trust::parse(&e.trust)
-                    .unwrap_or(dream_core::sources::event::Trust::External),
-                recalled: whole.get(&e.id).is_some_and(|w| w.1),
-                new: true,
-                text: whole
-                    .get(&e.id)
-                    .map_or_else(|| e.text.clone(), |w| w.0.clone()),
-                actor: e.actor.clone(),
-            })
-            .collect();
-        let p = Proposal {
-            text: f.text.clone(),
-            category: f.category.clone(),
-            block: f.block.clone(),
-            supporting_event_ids: f.supporting_event_ids.clone(),
-            confidence: 1.0,
-            reason: String::new(),
-        };
-        let none = HashSet::new();
-        let g = gates::gate_proposal(
-            &p,
-            &Evidence::new(&events, &none).owned_by(&config.owner.names),
-            config,
-        );
-        ex.remeasured.push((
-            f.id.clone(),
-            g.gates
-                .into_iter()
-                .filter(|g| GateName::parse(&g.gate).is_some_and(remeasured))
-                .collect(),
-        ));
     }
+    quiz.sort_by(|a, b| b.at.cmp(&a.at));
+    Ok(quiz)
+}
 
-    if let Some(st) = &state {
-        let ids: BTreeSet<String> = ex.facts.iter().map(|f| f.id.clone()).collect();
-        for id in ids {
-            for (cycle, at, outcome) in state::quiz_of_fact(&st.conn, &id, 10)? {
-                ex.quiz.push(QuizInfo { cycle, at, outcome });
-            }
-        }
-        ex.quiz.sort_by(|a, b| b.at.cmp(&a.at));
-    }
-
-    if ex.facts.is_empty() && ex.cards.is_empty() && ex.candidates.is_empty() {
-        return Err(Error::Input(format!(
-            "nothing is known about {query}: no fact in memory/ or archive/, no card under review/, no candidate record in the state database"
-        )));
-    }
-
-    // The commits that touched any of it.
+/// The commits, oldest first, that touched the facts, cards or candidates: a mutation line
+/// or the subject names one, a card's file changed, or a fact's metadata is in the diff.
+fn commits_touching(store: &Store, ex: &Explanation) -> Result<Vec<CommitInfo>> {
     let mut needles: Vec<String> = ex.facts.iter().map(|f| f.id.clone()).collect();
     needles.extend(ex.cards.iter().map(|c| c.id.clone()));
     needles.extend(ex.candidates.iter().map(|c| c.id.clone()));
@@ -382,6 +453,7 @@ pub fn explain(root: &Path, config: &Config, today: NaiveDate, query: &str) -> R
     needles.dedup();
     let fact_needles: Vec<String> = ex.facts.iter().map(|f| format!("id={} ", f.id)).collect();
     let card_paths: Vec<String> = ex.cards.iter().map(|c| format!("{}.md", c.id)).collect();
+    let mut commits = Vec::new();
     for c in store.recent_commits(HISTORY_LIMIT)? {
         let note = c.note();
         let named = |s: &str| needles.iter().any(|n| mentions(s, n));
@@ -402,14 +474,14 @@ pub fn explain(root: &Path, config: &Config, today: NaiveDate, query: &str) -> R
             touched = store.diff_mentions(&c.id.to_string(), &fact_needles)?;
         }
         if touched {
-            ex.commits.push(CommitInfo {
+            commits.push(CommitInfo {
                 head: note.head.clone(),
                 lines,
             });
         }
     }
-    ex.commits.reverse();
-    Ok(ex)
+    commits.reverse();
+    Ok(commits)
 }
 
 /// `text` names `id` as a whole word (so `f_1a2b3c4d` does not match `f_1a2b3c4d-2`).
