@@ -474,61 +474,110 @@ fn sparse_values<F: Float>(row: &ArrayView1<'_, F>) -> Option<Vec<(u16, f32)>> {
     Some(values)
 }
 
+/// Whether every row is a unit vector or zero (when `hashed` starts true), and each row's hash.
+fn unit_rows_and_hashes<F: Float>(
+    points: ArrayView2<'_, F>,
+    mut hashed: bool,
+) -> (bool, Vec<(u64, u32)>) {
+    let n = points.nrows();
+    let mut by_hash: Vec<(u64, u32)> = Vec::with_capacity(n);
+    for (i, row) in points.rows().into_iter().enumerate() {
+        if hashed {
+            let sq: f64 = row
+                .iter()
+                .map(|x| x.to_f64().unwrap_or(f64::NAN).powi(2))
+                .sum();
+            hashed = sq == 0.0 || (sq - 1.0).abs() < 1e-3;
+        }
+        by_hash.push((row_hash(&row), i as u32));
+    }
+    (hashed, by_hash)
+}
+
+/// Groups of identical rows (equal hashes, then equal values): each row's group, and each
+/// group's first row.
+fn identical_groups<F: Float>(
+    points: ArrayView2<'_, F>,
+    mut by_hash: Vec<(u64, u32)>,
+) -> (Vec<u32>, Vec<u32>) {
+    by_hash.sort_unstable();
+    let mut group_of = vec![0u32; points.nrows()];
+    let mut reps: Vec<u32> = Vec::new();
+    let mut run_start = 0;
+    for k in 0..by_hash.len() {
+        if k > 0 && by_hash[k].0 != by_hash[k - 1].0 {
+            run_start = reps.len();
+        }
+        let i = by_hash[k].1;
+        let row = points.row(i as usize);
+        let found = (run_start..reps.len()).find(|&g| points.row(reps[g] as usize) == row);
+        group_of[i as usize] = match found {
+            Some(g) => g as u32,
+            None => {
+                reps.push(i);
+                reps.len() as u32 - 1
+            }
+        };
+    }
+    (group_of, reps)
+}
+
+/// Each group's rows, in one array with start offsets (a counting sort of the rows by group).
+fn rows_by_group(group_of: &[u32], groups: usize) -> (Vec<u32>, Vec<u32>) {
+    let mut group_start = vec![0u32; groups + 1];
+    for &g in group_of {
+        group_start[g as usize + 1] += 1;
+    }
+    for g in 0..groups {
+        group_start[g + 1] += group_start[g];
+    }
+    let mut fill = group_start.clone();
+    let mut group_rows = vec![0u32; group_of.len()];
+    for (i, &g) in group_of.iter().enumerate() {
+        group_rows[fill[g as usize] as usize] = i as u32;
+        fill[g as usize] += 1;
+    }
+    (group_start, group_rows)
+}
 impl<'a, F: Float, D: Distance<F>> SignLshIndex<'a, F, D> {
+    /// The index over `points`: its groups of identical rows and, for unit vectors, their
+    /// sparse forms, eight-bit codes, keys, sketches and tables.
     fn build(p: &SignLsh, points: ArrayView2<'a, F>, dist_fn: D) -> Self {
+        // One pass: unit norms (or the exact fallback) and row hashes.
+        let hashed = is_euclidean(&dist_fn, points.ncols());
+        let (hashed, by_hash) = unit_rows_and_hashes(points, hashed);
+        let (group_of, reps) = identical_groups(points, by_hash);
+        let mut index = Self::unhashed(p, points, dist_fn, hashed, group_of, reps.len());
+        if !hashed {
+            return index;
+        }
+        let groups = reps.len();
+        // Sparse forms and norms are needed either way; keys and tables only for hashing.
+        index.keys = vec![0; index.tables * groups];
+        index.sketch = vec![0; groups * index.words];
+        index.sparse_forms(&reps);
+        if index.exhaustive {
+            return index;
+        }
+        index.quantise(&reps);
+        index.hash_groups(&reps);
+        index.fill_tables(groups);
+        index
+    }
+
+    /// The index with its groups, projections and settings, and nothing hashed yet.
+    fn unhashed(
+        p: &SignLsh,
+        points: ArrayView2<'a, F>,
+        dist_fn: D,
+        hashed: bool,
+        group_of: Vec<u32>,
+        groups: usize,
+    ) -> Self {
         let n = points.nrows();
         let dim = points.ncols();
         let tables = p.tables.max(1);
-
-        // One pass: unit norms (or the exact fallback) and row hashes.
-        let mut hashed = is_euclidean(&dist_fn, dim);
-        let mut by_hash: Vec<(u64, u32)> = Vec::with_capacity(n);
-        for (i, row) in points.rows().into_iter().enumerate() {
-            if hashed {
-                let sq: f64 = row
-                    .iter()
-                    .map(|x| x.to_f64().unwrap_or(f64::NAN).powi(2))
-                    .sum();
-                hashed = sq == 0.0 || (sq - 1.0).abs() < 1e-3;
-            }
-            by_hash.push((row_hash(&row), i as u32));
-        }
-        // Groups of identical rows: equal hashes, then equal values.
-        by_hash.sort_unstable();
-        let mut group_of = vec![0u32; n];
-        let mut reps: Vec<u32> = Vec::new();
-        let mut run_start = 0;
-        for k in 0..by_hash.len() {
-            if k > 0 && by_hash[k].0 != by_hash[k - 1].0 {
-                run_start = reps.len();
-            }
-            let i = by_hash[k].1;
-            let row = points.row(i as usize);
-            let found = (run_start..reps.len()).find(|&g| points.row(reps[g] as usize) == row);
-            group_of[i as usize] = match found {
-                Some(g) => g as u32,
-                None => {
-                    reps.push(i);
-                    reps.len() as u32 - 1
-                }
-            };
-        }
-        drop(by_hash);
-        let groups = reps.len();
-        let mut group_start = vec![0u32; groups + 1];
-        for &g in &group_of {
-            group_start[g as usize + 1] += 1;
-        }
-        for g in 0..groups {
-            group_start[g + 1] += group_start[g];
-        }
-        let mut fill = group_start.clone();
-        let mut group_rows = vec![0u32; n];
-        for (i, &g) in group_of.iter().enumerate() {
-            group_rows[fill[g as usize] as usize] = i as u32;
-            fill[g as usize] += 1;
-        }
-
+        let (group_start, group_rows) = rows_by_group(&group_of, groups);
         let bits = p.bits_for(groups);
         let probes = p.probes.min(bits).min(8);
         let m = tables * bits;
@@ -539,7 +588,7 @@ impl<'a, F: Float, D: Distance<F>> SignLshIndex<'a, F, D> {
         } else {
             Array2::zeros((dim, 0))
         };
-        let mut index = SignLshIndex {
+        SignLshIndex {
             points,
             dist_fn,
             tables,
@@ -586,43 +635,43 @@ impl<'a, F: Float, D: Distance<F>> SignLshIndex<'a, F, D> {
                 pending: vec![Vec::new(); groups],
                 answered_core: vec![false; groups],
             }),
-        };
-        if !hashed {
-            return index;
         }
-        // Sparse forms and norms are needed either way; keys and tables only for hashing.
-        index.keys = vec![0; tables * groups];
-        index.sketch = vec![0; groups * words];
-        index.sparse.reserve(groups);
-        index.norm2.reserve(groups);
-        for &rep in &reps {
-            let row = points.row(rep as usize);
+    }
+
+    /// Each group's sparse form (when it has one) and squared norm.
+    fn sparse_forms(&mut self, reps: &[u32]) {
+        let groups = reps.len();
+        self.sparse.reserve(groups);
+        self.norm2.reserve(groups);
+        for &rep in reps {
+            let row = self.points.row(rep as usize);
             match sparse_values(&row) {
                 Some(values) => {
-                    index.norm2.push(values.iter().map(|v| v.1 * v.1).sum());
-                    let at = index.sparse_dims.len() as u32;
-                    index.sparse_dims.extend(values.iter().map(|v| v.0));
-                    index.sparse_vals.extend(values.iter().map(|v| v.1));
-                    index.sparse.push(Some((at, values.len() as u32)));
+                    self.norm2.push(values.iter().map(|v| v.1 * v.1).sum());
+                    let at = self.sparse_dims.len() as u32;
+                    self.sparse_dims.extend(values.iter().map(|v| v.0));
+                    self.sparse_vals.extend(values.iter().map(|v| v.1));
+                    self.sparse.push(Some((at, values.len() as u32)));
                 }
                 None => {
-                    index
-                        .norm2
+                    self.norm2
                         .push(row.iter().map(|x| x.to_f32().unwrap_or(0.0).powi(2)).sum());
-                    index.sparse.push(None);
+                    self.sparse.push(None);
                 }
             }
         }
-        if index.exhaustive {
-            return index;
-        }
-        index.quantise(&reps);
-        // Keys and sketches, the groups split over the machine's cores.
+    }
+
+    /// Keys, least certain bits and sketches of every group, the groups split over the
+    /// machine's cores.
+    fn hash_groups(&mut self, reps: &[u32]) {
+        let groups = reps.len();
+        let tables = self.tables;
+        let words = self.words;
         let threads = threads();
         let chunk = groups.div_ceil(threads).max(BLOCK_ROWS);
         let parts: Vec<RangeCodes> = std::thread::scope(|s| {
-            let index = &index;
-            let reps = &reps;
+            let index = &*self;
             let handles: Vec<_> = (0..groups)
                 .step_by(chunk)
                 .map(|start| {
@@ -634,8 +683,8 @@ impl<'a, F: Float, D: Distance<F>> SignLshIndex<'a, F, D> {
                 .map(|h| h.join().expect("a hashing thread"))
                 .collect()
         });
-        index.weak = vec![0; groups * tables * index.probes];
-        let per = tables * index.probes;
+        self.weak = vec![0; groups * tables * self.probes];
+        let per = tables * self.probes;
         for RangeCodes {
             start,
             keys,
@@ -644,18 +693,23 @@ impl<'a, F: Float, D: Distance<F>> SignLshIndex<'a, F, D> {
         } in parts
         {
             let len = keys.len() / tables;
-            index.weak[start * per..(start + len) * per].copy_from_slice(&weak);
+            self.weak[start * per..(start + len) * per].copy_from_slice(&weak);
             for k in 0..len {
                 for t in 0..tables {
-                    index.keys[t * groups + start + k] = keys[k * tables + t];
+                    self.keys[t * groups + start + k] = keys[k * tables + t];
                 }
             }
-            index.sketch[start * words..(start + len) * words].copy_from_slice(&sketch);
+            self.sketch[start * words..(start + len) * words].copy_from_slice(&sketch);
         }
-        // Buckets: a counting sort of the groups by key, per table.
-        let buckets = 1usize << bits;
-        for t in 0..tables {
-            let keys = &index.keys[t * groups..(t + 1) * groups];
+    }
+
+    /// Buckets: a counting sort of the groups by key, per table, with their sketches in
+    /// bucket order.
+    fn fill_tables(&mut self, groups: usize) {
+        let words = self.words;
+        let buckets = 1usize << self.bits;
+        for t in 0..self.tables {
+            let keys = &self.keys[t * groups..(t + 1) * groups];
             let mut offsets = vec![0u32; buckets + 1];
             for &k in keys {
                 offsets[k as usize + 1] += 1;
@@ -672,13 +726,12 @@ impl<'a, F: Float, D: Distance<F>> SignLshIndex<'a, F, D> {
             let mut member_sketch = Vec::with_capacity(groups * words);
             for &g in &members {
                 member_sketch
-                    .extend_from_slice(&index.sketch[g as usize * words..(g as usize + 1) * words]);
+                    .extend_from_slice(&self.sketch[g as usize * words..(g as usize + 1) * words]);
             }
-            index.offsets.push(offsets);
-            index.members.push(members);
-            index.member_sketch.push(member_sketch);
+            self.offsets.push(offsets);
+            self.members.push(members);
+            self.member_sketch.push(member_sketch);
         }
-        index
     }
 
     /// The eight-bit form of every dense group (see `codes8`): each value divided by the

@@ -31,7 +31,8 @@ use crate::edges::store::Change;
 use crate::error::{Context, Result};
 use crate::stages::{parallel_map, Ctx, Work};
 use dream_core::llm::budget::CallError;
-use dream_core::llm::skill::{CallView, InstanceView, SkillRequest, StepView};
+use dream_core::llm::skill::{CallView, InstanceView, SkillReply, SkillRequest, StepView};
+use dream_core::llm::Reply;
 use dream_core::memory::{self, text_id, CardKind, Excerpt, REVIEW_DIR};
 use dream_core::operations::commit::Stage;
 use dream_core::operations::report::Degraded;
@@ -445,12 +446,7 @@ pub fn draft_skills(ctx: &Ctx<'_>, tx: &Connection, work: &mut Work) -> Result<(
     }
     let spent_before = ctx.budget.spend().spent;
     let t = Thresholds::from(cfg);
-    // The window's load listed its tool calls and owner messages; read only those that
-    // make up instances.
-    let seqs = procedure::rows_to_read(&work.window.procedure);
-    let window = state::events_by_seq(tx, &seqs)?;
-    let events: Vec<&Event> = window.iter().map(|s| &s.event).collect();
-    let instances = procedure::instances(&events);
+    let instances = window_instances(tx, work)?;
     let procedures = procedure::group(&instances, &t);
     let mut report = SkillsReport {
         instances: instances
@@ -460,16 +456,7 @@ pub fn draft_skills(ctx: &Ctx<'_>, tx: &Connection, work: &mut Work) -> Result<(
         procedures: procedures.len(),
         ..SkillsReport::default()
     };
-    let recurring: Vec<&Procedure> = procedures
-        .iter()
-        .filter(|p| match p.recurs(&t) {
-            Ok(()) => true,
-            Err(why) => {
-                tracing::debug!(procedure = %p.id(&instances), "not recurring: {why}");
-                false
-            }
-        })
-        .collect();
+    let recurring = recurring_procedures(&procedures, &instances, &t);
     report.recurring = recurring.len();
 
     let known = if recurring.is_empty() {
@@ -477,24 +464,89 @@ pub fn draft_skills(ctx: &Ctx<'_>, tx: &Connection, work: &mut Work) -> Result<(
     } else {
         list(ctx.root, ctx.config, true)?
     };
+    let mut todo = uncovered(recurring, &instances, &known, cfg.covered, &mut report);
+    defer_over_cap(&mut todo, cfg.max_per_cycle, &mut report, work);
+    let requests: Vec<SkillRequest> = todo
+        .iter()
+        .map(|(p, id)| request(p, id, &instances, ctx.config.llm.max_tokens))
+        .collect();
+    let results = parallel_map(&requests, workers(ctx), |r| {
+        ctx.call("skills", ctx.llm.estimate_skill(r), || {
+            ctx.llm.draft_skill(r)
+        })
+    });
+
+    let mut out = Drafted {
+        taken: known.iter().map(|k| k.name.clone()).collect(),
+        change: Change::default(),
+        lines: Vec::new(),
+    };
+    for (item, result) in todo.iter().zip(results) {
+        let Some(reply) = reply_or_defer(ctx, &item.1, result, &mut report, work) else {
+            continue;
+        };
+        let proposal = gate_reply(ctx, item, &instances, reply, &out.taken);
+        let (target, reason) = route_proposal(ctx, tx, &proposal, &mut out)?;
+        record_decision(ctx, tx, &proposal, target, reason, &mut report)?;
+    }
+    work.lap("skills");
+    commit_drafts(ctx, work, out, report, spent_before);
+    Ok(())
+}
+
+/// The instances the window's tool calls and owner messages make up.
+fn window_instances(tx: &Connection, work: &Work) -> Result<Vec<Instance>> {
+    // The window's load listed its tool calls and owner messages; read only those that
+    // make up instances.
+    let seqs = procedure::rows_to_read(&work.window.procedure);
+    let window = state::events_by_seq(tx, &seqs)?;
+    let events: Vec<&Event> = window.iter().map(|s| &s.event).collect();
+    Ok(procedure::instances(&events))
+}
+
+/// The procedures that recur often enough to draft (why each other one does not, at debug).
+fn recurring_procedures<'p>(
+    procedures: &'p [Procedure],
+    instances: &[Instance],
+    t: &Thresholds,
+) -> Vec<&'p Procedure> {
+    procedures
+        .iter()
+        .filter(|p| match p.recurs(t) {
+            Ok(()) => true,
+            Err(why) => {
+                tracing::debug!(procedure = %p.id(instances), "not recurring: {why}");
+                false
+            }
+        })
+        .collect()
+}
+
+/// The recurring procedures no skill covers, with their ids; the covered ones go in the report.
+fn uncovered<'p>(
+    recurring: Vec<&'p Procedure>,
+    instances: &[Instance],
+    known: &[Skill],
+    covered: f64,
+    report: &mut SkillsReport,
+) -> Vec<(&'p Procedure, String)> {
     // Largest first: a procedure whose steps a larger one drafted in this cycle names is
     // covered by that draft-to-be, as it would be by the draft in the next cycle.
     let mut todo: Vec<(&Procedure, String)> = Vec::new();
     let mut planned: Vec<(String, skillmd::Mentions)> = Vec::new();
     for p in recurring {
-        let id = p.id(&instances);
+        let id = p.id(instances);
         let members: Vec<&Instance> = p.members.iter().map(|&m| &instances[m]).collect();
         let steps = common_steps(&members);
         let cover = known
             .iter()
             .find_map(|k| {
-                covered_by(k, &steps, &members, cfg.covered)
-                    .map(|why| (k.name.clone(), k.status, why))
+                covered_by(k, &steps, &members, covered).map(|why| (k.name.clone(), k.status, why))
             })
             .or_else(|| {
                 planned.iter().find_map(|(other, m)| {
                     let named = skillmd::covers(m, &steps);
-                    (named >= cfg.covered).then(|| {
+                    (named >= covered).then(|| {
                         let why = format!(
                             "a larger procedure drafted in this cycle names {:.0}% of its steps",
                             named * 100.0
@@ -516,129 +568,221 @@ pub fn draft_skills(ctx: &Ctx<'_>, tx: &Connection, work: &mut Work) -> Result<(
             }
         }
     }
-    if todo.len() > cfg.max_per_cycle {
-        report.pending += todo.len() - cfg.max_per_cycle;
+    todo
+}
+
+/// Leave the procedures over `skills.max_per_cycle` for later cycles, with a note.
+fn defer_over_cap(
+    todo: &mut Vec<(&Procedure, String)>,
+    max_per_cycle: usize,
+    report: &mut SkillsReport,
+    work: &mut Work,
+) {
+    if todo.len() > max_per_cycle {
+        report.pending += todo.len() - max_per_cycle;
         work.report.notes.push(format!(
             "skills: {} recurring procedures left for later cycles (skills.max_per_cycle = {})",
-            todo.len() - cfg.max_per_cycle,
-            cfg.max_per_cycle
+            todo.len() - max_per_cycle,
+            max_per_cycle
         ));
-        todo.truncate(cfg.max_per_cycle);
+        todo.truncate(max_per_cycle);
     }
-    let requests: Vec<SkillRequest> = todo
-        .iter()
-        .map(|(p, id)| request(p, id, &instances, ctx.config.llm.max_tokens))
-        .collect();
-    let results = parallel_map(&requests, workers(ctx), |r| {
-        ctx.call("skills", ctx.llm.estimate_skill(r), || {
-            ctx.llm.draft_skill(r)
-        })
-    });
+}
 
-    let mut taken: BTreeSet<String> = known.iter().map(|k| k.name.clone()).collect();
-    let mut change = Change::default();
-    let mut lines = Vec::new();
-    for ((p, id), result) in todo.iter().zip(results) {
-        let reply = match result {
-            Ok(r) => r.value,
-            Err(CallError::Budget) => {
-                report.pending += 1;
-                work.report.notes.push(format!(
-                    "skills: token budget reached; procedure {id} left for the next cycle (budget.tokens_per_cycle = {})",
-                    ctx.budget.cap()
-                ));
-                continue;
-            }
-            Err(e) => {
-                report.pending += 1;
-                work.report.degraded.push(Degraded {
-                    stage: "skills".into(),
-                    reason: format!("procedure {id} left for the next cycle: {e}"),
-                });
-                continue;
-            }
-        };
-        let members: Vec<&Instance> = p.members.iter().map(|&m| &instances[m]).collect();
-        let prov = provenance(p, id, &instances, &ctx.cycle_id);
-        let ev = Evidence::new(
-            &members,
-            &format!("{} {} {}", prov.seen, p.days, p.sessions),
-        );
-        let g = gate::gate(&reply, &ev, p.cohesion, &taken, &prov, cfg.min_confidence);
-        let name = g.draft.front.name.clone();
-        let summary = format!(
-            "({} instances, {} days, {} sessions, confidence {:.3})",
-            members.len(),
-            p.days,
-            p.sessions,
-            g.confidence
-        );
-        let (target, reason) = match &g.route {
-            Route::Draft => {
-                let path = format!("{DRAFTS_DIR}/{name}/{SKILL_FILE}");
-                change.write(path.clone(), g.document.clone());
-                lines.push(format!("drafted    {path}  {summary}"));
-                taken.insert(name.clone());
-                (Some(path), String::new())
-            }
-            Route::Queue(why) => {
-                let card = skill_card(ctx, tx, p, id, &members, &reply.reason, &g, why)?;
-                change.write(card.path(), card.render());
-                lines.push(format!(
-                    "queued     {}  skill {name}  {summary} -- {why}",
-                    card.id
-                ));
-                taken.insert(name.clone());
-                (Some(card.path()), why.clone())
-            }
-            Route::Refuse(why) => {
-                lines.push(format!(
-                    "refused    {id}  skill {name:?}  {summary} -- {why}"
-                ));
-                (None, why.clone())
-            }
-        };
-        report.proposed += 1;
-        match g.route {
-            Route::Draft => report.drafted += 1,
-            Route::Queue(_) => report.queued += 1,
-            Route::Refuse(_) => report.refused += 1,
+/// The model's draft, or none when the call failed and the procedure is left for the next cycle.
+fn reply_or_defer(
+    ctx: &Ctx<'_>,
+    id: &str,
+    result: std::result::Result<Reply<SkillReply>, CallError>,
+    report: &mut SkillsReport,
+    work: &mut Work,
+) -> Option<SkillReply> {
+    match result {
+        Ok(r) => Some(r.value),
+        Err(CallError::Budget) => {
+            report.pending += 1;
+            work.report.notes.push(format!(
+                "skills: token budget reached; procedure {id} left for the next cycle (budget.tokens_per_cycle = {})",
+                ctx.budget.cap()
+            ));
+            None
         }
-        let label = g.route.label();
-        report.decisions.push(SkillDecision {
-            procedure: id.clone(),
-            route: label.into(),
-            name: name.clone(),
-            target: target.clone(),
-            confidence: g.confidence,
-            reason: reason.clone(),
-        });
-        let record = serde_json::json!({
-            "kind": "skill",
-            "name": name,
-            "description": g.draft.front.description,
-            "route": label,
-            "target": target,
-            "reason": reason,
-            "confidence": g.confidence,
-            "cohesion": p.cohesion,
-            "proposerReason": reply.reason,
-            "supportingEventIds": members.iter().flat_map(|i| i.event_ids()).collect::<Vec<_>>(),
-            "instances": members.len(),
-            "days": p.days,
-            "sessions": p.sessions,
-            "gates": g.gates,
-        });
-        state::put_candidate(
-            tx,
-            id,
-            &ctx.cycle_id,
-            &format!("skill-{label}"),
-            &name,
-            &record,
-        )?;
+        Err(e) => {
+            report.pending += 1;
+            work.report.degraded.push(Degraded {
+                stage: "skills".into(),
+                reason: format!("procedure {id} left for the next cycle: {e}"),
+            });
+            None
+        }
     }
-    work.lap("skills");
+}
+
+/// What the stage's drafts add up to: files to commit, their lines, and the names taken.
+struct Drafted {
+    change: Change,
+    lines: Vec<String>,
+    taken: BTreeSet<String>,
+}
+
+/// A procedure's draft as the gate judged it.
+struct Proposal<'a> {
+    p: &'a Procedure,
+    id: &'a str,
+    members: Vec<&'a Instance>,
+    reply: SkillReply,
+    g: gate::Gated,
+    name: String,
+}
+
+/// Gate a model's draft against the instances it was drafted from.
+fn gate_reply<'a>(
+    ctx: &Ctx<'_>,
+    (p, id): &'a (&'a Procedure, String),
+    instances: &'a [Instance],
+    reply: SkillReply,
+    taken: &BTreeSet<String>,
+) -> Proposal<'a> {
+    let members: Vec<&Instance> = p.members.iter().map(|&m| &instances[m]).collect();
+    let prov = provenance(p, id, instances, &ctx.cycle_id);
+    let ev = Evidence::new(
+        &members,
+        &format!("{} {} {}", prov.seen, p.days, p.sessions),
+    );
+    let g = gate::gate(
+        &reply,
+        &ev,
+        p.cohesion,
+        taken,
+        &prov,
+        ctx.config.skills.min_confidence,
+    );
+    let name = g.draft.front.name.clone();
+    Proposal {
+        p,
+        id,
+        members,
+        reply,
+        g,
+        name,
+    }
+}
+
+/// Write a gated draft where its route sends it (a draft, a card, nothing); its target and reason.
+fn route_proposal(
+    ctx: &Ctx<'_>,
+    tx: &Connection,
+    proposal: &Proposal<'_>,
+    out: &mut Drafted,
+) -> Result<(Option<String>, String)> {
+    let Proposal {
+        p,
+        id,
+        members,
+        reply,
+        g,
+        name,
+    } = proposal;
+    let summary = format!(
+        "({} instances, {} days, {} sessions, confidence {:.3})",
+        members.len(),
+        p.days,
+        p.sessions,
+        g.confidence
+    );
+    Ok(match &g.route {
+        Route::Draft => {
+            let path = format!("{DRAFTS_DIR}/{name}/{SKILL_FILE}");
+            out.change.write(path.clone(), g.document.clone());
+            out.lines.push(format!("drafted    {path}  {summary}"));
+            out.taken.insert(name.clone());
+            (Some(path), String::new())
+        }
+        Route::Queue(why) => {
+            let card = skill_card(ctx, tx, p, id, members, &reply.reason, g, why)?;
+            out.change.write(card.path(), card.render());
+            out.lines.push(format!(
+                "queued     {}  skill {name}  {summary} -- {why}",
+                card.id
+            ));
+            out.taken.insert(name.clone());
+            (Some(card.path()), why.clone())
+        }
+        Route::Refuse(why) => {
+            out.lines.push(format!(
+                "refused    {id}  skill {name:?}  {summary} -- {why}"
+            ));
+            (None, why.clone())
+        }
+    })
+}
+
+/// Count the decision in the report and keep its record as a candidate row.
+fn record_decision(
+    ctx: &Ctx<'_>,
+    tx: &Connection,
+    proposal: &Proposal<'_>,
+    target: Option<String>,
+    reason: String,
+    report: &mut SkillsReport,
+) -> Result<()> {
+    let Proposal {
+        p,
+        id,
+        members,
+        reply,
+        g,
+        name,
+    } = proposal;
+    report.proposed += 1;
+    match g.route {
+        Route::Draft => report.drafted += 1,
+        Route::Queue(_) => report.queued += 1,
+        Route::Refuse(_) => report.refused += 1,
+    }
+    let label = g.route.label();
+    report.decisions.push(SkillDecision {
+        procedure: id.to_string(),
+        route: label.into(),
+        name: name.clone(),
+        target: target.clone(),
+        confidence: g.confidence,
+        reason: reason.clone(),
+    });
+    let record = serde_json::json!({
+        "kind": "skill",
+        "name": name,
+        "description": g.draft.front.description,
+        "route": label,
+        "target": target,
+        "reason": reason,
+        "confidence": g.confidence,
+        "cohesion": p.cohesion,
+        "proposerReason": reply.reason,
+        "supportingEventIds": members.iter().flat_map(|i| i.event_ids()).collect::<Vec<_>>(),
+        "instances": members.len(),
+        "days": p.days,
+        "sessions": p.sessions,
+        "gates": g.gates,
+    });
+    state::put_candidate(
+        tx,
+        id,
+        &ctx.cycle_id,
+        &format!("skill-{label}"),
+        name,
+        &record,
+    )
+}
+
+/// Log the stage's figures, commit its drafts and cards, and put its report in the cycle's.
+fn commit_drafts(
+    ctx: &Ctx<'_>,
+    work: &mut Work,
+    out: Drafted,
+    report: SkillsReport,
+    spent_before: u64,
+) {
     tracing::info!(
         instances = report.instances,
         recurring = report.recurring,
@@ -648,7 +792,7 @@ pub fn draft_skills(ctx: &Ctx<'_>, tx: &Connection, work: &mut Work) -> Result<(
         refused = report.refused,
         "skills"
     );
-    if !change.is_empty() {
+    if !out.change.is_empty() {
         let subject = format!(
             "dream: {} cycle {}: skills: {} drafted, {} queued, {} refused",
             ctx.opts.kind.as_str(),
@@ -658,10 +802,9 @@ pub fn draft_skills(ctx: &Ctx<'_>, tx: &Connection, work: &mut Work) -> Result<(
             report.refused
         );
         let tokens = ctx.budget.spend().spent.saturating_sub(spent_before);
-        work.push_stage(ctx, Stage::Skills, change, &subject, &lines, tokens);
+        work.push_stage(ctx, Stage::Skills, out.change, &subject, &out.lines, tokens);
     }
     work.report.skills = report;
-    Ok(())
 }
 
 #[allow(clippy::too_many_arguments)]

@@ -357,6 +357,7 @@ enum Part {
     Image,
 }
 
+/// One response item: its type decides which of the steps below maps it.
 fn response_item(
     p: &Value,
     ts: Result<String, String>,
@@ -381,34 +382,7 @@ fn response_item(
             let role = str_of(p, "role").unwrap_or("");
             match role {
                 "user" => user_message(p, ts, &ids("user"), ctx, counts),
-                "assistant" => {
-                    let text = content_texts(p.get("content"), counts)
-                        .into_iter()
-                        .map(|(_, t)| t)
-                        .collect::<Vec<_>>()
-                        .join("\n");
-                    if text.trim().is_empty() {
-                        counts.skip("message:empty");
-                        return Vec::new();
-                    }
-                    let (t, cut) = clean_text(text.trim(), MESSAGE_MAX);
-                    let mut d = draft(
-                        ctx,
-                        ts,
-                        ids("assistant"),
-                        "message",
-                        t,
-                        "assistant",
-                        Trust::Agent,
-                    );
-                    if let Some(m) = &ctx.model {
-                        d.meta.insert("model".into(), Value::String(m.clone()));
-                    }
-                    if let Some(n) = cut {
-                        d.meta.insert("truncated_from".into(), n.into());
-                    }
-                    vec![d]
-                }
+                "assistant" => assistant_message(p, ts, ids("assistant"), ctx, counts),
                 r => {
                     counts.skip(format!(
                         "message:{}",
@@ -418,144 +392,17 @@ fn response_item(
                 }
             }
         }
-        "agent_message" => {
-            let text = content_texts(p.get("content"), counts)
-                .into_iter()
-                .map(|(_, t)| t)
-                .collect::<Vec<_>>()
-                .join("\n");
-            if text.trim().is_empty() {
-                counts.skip("message:empty");
-                return Vec::new();
-            }
-            let (t, _) = clean_text(text.trim(), MESSAGE_MAX);
-            let mut d = draft(ctx, ts, ids("agent"), "message", t, "agent", Trust::Agent);
-            for k in ["author", "recipient"] {
-                if let Some(v) = str_of(p, k) {
-                    d.meta.insert(k.into(), Value::String(cap(v, 200).0));
-                }
-            }
-            vec![d]
-        }
+        "agent_message" => agent_message(p, ts, ids("agent"), ctx, counts),
         "function_call"
         | "custom_tool_call"
         | "local_shell_call"
         | "web_search_call"
         | "tool_search_call"
-        | "image_generation_call" => {
-            let (name, input) = match ty {
-                "function_call" => {
-                    let name = str_of(p, "name").unwrap_or("function");
-                    let name = match str_of(p, "namespace").filter(|n| !n.is_empty()) {
-                        Some(ns) => format!("{ns}.{name}"),
-                        None => name.to_string(),
-                    };
-                    (name, p.get("arguments").cloned().unwrap_or(Value::Null))
-                }
-                "custom_tool_call" => (
-                    str_of(p, "name").unwrap_or("tool").to_string(),
-                    p.get("input").cloned().unwrap_or(Value::Null),
-                ),
-                "local_shell_call" => (
-                    "shell".to_string(),
-                    p.get("action")
-                        .and_then(|a| a.get("command"))
-                        .cloned()
-                        .unwrap_or(Value::Null),
-                ),
-                "web_search_call" => {
-                    let action = p.get("action");
-                    let q = action
-                        .and_then(|a| {
-                            a.get("query")
-                                .filter(|q| !q.is_null())
-                                .or_else(|| a.get("url"))
-                        })
-                        .cloned()
-                        .unwrap_or(Value::Null);
-                    ("web_search".to_string(), q)
-                }
-                "tool_search_call" => (
-                    "tool_search".to_string(),
-                    p.get("arguments").cloned().unwrap_or(Value::Null),
-                ),
-                _ => (
-                    "image_generation".to_string(),
-                    p.get("revised_prompt").cloned().unwrap_or(Value::Null),
-                ),
-            };
-            let name = if name.trim().is_empty() {
-                "tool".to_string()
-            } else {
-                name
-            };
-            let t = compact_call(&name, &input);
-            let mut d = draft(
-                ctx,
-                ts,
-                ids("call"),
-                "tool_call",
-                t,
-                "assistant",
-                Trust::Tool,
-            );
-            d.meta
-                .insert("tool".into(), Value::String(cap(&name, 200).0));
-            if let Some(c) = str_of(p, "call_id") {
-                d.meta.insert("call_id".into(), Value::String(c.into()));
-            }
-            if let Some(m) = &ctx.model {
-                d.meta.insert("model".into(), Value::String(m.clone()));
-            }
-            vec![d]
-        }
+        | "image_generation_call" => vec![tool_call(p, ty, ts, ids("call"), ctx)],
         "function_call_output"
         | "custom_tool_call_output"
         | "local_shell_call_output"
-        | "tool_search_output" => {
-            let (text, is_error) = if ty == "tool_search_output" {
-                let names: Vec<String> = p
-                    .get("tools")
-                    .and_then(Value::as_array)
-                    .map(|ts| {
-                        ts.iter()
-                            .filter_map(|t| str_of(t, "name").map(str::to_string))
-                            .collect()
-                    })
-                    .unwrap_or_default();
-                (format!("tools: {}", names.join(", ")), false)
-            } else {
-                output_text(p.get("output"), counts)
-            };
-            let text = if text.trim().is_empty() {
-                "(no output)".to_string()
-            } else {
-                text
-            };
-            let (mut t, cut) = clean_text(text.trim(), TOOL_OUTPUT_MAX);
-            if is_error {
-                t = format!("[error] {t}");
-            }
-            let mut d = draft(
-                ctx,
-                ts,
-                ids("result"),
-                "tool_result",
-                t,
-                "tool",
-                Trust::Tool,
-            );
-            if let Some(c) = str_of(p, "call_id") {
-                d.meta.insert("call_id".into(), Value::String(c.into()));
-            }
-            if is_error {
-                d.meta.insert("is_error".into(), Value::Bool(true));
-            }
-            if let Some(n) = cut {
-                d.meta.insert("truncated_from".into(), n.into());
-            }
-            vec![d]
-        }
+        | "tool_search_output" => vec![tool_output(p, ty, ts, ids("result"), ctx, counts)],
         t if ITEMS_SKIPPED.contains(&t) => {
             counts.skip(format!("response_item:{t}"));
             Vec::new()
@@ -565,6 +412,178 @@ fn response_item(
             Vec::new()
         }
     }
+}
+
+/// The assistant's message: its text parts joined, with the model and any cut in meta.
+fn assistant_message(
+    p: &Value,
+    ts: Result<String, String>,
+    ids: Vec<String>,
+    ctx: &FileCtx,
+    counts: &mut Counts,
+) -> Vec<Draft> {
+    let text = content_texts(p.get("content"), counts)
+        .into_iter()
+        .map(|(_, t)| t)
+        .collect::<Vec<_>>()
+        .join("\n");
+    if text.trim().is_empty() {
+        counts.skip("message:empty");
+        return Vec::new();
+    }
+    let (t, cut) = clean_text(text.trim(), MESSAGE_MAX);
+    let mut d = draft(ctx, ts, ids, "message", t, "assistant", Trust::Agent);
+    if let Some(m) = &ctx.model {
+        d.meta.insert("model".into(), Value::String(m.clone()));
+    }
+    if let Some(n) = cut {
+        d.meta.insert("truncated_from".into(), n.into());
+    }
+    vec![d]
+}
+
+/// Another agent's message: its text parts joined, with its author and recipient in meta.
+fn agent_message(
+    p: &Value,
+    ts: Result<String, String>,
+    ids: Vec<String>,
+    ctx: &FileCtx,
+    counts: &mut Counts,
+) -> Vec<Draft> {
+    let text = content_texts(p.get("content"), counts)
+        .into_iter()
+        .map(|(_, t)| t)
+        .collect::<Vec<_>>()
+        .join("\n");
+    if text.trim().is_empty() {
+        counts.skip("message:empty");
+        return Vec::new();
+    }
+    let (t, _) = clean_text(text.trim(), MESSAGE_MAX);
+    let mut d = draft(ctx, ts, ids, "message", t, "agent", Trust::Agent);
+    for k in ["author", "recipient"] {
+        if let Some(v) = str_of(p, k) {
+            d.meta.insert(k.into(), Value::String(cap(v, 200).0));
+        }
+    }
+    vec![d]
+}
+
+/// A tool call of any kind, as one compact line with the tool, call id and model in meta.
+fn tool_call(
+    p: &Value,
+    ty: &str,
+    ts: Result<String, String>,
+    ids: Vec<String>,
+    ctx: &FileCtx,
+) -> Draft {
+    let (name, input) = tool_call_input(p, ty);
+    let name = if name.trim().is_empty() {
+        "tool".to_string()
+    } else {
+        name
+    };
+    let t = compact_call(&name, &input);
+    let mut d = draft(ctx, ts, ids, "tool_call", t, "assistant", Trust::Tool);
+    d.meta
+        .insert("tool".into(), Value::String(cap(&name, 200).0));
+    if let Some(c) = str_of(p, "call_id") {
+        d.meta.insert("call_id".into(), Value::String(c.into()));
+    }
+    if let Some(m) = &ctx.model {
+        d.meta.insert("model".into(), Value::String(m.clone()));
+    }
+    d
+}
+
+/// The tool's name and its input, where each kind of tool call keeps them.
+fn tool_call_input(p: &Value, ty: &str) -> (String, Value) {
+    match ty {
+        "function_call" => {
+            let name = str_of(p, "name").unwrap_or("function");
+            let name = match str_of(p, "namespace").filter(|n| !n.is_empty()) {
+                Some(ns) => format!("{ns}.{name}"),
+                None => name.to_string(),
+            };
+            (name, p.get("arguments").cloned().unwrap_or(Value::Null))
+        }
+        "custom_tool_call" => (
+            str_of(p, "name").unwrap_or("tool").to_string(),
+            p.get("input").cloned().unwrap_or(Value::Null),
+        ),
+        "local_shell_call" => (
+            "shell".to_string(),
+            p.get("action")
+                .and_then(|a| a.get("command"))
+                .cloned()
+                .unwrap_or(Value::Null),
+        ),
+        "web_search_call" => {
+            let action = p.get("action");
+            let q = action
+                .and_then(|a| {
+                    a.get("query")
+                        .filter(|q| !q.is_null())
+                        .or_else(|| a.get("url"))
+                })
+                .cloned()
+                .unwrap_or(Value::Null);
+            ("web_search".to_string(), q)
+        }
+        "tool_search_call" => (
+            "tool_search".to_string(),
+            p.get("arguments").cloned().unwrap_or(Value::Null),
+        ),
+        _ => (
+            "image_generation".to_string(),
+            p.get("revised_prompt").cloned().unwrap_or(Value::Null),
+        ),
+    }
+}
+
+/// A tool's output (or a tool search's list of tools), marked when it is an error.
+fn tool_output(
+    p: &Value,
+    ty: &str,
+    ts: Result<String, String>,
+    ids: Vec<String>,
+    ctx: &FileCtx,
+    counts: &mut Counts,
+) -> Draft {
+    let (text, is_error) = if ty == "tool_search_output" {
+        let names: Vec<String> = p
+            .get("tools")
+            .and_then(Value::as_array)
+            .map(|ts| {
+                ts.iter()
+                    .filter_map(|t| str_of(t, "name").map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default();
+        (format!("tools: {}", names.join(", ")), false)
+    } else {
+        output_text(p.get("output"), counts)
+    };
+    let text = if text.trim().is_empty() {
+        "(no output)".to_string()
+    } else {
+        text
+    };
+    let (mut t, cut) = clean_text(text.trim(), TOOL_OUTPUT_MAX);
+    if is_error {
+        t = format!("[error] {t}");
+    }
+    let mut d = draft(ctx, ts, ids, "tool_result", t, "tool", Trust::Tool);
+    if let Some(c) = str_of(p, "call_id") {
+        d.meta.insert("call_id".into(), Value::String(c.into()));
+    }
+    if is_error {
+        d.meta.insert("is_error".into(), Value::Bool(true));
+    }
+    if let Some(n) = cut {
+        d.meta.insert("truncated_from".into(), n.into());
+    }
+    d
 }
 
 fn user_message(
