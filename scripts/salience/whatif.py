@@ -31,7 +31,6 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import train  # noqa: E402  (sets the BLAS threads before numpy)
-import numpy as np  # noqa: E402
 
 QUESTION_CATEGORIES = (1, 2, 4)
 WEIGHTS = train.ROOT / "crates" / "core" / "salience" / "weights.json"
