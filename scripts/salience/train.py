@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Train dream's salience model (crates/core/salience/) and measure it by cross-validation.
+"""Train dream's salience model (crates/core/salience/) on the project's own labelled sets.
 
 Salience: would a careful person keep this statement in an agent's memory about its
 owner? Facts about the person, their work, plans, preferences, decisions and relations,
@@ -10,42 +10,42 @@ embedder, models/minilm-l6-v2-m2v-128, which Python's model2vec reads as dream's
 does) and thirteen shape features (features.py, written again in
 crates/core/src/selection/salience.rs). It is small (142 weights) and compiled into dream.
 
-Deterministic: the default run rebuilds the committed files byte for byte (compare the
-sha256 it prints with crates/core/salience/PROVENANCE.md). Offline once the pinned packages
-are installed; about a minute on 2 cores:
+Deterministic, and from the repository alone: the default run rebuilds the committed files
+byte for byte (compare the sha256 it prints with crates/core/salience/PROVENANCE.md).
+Offline once the pinned packages are installed; under a minute on 2 cores:
 
     python3 -m venv /tmp/salience-venv
     /tmp/salience-venv/bin/pip install -r scripts/salience/requirements.txt
     cargo build -p dream-core --example phrase_rules
-    /tmp/salience-venv/bin/python scripts/salience/train.py --locomo ../shared/eval/locomo/locomo-dev.json
+    /tmp/salience-venv/bin/python scripts/salience/train.py
 
-Data (the three labelled dev sets; see docs/BENCHMARKS.md, "Salience"):
-  * LoCoMo's development half (CC BY-NC 4.0: read from its path, never copied into the
-    repository). Every sentence of every turn, cut and stripped of its lead-in by dream's
-    own phrase rules (the example `phrase_rules`). A turn is worth keeping when the
-    authors' observations or a question's evidence cite it. Training takes a sentence of
-    such a turn as positive only when it shares content words with what cites it (two, or
-    one for a sentence of three content words or fewer): "Hey Mel!" in a cited turn is not
-    what was cited. Sentences of turns nothing cites are negative. Measures use the turn's
-    label as given.
+Data: the project's own labelled sets, one sentence or message a line (see
+docs/BENCHMARKS.md, "Salience"), every line cut into sentences and stripped of its lead-in
+by dream's own phrase rules (the example `phrase_rules`); a line's sentences share its label.
   * fixtures/devsets/salience-agent.txt: the generated coding-agent sessions' owner
     sentences (crates/testkit/src/agent.rs labels).
   * fixtures/devsets/salience-coding.txt: real and hand-written coding-session prose,
     labelled by hand.
+  * fixtures/devsets/salience-chat.txt: messaging-app chat between friends, written and
+    labelled by hand for the project by the guideline at its top.
+Nothing else is fitted on. LoCoMo (CC BY-NC 4.0) is never an input of the model, its
+penalty or its thresholds: given its path (--locomo), the script only measures the shipped
+model on it, held out (the model never saw it), and prints the figures (and writes them
+with --report); they are not in the committed files.
 
-Cross-validation: five folds. LoCoMo's five conversations are the five folds (leave one
-conversation out); the other two sets' groups (a template of the generator, a turn or
-session of the coding set) are dealt to folds by a hash of their name, so a group is never
-on both sides. Every figure printed is measured on folds the model was not fitted on.
+Cross-validation: five folds; each set's groups (a template of the generator, a turn or
+session of the coding set, a conversation of the chat set) are dealt to folds by a hash of
+their name, so a group is never on both sides. Every figure called cross-validated is
+measured on folds the model was not fitted on.
 
-Choices, each by a rule on the cross-validated scores of the dev sets:
-  * the L2 penalty: of 1, 3, 10, 30, the one with the best mean AUC over the three sets;
+Choices, each by a rule on the cross-validated scores of the three sets:
+  * the L2 penalty: of 0.1, 0.3, 1, 3, 10, 30, 100, the one with the best mean AUC over the sets;
   * KEEP (episodes and durable candidates): the lowest threshold, in steps of 0.01, at
     which precision is at least 0.85 on every set's candidates (sentences the phrase rules
     do not call chatter: what would reach a route);
   * SEND (what a model is shown): the highest threshold at which recall is at least 0.95
-    on every set's events (a LoCoMo turn scores as its best sentence; the other sets'
-    statements are events of one sentence), chatter included.
+    of every set's events worth keeping (an event is a labelled line, a message: it scores
+    as its best sentence), chatter included.
 
 Outputs (in --out, default crates/core/salience/): weights.json (the model, thresholds,
 cross-validated figures), parity.tsv (project-owned texts and the score Python gives each,
@@ -78,16 +78,17 @@ from features import FEATURES, features  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 MODEL = ROOT / "models" / "minilm-l6-v2-m2v-128"
-AGENT = ROOT / "fixtures" / "devsets" / "salience-agent.txt"
-CODING = ROOT / "fixtures" / "devsets" / "salience-coding.txt"
+DEVSETS = ROOT / "fixtures" / "devsets"
+AGENT = DEVSETS / "salience-agent.txt"
+CODING = DEVSETS / "salience-coding.txt"
+CHAT = DEVSETS / "salience-chat.txt"
+SETS = ["agent", "coding", "chat"]  # what the model is fitted on, in this order
 FOLDS = 5
-L2_GRID = [1.0, 3.0, 10.0, 30.0]
-SMALL_SET_WEIGHT = 5.0  # a row of the two coding sets weighs 5 LoCoMo rows (they are 2% of the rows)
+L2_GRID = [0.1, 0.3, 1.0, 3.0, 10.0, 30.0, 100.0]
 NEWTON_STEPS = 30
 PRECISION = 0.85
 RECALL = 0.95
 SIGNIFICANT = 6  # digits the weights are written with
-SETS = ["locomo", "agent", "coding"]
 
 # ---------------------------------------------------------------- S6 words (measures.rs)
 
@@ -153,6 +154,63 @@ def sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+def phrase_rules(binary: Path, items: list) -> list[list[dict]]:
+    """dream's own sentences, lead-ins, chatter and specificity for each text."""
+    stdin = "".join(json.dumps(i, ensure_ascii=False) + "\n" for i in items)
+    out = subprocess.run([str(binary)], input=stdin, capture_output=True, text=True, check=True)
+    rows = [json.loads(line) for line in out.stdout.splitlines()]
+    if len(rows) != len(items):
+        sys.exit(f"{binary} answered {len(rows)} lines for {len(items)} texts")
+    return rows
+
+
+def fold_of(group: str) -> int:
+    return zlib.crc32(group.encode()) % FOLDS
+
+
+def labelled_rows(path: Path, name: str, binary: Path) -> list[dict]:
+    """One of the project's labelled files (`L|kind|group|text`), each line cut by dream's
+    phrase rules like any statement (a line's sentences share its label; the line is the
+    event a model would be shown)."""
+    lines = []
+    for line in path.read_text().splitlines():
+        if not line.strip() or line.startswith("#"):
+            continue
+        label, kind, group, text = line.split("|", 3)
+        if name == "agent":  # a generator template is the group: names and numbers masked
+            group = re.sub(r"\b[A-Z][a-z]+\b|\d+(?:\.\d+)?", "X", text)
+        lines.append((label == "K", kind, group, text))
+    rules = phrase_rules(binary, [t for *_, t in lines])
+    rows = []
+    for i, ((keep, kind, group, _), sentences) in enumerate(zip(lines, rules)):
+        for s in sentences:
+            rows.append(
+                {
+                    "set": name,
+                    "text": s["body"],
+                    "label": keep,
+                    "fold": fold_of(group),
+                    "candidate": s["chatter"] is None,
+                    "specific": s["specific"],
+                    "kind": kind,
+                    "event": f"{name}:{i}",
+                }
+            )
+    return rows
+
+
+def project_rows(binary: Path) -> list[dict]:
+    return (
+        labelled_rows(AGENT, "agent", binary)
+        + labelled_rows(CODING, "coding", binary)
+        + labelled_rows(CHAT, "chat", binary)
+    )
+
+
+# LoCoMo: read for evaluation only (CC BY-NC 4.0, never copied into the repository, never
+# fitted on).
+
+
 def canonical(raw: str) -> list[str]:
     out = []
     for p in re.split(r"[;, ]", raw):
@@ -167,34 +225,22 @@ def session_day(raw: str) -> str:
     return datetime.strptime(f"{m.group(1)} {m.group(2)} {m.group(3)}", "%d %B %Y").strftime("%Y-%m-%d")
 
 
-def phrase_rules(binary: Path, items: list[dict]) -> list[list[dict]]:
-    """dream's own sentences, lead-ins, chatter and specificity for each text."""
-    stdin = "".join(json.dumps(i, ensure_ascii=False) + "\n" for i in items)
-    out = subprocess.run([str(binary)], input=stdin, capture_output=True, text=True, check=True)
-    rows = [json.loads(line) for line in out.stdout.splitlines()]
-    if len(rows) != len(items):
-        sys.exit(f"{binary} answered {len(rows)} lines for {len(items)} texts")
-    return rows
-
-
 def locomo_turns(path: Path) -> list[dict]:
-    """Every turn of every conversation, with its label and what cites it."""
+    """Every turn of every conversation, with its label: worth keeping when the authors'
+    observations or a question's evidence cite it."""
     turns = []
     for conv in json.loads(path.read_text()):
         cid = conv["sample_id"]
         c = conv["conversation"]
-        speakers = [c["speaker_a"].lower(), c["speaker_b"].lower()]
-        cites: dict[str, list[str]] = {}
+        cited = set()
         for _, by_speaker in sorted(conv.get("observation", {}).items()):
             for _, items in sorted(by_speaker.items()):
-                for text, ev in items:
+                for _, ev in items:
                     for e in ev if isinstance(ev, list) else [ev]:
-                        for i in canonical(e):
-                            cites.setdefault(i, []).append(text)
+                        cited.update(canonical(e))
         for q in conv.get("qa", []):
             for e in q.get("evidence", []):
-                for i in canonical(e):
-                    cites.setdefault(i, []).append(f"{q.get('answer', '')} {q['question']}")
+                cited.update(canonical(e))
         sessions = sorted(int(k.split("_")[1]) for k in c if re.fullmatch(r"session_\d+", k))
         for n in sessions:
             day = session_day(c[f"session_{n}_date_time"])
@@ -210,75 +256,30 @@ def locomo_turns(path: Path) -> list[dict]:
                         "speaker": t["speaker"],
                         "text": t["text"],
                         "day": day,
-                        "label": ids[0] in cites,
-                        "cites": cites.get(ids[0], []),
-                        "speakers": speakers,
+                        "label": ids[0] in cited,
                     }
                 )
     return turns
 
 
 def locomo_rows(path: Path, binary: Path) -> list[dict]:
+    """Every sentence of every turn as dream's phrase rules cut it, with its turn's label
+    (the measure uses the label as given; the turn is the event)."""
     turns = locomo_turns(path)
     rules = phrase_rules(binary, [{"text": t["text"], "day": t["day"]} for t in turns])
-    convs = sorted({t["conv"] for t in turns})
     rows = []
     for t, sentences in zip(turns, rules):
         for s in sentences:
             if s["chatter"] == "unusable":
                 continue
-            words = [w for w in content(s["body"]) if w not in t["speakers"]]
-            best = 0
-            for cite in t["cites"]:
-                cw = content(cite)
-                best = max(best, sum(1 for w in words if w in cw))
-            cited = t["label"] and (best >= 2 or (best >= 1 and len(words) <= 3))
             rows.append(
                 {
                     "set": "locomo",
                     "text": s["body"],
                     "label": t["label"],
-                    # training target: 1, 0, or None (a sentence of a cited turn that is
-                    # not what was cited: left out of training)
-                    "target": 1.0 if cited else (0.0 if not t["label"] else None),
-                    "fold": convs.index(t["conv"]) % FOLDS,
                     "candidate": s["chatter"] is None,
                     "specific": s["specific"],
-                    "turn": t["turn"],
-                }
-            )
-    return rows
-
-
-def fold_of(group: str) -> int:
-    return zlib.crc32(group.encode()) % FOLDS
-
-
-def labelled_rows(path: Path, name: str, binary: Path) -> list[dict]:
-    """One of the project's labelled files (`L|kind|group|text`), each line cut by dream's
-    phrase rules like any statement (a line's sentences share its label)."""
-    lines = []
-    for line in path.read_text().splitlines():
-        if not line.strip() or line.startswith("#"):
-            continue
-        label, kind, group, text = line.split("|", 3)
-        if name == "agent":  # a generator template is the group: names and numbers masked
-            group = re.sub(r"\b[A-Z][a-z]+\b|\d+(?:\.\d+)?", "X", text)
-        lines.append((label == "K", kind, group, text))
-    rules = phrase_rules(binary, [t for *_, t in lines])
-    rows = []
-    for (keep, kind, group, _), sentences in zip(lines, rules):
-        for s in sentences:
-            rows.append(
-                {
-                    "set": name,
-                    "text": s["body"],
-                    "label": keep,
-                    "target": 1.0 if keep else 0.0,
-                    "fold": fold_of(group),
-                    "candidate": s["chatter"] is None,
-                    "specific": s["specific"],
-                    "kind": kind,
+                    "event": t["turn"],
                 }
             )
     return rows
@@ -287,9 +288,10 @@ def labelled_rows(path: Path, name: str, binary: Path) -> list[dict]:
 # ---------------------------------------------------------------- the model
 
 
-def fit(x: np.ndarray, y: np.ndarray, w: np.ndarray, l2: float) -> np.ndarray:
+def fit(x: np.ndarray, y: np.ndarray, l2: float) -> np.ndarray:
     """L2-penalised logistic regression (the bias unpenalised) by Newton's method: a fixed
-    number of steps from zero, so the same data always gives the same weights."""
+    number of steps from zero, so the same data always gives the same weights. Every row
+    weighs the same."""
     n, k = x.shape
     xb = np.hstack([x, np.ones((n, 1))])
     beta = np.zeros(k + 1)
@@ -297,8 +299,8 @@ def fit(x: np.ndarray, y: np.ndarray, w: np.ndarray, l2: float) -> np.ndarray:
     penalty[-1, -1] = 0.0
     for _ in range(NEWTON_STEPS):
         p = 1.0 / (1.0 + np.exp(-(xb @ beta)))
-        grad = xb.T @ (w * (p - y)) + penalty @ beta
-        hess = (xb * (w * p * (1.0 - p))[:, None]).T @ xb + penalty
+        grad = xb.T @ (p - y) + penalty @ beta
+        hess = (xb * (p * (1.0 - p))[:, None]).T @ xb + penalty
         beta = beta - np.linalg.solve(hess, grad)
     return beta
 
@@ -330,95 +332,62 @@ def design(rows: list[dict], model) -> np.ndarray:
     return np.hstack([emb, feats])
 
 
+def labels(rows) -> np.ndarray:
+    return np.array([1.0 if r["label"] else 0.0 for r in rows])
+
+
 def cross_validate(x, rows, l2) -> np.ndarray:
-    target = np.array([r["target"] if r["target"] is not None else -1.0 for r in rows])
-    trainable = target >= 0
-    weight = np.array([1.0 if r["set"] == "locomo" else SMALL_SET_WEIGHT for r in rows])
+    """Each row scored by the model fitted on the other folds."""
+    y = labels(rows)
     fold = np.array([r["fold"] for r in rows])
     oof = np.zeros(len(rows))
     for f in range(FOLDS):
-        train = (fold != f) & trainable
-        beta = fit(x[train], target[train], weight[train], l2)
+        beta = fit(x[fold != f], y[fold != f], l2)
         oof[fold == f] = predict(beta, x[fold == f])
     return oof
 
 
-def per_set(rows, oof, name, candidates=False):
+def per_set(rows, scores, name, candidates=False):
+    """A set's sentences (or only its candidates): labels and scores."""
     m = np.array([r["set"] == name and (r["candidate"] or not candidates) for r in rows])
-    y = np.array([1.0 if r["label"] else 0.0 for r in rows])[m]
-    return y, oof[m]
+    return labels(rows)[m], scores[m]
 
 
-def turn_level(rows, oof):
-    """LoCoMo as the issue labels it: a turn is kept when one of its sentences is; its
-    score is its best sentence's."""
+def events(rows, scores, name):
+    """A set's events (a labelled line, a LoCoMo turn): one is worth keeping when its
+    label says so, and scores as its best sentence."""
     best: dict[str, list] = {}
-    for r, s in zip(rows, oof):
-        if r["set"] == "locomo":
-            b = best.setdefault(r["turn"], [0.0, r["label"]])
+    for r, s in zip(rows, scores):
+        if r["set"] == name:
+            b = best.setdefault(r["event"], [0.0, r["label"]])
             b[0] = max(b[0], s)
     y = np.array([1.0 if v[1] else 0.0 for v in best.values()])
     s = np.array([v[0] for v in best.values()])
     return y, s
 
 
-def sent_units(rows, oof, name):
-    """What a model is shown is an event: for LoCoMo a turn (its best sentence's score),
-    for the other two sets the labelled statement."""
-    if name == "locomo":
-        return turn_level(rows, oof)
-    return per_set(rows, oof, name)
-
-
 GRID = [round(0.01 * i, 2) for i in range(1, 100)]
 
 
-def lowest_precise(rows, oof, names) -> float:
+def lowest_precise(rows, scores, names) -> float:
     return next(
-        (t for t in GRID if all(precision_recall(*per_set(rows, oof, n, True), t)[0] >= PRECISION for n in names)),
+        (t for t in GRID if all(precision_recall(*per_set(rows, scores, n, True), t)[0] >= PRECISION for n in names)),
         GRID[-1],
     )
 
 
-def highest_recalling(rows, oof, names) -> float:
+def highest_recalling(rows, scores, names) -> float:
     return max(
-        (t for t in GRID if all(precision_recall(*sent_units(rows, oof, n), t)[1] >= RECALL for n in names)),
+        (t for t in GRID if all(precision_recall(*events(rows, scores, n), t)[1] >= RECALL for n in names)),
         default=GRID[0],
     )
 
 
-def thresholds(rows, oof) -> tuple[float, float]:
-    for n in SETS:
-        print(f"  {n}: precision >= {PRECISION} on candidates from {lowest_precise(rows, oof, [n])}, "
-              f"recall >= {RECALL} of what is sent up to {highest_recalling(rows, oof, [n])}")
-    return lowest_precise(rows, oof, SETS), highest_recalling(rows, oof, SETS)
-
-
-def figures(rows, oof, keep, send) -> dict:
-    out = {}
-    for n in SETS:
-        for cand in (False, True):
-            y, s = per_set(rows, oof, n, cand)
-            pk, rk, nk = precision_recall(y, s, keep)
-            ps, rs, ns = precision_recall(y, s, send)
-            out[f"{n}{' candidates' if cand else ''}"] = {
-                "statements": int(len(y)),
-                "worth_keeping": int(y.sum()),
-                "auc": none_if_nan(round(auc(y, s), 3)),
-                "keep": {"precision": round(pk, 3), "recall": round(rk, 3), "kept": nk},
-                "send": {"precision": round(ps, 3), "recall": round(rs, 3), "kept": ns},
-            }
-    y, s = turn_level(rows, oof)
-    pk, rk, nk = precision_recall(y, s, keep)
-    ps, rs, ns = precision_recall(y, s, send)
-    out["locomo turns"] = {
-        "statements": int(len(y)),
-        "worth_keeping": int(y.sum()),
-        "auc": round(auc(y, s), 3),
-        "keep": {"precision": round(pk, 3), "recall": round(rk, 3), "kept": nk},
-        "send": {"precision": round(ps, 3), "recall": round(rs, 3), "kept": ns},
-    }
-    return out
+def thresholds(rows, scores, names) -> tuple[float, float]:
+    for n in names:
+        print(f"  {n}: precision >= {PRECISION} on candidates from {lowest_precise(rows, scores, [n])}, "
+              f"recall >= {RECALL} of events up to {highest_recalling(rows, scores, [n])}")
+    return lowest_precise(rows, scores, names), highest_recalling(rows, scores, names)
 
 
 def none_if_nan(x: float):
@@ -426,8 +395,43 @@ def none_if_nan(x: float):
     return None if x != x else x
 
 
+def measured(y, s, keep, send) -> dict:
+    pk, rk, nk = precision_recall(y, s, keep)
+    ps, rs, ns = precision_recall(y, s, send)
+    return {
+        "statements": int(len(y)),
+        "worth_keeping": int(y.sum()),
+        "auc": none_if_nan(round(auc(y, s), 3)),
+        "keep": {"precision": round(pk, 3), "recall": round(rk, 3), "kept": nk},
+        "send": {"precision": round(ps, 3), "recall": round(rs, 3), "kept": ns},
+    }
+
+
+def figures(rows, scores, names, keep, send, unit="lines") -> dict:
+    """Per set: every sentence, the candidate sentences, and the events."""
+    out = {}
+    for n in names:
+        out[n] = measured(*per_set(rows, scores, n), keep, send)
+        out[f"{n} candidates"] = measured(*per_set(rows, scores, n, True), keep, send)
+        out[f"{n} {unit}"] = measured(*events(rows, scores, n), keep, send)
+    return out
+
+
+def show(figs: dict) -> None:
+    for name, f in figs.items():
+        shown = "-" if f["auc"] is None else f"{f['auc']:.3f}"
+        line = f"  {name:<18} n {f['statements']:>5} keep-worthy {f['worth_keeping']:>5}  AUC {shown:>5}"
+        line += f"  at KEEP: precision {f['keep']['precision']:.3f} recall {f['keep']['recall']:.3f}"
+        line += f"  at SEND: recall {f['send']['recall']:.3f} ({f['send']['kept']} of {f['statements']} sent)"
+        print(line)
+
+
 def g(x: float) -> float:
     return float(f"{x:.{SIGNIFICANT}g}")
+
+
+def shipped_beta(weights: dict) -> np.ndarray:
+    return np.array(weights["embedding_weights"] + weights["feature_weights"] + [weights["bias"]])
 
 
 # ---------------------------------------------------------------- parity texts
@@ -479,7 +483,6 @@ PARITY = [
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--locomo", required=True, type=Path, help="LoCoMo's dev half (locomo-dev.json)")
     ap.add_argument("--out", type=Path, default=ROOT / "crates" / "core" / "salience")
     ap.add_argument(
         "--rules",
@@ -488,65 +491,54 @@ def main() -> None:
         help="the phrase_rules example (cargo build -p dream-core --example phrase_rules)",
     )
     ap.add_argument(
+        "--locomo",
+        type=Path,
+        help="LoCoMo's dev half (locomo-dev.json): measure the shipped model on it, held out; "
+        "never fitted on, and nothing of it is written into --out",
+    )
+    ap.add_argument("--report", type=Path, help="write the held-out LoCoMo figures here (JSON)")
+    ap.add_argument(
+        "--baseline",
+        type=Path,
+        help="another weights.json (the phase-1 model, say) to measure beside the new one on the same statements",
+    )
+    ap.add_argument(
         "--ablation",
         action="store_true",
         help="also measure the shape features alone, the embedding alone, and the phrase rule it would replace",
     )
-    ap.add_argument("--scores", type=Path, help="also write every dev statement's cross-validated score here (JSON lines)")
+    ap.add_argument(
+        "--scores",
+        type=Path,
+        help="also write every statement's score here (JSON lines): cross-validated for the "
+        "project's sets, the shipped model's for LoCoMo",
+    )
     a = ap.parse_args()
     if not a.rules.exists():
         sys.exit(f"{a.rules} is missing: cargo build -p dream-core --example phrase_rules")
     from model2vec import StaticModel
 
     model = StaticModel.from_pretrained(str(MODEL))
-    rows = locomo_rows(a.locomo, a.rules) + labelled_rows(AGENT, "agent", a.rules) + labelled_rows(
-        CODING, "coding", a.rules
-    )
+    rows = project_rows(a.rules)
     x = design(rows, model)
     print(f"{len(rows)} statements: " + ", ".join(f"{n} {sum(r['set'] == n for r in rows)}" for n in SETS))
 
-    # The penalty: the best mean cross-validated AUC over the three sets.
+    # The penalty: the best mean cross-validated AUC over the sets.
     best = None
     for l2 in L2_GRID:
         oof = cross_validate(x, rows, l2)
         aucs = [auc(*per_set(rows, oof, n)) for n in SETS]
-        print(f"l2 {l2:>4}: AUC " + ", ".join(f"{n} {v:.3f}" for n, v in zip(SETS, aucs)))
+        print(f"l2 {l2:>5}: AUC " + ", ".join(f"{n} {v:.3f}" for n, v in zip(SETS, aucs)))
         if best is None or np.mean(aucs) > best[0] + 1e-12:
             best = (float(np.mean(aucs)), l2, oof)
     _, l2, oof = best
-    keep, send = thresholds(rows, oof)
-    cv = figures(rows, oof, keep, send)
-    print(f"chosen: l2 {l2}, KEEP {keep}, SEND {send}")
-    for name, f in cv.items():
-        shown = "-" if f["auc"] is None else f"{f['auc']:.3f}"
-        line = f"  {name:<18} n {f['statements']:>5} keep-worthy {f['worth_keeping']:>5}  AUC {shown:>5}"
-        line += f"  at KEEP: precision {f['keep']['precision']:.3f} recall {f['keep']['recall']:.3f}"
-        if "send" in f:
-            line += f"  at SEND: recall {f['send']['recall']:.3f} ({f['send']['kept']} of {f['statements']} sent)"
-        print(line)
-    if a.ablation:
-        dim = x.shape[1] - len(FEATURES)
-        for name, part in (("shape features alone", x[:, dim:]), ("embedding alone", x[:, :dim])):
-            o = cross_validate(part, rows, l2)
-            print(f"  {name}: AUC " + ", ".join(
-                f"{n} {auc(*per_set(rows, o, n)):.3f} (candidates {auc(*per_set(rows, o, n, True)):.3f})"
-                for n in SETS))
-        for n in SETS:
-            m = [r for r in rows if r["set"] == n and r["candidate"]]
-            y = np.array([1.0 if r["label"] else 0.0 for r in m])
-            rule = np.array([1.0 if r["specific"] else 0.0 for r in m])
-            p, r_, k = precision_recall(y, rule, 0.5)
-            print(f"  the phrase rule `specific` on {n} candidates: precision {p:.3f} recall {r_:.3f} ({k} kept)")
-    if a.scores:
-        with open(a.scores, "w") as out:
-            for r, s in zip(rows, oof):
-                out.write(json.dumps({k: r[k] for k in ("set", "text", "label", "candidate")} | {"score": round(float(s), 4)}) + "\n")
+    keep, send = thresholds(rows, oof, SETS)
+    cv = figures(rows, oof, SETS, keep, send)
+    print(f"chosen: l2 {l2}, KEEP {keep}, SEND {send} (cross-validated figures:)")
+    show(cv)
 
-    # The shipped model: fitted on every statement that has a training target.
-    target = np.array([r["target"] if r["target"] is not None else -1.0 for r in rows])
-    trainable = target >= 0
-    weight = np.array([1.0 if r["set"] == "locomo" else SMALL_SET_WEIGHT for r in rows])
-    beta = fit(x[trainable], target[trainable], weight[trainable], l2)
+    # The shipped model: fitted on every statement of the three sets.
+    beta = fit(x, labels(rows), l2)
     dim = x.shape[1] - len(FEATURES)
     weights = {
         "model": "logistic regression over the minilm embedding and shape features",
@@ -558,26 +550,91 @@ def main() -> None:
         "bias": g(beta[-1]),
         "l2": l2,
         "thresholds": {"keep": keep, "send": send},
+        "trained_on": {n: sum(r["set"] == n for r in rows) for n in SETS},
         "cross_validation": cv,
     }
+    shipped = shipped_beta(weights)
+
+    if a.ablation:
+        print("ablation (cross-validated AUC, all sentences and candidates):")
+        for name, cols in (("shape features alone", slice(dim, None)), ("embedding alone", slice(0, dim))):
+            o = cross_validate(x[:, cols], rows, l2)
+            print(f"  {name}: " + ", ".join(
+                f"{n} {auc(*per_set(rows, o, n)):.3f} ({auc(*per_set(rows, o, n, True)):.3f})" for n in SETS))
+        for n in SETS:
+            m = [r for r in rows if r["set"] == n and r["candidate"]]
+            rule = np.array([1.0 if r["specific"] else 0.0 for r in m])
+            p, r_, k = precision_recall(labels(m), rule, 0.5)
+            print(f"  the phrase rule `specific` on {n} candidates: precision {p:.3f} recall {r_:.3f} ({k} kept)")
+
+    baseline = json.loads(a.baseline.read_text()) if a.baseline else None
+    if baseline:
+        b = baseline["thresholds"]
+        print(f"the baseline {a.baseline} (KEEP {b['keep']}, SEND {b['send']}) on the same statements "
+              "(held out only where it was not fitted):")
+        show(figures(rows, predict(shipped_beta(baseline), x), SETS, b["keep"], b["send"]))
+
+    locomo, lx, held = [], None, None
+    if a.locomo:
+        # Held out: the shipped model never saw LoCoMo, so no fold is needed.
+        locomo = locomo_rows(a.locomo, a.rules)
+        lx = design(locomo, model)
+        held = predict(shipped, lx)
+        report = {
+            "locomo": str(a.locomo.name),
+            "sha256": sha256(a.locomo),
+            "keep": keep,
+            "send": send,
+            "held_out": figures(locomo, held, ["locomo"], keep, send, unit="turns"),
+        }
+        print(f"LoCoMo dev, held out ({len(locomo)} sentences; the model was fitted on the project's sets only):")
+        show(report["held_out"])
+        only = thresholds(locomo, held, ["locomo"])
+        print(f"  (LoCoMo alone would choose KEEP {only[0]}, SEND {only[1]}; not used)")
+        if a.ablation:
+            for name, cols in (("shape features alone", slice(dim, None)), ("embedding alone", slice(0, dim))):
+                bpart = fit(x[:, cols], labels(rows), l2)
+                s = predict(bpart, lx[:, cols])
+                print(f"  {name}, held out: AUC sentences {auc(*per_set(locomo, s, 'locomo')):.3f}, "
+                      f"candidates {auc(*per_set(locomo, s, 'locomo', True)):.3f}, "
+                      f"turns {auc(*events(locomo, s, 'locomo')):.3f}")
+            m = [r for r in locomo if r["candidate"]]
+            rule = np.array([1.0 if r["specific"] else 0.0 for r in m])
+            p, r_, k = precision_recall(labels(m), rule, 0.5)
+            print(f"  the phrase rule `specific` on locomo candidates: precision {p:.3f} recall {r_:.3f} ({k} kept)")
+        if baseline:
+            b = baseline["thresholds"]
+            report["baseline"] = figures(
+                locomo, predict(shipped_beta(baseline), lx), ["locomo"], b["keep"], b["send"], unit="turns"
+            )
+            print(f"the baseline on LoCoMo dev (KEEP {b['keep']}, SEND {b['send']}; not held out if it was fitted on it):")
+            show(report["baseline"])
+        if a.report:
+            a.report.write_text(json.dumps(report, indent=1, allow_nan=False) + "\n")
+
+    if a.scores:
+        with open(a.scores, "w") as out:
+            for rs, ss in ((rows, oof), (locomo, held)):
+                for r, s in zip(rs, ss if ss is not None else []):
+                    out.write(json.dumps({k: r[k] for k in ("set", "text", "label", "candidate")}
+                                         | {"score": round(float(s), 4)}, ensure_ascii=False) + "\n")
+
     a.out.mkdir(parents=True, exist_ok=True)
     wpath = a.out / "weights.json"
     wpath.write_text(json.dumps(weights, indent=1, allow_nan=False) + "\n")
 
     # Parity: what the shipped weights give for project-owned texts, as Python computes it.
-    shipped = np.array(weights["embedding_weights"] + weights["feature_weights"] + [weights["bias"]])
-    texts = PARITY + [r["text"] for r in rows if r["set"] != "locomo"][::7]
-    px = design([{"text": t} for t in texts], model)
-    scores = predict(shipped, px)
+    texts = PARITY + [r["text"] for r in rows][::7]
+    scores = predict(shipped, design([{"text": t} for t in texts], model))
     with open(a.out / "parity.tsv", "w") as out:
         out.write("# text (JSON string)\tscore by scripts/salience/train.py (Rust must agree within 1e-5)\n")
         for t, s in zip(texts, scores):
             out.write(f"{json.dumps(t, ensure_ascii=False)}\t{s:.9f}\n")
 
     inputs = {
-        "LoCoMo dev half (path given, not in the repository)": sha256(a.locomo),
         "fixtures/devsets/salience-agent.txt": sha256(AGENT),
         "fixtures/devsets/salience-coding.txt": sha256(CODING),
+        "fixtures/devsets/salience-chat.txt": sha256(CHAT),
         "models/minilm-l6-v2-m2v-128/model.safetensors": sha256(MODEL / "model.safetensors"),
         "scripts/salience/features.py": sha256(Path(__file__).parent / "features.py"),
         "scripts/salience/train.py": sha256(Path(__file__)),
@@ -587,6 +644,7 @@ def main() -> None:
         weights=sha256(wpath),
         parity=sha256(a.out / "parity.tsv"),
         l2=l2,
+        grid=", ".join(f"{v:g}" for v in L2_GRID),
         keep=keep,
         send=send,
         rows=len(rows),
@@ -601,24 +659,26 @@ PROVENANCE = """# The salience model: provenance
 
 `weights.json` is dream's salience model (`crates/core/src/selection/salience.rs` compiles it in with
 `include_str!`): a logistic regression over a statement's `minilm` embedding (128 values)
-and 13 shape features, with the thresholds chosen on the dev sets and the
+and 13 shape features, with the thresholds chosen on the project's dev sets and the
 cross-validated figures they were chosen from. `parity.tsv` holds project-owned texts and
 the score the training script gives each; `tests/salience.rs` holds dream's Rust to them
 within 1e-5. Written by `scripts/salience/train.py`; do not edit by hand.
 
-## Licences
+## Data and licences
 
-- Learned from: LoCoMo's development half (snap-research/locomo, `data/locomo10.json`,
-  conversations conv-26, conv-30, conv-41, conv-42, conv-43; CC BY-NC 4.0), read from its
-  path at training time: no text of it is in the repository or in these files, which hold
-  142 numbers, two thresholds and figures; and the project's own labelled sets
-  (`fixtures/devsets/salience-agent.txt`, `salience-coding.txt`; their quoted lines carry
-  the licences their header names, MIT and Apache-2.0).
+- Fitted on the project's own labelled sets only, each under the project's licence
+  (MIT OR Apache-2.0): `fixtures/devsets/salience-agent.txt` (the generated coding-agent
+  sessions), `salience-coding.txt` (coding-session prose labelled by hand; the few real
+  owner lines it quotes carry the licences its header names, MIT and Apache-2.0) and
+  `salience-chat.txt` (messaging-app chat between friends, written and labelled by hand
+  for the project). The weights, the L2 penalty and both thresholds are chosen on these
+  sets alone.
 - Over the embedding of dream's `minilm` table (Apache-2.0, see
   `models/minilm-l6-v2-m2v-128/README.md`).
-- LoCoMo's licence is non-commercial: whether weights fitted on it may ship in a
-  commercial build is for the project to decide (docs/BENCHMARKS.md, "Salience", says what
-  each set contributes).
+- No parameter here is derived from LoCoMo (CC BY-NC 4.0): it is not an input of the
+  fit, of the penalty or of the thresholds, and nothing of it is in these files. Given its
+  path (`--locomo`), the script only measures the shipped model on LoCoMo's development
+  half, held out, and prints the figures (docs/BENCHMARKS.md, "Salience").
 
 ## How it was made
 
@@ -626,17 +686,18 @@ within 1e-5. Written by `scripts/salience/train.py`; do not edit by hand.
 python3 -m venv /tmp/salience-venv
 /tmp/salience-venv/bin/pip install -r scripts/salience/requirements.txt
 cargo build -p dream-core --example phrase_rules
-/tmp/salience-venv/bin/python scripts/salience/train.py --locomo ../shared/eval/locomo/locomo-dev.json
+/tmp/salience-venv/bin/python scripts/salience/train.py
 ```
 
-Deterministic: the same inputs give these files byte for byte (one BLAS thread, a fixed
-number of Newton steps from zero, weights written with 6 significant digits).
+Deterministic, from the repository alone: the same inputs give these files byte for byte
+(one BLAS thread, a fixed number of Newton steps from zero, weights written with 6
+significant digits).
 
-- Statements: {rows} ({n}).
-- L2 penalty {l2} (the best mean cross-validated AUC of 1, 3, 10, 30).
+- Statements: {rows} ({n}), every one weighing the same.
+- L2 penalty {l2} (the best mean cross-validated AUC over the three sets of {grid}).
 - KEEP = {keep}: the lowest threshold at which cross-validated precision is at least 0.85
   on every set's candidates. SEND = {send}: the highest at which cross-validated recall is
-  at least 0.95 of every set's events.
+  at least 0.95 of every set's events worth keeping.
 
 ## Inputs and outputs (sha256)
 

@@ -2,7 +2,7 @@
 """What LoCoMo dev would measure if the salience score decided episodes (phase 2 of issue 28).
 
 Cheap what-ifs, computed here rather than by a replay: grounded retention, memory size and
-precision (as `dream eval locomo` measures them, src/eval/grounded.rs) of
+precision (as `dream eval locomo` measures them, crates/engine/src/eval/grounded.rs) of
 
   * memory: the lines a replay kept (`dream eval locomo PATH --keep DIR`), keeping only
     those scoring at least t, at most n per session (ranked by score; durable facts, which
@@ -12,8 +12,9 @@ precision (as `dream eval locomo` measures them, src/eval/grounded.rs) of
     `phrases::specific` calls specific, dated and with relative dates written out as an
     episode is, kept when scoring at least t, at most n per session.
 
-Scores are cross-validated: each conversation's lines are scored by the model fitted
-without it (train.py's folds and penalty), so the what-ifs are not the training fit.
+Scores are held out: the shipped model (crates/core/salience/weights.json, or --weights)
+was fitted on the project's own labelled sets only, so it scores every LoCoMo line without
+having seen it, and dream would compute the same scores (the weights as shipped).
 
     cargo build -p dream-core --example phrase_rules
     dream eval locomo ../shared/eval/locomo/locomo-dev.json --keep /tmp/replay
@@ -30,9 +31,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import train  # noqa: E402  (sets the BLAS threads before numpy)
-import numpy as np  # noqa: E402
 
 QUESTION_CATEGORIES = (1, 2, 4)
+WEIGHTS = train.ROOT / "crates" / "core" / "salience" / "weights.json"
 
 
 def words(text: str) -> int:
@@ -86,17 +87,6 @@ def memory_lines(replay: Path, cid: str) -> list[dict]:
     return out
 
 
-def fold_models(rows, x, l2):
-    target = np.array([r["target"] if r["target"] is not None else -1.0 for r in rows])
-    weight = np.array([1.0 if r["set"] == "locomo" else train.SMALL_SET_WEIGHT for r in rows])
-    fold = np.array([r["fold"] for r in rows])
-    models = []
-    for f in range(train.FOLDS):
-        m = (fold != f) & (target >= 0)
-        models.append(train.fit(x[m], target[m], weight[m], l2))
-    return models
-
-
 def choose(items, t, n):
     by = defaultdict(list)
     for it in items:
@@ -113,19 +103,15 @@ def main() -> None:
     ap.add_argument("--locomo", required=True, type=Path)
     ap.add_argument("--replay", required=True, type=Path, help="the --keep folder of a `dream eval locomo` run")
     ap.add_argument("--rules", type=Path, default=train.ROOT / "target" / "debug" / "examples" / "phrase_rules")
+    ap.add_argument("--weights", type=Path, default=WEIGHTS, help="the model to score with (default: the shipped one)")
     a = ap.parse_args()
     from model2vec import StaticModel
 
     model = StaticModel.from_pretrained(str(train.MODEL))
-    rows = (
-        train.locomo_rows(a.locomo, a.rules)
-        + train.labelled_rows(train.AGENT, "agent", a.rules)
-        + train.labelled_rows(train.CODING, "coding", a.rules)
-    )
-    l2 = json.loads((train.ROOT / "crates" / "core" / "salience" / "weights.json").read_text())["l2"]
-    models = fold_models(rows, train.design(rows, model), l2)
+    weights = json.loads(a.weights.read_text())
+    beta = train.shipped_beta(weights)
+    threshold = weights["thresholds"]["keep"]  # KEEP
     convs = json.loads(a.locomo.read_text())
-    order = sorted(c["sample_id"] for c in convs)
     turns = train.locomo_turns(a.locomo)
     rules = train.phrase_rules(a.rules, [{"text": t["text"], "day": t["day"]} for t in turns])
     transcript_words = sum(
@@ -140,7 +126,6 @@ def main() -> None:
         cid = conv["sample_id"]
         qs[cid] = questions(conv)
         labelled[cid] = {t["turn"] for t in turns if t["conv"] == cid and t["label"]}
-        beta = models[order.index(cid) % train.FOLDS]
         mem = memory_lines(a.replay, cid)
         cand = []
         for t, sentences in zip(turns, rules):
@@ -182,7 +167,7 @@ def main() -> None:
         )
 
     print(f"memory as replayed:                 {measure(lambda c: memory[c])}")
-    for t in (0.3, 0.4, 0.5, train_keep(), 0.7):
+    for t in (0.3, 0.4, 0.5, threshold, 0.7):
         for n in (3, 5, 1000):
             pick = lambda c, t=t, n=n: [i for i in memory[c] if not i["episode"]] + choose(
                 [i for i in memory[c] if i["episode"]], t, n
@@ -190,21 +175,17 @@ def main() -> None:
             print(f"memory, episodes >= {t:.2f}, <= {n:>4}/session: {measure(pick)}")
     for name, keep in (("non-chatter", lambda i: True), ("specific", lambda i: i["specific"])):
         print(f"candidates {name}, all:            {measure(lambda c, k=keep: [i for i in candidates[c] if k(i)])}")
-        for t in (0.5, train_keep(), 0.7):
+        for t in (0.5, threshold, 0.7):
             for n in (3, 5, 8, 1000):
                 pick = lambda c, t=t, n=n, k=keep: choose([i for i in candidates[c] if k(i)], t, n)
                 print(f"candidates {name}, >= {t:.2f}, <= {n:>4}/session: {measure(pick)}")
     # Specific sentences from a lower threshold, the others only from a high one.
-    for ts, tn in ((0.5, 0.8), (0.58, 0.85), (0.6, 0.85)):
+    for ts, tn in ((0.5, 0.8), (threshold, 0.85), (0.6, 0.85)):
         for n in (6, 8, 1000):
             pick = lambda c, ts=ts, tn=tn, n=n: choose(
                 [i for i in candidates[c] if i["score"] >= (ts if i["specific"] else tn)], 0.0, n
             )
             print(f"candidates specific >= {ts}, others >= {tn}, <= {n:>4}/session: {measure(pick)}")
-
-
-def train_keep() -> float:
-    return json.loads((train.ROOT / "crates" / "core" / "salience" / "weights.json").read_text())["thresholds"]["keep"]
 
 
 if __name__ == "__main__":
