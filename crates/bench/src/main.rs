@@ -5,8 +5,10 @@
 //! its own binary so the shipped `dream` carries none of the test kit.
 
 mod bench;
+mod parts;
 mod quality;
 mod recall;
+mod stream;
 
 use std::path::PathBuf;
 
@@ -209,6 +211,7 @@ fn run(g: &Global, a: &BenchArgs) -> Result<i32> {
         llm_model: a.llm_model.clone(),
         seed: a.seed,
         facts: a.facts,
+        stream: a.stream.as_deref().map(|p| dream::cmd::absolute(&cwd, p)),
     };
     let report = bench::run(&opts, fake.as_ref())?;
     if a.json {
@@ -315,7 +318,8 @@ fn fake_server(a: &FakeServerArgs) -> Result<i32> {
 /// docs/BENCHMARKS.md.
 #[derive(Debug, Args)]
 pub struct BenchArgs {
-    /// Scenarios: all, heavy (also measures idle), incremental, cluster, tokens, agents.
+    /// Scenarios: all, heavy (also measures idle), incremental, cluster, tokens, agents;
+    /// and stream (not in all: it reads a dataset, --stream).
     #[arg(
         long,
         value_name = "NAMES",
@@ -423,4 +427,9 @@ pub struct BenchArgs {
     /// Facts in the agents scenario's repository (`dream context`, `recall` over MCP).
     #[arg(long, default_value_t = 1_000)]
     pub facts: usize,
+
+    /// The stream scenario's dataset: a LoCoMo file (a JSON array of conversations), read
+    /// where it is; every conversation's turns become one person's stream.
+    #[arg(long, value_name = "PATH")]
+    pub stream: Option<PathBuf>,
 }
