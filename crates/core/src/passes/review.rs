@@ -7,9 +7,17 @@
 //! reviewed: the first cycle, a cycle that recorded hand edits, or one after a cycle in
 //! which that pass degraded (its call failed or did not fit the budget). The engine's
 //! backstops still run over all of memory.
+//!
+//! The forget pass is shown only what its gates could let go ([`forget_scope`]): the stale
+//! facts, and when memory is over capacity the lowest-salience ones over it; and a stale
+//! fact once, when it has gone stale since the pass was last answered, for the same reason.
 
 use std::collections::BTreeSet;
 
+use chrono::NaiveDate;
+
+use super::gates::{self, Before, Ledger};
+use crate::config::Retention;
 use crate::measures;
 use crate::memory::{Block, Memory};
 
@@ -46,6 +54,43 @@ pub fn merge_scope(memory: &Memory, changed: &BTreeSet<String>) -> BTreeSet<Stri
         })
         .map(|(_, f)| f.id.clone())
         .collect()
+}
+
+/// The facts the forget pass is shown, out of memory as the pass found it (`before`):
+/// those its gates could let go (`gates::check_forget`), that is the stale facts and, when
+/// memory holds more than `retention.max_active_facts`, the lowest-salience facts over it
+/// (`gates::capacity_order`); of the stale ones, only those gone stale after `asked`, the
+/// day of the last forget call that was answered (a fact stale by then was shown then, and
+/// was kept). Protected and pinned facts are never among them. Empty: no call.
+pub fn forget_scope(
+    before: &Before,
+    retention: &Retention,
+    today: NaiveDate,
+    asked: Option<NaiveDate>,
+) -> BTreeSet<String> {
+    let ledger = Ledger::default();
+    let order = gates::capacity_order(before, &ledger, retention, today);
+    let over = before.len().saturating_sub(retention.max_active_facts);
+    let stale_after = i64::from(retention.stale_after_days);
+    let mut out: BTreeSet<String> = order
+        .iter()
+        .take(over)
+        .map(|(id, _)| id.to_string())
+        .collect();
+    for (id, _) in &order {
+        let Some((_, fact)) = before.get(id) else {
+            continue;
+        };
+        if gates::days_since(fact, today) <= stale_after {
+            continue;
+        }
+        // The first day it was stale on: more than stale_after days after it was last seen.
+        let stale_from = fact.last_seen + chrono::Duration::days(stale_after + 1);
+        if asked.is_none_or(|a| stale_from > a) {
+            out.insert(id.to_string());
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -102,5 +147,48 @@ mod tests {
         let scope = merge_scope(&now, &c);
         assert!(scope.contains("f_1"));
         assert!(!scope.contains("f_5"));
+    }
+
+    #[test]
+    fn forget_is_shown_what_its_gates_could_let_go_and_a_stale_fact_once() {
+        let today = chrono::NaiveDate::from_ymd_opt(2026, 3, 1).unwrap();
+        let seen = |id: &str, days_ago: i64, category: &str| {
+            let mut f = fact(id, &format!("Fact {id} about the garden."));
+            f.last_seen = today - chrono::Duration::days(days_ago);
+            f.category = category.into();
+            (Block::Scratch, f)
+        };
+        let m = memory(&[
+            seen("f_old", 100, "knowledge"),   // stale since 39 days ago
+            seen("f_recent", 65, "knowledge"), // stale since 4 days ago
+            seen("f_fresh", 10, "knowledge"),  // not stale
+            seen("f_kept", 300, "identity"),   // stale, but protected
+        ]);
+        let before = Before::new(&m, BTreeSet::new(), Default::default());
+        let retention = Retention::default();
+        let ids = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<BTreeSet<_>>();
+        // Never answered: every stale fact the gates could let go.
+        assert_eq!(
+            forget_scope(&before, &retention, today, None),
+            ids(&["f_old", "f_recent"])
+        );
+        // Answered ten days ago: f_old was stale then and was shown; f_recent was not.
+        let ten_days_ago = today - chrono::Duration::days(10);
+        assert_eq!(
+            forget_scope(&before, &retention, today, Some(ten_days_ago)),
+            ids(&["f_recent"])
+        );
+        // Answered today: nothing new to ask, no call.
+        assert!(forget_scope(&before, &retention, today, Some(today)).is_empty());
+        // Over capacity by two: the two lowest in salience are shown too, whatever was asked
+        // before (never a protected fact).
+        let small = Retention {
+            max_active_facts: 2,
+            ..Retention::default()
+        };
+        assert_eq!(
+            forget_scope(&before, &small, today, Some(today)),
+            ids(&["f_old", "f_recent"])
+        );
     }
 }
