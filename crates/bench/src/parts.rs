@@ -6,6 +6,11 @@
 //! the completion. Counted from the requests the fake server recorded, with its own
 //! tokenizer: each message a quarter of its characters plus 4, and 3 for the reply's
 //! priming; the user message's tokens are shared out over its parts by characters.
+//!
+//! Two prompt shapes are read: the JSON object of clusters dream sent before (`{"clusters":
+//! [...]}`, every event an object with its keys), and the numbered lines it sends now
+//! (`dream_testkit::fake_llm::parse_lines`), so a figure taken before a change and one
+//! taken after come from the same split.
 
 use std::collections::BTreeMap;
 
@@ -98,6 +103,29 @@ fn json_parts(input: &serde_json::Value) -> Chars {
     c
 }
 
+/// The parts of a reflect prompt in the line shape (`dream_testkit::fake_llm::parse_lines`).
+fn line_parts(user: &str) -> Chars {
+    let mut c = Chars::default();
+    for part in dream_testkit::fake_llm::parse_lines(user) {
+        c.parts += 1;
+        c.singles_parts += u64::from(part.singles);
+        for k in &part.known {
+            c.known += chars(&k.line) + 1;
+        }
+        for e in &part.events {
+            let n = chars(&e.line) + 1;
+            if part.singles {
+                c.singles += n;
+            } else if e.new {
+                c.new_events += n;
+            } else {
+                c.context += n;
+            }
+        }
+    }
+    c
+}
+
 /// One chat request split into what it was spent on.
 pub fn split_request(r: &Recorded) -> StageTokens {
     let messages = r.body["messages"].as_array().cloned().unwrap_or_default();
@@ -119,8 +147,8 @@ pub fn split_request(r: &Recorded) -> StageTokens {
     };
     if r.stage == "reflect" {
         let c = match serde_json::from_str::<serde_json::Value>(user) {
-            Ok(v) => json_parts(&v),
-            Err(_) => Chars::default(),
+            Ok(v) if v.get("clusters").is_some() => json_parts(&v),
+            _ => line_parts(user),
         };
         let all = chars(user).max(1);
         let share = |n: u64| t.input * n / all;
