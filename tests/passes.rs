@@ -425,7 +425,7 @@ fn model_proposals_are_gated_applied_or_refused_with_reasons_and_verify_passes()
         "the engine hands the model its candidate pairs"
     );
     assert!(
-        dedupe_prompt.user.contains("f_lis1") && dedupe_prompt.user.contains("\"similarity\": 1.0"),
+        dedupe_prompt.user.contains("f_lis1") && dedupe_prompt.user.contains("\"similarity\":1.0"),
         "{}",
         dedupe_prompt.user
     );

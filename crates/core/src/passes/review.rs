@@ -1,8 +1,9 @@
 //! What the merge and promote passes are shown (SPEC S4 step 9): only what changed. A
 //! model that was shown a fact by a pass and left it alone would leave it alone again, so
 //! a pass is shown the facts this cycle added, reworded or moved (against memory as the
-//! cycle found it), and the merge pass also the facts of the same block that share a
-//! content word with one of them (a new fragment may complete an old one). With nothing
+//! cycle found it), and the merge pass also the facts of the same block that share at
+//! least half the content words of the shorter of the two with one of them (a new fragment
+//! may complete an old one). With nothing
 //! changed the pass makes no call. A pass shows every fact when it cannot know what it
 //! reviewed: the first cycle, a cycle that recorded hand edits, or one after a cycle in
 //! which that pass degraded (its call failed or did not fit the budget). The engine's
@@ -34,8 +35,16 @@ pub fn changed(start: &Memory, now: &Memory) -> BTreeSet<String> {
         .collect()
 }
 
-/// The facts the merge pass is shown: the changed ones, and every fact of their block
-/// that shares a content word with one of them. Empty when nothing changed.
+/// The least S6 similarity (shared content words over those of the shorter fact) at which
+/// a fact of the same block is shown to the merge pass beside a changed one: fragments of
+/// one fact share their subject ("My stack includes Airflow." and "... Postgres." share two
+/// of three words), while facts that share a common word or two ("really", "great") are
+/// about different things, and a long memory of them made every merge prompt hold most of
+/// the block.
+pub const MERGE_MIN_SIMILARITY: f64 = 0.5;
+
+/// The facts the merge pass is shown: the changed ones, and every fact of their block at
+/// least [`MERGE_MIN_SIMILARITY`] similar to one of them. Empty when nothing changed.
 pub fn merge_scope(memory: &Memory, changed: &BTreeSet<String>) -> BTreeSet<String> {
     let words: Vec<(Block, BTreeSet<String>)> = memory
         .facts()
@@ -47,9 +56,9 @@ pub fn merge_scope(memory: &Memory, changed: &BTreeSet<String>) -> BTreeSet<Stri
         .filter(|(b, f)| {
             changed.contains(&f.id) || {
                 let mine = measures::content_tokens(&f.text);
-                words
-                    .iter()
-                    .any(|(cb, cw)| cb == b && !cw.is_disjoint(&mine))
+                words.iter().any(|(cb, cw)| {
+                    cb == b && measures::set_similarity(cw, &mine) >= MERGE_MIN_SIMILARITY
+                })
             }
         })
         .map(|(_, f)| f.id.clone())
@@ -142,11 +151,17 @@ mod tests {
         now.block_mut(Block::Persona).push(moved);
         let c = changed(&start, &now);
         assert_eq!(c, ["f_2", "f_3", "f_4"].map(String::from).into());
-        // Merge also sees f_1, which shares "Lisbon" with the new f_4 in its block; not
-        // f_5, which shares no word with any changed fact.
+        // Merge also sees f_1, which shares "Lisbon" with the new f_4 in its block (one of
+        // f_1's two content words); not f_5, which shares no word with any changed fact,
+        // nor f_6, which shares one common word in six with f_4.
+        now.block_mut(Block::Human).push(fact(
+            "f_6",
+            "I work remotely on Fridays from a cafe near the beach.",
+        ));
         let scope = merge_scope(&now, &c);
         assert!(scope.contains("f_1"));
         assert!(!scope.contains("f_5"));
+        assert!(!scope.contains("f_6"), "{scope:?}");
     }
 
     #[test]
