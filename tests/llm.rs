@@ -223,11 +223,12 @@ fn a_cycle_promotes_queues_and_refuses_exactly_as_the_model_scripted() {
         };
         Answer::json(json!({ "candidates": candidates }))
     });
-    // Room for one cluster's reply per call, so each cluster is a prompt of its own and the
-    // script above answers it (at 1024 the three clusters share one prompt). Episodes off:
-    // only what the model scripted (the engine would also keep the standup's own words).
+    // Room for one cluster's reply per call (two clusters of two or three events need more
+    // than 200: `plan::reply_room`), so each cluster is a prompt of its own and the script
+    // above answers it (at 1024 the three clusters share one prompt). Episodes off: only
+    // what the model scripted (the engine would also keep the standup's own words).
     env.episodes_off();
-    let report = run(&env, &fake, &[("DREAM_LLM_MAX_TOKENS", "256")]);
+    let report = run(&env, &fake, &[("DREAM_LLM_MAX_TOKENS", "200")]);
 
     assert_eq!(report["provider"], "openai:fake-model");
     assert_eq!(report["window"]["reflected"], 3, "{report}");
@@ -656,7 +657,7 @@ fn a_server_that_refuses_json_mode_is_asked_without_it_from_then_on() {
         &fake,
         &[
             ("DREAM_LLM_CONCURRENCY", "1"),
-            ("DREAM_LLM_MAX_TOKENS", "256"),
+            ("DREAM_LLM_MAX_TOKENS", "200"),
         ],
     );
     assert_eq!(routes(&report), (1, 1, 0, 0), "{report}");
@@ -795,11 +796,12 @@ fn the_budget_leaves_clusters_pending_and_holds_under_concurrency() {
     let start = "2026-11-03T09:00:00Z".parse().unwrap();
     let (env, fake) = setup(&dream_testkit::fake_llm::topic_events(6, 2, start));
     fake.set_latency(Duration::from_millis(50));
+    // Room for one cluster's reply per call: a prompt per cluster.
     let vars = [
         ("DREAM_LLM_CONCURRENCY", "4"),
-        ("DREAM_LLM_MAX_TOKENS", "300"),
+        ("DREAM_LLM_MAX_TOKENS", "200"),
     ];
-    // One reflect call here is estimated at about 1,200 tokens: room for two or three.
+    // One reflect call here is estimated at about 1,000 tokens: room for two or three.
     let out = dream(
         &env,
         &fake,
@@ -867,7 +869,7 @@ fn a_server_that_counts_more_than_estimated_is_logged_and_estimates_learn_from_i
         &env,
         &fake,
         &vars,
-        &["run", "--now", NOW, "--budget", "2500"],
+        &["run", "--now", NOW, "--budget", "2000"],
     );
     assert!(
         out.status.success(),

@@ -457,7 +457,7 @@ fn a_running_cycle_shows_its_progress_and_status_sees_it() {
         .env("DREAM_LLM_MODEL", "fake-model")
         .env("DREAM_LLM_CONCURRENCY", "1")
         // One cluster a prompt, so the progress line counts two calls.
-        .env("DREAM_LLM_MAX_TOKENS", "256")
+        .env("DREAM_LLM_MAX_TOKENS", "200")
         .env_remove("JOURNAL_STREAM")
         .args(["run", "--now", NOW])
         .stdout(std::process::Stdio::piped())
