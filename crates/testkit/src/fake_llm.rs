@@ -224,27 +224,25 @@ impl Call {
         self.clusters().into_iter().flat_map(|c| c.events).collect()
     }
 
-    /// The candidates of a judge call.
+    /// The candidates of a judge call: each `Candidate <id>: <text>` line, with the ids of
+    /// the indented neighbour lines `  <id>: <text>` after it.
     pub fn candidates(&self) -> Vec<JudgeCandidate> {
-        self.input["candidates"]
-            .as_array()
-            .map(|a| {
-                a.iter()
-                    .map(|c| JudgeCandidate {
-                        id: c["candidateId"].as_str().unwrap_or_default().into(),
-                        text: c["text"].as_str().unwrap_or_default().into(),
-                        neighbours: c["neighbours"]
-                            .as_array()
-                            .map(|n| {
-                                n.iter()
-                                    .filter_map(|f| f["id"].as_str().map(String::from))
-                                    .collect()
-                            })
-                            .unwrap_or_default(),
-                    })
-                    .collect()
-            })
-            .unwrap_or_default()
+        let mut out: Vec<JudgeCandidate> = Vec::new();
+        for line in self.user.lines() {
+            if let Some(rest) = line.strip_prefix("Candidate ") {
+                let (id, text) = rest.split_once(": ").unwrap_or((rest, ""));
+                out.push(JudgeCandidate {
+                    id: id.to_string(),
+                    text: text.to_string(),
+                    neighbours: Vec::new(),
+                });
+            } else if let (Some(rest), Some(c)) = (line.strip_prefix("  "), out.last_mut()) {
+                if let Some((id, _)) = rest.split_once(": ") {
+                    c.neighbours.push(id.to_string());
+                }
+            }
+        }
+        out
     }
 }
 
