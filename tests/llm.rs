@@ -1228,3 +1228,76 @@ fn each_event_is_sent_to_the_model_once_and_a_verbatim_restatement_needs_no_call
         "{user}"
     );
 }
+
+/// Issue 32: the instructions are a stable prefix a server's prompt cache holds; the cached
+/// tokens it reports are counted apart and charged in full, unless `llm.cached_discount`
+/// waives a share of them, which the report says.
+#[test]
+fn cached_tokens_are_reported_apart_and_charged_in_full_unless_a_discount_says_otherwise() {
+    let start = "2026-11-03T09:00:00Z".parse().unwrap();
+    // Two topics in prompts of their own (room for one reply), one after the other: the
+    // second finds the instructions in the cache.
+    let vars = [
+        ("DREAM_LLM_MAX_TOKENS", "200"),
+        ("DREAM_LLM_CONCURRENCY", "1"),
+    ];
+    let (env, fake) = setup(&dream_testkit::fake_llm::topic_events(2, 2, start));
+    fake.set_prefix_cache(true);
+    let report = run(&env, &fake, &vars);
+    let reflect = fake.calls("reflect");
+    assert_eq!(reflect.len(), 2, "{report}");
+    let system = |r: &dream_testkit::fake_llm::Recorded| {
+        r.body["messages"][0]["content"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    assert_eq!(system(&reflect[0]), system(&reflect[1]), "a stable prefix");
+    assert_eq!(reflect[0].cached_tokens, 0);
+    assert!(reflect[1].cached_tokens > 0);
+    let cached: u64 = fake.requests().iter().map(|r| r.cached_tokens).sum();
+    let t = &report["tokens"];
+    assert_eq!(t["cached"], cached, "{report}");
+    assert_eq!(t["waived"], 0, "{report}");
+    assert_eq!(t["spent"], fake.tokens_used(), "charged in full: {report}");
+
+    // Half off: each call's cached tokens are half charged (rounded in dream's favour).
+    let (env, fake) = setup(&dream_testkit::fake_llm::topic_events(2, 2, start));
+    fake.set_prefix_cache(true);
+    let discount = [vars[0], vars[1], ("DREAM_LLM_CACHED_DISCOUNT", "0.5")];
+    let out = dream(&env, &fake, &discount, &["run", "--now", NOW]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let waived: u64 = fake.requests().iter().map(|r| r.cached_tokens / 2).sum();
+    let cached: u64 = fake.requests().iter().map(|r| r.cached_tokens).sum();
+    assert!(waived > 0);
+    assert!(
+        stdout(&out).contains(&format!(
+            "{cached} of the prompt tokens were cached by the server, {waived} of them not charged (llm.cached_discount)"
+        )),
+        "{}",
+        stdout(&out)
+    );
+    let spent: u64 = stdout(&out)
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("tokens"))
+        .and_then(|l| l.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_default();
+    assert_eq!(spent, fake.tokens_used() - waived, "{}", stdout(&out));
+
+    // Out of range, the config is refused by name before anything is sent.
+    let (env, fake) = setup(&dream_testkit::fake_llm::topic_events(1, 2, start));
+    let out = dream(
+        &env,
+        &fake,
+        &[("DREAM_LLM_CACHED_DISCOUNT", "2")],
+        &["run", "--now", NOW],
+    );
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("llm.cached_discount"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(fake.requests().is_empty());
+}
