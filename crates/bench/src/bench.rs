@@ -75,6 +75,12 @@ pub struct Options {
     pub facts: usize,
     /// The stream scenario's dataset (a LoCoMo file), read where it is.
     pub stream: Option<PathBuf>,
+    /// What the fake server's reflect plays in the stream scenario: `reference` or `echo`.
+    pub stream_reflect: String,
+    /// The year scenario: events, days, and how many lengths of history it measures.
+    pub year_events: usize,
+    pub year_days: u32,
+    pub year_points: u32,
 }
 
 /// The scenarios `--scenario all` runs.
@@ -197,9 +203,10 @@ pub fn run(opts: &Options, fake: Option<&dream_testkit::fake_llm::FakeLlm>) -> R
             "tokens" => scenarios.extend(tokens(opts, fake, &dir.join("tokens"))?),
             "agents" => scenarios.push(agents(opts, &dir.join("agents"))?),
             "stream" => scenarios.push(crate::stream::run(opts, fake, &dir.join("stream"))?),
+            "year" => scenarios.push(crate::year::run(opts, &dir.join("year"))?),
             other => {
                 return Err(Error::Usage(format!(
-                    "unknown scenario {other:?}; choose from all, {}, stream",
+                    "unknown scenario {other:?}; choose from all, {}, stream, year",
                     SCENARIOS.join(", ")
                 )))
             }
@@ -224,12 +231,12 @@ pub(crate) fn now() -> DateTime<Utc> {
 }
 
 /// 00:00 on the day of `t`.
-fn midnight_of(t: DateTime<Utc>) -> DateTime<Utc> {
+pub(crate) fn midnight_of(t: DateTime<Utc>) -> DateTime<Utc> {
     t.date_naive().and_time(NaiveTime::MIN).and_utc()
 }
 
 /// 23:00 on the day of `t` (the evening cycle of that day).
-fn evening_of(t: DateTime<Utc>) -> DateTime<Utc> {
+pub(crate) fn evening_of(t: DateTime<Utc>) -> DateTime<Utc> {
     t.date_naive()
         .and_time(NaiveTime::from_hms_opt(23, 0, 0).expect("a valid time"))
         .and_utc()
@@ -237,7 +244,7 @@ fn evening_of(t: DateTime<Utc>) -> DateTime<Utc> {
 
 /// Themes for a stream of `events`: one per 200 events, at least 40, so a theme is
 /// restated about 120 times in a 14-day window whatever its size.
-fn themes_for(events: usize) -> usize {
+pub(crate) fn themes_for(events: usize) -> usize {
     (events / 200).max(40)
 }
 
@@ -256,7 +263,7 @@ fn spec(
     spec_of(opts.seed, stream, events, start, days, prefix, themes)
 }
 
-fn spec_of(
+pub(crate) fn spec_of(
     seed: u64,
     stream: u64,
     events: usize,

@@ -41,7 +41,7 @@ struct Observation {
 }
 
 /// The authors' observations, and what the fake server did with them.
-struct Reference {
+pub(crate) struct Reference {
     observations: Vec<Observation>,
     by_turn: HashMap<String, Vec<usize>>,
     /// A turn as a reflect prompt shows it (its day, speaker and text, spaces collapsed) ->
@@ -52,7 +52,7 @@ struct Reference {
 }
 
 impl Reference {
-    fn parse(text: &str) -> Result<Reference> {
+    pub(crate) fn parse(text: &str) -> Result<Reference> {
         let v: Value = serde_json::from_str(text)
             .map_err(|e| Error::Input(format!("not a LoCoMo file: {e}")))?;
         let mut observations = Vec::new();
@@ -124,7 +124,7 @@ impl Reference {
 
     /// The reflect answer: every observation not served yet whose cited turns are in the
     /// call, one of them new, citing those turns by the numbers the call gives them.
-    fn reflect(&self, call: &Call) -> Answer {
+    pub(crate) fn reflect(&self, call: &Call) -> Answer {
         // Each shown event's turns (by day, speaker and text), and each turn's number.
         let mut label: HashMap<String, String> = HashMap::new();
         let mut fresh: HashSet<String> = HashSet::new();

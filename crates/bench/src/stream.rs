@@ -11,8 +11,13 @@
 //! `2` a cycle at 11:00 and one at 23:00, both reflecting (the morning profile reflects
 //! nothing by default, so this is the dearer case of a morning and evening schedule). A
 //! cycle whose stretch of time holds no event is not run: it would find nothing new and
-//! call no model. Tokens are what the fake server counted, split by stage and prompt part
-//! (`parts`); quality is LoCoMo's answer retention over what memory holds at the end.
+//! call no model. Against the fake server (`--fake-llm`), reflect is answered as
+//! `--stream-reflect` says: `reference`, the dataset's own observations of the turns a call
+//! shows, citing them (the reference reflector of `eval-locomo --reference`, a stand-in for
+//! a good model), or `echo`, the tests' echo of each cluster's first owner line (a model
+//! that keeps greetings too, so memory and every later prompt grow with them). Tokens are
+//! what the fake server counted, split by stage and prompt part (`parts`); quality is
+//! LoCoMo's answer retention over what memory holds at the end.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -63,7 +68,7 @@ pub fn schedule(first: DateTime<Utc>, last: DateTime<Utc>, per_day: u32) -> Vec<
 }
 
 /// The stream: every conversation's events, oldest first, and every speaker.
-fn load(path: &Path) -> Result<(Vec<locomo::Conversation>, Vec<Event>, Vec<String>)> {
+pub(crate) fn load(path: &Path) -> Result<(Vec<locomo::Conversation>, Vec<Event>, Vec<String>)> {
     let text = std::fs::read_to_string(path).context(|| format!("reading {}", path.display()))?;
     let convs = locomo::parse(&text)
         .map_err(|e| Error::Input(format!("{} is not a LoCoMo file: {e}", path.display())))?;
@@ -151,6 +156,15 @@ pub fn run(
         ));
     };
     let (convs, events, speakers) = load(path)?;
+    // The model the fake server plays: the dataset's own observations of the turns in each
+    // call (a stand-in for a good model), or the tests' echo of the first owner line of
+    // each cluster.
+    let reference = match (fake, opts.stream_reflect.as_str()) {
+        (Some(_), "reference") => {
+            Some(std::fs::read_to_string(path).context(|| format!("reading {}", path.display()))?)
+        }
+        _ => None,
+    };
     let (Some(first), Some(last)) = (events.first(), events.last()) else {
         return Err(Error::Input(format!("{} holds no turn", path.display())));
     };
@@ -181,6 +195,11 @@ pub fn run(
         new_repo(&repo)?;
         set_config(&repo, &keys)?;
         let times = schedule(first, last, per_day);
+        // Each schedule's model serves each observation once, from the start.
+        if let (Some(f), Some(text)) = (fake, &reference) {
+            let r = std::sync::Arc::new(crate::quality::Reference::parse(text)?);
+            f.on("reflect", move |call| r.reflect(call));
+        }
         let Replayed {
             reports,
             per_cycle,
@@ -194,6 +213,13 @@ pub fn run(
         let n = |r: &serde_json::Value, p: &str| r.pointer(p).and_then(|v| v.as_u64()).unwrap_or(0);
         let sum = |p: &str| reports.iter().map(|r| n(r, p)).sum::<u64>();
         let windows = sum("/backfill/windows");
+        let pending = sum("/window/pending") + sum("/backfill/pending");
+        if pending > 0 {
+            notes.push(format!(
+                "{}: {pending} prompts left pending by a failed call (see the cycles' degraded stages)",
+                per_day
+            ));
+        }
         if per_day == 0 {
             notes.push(format!(
                 "one cycle: the backfill consolidated {windows} older windows before the cycle's own; {} events left unreflected",
@@ -252,6 +278,9 @@ pub fn run(
             refused: sum("/candidates/refused"),
         });
     }
+    if let Some(f) = fake {
+        f.on("reflect", dream_testkit::fake_llm::echo_reflect);
+    }
     let mut targets = Vec::new();
     let one = schedules.iter().find(|s| s.cycles_per_day == 0).cloned();
     for s in schedules.iter().filter(|s| s.cycles_per_day > 0) {
@@ -283,6 +312,7 @@ pub fn run(
             "conversations": convs.len(),
             "speakers": speakers.len(),
             "cycles_per_day": opts.cycles_per_day,
+            "reflect": if fake.is_some() { opts.stream_reflect.as_str() } else { "the server's" },
             "llm_url": opts.llm_url,
             "model": opts.llm_model,
         }),

@@ -213,7 +213,7 @@ fn the_stream_scenario_replays_a_conversation_file_on_each_schedule() {
         ])
         .arg("--stream")
         .arg(&file)
-        .args(["--cycles-per-day", "0,2"])
+        .args(["--cycles-per-day", "0,2", "--stream-reflect", "echo"])
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
@@ -261,6 +261,58 @@ fn the_stream_scenario_replays_a_conversation_file_on_each_schedule() {
             "tokens per event, 2 cycles a day / one cycle"
         ],
         "{s}"
+    );
+}
+
+#[test]
+fn the_year_scenario_measures_each_figure_at_each_length_of_history() {
+    let env = Env::new();
+    let out = env
+        .cmd()
+        .args([
+            "--scenario",
+            "year",
+            "--runs",
+            "1",
+            "--year-events",
+            "1500",
+            "--year-days",
+            "33",
+            "--year-points",
+            "2",
+            "--fake-llm",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let y = scenario(&r, "year");
+    assert_eq!(y["params"]["points"], serde_json::json!([16, 33]), "{y}");
+    let x = |k: &str| {
+        y["extra"][k]
+            .as_f64()
+            .unwrap_or_else(|| panic!("{k} in {y}"))
+    };
+    for d in ["d16", "d33"] {
+        assert!(x(&format!("{d}_backfill_tokens")) > 0.0, "{y}");
+        assert!(x(&format!("{d}_state_mb")) > 0.0, "{y}");
+        assert!(x(&format!("{d}_day_new_events")) > 0.0, "{y}");
+        assert!(x(&format!("{d}_idle_engine_ms")) >= 0.0, "{y}");
+        assert!(x(&format!("{d}_backfill_peak_mb")) > 1.0, "{y}");
+    }
+    // The longer history was backfilled in more windows, with more tokens.
+    assert!(x("d33_backfill_windows") > x("d16_backfill_windows"), "{y}");
+    assert!(x("d33_backfill_tokens") > x("d16_backfill_tokens"), "{y}");
+    assert!(y["extra"].get("growth_backfill_tokens").is_some(), "{y}");
+    let targets = y["targets"].to_string();
+    assert!(
+        targets.contains("peak memory, first run's backfill, 33 days"),
+        "{targets}"
+    );
+    assert!(
+        targets.contains("growth of the idle cycle engine time"),
+        "{targets}"
     );
 }
 
