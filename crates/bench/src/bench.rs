@@ -1151,6 +1151,11 @@ pub(crate) fn replay(
     let mut idle = 0;
     let mut from: Option<DateTime<Utc>> = None;
     let first_request = fake.map_or(0, |f| f.requests().len());
+    // Each schedule starts with a cold prompt cache: what an earlier schedule sent is not
+    // this one's.
+    if let Some(f) = fake {
+        f.clear_prefix_cache();
+    }
     for (i, t) in times.iter().enumerate() {
         let stretch: Vec<Event> = events
             .iter()

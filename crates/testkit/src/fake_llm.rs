@@ -527,6 +527,12 @@ impl FakeLlm {
         self.shared.settings.lock().unwrap().prefix_cache = on;
     }
 
+    /// Forget every prefix the cache holds, as a server started afresh (a benchmark that
+    /// replays one workload on several schedules against one fake gives each a cold cache).
+    pub fn clear_prefix_cache(&self) {
+        self.shared.prefixes.lock().unwrap().clear();
+    }
+
     /// Every request so far (answered or not yet), in arrival order.
     pub fn requests(&self) -> Vec<Recorded> {
         let mut log = self.shared.log.lock().unwrap().clone();
