@@ -205,8 +205,8 @@ pub fn run_scenario(
             "cluster" => scenarios.push(cluster_scaling(opts)?),
             "tokens" => scenarios.extend(tokens(opts, fake, &dir.join("tokens"))?),
             "agents" => scenarios.push(agents(opts, &dir.join("agents"))?),
-            "stream" => scenarios.push(crate::stream::run(opts, fake, &dir.join("stream"))?),
-            "year" => scenarios.push(crate::year::run(opts, &dir.join("year"))?),
+            "stream" => scenarios.push(crate::stream::run_stream(opts, fake, &dir.join("stream"))?),
+            "year" => scenarios.push(crate::year::run_year(opts, &dir.join("year"))?),
             other => {
                 return Err(Error::Usage(format!(
                     "unknown scenario {other:?}; choose from all, {}, stream, year",

@@ -147,7 +147,7 @@ fn quality(
 }
 
 /// The scenario (see the module).
-pub fn run(
+pub fn run_stream(
     opts: &Options,
     fake: Option<&dream_testkit::fake_llm::FakeLlm>,
     dir: &Path,

@@ -78,7 +78,7 @@ struct Point {
 }
 
 /// The scenario (see the module).
-pub fn run(opts: &Options, dir: &Path) -> Result<ScenarioResult> {
+pub fn run_year(opts: &Options, dir: &Path) -> Result<ScenarioResult> {
     let days = opts.year_days.max(2);
     let points = opts.year_points.clamp(1, 8);
     // The history lengths, the last the whole year.
@@ -103,159 +103,28 @@ pub fn run(opts: &Options, dir: &Path) -> Result<ScenarioResult> {
     let keys = token_config(opts);
     let mut measured: Vec<Point> = Vec::new();
     for &len in &lengths {
-        let repo = dir.join(format!("d{len}"));
-        new_repo(&repo)?;
-        set_config(&repo, &keys)?;
-        let mut events = 0;
-        for (day, evs) in by_day.range(..i64::from(len)) {
-            write_events(&repo, &format!("y-{day:03}.jsonl"), evs)?;
-            events += evs.len();
-        }
-        let last_evening = evening_of(start + Duration::days(i64::from(len) - 1));
-        tracing::info!(days = len, events, "year: the first run's backfill");
-        let first = measure_cycle(opts, &repo, last_evening)?;
-        let backfill_windows = first.report["backfill"]["windows"].as_u64().unwrap_or(0);
-        let backfill = crate::bench::figures(&first.report, first.wall_ms, first.peak_rss_mb);
-        let state_mb = mib(size_of(&repo.join(".dream")));
-        let git_mb = mib(size_of(&repo.join(".git")));
-        // The next day: a day's events of the same person (the same themes), after the
-        // history.
-        let next = synth::generate(&spec_of(
-            opts.seed,
-            9,
+        let at = History {
+            by_day: &by_day,
+            start,
             per_day,
-            start + Duration::days(i64::from(len)),
-            1,
-            &format!("yd{len}-"),
-            themes_for(opts.year_events),
-        ))
-        .events;
-        write_events(&repo, &format!("y-{len:03}.jsonl"), &next)?;
-        let day_evening = evening_of(start + Duration::days(i64::from(len)));
-        let day_run = measure_cycle(opts, &repo, day_evening)?;
-        let day_window_ms = day_run.report["timings_ms"]["window"]
-            .as_f64()
-            .unwrap_or(0.0);
-        let day = crate::bench::figures(&day_run.report, day_run.wall_ms, day_run.peak_rss_mb);
-        let mut idle_runs = Vec::new();
-        for k in 0..opts.runs.max(1) {
-            let at = day_evening + Duration::minutes(10 * (k as i64 + 1));
-            let r = measure_cycle(opts, &repo, at)?;
-            idle_runs.push(crate::bench::figures(&r.report, r.wall_ms, r.peak_rss_mb));
-        }
-        let idle = crate::bench::median_figures(&idle_runs);
-        measured.push(Point {
-            days: len,
-            events,
-            backfill,
-            backfill_windows,
-            state_mb,
-            git_mb,
-            day,
-            day_window_ms,
-            idle,
-        });
+        };
+        measured.push(measure_point(
+            opts,
+            &dir.join(format!("d{len}")),
+            len,
+            &at,
+            &keys,
+        )?);
     }
 
     let mut extra = BTreeMap::new();
     let mut targets = Vec::new();
     for p in &measured {
-        let k = format!("d{}", p.days);
-        extra.insert(format!("{k}_events"), p.events as f64);
-        extra.insert(
-            format!("{k}_backfill_wall_s"),
-            round2(p.backfill.wall_ms / 1000.0),
-        );
-        extra.insert(
-            format!("{k}_backfill_engine_s"),
-            round2(p.backfill.engine_ms / 1000.0),
-        );
-        extra.insert(
-            format!("{k}_backfill_peak_mb"),
-            round2(p.backfill.peak_rss_mb),
-        );
-        extra.insert(format!("{k}_backfill_tokens"), p.backfill.tokens);
-        extra.insert(format!("{k}_backfill_calls"), p.backfill.llm_calls);
-        extra.insert(format!("{k}_backfill_windows"), p.backfill_windows as f64);
-        extra.insert(
-            format!("{k}_backfill_tokens_per_event"),
-            round2(p.backfill.tokens / p.events.max(1) as f64),
-        );
-        extra.insert(format!("{k}_state_mb"), p.state_mb);
-        extra.insert(format!("{k}_git_mb"), p.git_mb);
-        extra.insert(format!("{k}_day_new_events"), p.day.new_events);
-        extra.insert(format!("{k}_day_window_events"), p.day.window_events);
-        extra.insert(format!("{k}_day_window_ms"), p.day_window_ms);
-        extra.insert(format!("{k}_day_engine_ms"), p.day.engine_ms);
-        extra.insert(format!("{k}_day_wall_ms"), round2(p.day.wall_ms));
-        extra.insert(format!("{k}_day_peak_mb"), round2(p.day.peak_rss_mb));
-        extra.insert(format!("{k}_day_tokens"), p.day.tokens);
-        extra.insert(format!("{k}_idle_engine_ms"), p.idle.engine_ms);
-        extra.insert(format!("{k}_idle_wall_ms"), round2(p.idle.wall_ms));
-        extra.insert(format!("{k}_idle_peak_mb"), round2(p.idle.peak_rss_mb));
-        for (what, mb) in [
-            ("first run's backfill", p.backfill.peak_rss_mb),
-            ("day's cycle", p.day.peak_rss_mb),
-            ("idle cycle", p.idle.peak_rss_mb),
-        ] {
-            targets.push(Target::at_most(
-                &format!("peak memory, {what}, {} days", p.days),
-                mb,
-                MEMORY_LIMIT_MB,
-                "MiB",
-            ));
-        }
+        point_figures(p, &mut extra, &mut targets);
     }
     if let (Some(a), Some(b)) = (measured.first(), measured.last()) {
         if b.days > a.days {
-            let (x, y) = (f64::from(a.days), f64::from(b.days));
-            let rows: [(&str, f64, f64); 9] = [
-                ("backfill_wall", a.backfill.wall_ms, b.backfill.wall_ms),
-                ("backfill_tokens", a.backfill.tokens, b.backfill.tokens),
-                (
-                    "backfill_peak",
-                    a.backfill.peak_rss_mb,
-                    b.backfill.peak_rss_mb,
-                ),
-                ("state_size", a.state_mb, b.state_mb),
-                ("day_engine", a.day.engine_ms, b.day.engine_ms),
-                (
-                    "day_window_load",
-                    a.day_window_ms.max(1.0),
-                    b.day_window_ms.max(1.0),
-                ),
-                ("day_peak", a.day.peak_rss_mb, b.day.peak_rss_mb),
-                (
-                    "idle_engine",
-                    a.idle.engine_ms.max(1.0),
-                    b.idle.engine_ms.max(1.0),
-                ),
-                ("idle_peak", a.idle.peak_rss_mb, b.idle.peak_rss_mb),
-            ];
-            for (name, fa, fb) in rows {
-                let k = growth((x, fa), (y, fb));
-                if k.is_finite() {
-                    extra.insert(format!("growth_{name}"), round2(k));
-                }
-            }
-            for (name, fa, fb) in [
-                ("day's cycle engine time", a.day.engine_ms, b.day.engine_ms),
-                (
-                    "idle cycle engine time",
-                    a.idle.engine_ms.max(1.0),
-                    b.idle.engine_ms.max(1.0),
-                ),
-            ] {
-                let k = growth((x, fa), (y, fb));
-                if k.is_finite() {
-                    targets.push(Target::at_most(
-                        &format!("growth of the {name} with the history (~days^k)"),
-                        k,
-                        0.5,
-                        "k",
-                    ));
-                }
-            }
+            growth_figures(a, b, &mut extra, &mut targets);
         }
     }
     let notes = vec![
@@ -292,6 +161,184 @@ pub fn run(opts: &Options, dir: &Path) -> Result<ScenarioResult> {
         extra,
         schedules: Vec::new(),
     })
+}
+
+/// The year's stream by day from its first day, and a day's events.
+struct History<'a> {
+    by_day: &'a BTreeMap<i64, Vec<Event>>,
+    start: chrono::DateTime<chrono::Utc>,
+    per_day: usize,
+}
+
+/// One length of history in a new repository `repo`: the first run's backfill over its
+/// `len` days, the state's size after it, the next day's cycle and the idle cycle.
+fn measure_point(
+    opts: &Options,
+    repo: &Path,
+    len: u32,
+    at: &History<'_>,
+    keys: &[(&str, toml::Value)],
+) -> Result<Point> {
+    let (by_day, start, per_day) = (at.by_day, at.start, at.per_day);
+    let repo = repo.to_path_buf();
+    new_repo(&repo)?;
+    set_config(&repo, keys)?;
+    let mut events = 0;
+    for (day, evs) in by_day.range(..i64::from(len)) {
+        write_events(&repo, &format!("y-{day:03}.jsonl"), evs)?;
+        events += evs.len();
+    }
+    let last_evening = evening_of(start + Duration::days(i64::from(len) - 1));
+    tracing::info!(days = len, events, "year: the first run's backfill");
+    let first = measure_cycle(opts, &repo, last_evening)?;
+    let backfill_windows = first.report["backfill"]["windows"].as_u64().unwrap_or(0);
+    let backfill = crate::bench::figures(&first.report, first.wall_ms, first.peak_rss_mb);
+    let state_mb = mib(size_of(&repo.join(".dream")));
+    let git_mb = mib(size_of(&repo.join(".git")));
+    // The next day: a day's events of the same person (the same themes), after the
+    // history.
+    let next = synth::generate(&spec_of(
+        opts.seed,
+        9,
+        per_day,
+        start + Duration::days(i64::from(len)),
+        1,
+        &format!("yd{len}-"),
+        themes_for(opts.year_events),
+    ))
+    .events;
+    write_events(&repo, &format!("y-{len:03}.jsonl"), &next)?;
+    let day_evening = evening_of(start + Duration::days(i64::from(len)));
+    let day_run = measure_cycle(opts, &repo, day_evening)?;
+    let day_window_ms = day_run.report["timings_ms"]["window"]
+        .as_f64()
+        .unwrap_or(0.0);
+    let day = crate::bench::figures(&day_run.report, day_run.wall_ms, day_run.peak_rss_mb);
+    let mut idle_runs = Vec::new();
+    for k in 0..opts.runs.max(1) {
+        let at = day_evening + Duration::minutes(10 * (k as i64 + 1));
+        let r = measure_cycle(opts, &repo, at)?;
+        idle_runs.push(crate::bench::figures(&r.report, r.wall_ms, r.peak_rss_mb));
+    }
+    let idle = crate::bench::median_figures(&idle_runs);
+    Ok(Point {
+        days: len,
+        events,
+        backfill,
+        backfill_windows,
+        state_mb,
+        git_mb,
+        day,
+        day_window_ms,
+        idle,
+    })
+}
+
+/// One point's figures, by name (`d<days>_...`), and its peak-memory targets.
+fn point_figures(p: &Point, extra: &mut BTreeMap<String, f64>, targets: &mut Vec<Target>) {
+    let k = format!("d{}", p.days);
+    extra.insert(format!("{k}_events"), p.events as f64);
+    extra.insert(
+        format!("{k}_backfill_wall_s"),
+        round2(p.backfill.wall_ms / 1000.0),
+    );
+    extra.insert(
+        format!("{k}_backfill_engine_s"),
+        round2(p.backfill.engine_ms / 1000.0),
+    );
+    extra.insert(
+        format!("{k}_backfill_peak_mb"),
+        round2(p.backfill.peak_rss_mb),
+    );
+    extra.insert(format!("{k}_backfill_tokens"), p.backfill.tokens);
+    extra.insert(format!("{k}_backfill_calls"), p.backfill.llm_calls);
+    extra.insert(format!("{k}_backfill_windows"), p.backfill_windows as f64);
+    extra.insert(
+        format!("{k}_backfill_tokens_per_event"),
+        round2(p.backfill.tokens / p.events.max(1) as f64),
+    );
+    extra.insert(format!("{k}_state_mb"), p.state_mb);
+    extra.insert(format!("{k}_git_mb"), p.git_mb);
+    extra.insert(format!("{k}_day_new_events"), p.day.new_events);
+    extra.insert(format!("{k}_day_window_events"), p.day.window_events);
+    extra.insert(format!("{k}_day_window_ms"), p.day_window_ms);
+    extra.insert(format!("{k}_day_engine_ms"), p.day.engine_ms);
+    extra.insert(format!("{k}_day_wall_ms"), round2(p.day.wall_ms));
+    extra.insert(format!("{k}_day_peak_mb"), round2(p.day.peak_rss_mb));
+    extra.insert(format!("{k}_day_tokens"), p.day.tokens);
+    extra.insert(format!("{k}_idle_engine_ms"), p.idle.engine_ms);
+    extra.insert(format!("{k}_idle_wall_ms"), round2(p.idle.wall_ms));
+    extra.insert(format!("{k}_idle_peak_mb"), round2(p.idle.peak_rss_mb));
+    for (what, mb) in [
+        ("first run's backfill", p.backfill.peak_rss_mb),
+        ("day's cycle", p.day.peak_rss_mb),
+        ("idle cycle", p.idle.peak_rss_mb),
+    ] {
+        targets.push(Target::at_most(
+            &format!("peak memory, {what}, {} days", p.days),
+            mb,
+            MEMORY_LIMIT_MB,
+            "MiB",
+        ));
+    }
+}
+
+/// How each figure grows between the shortest history `a` and the longest `b`
+/// (`growth_*`), and the targets that the day's and the idle cycle stay flat.
+fn growth_figures(
+    a: &Point,
+    b: &Point,
+    extra: &mut BTreeMap<String, f64>,
+    targets: &mut Vec<Target>,
+) {
+    let (x, y) = (f64::from(a.days), f64::from(b.days));
+    let rows: [(&str, f64, f64); 9] = [
+        ("backfill_wall", a.backfill.wall_ms, b.backfill.wall_ms),
+        ("backfill_tokens", a.backfill.tokens, b.backfill.tokens),
+        (
+            "backfill_peak",
+            a.backfill.peak_rss_mb,
+            b.backfill.peak_rss_mb,
+        ),
+        ("state_size", a.state_mb, b.state_mb),
+        ("day_engine", a.day.engine_ms, b.day.engine_ms),
+        (
+            "day_window_load",
+            a.day_window_ms.max(1.0),
+            b.day_window_ms.max(1.0),
+        ),
+        ("day_peak", a.day.peak_rss_mb, b.day.peak_rss_mb),
+        (
+            "idle_engine",
+            a.idle.engine_ms.max(1.0),
+            b.idle.engine_ms.max(1.0),
+        ),
+        ("idle_peak", a.idle.peak_rss_mb, b.idle.peak_rss_mb),
+    ];
+    for (name, fa, fb) in rows {
+        let k = growth((x, fa), (y, fb));
+        if k.is_finite() {
+            extra.insert(format!("growth_{name}"), round2(k));
+        }
+    }
+    for (name, fa, fb) in [
+        ("day's cycle engine time", a.day.engine_ms, b.day.engine_ms),
+        (
+            "idle cycle engine time",
+            a.idle.engine_ms.max(1.0),
+            b.idle.engine_ms.max(1.0),
+        ),
+    ] {
+        let k = growth((x, fa), (y, fb));
+        if k.is_finite() {
+            targets.push(Target::at_most(
+                &format!("growth of the {name} with the history (~days^k)"),
+                k,
+                0.5,
+                "k",
+            ));
+        }
+    }
 }
 
 #[cfg(test)]
