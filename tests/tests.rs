@@ -24,6 +24,7 @@ mod quiz;
 mod review;
 mod robust;
 mod salience;
+mod salience_decides;
 mod scope;
 mod secrets;
 mod skills;
