@@ -18,10 +18,16 @@ measures mem0's side so anyone can run it again:
 4. it reads the calls and tokens the server counted (`GET /fake/usage`) and prints one
    JSON object per size and mode, and a table.
 
+With `--stream FILE` (a LoCoMo file, read where it is), the events are the stream
+scenario's instead (`dream-bench --scenario stream`: every conversation's turns as one
+person's stream, oldest first), one add per LoCoMo session in `session` mode, each turn's
+speaker before its text as in dream's prompt.
+
 Usage (from the repository root, after `cargo build --release -p dream-bench`):
 
     python3 scripts/mem0-compare.py --events 1000,5000
     python3 scripts/mem0-compare.py --venv /path/to/venv-with-mem0 --events 1000
+    python3 scripts/mem0-compare.py --stream PATH/locomo-dev.json --modes session
 
 Only loopback addresses are used, apart from PyPI when the venv is made.
 """
@@ -61,19 +67,22 @@ def usage(url):
 
 def run_one(args, py, size, mode, work):
     events_file = os.path.join(work, f"events-{size}.jsonl")
+    command = [
+        args.bench,
+        "fake-server",
+        "--events-out",
+        events_file,
+        "--events",
+        str(size),
+        "--days",
+        str(args.days),
+        "--seed",
+        str(args.seed),
+    ]
+    if args.stream:
+        command += ["--stream", os.path.abspath(args.stream)]
     server = subprocess.Popen(
-        [
-            args.bench,
-            "fake-server",
-            "--events-out",
-            events_file,
-            "--events",
-            str(size),
-            "--days",
-            str(args.days),
-            "--seed",
-            str(args.seed),
-        ],
+        command,
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
@@ -108,6 +117,9 @@ def run_one(args, py, size, mode, work):
     finally:
         server.stdin.close()
         server.wait(timeout=30)
+    if args.stream:
+        with open(events_file) as f:
+            size = sum(1 for line in f if line.strip())
     return {
         "events": size,
         "mode": mode,
@@ -157,8 +169,12 @@ def child(url, events_file, mode, store):
     events.sort(key=lambda e: e["ts"])
 
     def message(e):
-        role = "assistant" if e.get("actor") == "assistant" else "user"
-        return {"role": role, "content": e["text"]}
+        actor = e.get("actor") or ""
+        role = "assistant" if actor == "assistant" else "user"
+        # A named speaker (a conversation between people) before the text, as dream's
+        # prompt shows it.
+        named = actor not in ("", "user", "assistant")
+        return {"role": role, "content": f"{actor}: {e['text']}" if named else e["text"]}
 
     adds = 0
     if mode == "event":
@@ -188,6 +204,11 @@ def main():
     p.add_argument("--modes", default="session,event", help="session, event or both")
     p.add_argument("--venv", help="a venv that has mem0ai (else a throwaway one is made)")
     p.add_argument(
+        "--stream",
+        help="a LoCoMo file: its turns as one stream (dream-bench --scenario stream) "
+        "instead of the synthetic events; --events is then unused",
+    )
+    p.add_argument(
         "--bench",
         default=os.path.join(ROOT, "target", "release", "dream-bench"),
         help="the dream-bench binary",
@@ -203,7 +224,8 @@ def main():
             print(f"installing mem0ai=={MEM0_VERSION} into a throwaway venv...", file=sys.stderr)
             py = make_venv(os.path.join(work, "venv"))
         rows = []
-        for size in [int(s) for s in args.events.split(",") if s]:
+        sizes = [0] if args.stream else [int(s) for s in args.events.split(",") if s]
+        for size in sizes:
             for mode in [m for m in args.modes.split(",") if m]:
                 row = run_one(args, py, size, mode, work)
                 rows.append(row)

@@ -904,7 +904,9 @@ pub enum EvalCommand {
     /// otherwise). Recall asks each of those questions through `recall` (limit 5, as
     /// `dream mcp` answers an agent): hit@5 is the share that got back a line holding the
     /// answer, shown against the share whose answer memory holds at all, with the median
-    /// time of one recall.
+    /// time of one recall; cited, the same counting only lines that also cite one of
+    /// the question's evidence turns (a line that answers, not one that shares the answer's
+    /// words, such as the day an episode opens with); and how many found it within 10 and 20.
     Locomo(EvalLocomoArgs),
 
     /// Measure how well the embedder tells a restatement from another fact on the same

@@ -377,21 +377,26 @@ fn a_model_s_single_mentions_are_traced_to_who_said_them_and_when() {
     );
     let fake = FakeLlm::start();
     fake.on("reflect", |call| {
-        let ids: Vec<String> = call.events().into_iter().map(|e| e.id).collect();
+        // The model sees numbered lines and cites the support group turn by its number.
         let mut candidates = vec![];
-        if ids.iter().any(|i| i == "D1:2") {
+        if let Some(e) = call
+            .events()
+            .into_iter()
+            .find(|e| e.text.contains("support group"))
+        {
+            let n: u64 = e.id.parse().unwrap();
             candidates.push(
                 json!({"text": "Caroline went to a LGBTQ support group yesterday.",
-                "category": "event", "block": "episodes", "supportingEventIds": ["D1:2"],
+                "category": "event", "block": "episodes", "ids": [n],
                 "confidence": 0.9, "reason": "a dated event"}),
             );
             candidates.push(
                 json!({"text": "Caroline found the support group powerful and inspiring.",
-                "category": "event", "block": "episodes", "supportingEventIds": ["D1:2"],
+                "category": "event", "block": "episodes", "ids": [n],
                 "confidence": 0.9, "reason": "paraphrase"}),
             );
             candidates.push(json!({"text": "Caroline met Andrew at the support group.",
-                "category": "event", "block": "episodes", "supportingEventIds": ["D1:2"],
+                "category": "event", "block": "episodes", "ids": [n],
                 "confidence": 0.9, "reason": "invented"}));
         }
         Answer::json(json!({ "candidates": candidates }))
@@ -410,20 +415,26 @@ fn a_model_s_single_mentions_are_traced_to_who_said_them_and_when() {
     // One call for the session's single mentions; the greeting and the reaction never sent.
     let calls = fake.calls("reflect");
     assert_eq!(calls.len(), 1, "{report}");
-    let user: serde_json::Value =
-        serde_json::from_str(calls[0].body["messages"][1]["content"].as_str().unwrap()).unwrap();
-    let part = &user["clusters"][0];
-    assert_eq!(part["singles"], true);
-    let sent: Vec<&str> = part["events"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["id"].as_str().unwrap())
-        .collect();
-    assert_eq!(sent, vec!["D1:2", "D1:4"], "{user}");
-    assert_eq!(part["events"][0]["actor"], "Caroline");
-    assert_eq!(part["events"][0]["day"], "Monday 8 May 2023");
+    let user = calls[0].body["messages"][1]["content"].as_str().unwrap();
+    assert_eq!(
+        user,
+        "Cluster 1: single mentions\n\
+         Monday 8 May 2023\n\
+         1 Caroline: I went to a LGBTQ support group yesterday and it was so powerful.\n\
+         2 Melanie: I painted a lake sunrise with my kids last year.\n",
+        "the day once, each turn a numbered line with who said it; no ids, no keys"
+    );
+    let part = &dream_testkit::fake_llm::parse_lines(user)[0];
+    assert!(part.singles);
+    assert_eq!(part.events[0].actor, "Caroline");
+    assert_eq!(part.events[0].day, "Monday 8 May 2023");
     assert_eq!(report["window"]["singles"], 2, "{report}");
+    // The number the model cited is the turn's own id in what memory keeps.
+    assert!(
+        env.read("memory/episodes.md").contains("D1:2"),
+        "{}",
+        env.read("memory/episodes.md")
+    );
 
     let episodes = lines(&env, "episodes");
     assert!(

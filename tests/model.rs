@@ -87,13 +87,13 @@ fn a_reply_that_does_not_parse_is_charged_what_the_server_counted_and_calibrates
     assert_eq!(report["window"]["pending"], 1);
 }
 
-/// The events a reflect call shows in full, over all its clusters.
-fn shown(input: &Value) -> Vec<Value> {
-    input["clusters"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .flat_map(|c| c["events"].as_array().unwrap().clone())
+/// The events a reflect call shows in full, over all its clusters, as its numbered lines
+/// read back.
+fn shown(call: &dream_testkit::fake_llm::Recorded) -> Vec<dream_testkit::fake_llm::SentEvent> {
+    let user = call.body["messages"][1]["content"].as_str().unwrap();
+    dream_testkit::fake_llm::parse_lines(user)
+        .into_iter()
+        .flat_map(|c| c.events)
         .collect()
 }
 
@@ -156,12 +156,10 @@ fn a_cluster_larger_than_the_prompt_cap_is_sent_in_prompts_and_only_what_was_sen
     let sent: Vec<String> = fake.calls("reflect")[before..]
         .iter()
         .flat_map(|r| {
-            let input: Value =
-                serde_json::from_str(r.body["messages"][1]["content"].as_str().unwrap()).unwrap();
-            shown(&input)
+            shown(r)
                 .into_iter()
-                .filter(|e| e["new"] == true)
-                .map(|e| e["id"].as_str().unwrap().to_string())
+                .filter(|e| e.new)
+                .map(|e| e.text)
                 .collect::<Vec<_>>()
         })
         .collect();
@@ -179,12 +177,10 @@ fn a_cluster_larger_than_the_prompt_cap_is_sent_in_prompts_and_only_what_was_sen
     assert_eq!(report["window"]["pending"], 0, "{report}");
     let mut all: Vec<String> = sent.clone();
     for r in &fake.calls("reflect")[before..] {
-        let input: Value =
-            serde_json::from_str(r.body["messages"][1]["content"].as_str().unwrap()).unwrap();
-        let events = shown(&input);
+        let events = shown(r);
         assert!(events.len() <= 2, "never more than the cap in one prompt");
-        for e in events.iter().filter(|e| e["new"] == true) {
-            all.push(e["id"].as_str().unwrap().to_string());
+        for e in events.iter().filter(|e| e.new) {
+            all.push(e.text.clone());
         }
     }
     all.sort();
@@ -461,7 +457,7 @@ fn a_running_cycle_shows_its_progress_and_status_sees_it() {
         .env("DREAM_LLM_MODEL", "fake-model")
         .env("DREAM_LLM_CONCURRENCY", "1")
         // One cluster a prompt, so the progress line counts two calls.
-        .env("DREAM_LLM_MAX_TOKENS", "256")
+        .env("DREAM_LLM_MAX_TOKENS", "200")
         .env_remove("JOURNAL_STREAM")
         .args(["run", "--now", NOW])
         .stdout(std::process::Stdio::piped())

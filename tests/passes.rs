@@ -425,7 +425,7 @@ fn model_proposals_are_gated_applied_or_refused_with_reasons_and_verify_passes()
         "the engine hands the model its candidate pairs"
     );
     assert!(
-        dedupe_prompt.user.contains("f_lis1") && dedupe_prompt.user.contains("\"similarity\": 1.0"),
+        dedupe_prompt.user.contains("f_lis1") && dedupe_prompt.user.contains("\"similarity\":1.0"),
         "{}",
         dedupe_prompt.user
     );
@@ -845,4 +845,68 @@ fn a_protected_duplicate_that_would_lose_words_waits_for_a_person() {
     assert_eq!(placement(&env).len(), 1);
     let out = env.dream(&["verify"]);
     assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+}
+
+#[test]
+fn forget_is_asked_about_a_stale_fact_once_and_about_one_gone_stale_since() {
+    let env = Env::new();
+    // Ten facts stale since September, and one last seen on 8 September: 59 days before
+    // NOW, so stale from 8 November on.
+    let mut facts = TEN.to_vec();
+    facts.truncate(9);
+    seed_facts(&env, &facts, "2026-07-01", 200);
+    let mut scratch = env.read("memory/scratch.md");
+    scratch.push_str(&fact_line(
+        "f_late",
+        "knowledge",
+        "2026-09-08",
+        "The parking garage closes at ten.",
+    ));
+    std::fs::write(env.repo.join("memory/scratch.md"), scratch).unwrap();
+    let llm = Scripted {
+        replies: BTreeMap::from([("forget", serde_json::json!({"forget": []}))]),
+        asked: Mutex::new(Vec::new()),
+    };
+    let forget_prompts = |llm: &Scripted| -> Vec<String> {
+        llm.asked
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|c| c.stage == "forget")
+            .map(|c| c.user.clone())
+            .collect()
+    };
+    run_scripted(&env, &llm, NOW);
+    let asked = forget_prompts(&llm);
+    assert_eq!(asked.len(), 1, "{asked:?}");
+    for (id, _, _) in &facts {
+        assert!(
+            asked[0].contains(id),
+            "the stale {id} is shown: {}",
+            asked[0]
+        );
+    }
+    assert!(!asked[0].contains("f_late"), "not stale yet: {}", asked[0]);
+
+    // The next day something new is said: the passes run, and the stale facts the model
+    // kept yesterday are not shown again; f_late is not stale yet (60 days).
+    let said = |day: &str, id: &str| {
+        serde_json::json!({"id": id, "ts": format!("{day}T09:00:00Z"), "kind": "message",
+            "actor": "user", "session": id, "text": "I moved the standup to ten."})
+        .to_string()
+            + "\n"
+    };
+    env.write_inbox("day2.jsonl", &said("2026-11-07", "n1"));
+    llm.asked.lock().unwrap().clear();
+    run_scripted(&env, &llm, "2026-11-07T21:00:00Z");
+    assert!(forget_prompts(&llm).is_empty(), "nothing new to ask");
+
+    // On 8 November f_late has gone stale: it alone is shown.
+    env.write_inbox("day3.jsonl", &said("2026-11-08", "n2"));
+    llm.asked.lock().unwrap().clear();
+    run_scripted(&env, &llm, "2026-11-08T21:00:00Z");
+    let asked = forget_prompts(&llm);
+    assert_eq!(asked.len(), 1, "{asked:?}");
+    assert!(asked[0].contains("f_late"), "{}", asked[0]);
+    assert!(!asked[0].contains("f_a01"), "{}", asked[0]);
 }

@@ -21,6 +21,7 @@ mod ops;
 mod owner_words;
 mod passes;
 mod quiz;
+mod recall;
 mod review;
 mod robust;
 mod salience;

@@ -18,7 +18,8 @@ pub fn run(g: &Global, a: &QuizArgs) -> Result<i32> {
     } else {
         None
     };
-    let budget = Budget::new(config.budget.tokens_per_cycle);
+    let budget = Budget::new(config.budget.tokens_per_cycle)
+        .with_cached_discount(config.llm.cached_discount);
     let model = llm.as_deref().map(|llm| Model {
         llm,
         budget: &budget,

@@ -40,6 +40,8 @@ use dream_engine::edges::fsutil::write_atomic;
 use dream_engine::error::{Context, Error, Result};
 use dream_testkit::synth::{self, Spec};
 
+use crate::parts::{self, StageTokens};
+
 /// Which scenarios to run and at what size.
 #[derive(Debug, Clone)]
 pub struct Options {
@@ -71,6 +73,14 @@ pub struct Options {
     pub seed: u64,
     /// Facts in the agents scenario's repository.
     pub facts: usize,
+    /// The stream scenario's dataset (a LoCoMo file), read where it is.
+    pub stream: Option<PathBuf>,
+    /// What the fake server's reflect plays in the stream scenario: `reference` or `echo`.
+    pub stream_reflect: String,
+    /// The year scenario: events, days, and how many lengths of history it measures.
+    pub year_events: usize,
+    pub year_days: u32,
+    pub year_points: u32,
 }
 
 /// The scenarios `--scenario all` runs.
@@ -147,7 +157,7 @@ pub struct Target {
 }
 
 impl Target {
-    fn at_most(name: &str, measured: f64, limit: f64, unit: &str) -> Target {
+    pub(crate) fn at_most(name: &str, measured: f64, limit: f64, unit: &str) -> Target {
         Target {
             name: name.into(),
             limit,
@@ -158,7 +168,7 @@ impl Target {
     }
 }
 
-fn round2(x: f64) -> f64 {
+pub(crate) fn round2(x: f64) -> f64 {
     (x * 100.0).round() / 100.0
 }
 
@@ -195,9 +205,11 @@ pub fn run_scenario(
             "cluster" => scenarios.push(cluster_scaling(opts)?),
             "tokens" => scenarios.extend(tokens(opts, fake, &dir.join("tokens"))?),
             "agents" => scenarios.push(agents(opts, &dir.join("agents"))?),
+            "stream" => scenarios.push(crate::stream::run(opts, fake, &dir.join("stream"))?),
+            "year" => scenarios.push(crate::year::run(opts, &dir.join("year"))?),
             other => {
                 return Err(Error::Usage(format!(
-                    "unknown scenario {other:?}; choose from all, {}",
+                    "unknown scenario {other:?}; choose from all, {}, stream, year",
                     SCENARIOS.join(", ")
                 )))
             }
@@ -217,17 +229,17 @@ pub fn run_scenario(
     })
 }
 
-fn now() -> DateTime<Utc> {
+pub(crate) fn now() -> DateTime<Utc> {
     NOW.parse().expect("a valid timestamp")
 }
 
 /// 00:00 on the day of `t`.
-fn midnight_of(t: DateTime<Utc>) -> DateTime<Utc> {
+pub(crate) fn midnight_of(t: DateTime<Utc>) -> DateTime<Utc> {
     t.date_naive().and_time(NaiveTime::MIN).and_utc()
 }
 
 /// 23:00 on the day of `t` (the evening cycle of that day).
-fn evening_of(t: DateTime<Utc>) -> DateTime<Utc> {
+pub(crate) fn evening_of(t: DateTime<Utc>) -> DateTime<Utc> {
     t.date_naive()
         .and_time(NaiveTime::from_hms_opt(23, 0, 0).expect("a valid time"))
         .and_utc()
@@ -235,7 +247,7 @@ fn evening_of(t: DateTime<Utc>) -> DateTime<Utc> {
 
 /// Themes for a stream of `events`: one per 200 events, at least 40, so a theme is
 /// restated about 120 times in a 14-day window whatever its size.
-fn themes_for(events: usize) -> usize {
+pub(crate) fn themes_for(events: usize) -> usize {
     (events / 200).max(40)
 }
 
@@ -254,7 +266,7 @@ fn spec(
     spec_of(opts.seed, stream, events, start, days, prefix, themes)
 }
 
-fn spec_of(
+pub(crate) fn spec_of(
     seed: u64,
     stream: u64,
     events: usize,
@@ -278,7 +290,7 @@ fn spec_of(
 }
 
 /// A new repository with the offline defaults at `dir` (which must not exist yet).
-fn new_repo(dir: &Path) -> Result<()> {
+pub(crate) fn new_repo(dir: &Path) -> Result<()> {
     if dir.exists() {
         std::fs::remove_dir_all(dir).context(|| format!("removing {}", dir.display()))?;
     }
@@ -287,7 +299,7 @@ fn new_repo(dir: &Path) -> Result<()> {
 }
 
 /// Set keys of a repository's dream.toml (`section.key` = TOML value).
-fn set_config(dir: &Path, keys: &[(&str, toml::Value)]) -> Result<()> {
+pub(crate) fn set_config(dir: &Path, keys: &[(&str, toml::Value)]) -> Result<()> {
     let path = dir.join(dream_core::operations::config::FILE);
     let text = std::fs::read_to_string(&path).context(|| format!("reading {}", path.display()))?;
     let mut table: toml::Table = text
@@ -325,7 +337,7 @@ fn prepare_once(
 }
 
 /// Write events to an inbox file of a repository.
-fn write_events(dir: &Path, name: &str, events: &[Event]) -> Result<()> {
+pub(crate) fn write_events(dir: &Path, name: &str, events: &[Event]) -> Result<()> {
     let mut text = String::with_capacity(events.len() * 200);
     for e in events {
         text.push_str(&e.to_line());
@@ -335,7 +347,10 @@ fn write_events(dir: &Path, name: &str, events: &[Event]) -> Result<()> {
 }
 
 /// One evening cycle in this process (for preparing repositories).
-fn cycle_here(dir: &Path, now: DateTime<Utc>) -> Result<dream_core::operations::report::Report> {
+pub(crate) fn cycle_here(
+    dir: &Path,
+    now: DateTime<Utc>,
+) -> Result<dream_core::operations::report::Report> {
     let config = dream_engine::config::load(dir)?;
     let provider = dream_engine::providers::llm(&config)?;
     let embedder = dream_engine::providers::embedder(&config)?;
@@ -401,15 +416,15 @@ fn copy_tree(from: &Path, to: &Path) -> Result<()> {
 }
 
 /// What a child process gave.
-struct ChildRun {
-    report: serde_json::Value,
-    wall_ms: f64,
-    peak_rss_mb: f64,
+pub(crate) struct ChildRun {
+    pub(crate) report: serde_json::Value,
+    pub(crate) wall_ms: f64,
+    pub(crate) peak_rss_mb: f64,
 }
 
 /// Run one cycle as a child process (`dream bench-cycle`, which is `dream run --json` that
 /// also reports its own peak memory) and measure it.
-fn measure_cycle(opts: &Options, dir: &Path, now: DateTime<Utc>) -> Result<ChildRun> {
+pub(crate) fn measure_cycle(opts: &Options, dir: &Path, now: DateTime<Utc>) -> Result<ChildRun> {
     let mut cmd = std::process::Command::new(&opts.exe);
     for (k, _) in std::env::vars() {
         if k.starts_with("DREAM_") {
@@ -490,7 +505,7 @@ fn peak_rss_from_rusage() -> Option<u64> {
 }
 
 /// Figures from a cycle report (and the child's own measures).
-fn figures(report: &serde_json::Value, wall_ms: f64, peak_rss_mb: f64) -> Figures {
+pub(crate) fn figures(report: &serde_json::Value, wall_ms: f64, peak_rss_mb: f64) -> Figures {
     let n = |v: &serde_json::Value| v.as_f64().unwrap_or(0.0);
     let mut stages_ms = BTreeMap::new();
     if let Some(t) = report["timings_ms"].as_object() {
@@ -518,7 +533,7 @@ fn figures(report: &serde_json::Value, wall_ms: f64, peak_rss_mb: f64) -> Figure
     }
 }
 
-fn median(mut xs: Vec<f64>) -> f64 {
+pub(crate) fn median(mut xs: Vec<f64>) -> f64 {
     if xs.is_empty() {
         return f64::NAN;
     }
@@ -532,7 +547,7 @@ fn median(mut xs: Vec<f64>) -> f64 {
 }
 
 /// The median of every figure over runs.
-fn median_figures(runs: &[Figures]) -> Figures {
+pub(crate) fn median_figures(runs: &[Figures]) -> Figures {
     let med = |f: fn(&Figures) -> f64| round2(median(runs.iter().map(f).collect()));
     let mut stages_ms = BTreeMap::new();
     for r in runs {
@@ -1072,105 +1087,15 @@ pub fn schedule(days: u32, per_day: u32) -> Vec<DateTime<Utc>> {
     out
 }
 
-/// What one stage's calls were sent and cost, as the fake server counted them.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct StageTokens {
-    pub calls: u64,
-    /// The system prompt and the chat framing: the same for every call of the stage.
-    pub instructions: u64,
-    /// Reflect: the new events' share of the user message (their first showing).
-    pub new_events: u64,
-    /// Reflect: what was sent about what the model saw before: earlier events, and facts
-    /// and cards they support.
-    pub context: u64,
-    /// The rest of the user message (for stages other than reflect: all of it).
-    pub input: u64,
-    pub completion: u64,
-    /// Prompt tokens the server reported as cached.
-    pub cached: u64,
-    pub total: u64,
-}
-
-impl StageTokens {
-    fn add(&mut self, o: &StageTokens) {
-        self.calls += o.calls;
-        self.instructions += o.instructions;
-        self.new_events += o.new_events;
-        self.context += o.context;
-        self.input += o.input;
-        self.completion += o.completion;
-        self.cached += o.cached;
-        self.total += o.total;
-    }
-}
-
-/// One chat request split into what it was spent on: the fake charges each message a
-/// quarter of its characters plus 4 (and 3 for the reply's priming); the user message's
-/// tokens are shared out over its parts by characters.
-fn split_request(r: &dream_testkit::fake_llm::Recorded) -> StageTokens {
-    use dream_testkit::fake_llm::count_tokens;
-    let messages = r.body["messages"].as_array().cloned().unwrap_or_default();
-    let user = messages
-        .iter()
-        .rev()
-        .find(|m| m["role"] == "user")
-        .and_then(|m| m["content"].as_str())
-        .unwrap_or_default();
-    let user_tokens = count_tokens(user) + 4;
-    let mut t = StageTokens {
-        calls: 1,
-        instructions: r.prompt_tokens.saturating_sub(user_tokens),
-        input: user_tokens.min(r.prompt_tokens),
-        completion: r.completion_tokens,
-        cached: r.cached_tokens,
-        total: r.prompt_tokens + r.completion_tokens,
-        ..StageTokens::default()
-    };
-    if r.stage == "reflect" {
-        let input: serde_json::Value = serde_json::from_str(user).unwrap_or_default();
-        let chars = |v: &serde_json::Value| v.to_string().chars().count() as u64;
-        let (mut new, mut context) = (0u64, 0u64);
-        for c in input["clusters"].as_array().into_iter().flatten() {
-            for e in c["events"].as_array().into_iter().flatten() {
-                if e["new"] == true {
-                    new += chars(e);
-                } else {
-                    context += chars(e);
-                }
-            }
-            if let Some(k) = c.get("known") {
-                context += chars(k);
-            }
-        }
-        let all = (user.chars().count() as u64).max(1);
-        t.new_events = t.input * new / all;
-        t.context = t.input * context / all;
-        t.input -= t.new_events + t.context;
-    }
-    t
-}
-
-/// The fake server's requests, per stage.
-fn split_requests(reqs: &[dream_testkit::fake_llm::Recorded]) -> BTreeMap<String, StageTokens> {
-    let mut out: BTreeMap<String, StageTokens> = BTreeMap::new();
-    for r in reqs
-        .iter()
-        .filter(|r| r.path.ends_with("/chat/completions") && r.status == 200)
-    {
-        out.entry(r.stage.clone())
-            .or_default()
-            .add(&split_request(r));
-    }
-    out
-}
-
 /// One schedule's run of the token workload.
 #[derive(Debug, Clone, Serialize)]
 pub struct ScheduleRun {
     /// `one cycle`, `1 cycle a day`, ...
     pub schedule: String,
     pub cycles_per_day: u32,
+    /// Cycles run, and cycles of the schedule not run because nothing was new.
     pub cycles: usize,
+    pub idle_cycles: usize,
     pub events: usize,
     pub tokens: u64,
     pub calls: u64,
@@ -1181,8 +1106,11 @@ pub struct ScheduleRun {
     pub stages: BTreeMap<String, StageTokens>,
     /// Tokens of each cycle, in order.
     pub per_cycle: Vec<u64>,
-    /// Active facts at the end, and how many of the workload's themes one of them states.
+    /// Active facts at the end (durable, and episodes apart in `episodes` when counted
+    /// apart), and how many of the workload's `themes` one of them states.
     pub facts: usize,
+    pub episodes: usize,
+    pub themes: usize,
     pub themes_stated: usize,
     /// Pending review cards at the end, and the themes only a card states.
     pub cards: usize,
@@ -1191,6 +1119,97 @@ pub struct ScheduleRun {
     pub reinforced: u64,
     pub queued: u64,
     pub refused: u64,
+}
+
+/// What a replay of a stream under a schedule gave.
+pub(crate) struct Replayed {
+    /// Each cycle's report, in order.
+    pub(crate) reports: Vec<serde_json::Value>,
+    /// Tokens of each cycle, in order.
+    pub(crate) per_cycle: Vec<u64>,
+    /// Where the tokens went, per stage (see [`parts`](crate::parts)).
+    pub(crate) stages: BTreeMap<String, StageTokens>,
+    /// The one measured cycle's figures, when the schedule was one cycle in a child.
+    pub(crate) child: Option<Figures>,
+    /// Cycles of the schedule not run because their stretch held no event.
+    pub(crate) idle: usize,
+}
+
+/// Replay `events` into the repository at `repo` on the cycle clocks `times`: the events of
+/// each cycle's stretch of time (after the previous clock, up to its own; the last takes
+/// what is left) are written to the inbox just before it runs. With `batch`, the one cycle
+/// runs in a child process (`dream-bench cycle`, for its wall time and memory); otherwise
+/// the cycles run in this process. With `skip_idle`, a cycle whose stretch holds no event
+/// is not run: it would find nothing new and call no model (the idle fast path), so its
+/// tokens are none either way.
+pub(crate) fn replay(
+    opts: &Options,
+    fake: Option<&dream_testkit::fake_llm::FakeLlm>,
+    repo: &Path,
+    events: &[Event],
+    times: &[DateTime<Utc>],
+    batch: bool,
+    skip_idle: bool,
+) -> Result<Replayed> {
+    let mut per_cycle = Vec::new();
+    let mut reports: Vec<serde_json::Value> = Vec::new();
+    let mut child = None;
+    let mut idle = 0;
+    let mut from: Option<DateTime<Utc>> = None;
+    let first_request = fake.map_or(0, |f| f.requests().len());
+    // Each schedule starts with a cold prompt cache: what an earlier schedule sent is not
+    // this one's.
+    if let Some(f) = fake {
+        f.clear_prefix_cache();
+    }
+    for (i, t) in times.iter().enumerate() {
+        let stretch: Vec<Event> = events
+            .iter()
+            .filter(|e| from.is_none_or(|f| e.ts > f) && (e.ts <= *t || i + 1 == times.len()))
+            .cloned()
+            .collect();
+        from = Some(*t);
+        if skip_idle && stretch.is_empty() {
+            idle += 1;
+            continue;
+        }
+        write_events(repo, &format!("t-{i:05}.jsonl"), &stretch)?;
+        let report = if batch {
+            let r = measure_cycle(opts, repo, *t)?;
+            child = Some(figures(&r.report, r.wall_ms, r.peak_rss_mb));
+            r.report
+        } else {
+            let r = cycle_here(repo, *t)?;
+            serde_json::to_value(&r).map_err(|e| Error::Other(e.to_string()))?
+        };
+        per_cycle.push(report["tokens"]["spent"].as_u64().unwrap_or(0));
+        reports.push(report);
+    }
+    let n = |r: &serde_json::Value, p: &str| r.pointer(p).and_then(|v| v.as_u64()).unwrap_or(0);
+    let stages = match fake {
+        Some(f) => parts::split_requests(&f.requests()[first_request..]),
+        None => {
+            let mut out: BTreeMap<String, StageTokens> = BTreeMap::new();
+            for r in &reports {
+                for (stage, v) in r["tokens"]["stages"].as_object().into_iter().flatten() {
+                    let s = out.entry(stage.clone()).or_default();
+                    s.calls += n(v, "/calls");
+                    s.input += n(v, "/prompt");
+                    s.completion += n(v, "/completion");
+                    s.cached += n(v, "/cached");
+                    s.total += n(v, "/spent");
+                }
+            }
+            out
+        }
+    };
+    Ok(Replayed {
+        reports,
+        per_cycle,
+        stages,
+        child,
+        idle,
+    })
 }
 
 /// Run the token workload on a fresh repository under one schedule: the events of each
@@ -1209,50 +1228,15 @@ fn run_schedule(
     new_repo(repo)?;
     set_config(repo, &keys)?;
     let times = schedule(opts.token_days, per_day);
-    let mut per_cycle = Vec::new();
-    let mut reports: Vec<serde_json::Value> = Vec::new();
-    let mut child = None;
-    let mut from: Option<DateTime<Utc>> = None;
-    let first_request = fake.map_or(0, |f| f.requests().len());
-    for (i, t) in times.iter().enumerate() {
-        let batch: Vec<Event> = w
-            .events
-            .iter()
-            .filter(|e| from.is_none_or(|f| e.ts > f) && (e.ts <= *t || i + 1 == times.len()))
-            .cloned()
-            .collect();
-        from = Some(*t);
-        write_events(repo, &format!("t-{i:03}.jsonl"), &batch)?;
-        let report = if per_day == 0 {
-            let r = measure_cycle(opts, repo, *t)?;
-            child = Some(figures(&r.report, r.wall_ms, r.peak_rss_mb));
-            r.report
-        } else {
-            let r = cycle_here(repo, *t)?;
-            serde_json::to_value(&r).map_err(|e| Error::Other(e.to_string()))?
-        };
-        per_cycle.push(report["tokens"]["spent"].as_u64().unwrap_or(0));
-        reports.push(report);
-    }
+    let Replayed {
+        reports,
+        per_cycle,
+        stages,
+        child,
+        ..
+    } = replay(opts, fake, repo, &w.events, &times, per_day == 0, false)?;
     let n = |r: &serde_json::Value, p: &str| r.pointer(p).and_then(|v| v.as_u64()).unwrap_or(0);
     let sum = |p: &str| reports.iter().map(|r| n(r, p)).sum::<u64>();
-    let stages = match fake {
-        Some(f) => split_requests(&f.requests()[first_request..]),
-        None => {
-            let mut out: BTreeMap<String, StageTokens> = BTreeMap::new();
-            for r in &reports {
-                for (stage, v) in r["tokens"]["stages"].as_object().into_iter().flatten() {
-                    let s = out.entry(stage.clone()).or_default();
-                    s.calls += n(v, "/calls");
-                    s.input += n(v, "/prompt");
-                    s.completion += n(v, "/completion");
-                    s.cached += n(v, "/cached");
-                    s.total += n(v, "/spent");
-                }
-            }
-            out
-        }
-    };
     let store = dream_engine::edges::store::Store::open(repo)?;
     let memory = store.load_memory(now().date_naive())?;
     let (cards, _) = store.pending_cards()?;
@@ -1278,6 +1262,7 @@ fn run_schedule(
         },
         cycles_per_day: per_day,
         cycles: times.len(),
+        idle_cycles: 0,
         events: w.events.len(),
         tokens,
         calls: sum("/tokens/calls"),
@@ -1286,6 +1271,8 @@ fn run_schedule(
         stages,
         per_cycle,
         facts: memory.facts().count(),
+        episodes: 0,
+        themes: TOKEN_THEMES,
         themes_stated: in_facts.iter().filter(|f| **f).count(),
         cards: cards.len(),
         themes_only_in_cards: only_cards,
@@ -1298,7 +1285,7 @@ fn run_schedule(
 }
 
 /// The config keys of the token scenario's repositories.
-fn token_config(opts: &Options) -> Vec<(&'static str, toml::Value)> {
+pub(crate) fn token_config(opts: &Options) -> Vec<(&'static str, toml::Value)> {
     let mut keys: Vec<(&str, toml::Value)> =
         vec![("budget.tokens_per_cycle", toml::Value::Integer(1 << 40))];
     if let Some(url) = &opts.llm_url {
@@ -1723,55 +1710,50 @@ pub fn render(b: &BenchReport) -> String {
 /// One schedule of the token scenario: its totals, then a row per stage.
 fn render_schedule(o: &mut String, r: &ScheduleRun) {
     use std::fmt::Write as _;
+    let idle = if r.idle_cycles > 0 {
+        format!(", {} idle not run", r.idle_cycles)
+    } else {
+        String::new()
+    };
+    let kept = if r.themes > 0 {
+        format!(
+            "{} facts stating {}/{} themes ({} more only in cards)",
+            r.facts, r.themes_stated, r.themes, r.themes_only_in_cards
+        )
+    } else {
+        format!(
+            "{} facts, {} episodes, {} cards",
+            r.facts, r.episodes, r.cards
+        )
+    };
     let _ = writeln!(
         o,
-        "  {} ({} cycles): {} tokens, {} calls, {} tokens per event, {} cached; {} facts stating {}/{} themes ({} more only in cards); {} promoted, {} reinforced, {} queued, {} refused",
+        "  {} ({} cycles{idle}): {} tokens, {} calls, {} tokens per event, {} cached; {kept}; {} promoted, {} reinforced, {} queued, {} refused",
         r.schedule,
         r.cycles,
         r.tokens,
         r.calls,
         r.tokens_per_event,
         r.cached,
-        r.facts,
-        r.themes_stated,
-        TOKEN_THEMES,
-        r.themes_only_in_cards,
         r.promoted,
         r.reinforced,
         r.queued,
         r.refused
     );
-    let _ = writeln!(
-        o,
-        "    {:<10} {:>6} {:>13} {:>11} {:>9} {:>9} {:>11} {:>9} {:>10}",
-        "stage",
-        "calls",
-        "instructions",
-        "new events",
-        "context",
-        "input",
-        "completion",
-        "cached",
-        "total"
-    );
-    for (stage, t) in &r.stages {
-        let _ = writeln!(
-            o,
-            "    {:<10} {:>6} {:>13} {:>11} {:>9} {:>9} {:>11} {:>9} {:>10}",
-            if stage.is_empty() { "(none)" } else { stage },
-            t.calls,
-            t.instructions,
-            t.new_events,
-            t.context,
-            t.input,
-            t.completion,
-            t.cached,
-            t.total
-        );
-    }
-    if r.per_cycle.len() > 1 {
+    parts::render(o, &r.stages);
+    if r.per_cycle.len() > 1 && r.per_cycle.len() <= 30 {
         let cycles: Vec<String> = r.per_cycle.iter().map(u64::to_string).collect();
         let _ = writeln!(o, "    per cycle: {}", cycles.join(", "));
+    } else if r.per_cycle.len() > 30 {
+        let mut c: Vec<f64> = r.per_cycle.iter().map(|&t| t as f64).collect();
+        let most = c.iter().copied().fold(0.0, f64::max);
+        c.retain(|&t| t > 0.0);
+        let _ = writeln!(
+            o,
+            "    per cycle: {} cycles spent tokens, median {:.0}, most {most:.0}",
+            c.len(),
+            median(c)
+        );
     }
 }
 

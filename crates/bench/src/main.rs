@@ -5,8 +5,11 @@
 //! its own binary so the shipped `dream` carries none of the test kit.
 
 mod bench;
+mod parts;
 mod quality;
 mod recall;
+mod stream;
+mod year;
 
 use std::path::PathBuf;
 
@@ -83,6 +86,11 @@ struct FakeServerArgs {
     /// Seed of the synthetic workload (as --seed).
     #[arg(long, default_value_t = 7)]
     seed: u64,
+    /// Write the stream scenario's events instead (a LoCoMo file's turns as one stream,
+    /// oldest first, as `--scenario stream` reads them); --events, --days and --seed are
+    /// then unused.
+    #[arg(long, value_name = "PATH")]
+    stream: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -213,6 +221,11 @@ fn run(g: &Global, a: &BenchArgs) -> Result<i32> {
         llm_model: a.llm_model.clone(),
         seed: a.seed,
         facts: a.facts,
+        stream: a.stream.as_deref().map(|p| dream::cmd::absolute(&cwd, p)),
+        stream_reflect: a.stream_reflect.clone(),
+        year_events: a.year_events,
+        year_days: a.year_days,
+        year_points: a.year_points,
     };
     let report = bench::run_scenario(&opts, fake.as_ref())?;
     if a.json {
@@ -292,9 +305,12 @@ fn cycle(g: &Global, a: &RunArgs) -> Result<i32> {
 
 fn fake_server(a: &FakeServerArgs) -> Result<i32> {
     use std::io::{BufRead, Write};
-    let w = bench::token_workload_of(a.seed, a.days, a.events);
-    let mut text = String::with_capacity(w.events.len() * 200);
-    for e in &w.events {
+    let events = match &a.stream {
+        Some(path) => stream::load(path)?.1,
+        None => bench::token_workload_of(a.seed, a.days, a.events).events,
+    };
+    let mut text = String::with_capacity(events.len() * 200);
+    for e in &events {
         text.push_str(&e.to_line());
         text.push('\n');
     }
@@ -319,7 +335,8 @@ fn fake_server(a: &FakeServerArgs) -> Result<i32> {
 /// docs/BENCHMARKS.md.
 #[derive(Debug, Args)]
 pub struct BenchArgs {
-    /// Scenarios: all, heavy (also measures idle), incremental, cluster, tokens, agents.
+    /// Scenarios: all, heavy (also measures idle), incremental, cluster, tokens, agents;
+    /// and, not in all: stream (it reads a dataset, --stream) and year (a million events).
     #[arg(
         long,
         value_name = "NAMES",
@@ -427,4 +444,28 @@ pub struct BenchArgs {
     /// Facts in the agents scenario's repository (`dream context`, `recall` over MCP).
     #[arg(long, default_value_t = 1_000)]
     pub facts: usize,
+
+    /// The stream scenario's dataset: a LoCoMo file (a JSON array of conversations), read
+    /// where it is; every conversation's turns become one person's stream.
+    #[arg(long, value_name = "PATH")]
+    pub stream: Option<PathBuf>,
+
+    /// What the fake server's reflect answers in the stream scenario: reference (the
+    /// dataset's own observations of the turns a call shows, citing them) or echo (each
+    /// cluster's first owner line, as in the token scenario).
+    #[arg(long, default_value = "reference", value_parser = ["reference", "echo"])]
+    pub stream_reflect: String,
+
+    /// Events of the year scenario (a heavy user's year).
+    #[arg(long, default_value_t = 1_000_000)]
+    pub year_events: usize,
+
+    /// Days of the year scenario.
+    #[arg(long, default_value_t = 365)]
+    pub year_days: u32,
+
+    /// Lengths of history the year scenario measures: the whole year, and before it each
+    /// half the one after (4: 45, 91, 182 and 365 days).
+    #[arg(long, default_value_t = 4)]
+    pub year_points: u32,
 }

@@ -41,15 +41,18 @@ struct Observation {
 }
 
 /// The authors' observations, and what the fake server did with them.
-struct Reference {
+pub(crate) struct Reference {
     observations: Vec<Observation>,
     by_turn: HashMap<String, Vec<usize>>,
+    /// A turn as a reflect prompt shows it (its day, speaker and text, spaces collapsed) ->
+    /// the turns it may be: the prompt gives events numbers, never their ids.
+    by_line: HashMap<(String, String, String), Vec<String>>,
     served: Mutex<HashSet<usize>>,
     sent: Mutex<HashSet<String>>,
 }
 
 impl Reference {
-    fn parse(text: &str) -> Result<Reference> {
+    pub(crate) fn parse(text: &str) -> Result<Reference> {
         let v: Value = serde_json::from_str(text)
             .map_err(|e| Error::Input(format!("not a LoCoMo file: {e}")))?;
         let mut observations = Vec::new();
@@ -99,32 +102,51 @@ impl Reference {
                 by_turn.entry(c.clone()).or_default().push(i);
             }
         }
+        let mut by_line: HashMap<(String, String, String), Vec<String>> = HashMap::new();
+        let convs = eval::locomo::parse(text)
+            .map_err(|e| Error::Input(format!("not a LoCoMo file: {e}")))?;
+        for e in convs.iter().flat_map(|c| c.events()) {
+            let key = line_key(
+                &e.ts.format("%A %-d %B %Y").to_string(),
+                e.actor.as_deref().unwrap_or_default(),
+                &e.text,
+            );
+            by_line.entry(key).or_default().push(e.id.clone());
+        }
         Ok(Reference {
             observations,
             by_turn,
+            by_line,
             served: Mutex::new(HashSet::new()),
             sent: Mutex::new(HashSet::new()),
         })
     }
 
     /// The reflect answer: every observation not served yet whose cited turns are in the
-    /// call, one of them new, citing those turns.
-    fn reflect(&self, call: &Call) -> Answer {
-        let events = call.events();
-        let ids: HashSet<&str> = events.iter().map(|e| e.id.as_str()).collect();
-        let fresh: HashSet<&str> = events
-            .iter()
-            .filter(|e| e.new)
-            .map(|e| e.id.as_str())
-            .collect();
-        self.sent
-            .lock()
-            .unwrap()
-            .extend(events.iter().map(|e| e.id.clone()));
+    /// call, one of them new, citing those turns by the numbers the call gives them.
+    pub(crate) fn reflect(&self, call: &Call) -> Answer {
+        // Each shown event's turns (by day, speaker and text), and each turn's number.
+        let mut label: HashMap<String, String> = HashMap::new();
+        let mut fresh: HashSet<String> = HashSet::new();
+        let mut turns: Vec<String> = Vec::new();
+        for e in call.events() {
+            let key = line_key(&e.day, &e.actor, &e.text);
+            for id in self.by_line.get(&key).into_iter().flatten() {
+                if label.insert(id.clone(), e.id.clone()).is_none() {
+                    turns.push(id.clone());
+                }
+                if e.new {
+                    fresh.insert(id.clone());
+                }
+            }
+        }
+        let ids: HashSet<&str> = label.keys().map(String::as_str).collect();
+        let fresh: HashSet<&str> = fresh.iter().map(String::as_str).collect();
+        self.sent.lock().unwrap().extend(label.keys().cloned());
         let mut served = self.served.lock().unwrap();
         let mut candidates = Vec::new();
-        for e in &events {
-            for &i in self.by_turn.get(&e.id).into_iter().flatten() {
+        for turn in &turns {
+            for &i in self.by_turn.get(turn).into_iter().flatten() {
                 let o = &self.observations[i];
                 let cited: Vec<&String> = o
                     .cites
@@ -140,7 +162,7 @@ impl Reference {
                     "text": o.text,
                     "category": category,
                     "block": block.as_str(),
-                    "supportingEventIds": cited,
+                    "ids": cited.iter().map(|c| label[c.as_str()].clone()).collect::<Vec<_>>(),
                     "confidence": 0.9,
                     "reason": format!("locomo observation {i}"),
                 }));
@@ -148,6 +170,13 @@ impl Reference {
         }
         Answer::json(json!({ "candidates": candidates }))
     }
+}
+
+/// A turn as the reflect prompt shows it: its day, its speaker, and its text with every run
+/// of white space one space (the prompt puts an image's caption on a line of its own).
+fn line_key(day: &str, speaker: &str, text: &str) -> (String, String, String) {
+    let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    (day.to_string(), speaker.to_string(), text)
 }
 
 /// What happened to the reference candidates of one conversation, by reason.

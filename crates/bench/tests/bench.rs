@@ -156,6 +156,166 @@ fn bench_counts_tokens_against_the_fake_server_and_a_per_event_extractor() {
     );
 }
 
+/// A LoCoMo-shaped file of two small conversations (their sessions on several days, one
+/// turn sharing an image), made up for the test.
+fn toy_locomo() -> String {
+    let turn = |speaker: &str, dia: &str, text: &str| serde_json::json!({"speaker": speaker, "dia_id": dia, "text": text});
+    let conv = |id: &str, a: &str, b: &str, day: u32| {
+        let mut c = serde_json::Map::new();
+        c.insert("speaker_a".into(), a.into());
+        c.insert("speaker_b".into(), b.into());
+        for s in 1..=3u32 {
+            c.insert(
+                format!("session_{s}_date_time"),
+                format!("1:{s}0 pm on {} May, 2023", day + 2 * s).into(),
+            );
+            let mut turns = vec![
+                turn(
+                    a,
+                    &format!("D{s}:1"),
+                    &format!("I keep bees on the roof of my flat in Leeds, {a} here."),
+                ),
+                turn(b, &format!("D{s}:2"), "That is lovely! How many hives?"),
+                turn(
+                    a,
+                    &format!("D{s}:3"),
+                    "Three hives, and the honey sells at the Sunday market.",
+                ),
+            ];
+            if s == 2 {
+                let mut t = turn(b, "D2:4", "Look at my new bike.");
+                t["blip_caption"] = "a photo of a red bicycle".into();
+                turns.push(t);
+            }
+            c.insert(format!("session_{s}"), turns.into());
+        }
+        serde_json::json!({"sample_id": id, "conversation": c, "qa": [
+            {"question": "Where does the beekeeper live?", "answer": "Leeds", "evidence": ["D1:1"], "category": 4}
+        ]})
+    };
+    serde_json::json!([conv("toy-1", "Ada", "Bo", 1), conv("toy-2", "Cy", "Di", 10)]).to_string()
+}
+
+#[test]
+fn the_stream_scenario_replays_a_conversation_file_on_each_schedule() {
+    let env = Env::new();
+    let file = env.dir.path().join("toy-locomo.json");
+    std::fs::write(&file, toy_locomo()).unwrap();
+    let out = env
+        .cmd()
+        .args([
+            "--scenario",
+            "stream",
+            "--runs",
+            "1",
+            "--fake-llm",
+            "--json",
+        ])
+        .arg("--stream")
+        .arg(&file)
+        .args(["--cycles-per-day", "0,2", "--stream-reflect", "echo"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let s = scenario(&r, "stream");
+    assert_eq!(s["params"]["events"], 20, "{s}");
+    let runs = s["schedules"].as_array().unwrap();
+    assert_eq!(runs.len(), 2, "{s}");
+    let (one, two) = (&runs[0], &runs[1]);
+    assert_eq!(
+        (one["cycles"].as_u64(), one["idle_cycles"].as_u64()),
+        (Some(1), Some(0))
+    );
+    // Six session days over a month: one cycle runs on each, the other days' are idle.
+    assert_eq!(two["cycles"], 6, "{two}");
+    assert!(two["idle_cycles"].as_u64().unwrap() > 20, "{two}");
+    for run in runs {
+        let reflect = &run["stages"]["reflect"];
+        assert!(reflect["new_events"].as_u64().unwrap() > 0, "{run}");
+        assert!(reflect["instructions"].as_u64().unwrap() > 0, "{run}");
+        let total: u64 = run["stages"]
+            .as_object()
+            .unwrap()
+            .values()
+            .map(|t| t["total"].as_u64().unwrap())
+            .sum();
+        assert_eq!(
+            total,
+            run["tokens"].as_u64().unwrap(),
+            "the stages add up: {run}"
+        );
+    }
+    assert_eq!(s["extra"]["c0_traceability"], 1.0, "{s}");
+    assert_eq!(s["extra"]["c2_traceability"], 1.0, "{s}");
+    let targets: Vec<&str> = s["targets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        targets,
+        [
+            "tokens per event, 2 cycles a day",
+            "tokens per event, 2 cycles a day / one cycle"
+        ],
+        "{s}"
+    );
+}
+
+#[test]
+fn the_year_scenario_measures_each_figure_at_each_length_of_history() {
+    let env = Env::new();
+    let out = env
+        .cmd()
+        .args([
+            "--scenario",
+            "year",
+            "--runs",
+            "1",
+            "--year-events",
+            "1500",
+            "--year-days",
+            "33",
+            "--year-points",
+            "2",
+            "--fake-llm",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let y = scenario(&r, "year");
+    assert_eq!(y["params"]["points"], serde_json::json!([16, 33]), "{y}");
+    let x = |k: &str| {
+        y["extra"][k]
+            .as_f64()
+            .unwrap_or_else(|| panic!("{k} in {y}"))
+    };
+    for d in ["d16", "d33"] {
+        assert!(x(&format!("{d}_backfill_tokens")) > 0.0, "{y}");
+        assert!(x(&format!("{d}_state_mb")) > 0.0, "{y}");
+        assert!(x(&format!("{d}_day_new_events")) > 0.0, "{y}");
+        assert!(x(&format!("{d}_idle_engine_ms")) >= 0.0, "{y}");
+        assert!(x(&format!("{d}_backfill_peak_mb")) > 1.0, "{y}");
+    }
+    // The longer history was backfilled in more windows, with more tokens.
+    assert!(x("d33_backfill_windows") > x("d16_backfill_windows"), "{y}");
+    assert!(x("d33_backfill_tokens") > x("d16_backfill_tokens"), "{y}");
+    assert!(y["extra"].get("growth_backfill_tokens").is_some(), "{y}");
+    let targets = y["targets"].to_string();
+    assert!(
+        targets.contains("peak memory, first run's backfill, 33 days"),
+        "{targets}"
+    );
+    assert!(
+        targets.contains("growth of the idle cycle engine time"),
+        "{targets}"
+    );
+}
+
 /// One scenario of `dream-bench --json`'s output, by name.
 fn scenario(report: &serde_json::Value, name: &str) -> serde_json::Value {
     report["scenarios"]

@@ -267,7 +267,8 @@ fn run_locked(
         opts,
         cycle_id: unique_cycle_id(&state.conn, opts, resuming)?,
         today: now.date_naive(),
-        budget: Budget::new(config.budget.tokens_per_cycle),
+        budget: Budget::new(config.budget.tokens_per_cycle)
+            .with_cached_discount(config.llm.cached_discount),
         progress: tracked,
         unavailable: OnceLock::new(),
     };

@@ -59,17 +59,32 @@ pub struct Call {
     pub stage_n: usize,
     /// The request body.
     pub body: Value,
-    /// The user message parsed as JSON (the stage's input), or `Null`.
+    /// The user message parsed as JSON (the stage's input), or `Null` when it is not JSON
+    /// (a reflect prompt's numbered lines: [`Call::clusters`]).
     pub input: Value,
+    /// The user message as sent.
+    pub user: String,
 }
 
-/// An event as sent to the reflect stage.
+/// An event as a reflect call shows it: `id` is the number the prompt gives it, what a
+/// model cites (the event's own id is never sent).
 #[derive(Debug, Clone, PartialEq)]
 pub struct SentEvent {
     pub id: String,
     pub text: String,
+    /// Who wrote it, as shown (empty when the event names no one).
+    pub actor: String,
+    /// `owner` unless the line says another trust.
     pub trust: String,
+    /// `message` unless the line says another kind.
+    pub kind: String,
+    /// Not marked as read before.
     pub new: bool,
+    pub recalled: bool,
+    /// The day the prompt shows it under (`Monday 8 May 2023`).
+    pub day: String,
+    /// The event's lines as sent.
+    pub line: String,
 }
 
 /// A candidate as sent to the judge: its id, text and the ids of its neighbour facts.
@@ -80,73 +95,128 @@ pub struct JudgeCandidate {
     pub neighbours: Vec<String>,
 }
 
-/// One cluster of a reflect call: its number, what memory already holds from its earlier
-/// events (`known`: fact or card id, text, and those events' ids), and its events.
+/// One cluster of a reflect call: its number in the prompt (from 1), whether it holds one
+/// session's single mentions, what memory already holds from its earlier events
+/// (`known`), and its events.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SentCluster {
     pub cluster: u64,
+    pub singles: bool,
     pub known: Vec<SentKnown>,
     pub events: Vec<SentEvent>,
 }
 
-/// A known item of a reflect call's cluster.
+/// A known item of a reflect call's cluster: `id` is its label (`k1`), which a model
+/// cites for the earlier events it stands for.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SentKnown {
     pub id: String,
     pub text: String,
     pub pending: bool,
-    pub events: Vec<String>,
+    /// Its line as sent.
+    pub line: String,
 }
 
-fn sent_events(v: &Value) -> Vec<SentEvent> {
-    v.as_array()
-        .map(|a| {
-            a.iter()
-                .map(|e| SentEvent {
-                    id: e["id"].as_str().unwrap_or_default().into(),
-                    text: e["text"].as_str().unwrap_or_default().into(),
-                    trust: e["trust"].as_str().unwrap_or_default().into(),
-                    new: e["new"].as_bool().unwrap_or(false),
-                })
-                .collect()
-        })
-        .unwrap_or_default()
+/// A reflect prompt's user message read back into its clusters, as a model reads it: a
+/// `Cluster <n>` line opens a cluster (`: single mentions` after it for one session's
+/// single mentions), `k<n>: text` (or `k<n> (pending): text`) is a known item,
+/// `<n> (qualifiers) writer: text` an event, a line indented by two spaces continues the
+/// event before it, and any other line names the day of the events below it.
+pub fn parse_lines(user: &str) -> Vec<SentCluster> {
+    let mut out: Vec<SentCluster> = Vec::new();
+    let mut day = String::new();
+    for line in user.lines() {
+        if let Some(rest) = line.strip_prefix("Cluster ") {
+            let (n, singles) = match rest.split_once(':') {
+                Some((n, what)) => (n, what.trim() == "single mentions"),
+                None => (rest, false),
+            };
+            out.push(SentCluster {
+                cluster: n.trim().parse().unwrap_or_default(),
+                singles,
+                known: Vec::new(),
+                events: Vec::new(),
+            });
+            day.clear();
+            continue;
+        }
+        let Some(part) = out.last_mut() else {
+            continue;
+        };
+        if let Some(more) = line.strip_prefix("  ") {
+            if let Some(e) = part.events.last_mut() {
+                e.text.push('\n');
+                e.text.push_str(more);
+                e.line.push('\n');
+                e.line.push_str(line);
+            }
+            continue;
+        }
+        let digits = line.bytes().take_while(u8::is_ascii_digit).count();
+        if digits > 0 {
+            let id = line[..digits].to_string();
+            let mut rest = &line[digits..];
+            let mut qualifiers: Vec<String> = Vec::new();
+            if let Some(q) = rest.strip_prefix(" (") {
+                if let Some((inside, after)) = q.split_once(')') {
+                    qualifiers = inside.split(", ").map(String::from).collect();
+                    rest = after;
+                }
+            }
+            let (actor, text) = match rest.split_once(": ") {
+                Some((a, t)) => (a.trim().to_string(), t.to_string()),
+                None => (
+                    String::new(),
+                    rest.trim_start_matches(':').trim().to_string(),
+                ),
+            };
+            let trust = qualifiers
+                .iter()
+                .find_map(|q| q.strip_prefix("trust "))
+                .unwrap_or("owner")
+                .to_string();
+            let kind = qualifiers
+                .iter()
+                .find(|q| !q.starts_with("trust ") && *q != "recalled" && *q != "seen")
+                .cloned()
+                .unwrap_or_else(|| "message".into());
+            part.events.push(SentEvent {
+                id,
+                text,
+                actor,
+                trust,
+                kind,
+                new: !qualifiers.iter().any(|q| q == "seen"),
+                recalled: qualifiers.iter().any(|q| q == "recalled"),
+                day: day.clone(),
+                line: line.to_string(),
+            });
+            continue;
+        }
+        if let Some((label, text)) = line.split_once(": ").filter(|(l, _)| {
+            l.strip_prefix('k')
+                .map(|n| n.trim_end_matches(" (pending)"))
+                .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+        }) {
+            part.known.push(SentKnown {
+                id: label.trim_end_matches(" (pending)").to_string(),
+                text: text.to_string(),
+                pending: label.ends_with(" (pending)"),
+                line: line.to_string(),
+            });
+            continue;
+        }
+        if !line.trim().is_empty() {
+            day = line.trim().to_string();
+        }
+    }
+    out
 }
 
 impl Call {
-    /// The clusters of a reflect call (`{"clusters":[...]}`).
+    /// The clusters of a reflect call (its numbered lines: [`parse_lines`]).
     pub fn clusters(&self) -> Vec<SentCluster> {
-        self.input["clusters"]
-            .as_array()
-            .map(|a| {
-                a.iter()
-                    .map(|c| SentCluster {
-                        cluster: c["cluster"].as_u64().unwrap_or_default(),
-                        known: c["known"]
-                            .as_array()
-                            .map(|k| {
-                                k.iter()
-                                    .map(|k| SentKnown {
-                                        id: k["id"].as_str().unwrap_or_default().into(),
-                                        text: k["text"].as_str().unwrap_or_default().into(),
-                                        pending: k["pending"].as_bool().unwrap_or(false),
-                                        events: k["events"]
-                                            .as_array()
-                                            .map(|ids| {
-                                                ids.iter()
-                                                    .filter_map(|i| i.as_str().map(String::from))
-                                                    .collect()
-                                            })
-                                            .unwrap_or_default(),
-                                    })
-                                    .collect()
-                            })
-                            .unwrap_or_default(),
-                        events: sent_events(&c["events"]),
-                    })
-                    .collect()
-            })
-            .unwrap_or_default()
+        parse_lines(&self.user)
     }
 
     /// The events a reflect call shows in full, over all its clusters.
@@ -154,27 +224,25 @@ impl Call {
         self.clusters().into_iter().flat_map(|c| c.events).collect()
     }
 
-    /// The candidates of a judge call.
+    /// The candidates of a judge call: each `Candidate <id>: <text>` line, with the ids of
+    /// the indented neighbour lines `  <id>: <text>` after it.
     pub fn candidates(&self) -> Vec<JudgeCandidate> {
-        self.input["candidates"]
-            .as_array()
-            .map(|a| {
-                a.iter()
-                    .map(|c| JudgeCandidate {
-                        id: c["candidateId"].as_str().unwrap_or_default().into(),
-                        text: c["text"].as_str().unwrap_or_default().into(),
-                        neighbours: c["neighbours"]
-                            .as_array()
-                            .map(|n| {
-                                n.iter()
-                                    .filter_map(|f| f["id"].as_str().map(String::from))
-                                    .collect()
-                            })
-                            .unwrap_or_default(),
-                    })
-                    .collect()
-            })
-            .unwrap_or_default()
+        let mut out: Vec<JudgeCandidate> = Vec::new();
+        for line in self.user.lines() {
+            if let Some(rest) = line.strip_prefix("Candidate ") {
+                let (id, text) = rest.split_once(": ").unwrap_or((rest, ""));
+                out.push(JudgeCandidate {
+                    id: id.to_string(),
+                    text: text.to_string(),
+                    neighbours: Vec::new(),
+                });
+            } else if let (Some(rest), Some(c)) = (line.strip_prefix("  "), out.last_mut()) {
+                if let Some((id, _)) = rest.split_once(": ") {
+                    c.neighbours.push(id.to_string());
+                }
+            }
+        }
+        out
     }
 }
 
@@ -459,6 +527,12 @@ impl FakeLlm {
         self.shared.settings.lock().unwrap().prefix_cache = on;
     }
 
+    /// Forget every prefix the cache holds, as a server started afresh (a benchmark that
+    /// replays one workload on several schedules against one fake gives each a cold cache).
+    pub fn clear_prefix_cache(&self) {
+        self.shared.prefixes.lock().unwrap().clear();
+    }
+
     /// Every request so far (answered or not yet), in arrival order.
     pub fn requests(&self) -> Vec<Recorded> {
         let mut log = self.shared.log.lock().unwrap().clone();
@@ -624,6 +698,7 @@ fn answer(
                 stage_n,
                 body: body.clone(),
                 input: body["input"].clone(),
+                user: String::new(),
             };
             if let Kind::Status {
                 code,
@@ -688,6 +763,7 @@ fn answer(
         stage_n,
         body: body.clone(),
         input: serde_json::from_str(user).unwrap_or(Value::Null),
+        user: user.to_string(),
     };
     let handler = shared.handlers.lock().unwrap().get(stage).cloned();
     let a = match handler {
@@ -827,9 +903,9 @@ pub fn mem0_extract(call: &Call) -> Answer {
 }
 
 /// The default reflect handler: for each cluster with a new owner event, propose that
-/// event's text verbatim, citing every event of the cluster (those shown, and the earlier
-/// ones its known items list), with confidence 0.9 and block and category from the
-/// offline phrase rules. Nothing for a cluster without one.
+/// event's text verbatim, citing every event of the cluster by its number and every known
+/// item by its label (the earlier events it stands for), with confidence 0.9 and block and
+/// category from the offline phrase rules. Nothing for a cluster without one.
 pub fn echo_reflect(call: &Call) -> Answer {
     let mut candidates = Vec::new();
     for c in call.clusters() {
@@ -837,24 +913,29 @@ pub fn echo_reflect(call: &Call) -> Answer {
             continue;
         };
         let (category, block) = classify(&first.text);
-        let mut ids: Vec<&str> = c.events.iter().map(|e| e.id.as_str()).collect();
-        for k in &c.known {
-            for id in &k.events {
-                if !ids.contains(&id.as_str()) {
-                    ids.push(id);
-                }
-            }
-        }
         candidates.push(json!({
             "text": first.text,
             "category": category,
             "block": block.as_str(),
-            "supportingEventIds": ids,
+            "ids": cite(&c),
             "confidence": 0.9,
             "reason": "stated by the user and restated",
         }));
     }
     Answer::json(json!({ "candidates": candidates }))
+}
+
+/// Every event of a cluster by its number, then every known item by its label, as a model
+/// cites them.
+pub fn cite(c: &SentCluster) -> Vec<Value> {
+    c.events
+        .iter()
+        .map(|e| {
+            e.id.parse::<u64>()
+                .map_or_else(|_| json!(e.id), |n| json!(n))
+        })
+        .chain(c.known.iter().map(|k| json!(k.id)))
+        .collect()
 }
 
 /// The default judge handler: no contradiction, no duplicate, for every candidate.
@@ -972,6 +1053,115 @@ mod tests {
         );
         assert_eq!(code, 200);
         assert_eq!(reply["data"].as_array().unwrap().len(), 2);
+    }
+
+    #[test]
+    fn a_reflect_prompt_reads_back_as_a_model_sees_it_and_echo_cites_its_labels() {
+        use dream_core::llm::{prompts, EventView, Known, ReflectPart, ReflectPrompt};
+        let e = |id: &str,
+                 ts: &str,
+                 actor: &str,
+                 text: &str,
+                 trust: dream_core::sources::event::Trust| {
+            EventView {
+                id: id.into(),
+                ts: ts.parse().unwrap(),
+                session: "s".into(),
+                kind: "message".into(),
+                trust,
+                recalled: false,
+                new: true,
+                text: text.into(),
+                actor: actor.into(),
+            }
+        };
+        use dream_core::sources::event::Trust::{Agent, Owner};
+        let prompt = ReflectPrompt {
+            parts: vec![
+                ReflectPart {
+                    cluster: 3,
+                    known: vec![Known {
+                        id: "f_1".into(),
+                        text: "I keep bees.".into(),
+                        pending: true,
+                        events: vec![e("old", "2026-11-01T09:00:00Z", "user", "x", Owner)],
+                    }],
+                    events: vec![
+                        e(
+                            "a",
+                            "2026-11-02T09:00:00Z",
+                            "assistant",
+                            "Noted: bees.",
+                            Agent,
+                        ),
+                        e(
+                            "b",
+                            "2026-11-02T09:05:00Z",
+                            "user",
+                            "I keep bees\n  on the roof.",
+                            Owner,
+                        ),
+                    ],
+                    singles: false,
+                },
+                ReflectPart {
+                    cluster: 8,
+                    known: Vec::new(),
+                    events: vec![e(
+                        "c",
+                        "2026-11-03T09:00:00Z",
+                        "user",
+                        "I sold my bike.",
+                        Owner,
+                    )],
+                    singles: true,
+                },
+            ],
+        };
+        let user = prompts::reflect_prompt_call(&prompt, 100).user;
+        let parts = parse_lines(&user);
+        assert_eq!(parts.len(), 2);
+        assert_eq!((parts[0].cluster, parts[0].singles), (1, false));
+        assert_eq!((parts[1].cluster, parts[1].singles), (2, true));
+        assert_eq!(parts[0].known[0].id, "k1");
+        assert!(parts[0].known[0].pending);
+        let ev = &parts[0].events;
+        assert_eq!(
+            (
+                ev[0].id.as_str(),
+                ev[0].trust.as_str(),
+                ev[0].actor.as_str()
+            ),
+            ("1", "agent", "assistant")
+        );
+        assert_eq!((ev[1].id.as_str(), ev[1].trust.as_str()), ("2", "owner"));
+        assert_eq!(
+            ev[1].text, "I keep bees\n  on the roof.",
+            "continuation lines rejoined"
+        );
+        assert_eq!(ev[1].day, "Monday 2 November 2026");
+        assert_eq!(parts[1].events[0].text, "I sold my bike.");
+        // The echo cites the cluster's events by number and its known item by label, which
+        // the parser maps back to the events' ids.
+        let call = Call {
+            n: 0,
+            stage: "reflect".into(),
+            stage_n: 0,
+            body: Value::Null,
+            input: Value::Null,
+            user,
+        };
+        let Kind::Content { text, .. } = echo_reflect(&call).kind else {
+            panic!("a completion")
+        };
+        let reply =
+            prompts::parse_reflect_prompt(&prompt, &serde_json::from_str(&text).unwrap()).unwrap();
+        assert_eq!(reply.candidates.len(), 2);
+        assert_eq!(
+            reply.candidates[0].supporting_event_ids,
+            vec!["a", "b", "old"]
+        );
+        assert_eq!(reply.candidates[1].supporting_event_ids, vec!["c"]);
     }
 
     #[test]

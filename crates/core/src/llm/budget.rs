@@ -21,6 +21,13 @@
 //! Every charge is also booked to the stage that made the call ([`Budget::stages`]), with
 //! the prompt, completion and cached tokens the server reported, so a report can say where
 //! a cycle's tokens went.
+//!
+//! Cached prompt tokens (those a server reports it took from its prompt cache) are charged
+//! in full, like any token, unless `llm.cached_discount` says otherwise
+//! ([`Budget::with_cached_discount`]): then each is charged `1 - discount` of a token, the
+//! share waived rounded down, and the waived tokens are counted apart ([`Spend::waived`]).
+//! A reservation never counts on a cache (the server may not hold the prefix), so the cap
+//! holds whatever the server caches.
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
@@ -45,6 +52,8 @@ pub const BYTES_PER_TOKEN: u64 = 2;
 #[derive(Debug)]
 pub struct Budget {
     cap: u64,
+    /// The share of a cached prompt token's charge that is waived (`llm.cached_discount`).
+    cached_discount: f64,
     inner: Mutex<Inner>,
 }
 
@@ -63,8 +72,10 @@ pub struct Spend {
     /// A server counted more tokens than estimated and the spend crossed the cap (the
     /// cycle logs it; later estimates are scaled up).
     pub overrun: bool,
-    /// Of the tokens charged, prompt tokens the servers reported as cached.
+    /// Prompt tokens the servers reported as cached (charged in full unless waived).
     pub cached: u64,
+    /// Of the cached tokens, the share `llm.cached_discount` waived: not charged.
+    pub waived: u64,
 }
 
 /// What one stage's calls were charged.
@@ -79,6 +90,8 @@ pub struct StageSpend {
     pub prompt: u64,
     pub completion: u64,
     pub cached: u64,
+    /// Of the cached tokens, those not charged (`llm.cached_discount`).
+    pub waived: u64,
 }
 
 #[derive(Debug, Default)]
@@ -104,8 +117,27 @@ impl Budget {
     pub fn new(cap: u64) -> Budget {
         Budget {
             cap,
+            cached_discount: 0.0,
             inner: Mutex::new(Inner::default()),
         }
+    }
+
+    /// The same budget, charging each cached prompt token `1 - discount` of a token
+    /// (`llm.cached_discount`, a share from 0 to 1; anything else charges in full).
+    pub fn with_cached_discount(mut self, discount: f64) -> Budget {
+        self.cached_discount = if (0.0..=1.0).contains(&discount) {
+            discount
+        } else {
+            0.0
+        };
+        self
+    }
+
+    /// The tokens of a reported usage the discount waives: the cached prompt tokens times
+    /// the discount, rounded down.
+    fn waived(&self, usage: &Usage) -> u64 {
+        let cached = usage.cached_tokens.min(usage.prompt_tokens);
+        (cached as f64 * self.cached_discount).floor() as u64
     }
 
     pub fn cap(&self) -> u64 {
@@ -131,7 +163,11 @@ impl Budget {
     }
 
     /// [`Budget::settle`], booked to `stage` with the usage the server reported (if any).
+    /// `used` is what the call is charged before the cached discount: the reported usage's
+    /// total when `usage` is given, else the estimate (or nothing).
     pub fn settle_for(&self, stage: &str, r: Reservation, used: u64, usage: Option<&Usage>) {
+        let waived = usage.map_or(0, |u| self.waived(u)).min(used);
+        let used = used - waived;
         let mut inner = self.inner.lock().expect("budget lock");
         inner.spend.reserved -= r.amount;
         let counted = r.amount > 0 || used > 0;
@@ -145,6 +181,7 @@ impl Budget {
         }
         let cached = usage.map_or(0, |u| u.cached_tokens.min(u.prompt_tokens));
         inner.spend.cached += cached;
+        inner.spend.waived += waived;
         if counted {
             let s = inner.stages.entry(stage.to_string()).or_default();
             s.calls += 1;
@@ -153,6 +190,7 @@ impl Budget {
                 s.prompt += u.prompt_tokens;
                 s.completion += u.completion_tokens;
                 s.cached += cached;
+                s.waived += waived;
             }
         }
     }
@@ -260,12 +298,72 @@ mod tests {
                 refused: 1,
                 overrun: false,
                 cached: 0,
+                waived: 0,
             }
         );
         assert!(b.exhausted());
         let free = b.reserve(0).expect("free calls always fit");
         b.settle(free, 0);
         assert_eq!(b.spend().calls, 2, "and are not counted as model calls");
+    }
+
+    #[test]
+    fn cached_tokens_are_charged_in_full_unless_a_discount_waives_a_share() {
+        let usage = |prompt, cached| Usage {
+            prompt_tokens: prompt,
+            completion_tokens: 100,
+            cached_tokens: cached,
+            reported: true,
+        };
+        let ok = |u: Usage| {
+            move || {
+                Ok(Reply {
+                    value: (),
+                    usage: u,
+                    notes: vec![],
+                })
+            }
+        };
+        // The default: every reported token charged.
+        let full = Budget::new(10_000);
+        assert!(full.call("reflect", 2_000, ok(usage(1_000, 600))).is_ok());
+        assert_eq!(
+            (full.spend().spent, full.spend().cached, full.spend().waived),
+            (1_100, 600, 0)
+        );
+        // Half off cached tokens: 600 cached, 300 waived.
+        let half = Budget::new(10_000).with_cached_discount(0.5);
+        assert!(half.call("reflect", 2_000, ok(usage(1_000, 601))).is_ok());
+        let s = half.spend();
+        assert_eq!((s.spent, s.cached, s.waived), (1_100 - 300, 601, 300));
+        assert_eq!(half.stages()["reflect"].waived, 300);
+        assert_eq!(half.stages()["reflect"].spent, 800);
+        // A server that reports more cached than prompt tokens is held to the prompt.
+        let all = Budget::new(10_000).with_cached_discount(1.0);
+        assert!(all.call("judge", 2_000, ok(usage(500, 9_999))).is_ok());
+        assert_eq!((all.spend().spent, all.spend().waived), (100, 500));
+        // A failed call with usage gets the same discount; one charged its estimate none.
+        let failed = Budget::new(10_000).with_cached_discount(0.5);
+        let _ = failed.call(
+            "reflect",
+            800,
+            failing(LlmErrorKind::Garbled, Some(usage(400, 200))),
+        );
+        let _ = failed.call("reflect", 800, failing(LlmErrorKind::Garbled, None));
+        assert_eq!(failed.spend().spent, (500 - 100) + 800);
+        // The reservation never counts on the cache: a call whose estimate could cross the
+        // cap is refused whatever the discount.
+        let tight = Budget::new(1_000).with_cached_discount(1.0);
+        assert!(matches!(
+            tight.call("reflect", 1_001, ok(usage(10, 10))),
+            Err(CallError::Budget)
+        ));
+        // Out of range: charged in full.
+        for d in [-0.5, 1.5, f64::NAN] {
+            let b = Budget::new(10_000).with_cached_discount(d);
+            assert!(b.call("reflect", 2_000, ok(usage(1_000, 600))).is_ok());
+            assert_eq!(b.spend().spent, 1_100, "{d}");
+        }
     }
 
     fn failing(
@@ -334,7 +432,8 @@ mod tests {
                 spent: 1800,
                 prompt: 700,
                 completion: 300,
-                cached: 200
+                cached: 200,
+                waived: 0,
             }
         );
         assert_eq!((stages["judge"].calls, stages["judge"].spent), (2, 500));

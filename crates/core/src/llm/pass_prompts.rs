@@ -1,8 +1,10 @@
 //! Prompts of the maintenance passes, and defensive parsing of their replies.
 //!
 //! Each pass owns its prompt: a system text that states the JSON contract of SPEC S4 step 9
-//! and the rules the gates will check (so a model knows what would be refused), and the
-//! request as JSON for the user turn. The provider only carries it (`Llm::chat_json`).
+//! and the rules the gates will check (so a model knows what would be refused), the same
+//! in every call with the same config (a stable prefix a server's prompt cache holds: what
+//! varies, such as how many facts memory holds, is in the request), and the request as
+//! compact JSON for the user turn. The provider only carries it (`Llm::chat_json`).
 //! Replies are parsed leniently, entry by entry: a reply that is not the contract's object
 //! at all is [`LlmErrorKind::Garbled`] (the pass then runs its engine backstops alone);
 //! an entry with a missing or mistyped field still becomes a proposal, which the gates
@@ -86,12 +88,11 @@ pub fn forget_call(req: &ForgetRequest) -> ChatCall {
 archive; they are not deleted.\n\
 Reply: {{\"forget\":[{{\"itemId\":\"<fact>\",\"reason\":\"<one sentence>\",\"policy\":\"stale|capacity\"}}]}}\n\
 Rules: a fact qualifies only if it was last seen more than {stale} days ago (stale), or memory holds more than \
-{max} facts (it holds {active}) and the fact is among the lowest-salience ones that bring it back under \
-(capacity); facts in protected categories ({protected}) are never forgotten and are not shown; each fact at most \
-once; every entry has a reason. Forget only what is no longer useful.",
+{max} facts (activeFacts says how many it holds) and the fact is among the lowest-salience ones that bring it \
+back under (capacity); facts in protected categories ({protected}) are never forgotten and are not shown; each \
+fact at most once; every entry has a reason. Forget only what is no longer useful.",
             stale = req.stale_after_days,
             max = req.max_active_facts,
-            active = req.active_facts,
             protected = req.protected_categories.join(", ")
         ),
         user: to_json(req),
@@ -99,8 +100,10 @@ once; every entry has a reason. Forget only what is no longer useful.",
     }
 }
 
+/// The request as compact JSON: no indentation, which a tokenizer counts (pretty printing
+/// made the merge pass's prompt about a third spaces).
 fn to_json<T: serde::Serialize>(v: &T) -> String {
-    serde_json::to_string_pretty(v).expect("requests serialize")
+    serde_json::to_string(v).expect("requests serialize")
 }
 
 /// The entries of a reply's list: `{"key":[...]}` (or a bare list). An empty object or a

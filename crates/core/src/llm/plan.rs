@@ -115,25 +115,31 @@ impl Share {
     }
 }
 
-/// Reply tokens a cluster may take: a candidate of up to 300 characters with its ids and
-/// fields. A prompt holds no more clusters than `llm.max_tokens` has room for
-/// ([`clusters_per_prompt`]), so packing clusters never gets a reply cut off.
-pub const REPLY_TOKENS_PER_CLUSTER: u64 = 256;
-
-/// The most clusters one prompt may hold under `max_tokens` (at least one).
-pub fn clusters_per_prompt(max_tokens: u64) -> usize {
-    (max_tokens / REPLY_TOKENS_PER_CLUSTER).max(1) as usize
+/// Reply tokens a prompt part may take: [`REPLY_BASE_TOKENS`] plus
+/// [`REPLY_TOKENS_PER_EVENT`] for each of its new events. Parts share a prompt only while
+/// their rooms add up to no more than `llm.max_tokens` ([`pack`]), so packing never gets a
+/// reply cut off that prompts of their own would not (a part alone always has a prompt).
+/// Measured on LoCoMo's conversations with the reference reflector (the dataset's own
+/// observations, a stand-in for a good model): 22 reply tokens an event on average; a
+/// candidate with its fields is about 60 to 100.
+pub fn reply_room(events: usize) -> u64 {
+    REPLY_BASE_TOKENS + REPLY_TOKENS_PER_EVENT * events as u64
 }
 
-/// Pack clusters' new events into prompts of at most `cap` events and `max_parts` clusters
-/// for a model: a cluster with more new events than `cap` is split into balanced parts (as
-/// [`prompts`] splits it), then the parts, oldest first, each go into the first prompt with
-/// room for them (first fit). `new[c]` holds cluster `c`'s new events' times, oldest
-/// first. Every new event is in exactly one prompt, a part is never split further, and
-/// prompts come oldest event first.
-pub fn pack(new: &[Vec<i64>], cap: usize, max_parts: usize) -> Vec<Vec<Share>> {
+/// See [`reply_room`]: a part's reply tokens whatever its size (one candidate).
+pub const REPLY_BASE_TOKENS: u64 = 64;
+/// See [`reply_room`].
+pub const REPLY_TOKENS_PER_EVENT: u64 = 24;
+
+/// Pack clusters' new events into prompts of at most `cap` events for a model: a cluster
+/// with more new events than `cap` is split into balanced parts (as [`prompts`] splits
+/// it), then the parts, oldest first, each go into the first prompt with room for their
+/// events and their reply ([`reply_room`] within `max_tokens`), else a prompt of their own
+/// (first fit). `new[c]` holds cluster `c`'s new events' times, oldest first. Every new
+/// event is in exactly one prompt, a part is never split further, and prompts come oldest
+/// event first.
+pub fn pack(new: &[Vec<i64>], cap: usize, max_tokens: u64) -> Vec<Vec<Share>> {
     let cap = cap.max(1);
-    let max_parts = max_parts.max(1);
     let mut parts: Vec<(i64, Share)> = Vec::new();
     for (c, times) in new.iter().enumerate() {
         let n = times.len();
@@ -148,20 +154,23 @@ pub fn pack(new: &[Vec<i64>], cap: usize, max_parts: usize) -> Vec<Vec<Share>> {
         }
     }
     parts.sort_by_key(|(t, s)| (*t, s.cluster, s.from));
-    let mut prompts: Vec<(usize, Vec<Share>)> = Vec::new();
+    // Each prompt: its events, its reply room, its shares.
+    let mut prompts: Vec<(usize, u64, Vec<Share>)> = Vec::new();
     for (_, share) in parts {
+        let room = reply_room(share.len());
         match prompts
             .iter_mut()
-            .find(|(used, shares)| used + share.len() <= cap && shares.len() < max_parts)
+            .find(|(used, reply, _)| used + share.len() <= cap && reply + room <= max_tokens)
         {
-            Some((used, shares)) => {
+            Some((used, reply, shares)) => {
                 *used += share.len();
+                *reply += room;
                 shares.push(share);
             }
-            None => prompts.push((share.len(), vec![share])),
+            None => prompts.push((share.len(), room, vec![share])),
         }
     }
-    prompts.into_iter().map(|(_, s)| s).collect()
+    prompts.into_iter().map(|(_, _, s)| s).collect()
 }
 
 /// Most known items shown for one cluster (those citing most of its earlier events).
@@ -189,17 +198,23 @@ impl<'a> Supports<'a> {
     }
 
     /// The items that cite some of `earlier` (a cluster's earlier events, most recent
-    /// first), each with the positions in `earlier` of those it cites (at most
-    /// `max_events`, the most recent): the items citing most of them first, at most
-    /// [`MAX_KNOWN`]. An earlier event no item cites is in none: it came to nothing.
-    pub fn known(&self, earlier: &[&str], max_events: usize) -> Vec<(usize, Vec<usize>)> {
+    /// first) and that `keep` keeps, each with the positions in `earlier` of those it cites
+    /// (at most `max_events`, the most recent): the items citing most of them first, at
+    /// most [`MAX_KNOWN`]. An earlier event no item cites is in none: it came to nothing.
+    pub fn known(
+        &self,
+        earlier: &[&str],
+        max_events: usize,
+        keep: impl Fn(usize) -> bool,
+    ) -> Vec<(usize, Vec<usize>)> {
         let mut hits: std::collections::BTreeMap<usize, Vec<usize>> = Default::default();
         for (k, id) in earlier.iter().enumerate() {
             for &item in self.by_event.get(id).into_iter().flatten() {
                 hits.entry(item).or_default().push(k);
             }
         }
-        let mut out: Vec<(usize, Vec<usize>)> = hits.into_iter().collect();
+        let mut out: Vec<(usize, Vec<usize>)> =
+            hits.into_iter().filter(|(item, _)| keep(*item)).collect();
         out.sort_by(|a, b| b.1.len().cmp(&a.1.len()).then(a.0.cmp(&b.0)));
         out.truncate(MAX_KNOWN);
         for (_, events) in &mut out {
@@ -207,6 +222,27 @@ impl<'a> Supports<'a> {
         }
         out
     }
+}
+
+/// The least S6 similarity between a known item and one of its cluster's new events for
+/// the item to be shown, unless they share [`KNOWN_MIN_SHARED`] content words: a new event
+/// that shares neither with an item does not restate it and says nothing more of its
+/// subject (a cluster of small talk joins facts about many things through its earlier
+/// events), while "The support group was so powerful" shares "support group" with
+/// "Caroline went to an LGBTQ support group", which it builds on.
+pub const KNOWN_MIN_SIMILARITY: f64 = 0.5;
+/// See [`KNOWN_MIN_SIMILARITY`].
+pub const KNOWN_MIN_SHARED: usize = 2;
+
+/// Whether a known item bears on a cluster's new events (their content words given): it
+/// shares [`KNOWN_MIN_SHARED`] content words with one of them, or is at least
+/// [`KNOWN_MIN_SIMILARITY`] similar to it.
+pub fn bears_on(item: &str, events: &[BTreeSet<String>]) -> bool {
+    let words = measures::content_tokens(item);
+    events.iter().any(|e| {
+        words.intersection(e).count() >= KNOWN_MIN_SHARED
+            || measures::set_similarity(&words, e) >= KNOWN_MIN_SIMILARITY
+    })
 }
 
 /// Active facts by their content words, to find the new events that say a fact again word
@@ -285,6 +321,21 @@ pub fn judge_neighbours(near: &[crate::selection::route::Near]) -> usize {
         Some(top) if top.restates => 1,
         _ => near.len(),
     }
+}
+
+/// The least S6 similarity at which a near fact is shown to the judge beside a candidate,
+/// unless the candidate restates it, takes it back, or lies within the embedder's
+/// restatement distance of it: a fact that shares fewer than half the content words of the
+/// shorter of the two is about something else, and a verdict about it would change nothing.
+pub const JUDGE_MIN_SIMILARITY: f64 = 0.5;
+
+/// Whether the judge is shown this near fact (see [`JUDGE_MIN_SIMILARITY`]); `within` is the
+/// embedder's restatement distance, when its vectors are used.
+pub fn judge_shows(near: &crate::selection::route::Near, within: Option<f64>) -> bool {
+    near.restates
+        || near.retracts.is_some()
+        || near.similarity >= JUDGE_MIN_SIMILARITY
+        || near.distance.zip(within).is_some_and(|(d, w)| d <= w)
 }
 
 fn same_entities(a: &str, b: &str) -> bool {
@@ -461,14 +512,16 @@ mod tests {
 
     #[test]
     fn packing_puts_every_new_event_in_one_prompt_within_both_limits() {
-        // Five small clusters, one large one; cap 8 events, at most 3 clusters a prompt.
+        // Five small clusters, one large one; cap 8 events, reply room for 3 small parts.
         let t = |n: usize, start: i64| (0..n as i64).map(|i| start + i).collect::<Vec<_>>();
         let new = vec![t(2, 10), t(3, 5), t(1, 30), t(19, 0), t(2, 40), t(1, 20)];
-        let prompts = pack(&new, 8, 3);
+        let max_tokens = 3 * reply_room(3);
+        let prompts = pack(&new, 8, max_tokens);
         let mut seen: Vec<Vec<bool>> = new.iter().map(|c| vec![false; c.len()]).collect();
         for p in &prompts {
             assert!(p.iter().map(Share::len).sum::<usize>() <= 8);
-            assert!(p.len() <= 3);
+            let room: u64 = p.iter().map(|s| reply_room(s.len())).sum();
+            assert!(p.len() == 1 || room <= max_tokens, "{p:?}");
             for s in p {
                 for x in &mut seen[s.cluster][s.from..s.to] {
                     assert!(!*x, "an event in two prompts");
@@ -488,10 +541,15 @@ mod tests {
         assert_eq!(parts_of_big.len(), 3);
         assert!(parts_of_big.iter().all(|n| (6..=7).contains(n)));
         assert!(prompts.len() < 3 + 5, "{prompts:?}");
-        // One cluster a prompt when max_tokens leaves room for one reply only.
-        assert!(pack(&new, 8, clusters_per_prompt(100))
-            .iter()
-            .all(|p| p.len() == 1));
+        // One part a prompt when max_tokens leaves room for one reply only; a part alone
+        // always has a prompt, whatever its size.
+        let tight = pack(&new, 8, reply_room(1));
+        assert!(tight.iter().all(|p| p.len() == 1), "{tight:?}");
+        assert!(tight.iter().flatten().any(|s| s.len() > 1), "{tight:?}");
+        // Many small clusters share a prompt when the reply has room for them all.
+        let small: Vec<Vec<i64>> = (0..9).map(|c| t(2, c * 10)).collect();
+        assert_eq!(pack(&small, 40, 1024).len(), 1);
+        assert_eq!(pack(&small, 40, 3 * reply_room(2)).len(), 3);
     }
 
     #[test]
@@ -533,15 +591,43 @@ mod tests {
     }
 
     #[test]
+    fn a_known_item_bears_on_new_events_that_share_half_its_words() {
+        let events: Vec<BTreeSet<String>> = [
+            "My sister Ana moved to Porto last week.",
+            "Great to hear, really great!",
+            "The support group was so powerful, I'm going again.",
+        ]
+        .iter()
+        .map(|t| measures::content_tokens(t))
+        .collect();
+        assert!(bears_on("Ana lives in Porto.", &events));
+        assert!(bears_on("My sister Ana is a nurse.", &events));
+        assert!(!bears_on("The build uses cargo nextest.", &events));
+        assert!(!bears_on(
+            "I had a great time hiking the Alps with my cousins in July.",
+            &events
+        ));
+        assert!(!bears_on("Ana lives in Porto.", &[]));
+        // Two words of its subject: what the new event builds on.
+        assert!(bears_on(
+            "Caroline went to an LGBTQ support group on 7 May 2023.",
+            &events
+        ));
+    }
+
+    #[test]
     fn known_items_are_the_facts_citing_a_clusters_earlier_events() {
         let f1 = vec!["e1".to_string(), "e2".to_string(), "e3".to_string()];
         let f2 = vec!["e9".to_string()];
         let card = vec!["e3".to_string(), "e4".to_string()];
         let s = Supports::new([f1.as_slice(), f2.as_slice(), card.as_slice()]);
         // Earlier events most recent first; e5 came to nothing.
-        let k = s.known(&["e5", "e4", "e3", "e2", "e1"], 2);
+        let k = s.known(&["e5", "e4", "e3", "e2", "e1"], 2, |_| true);
         // f1 cites three of them (capped at the two most recent), the card two; f2 none.
         assert_eq!(k, vec![(0, vec![2, 3]), (2, vec![1, 2])]);
-        assert!(s.known(&["e5"], 10).is_empty());
+        assert!(s.known(&["e5"], 10, |_| true).is_empty());
+        // Only the items kept (those bearing on the new events).
+        let k = s.known(&["e5", "e4", "e3", "e2", "e1"], 2, |i| i != 0);
+        assert_eq!(k, vec![(2, vec![1, 2])]);
     }
 }

@@ -104,7 +104,7 @@ is how sure you are that this is one repeatable procedure; reason says why in on
 
 /// The chat call that asks for a draft.
 pub fn call(req: &SkillRequest) -> ChatCall {
-    let user = serde_json::to_string_pretty(req).expect("requests serialize");
+    let user = serde_json::to_string(req).expect("requests serialize");
     ChatCall {
         stage: "skills".into(),
         system: SYSTEM.into(),

@@ -187,6 +187,11 @@ pub struct Llm {
     pub timeout_secs: u64,
     /// The most tokens a reply may use; reserved in full against the budget before a call.
     pub max_tokens: u64,
+    /// The share of a cached prompt token's charge the budget waives: prompt tokens a
+    /// server reports it took from its prompt cache (`usage.prompt_tokens_details.
+    /// cached_tokens`) are charged `1 - cached_discount` of a token each. 0 (the default):
+    /// charged in full, as every token. Reservations always assume no cache.
+    pub cached_discount: f64,
     /// Retries of one call on 429 and 5xx, with backoff.
     pub max_retries: u32,
     /// First wait before a retry when the server sends no Retry-After; doubles each time.
@@ -203,6 +208,7 @@ impl Default for Llm {
             concurrency: 4,
             timeout_secs: 120,
             max_tokens: 1024,
+            cached_discount: 0.0,
             max_retries: 3,
             retry_backoff_ms: 500,
         }
@@ -575,6 +581,8 @@ api_key_env = "OPENAI_API_KEY"  # name of the environment variable holding the k
 concurrency = 4                 # independent calls in flight at once
 timeout_secs = 120              # per call; a model on a CPU may need 600
 max_tokens = 1024               # longest reply; reserved in full against the budget
+cached_discount = 0.0           # share waived of a prompt token the server says it cached
+                                # (0: charged in full; 0.5: half; reservations assume none)
 max_retries = 3                 # on 429 and 5xx, with backoff (Retry-After honoured)
 retry_backoff_ms = 500          # first wait before a retry when the server names none; doubles
 
@@ -743,6 +751,7 @@ impl Config {
             ("skills.same_procedure", c.skills.same_procedure),
             ("skills.covered", c.skills.covered),
             ("skills.min_confidence", c.skills.min_confidence),
+            ("llm.cached_discount", c.llm.cached_discount),
             (
                 "promote.reinforce_similarity",
                 c.promote.reinforce_similarity,
@@ -1152,6 +1161,19 @@ mod tests {
             err.starts_with("dream.toml: key `budget.tokens_per_cycle`"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn the_cached_discount_is_a_share_and_charges_in_full_by_default() {
+        assert_eq!(Config::default().llm.cached_discount, 0.0);
+        let c = parse("[llm]\ncached_discount = 0.5\n").unwrap();
+        assert_eq!(c.llm.cached_discount, 0.5);
+        for bad in ["1.5", "-0.1", "nan", "inf", "\"half\""] {
+            let err = parse(&format!("[llm]\ncached_discount = {bad}\n"))
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains("llm.cached_discount"), "{bad}: {err}");
+        }
     }
 
     #[test]

@@ -260,8 +260,11 @@ pub struct Tokens {
     pub unanswered: u64,
     /// Calls not started because they could have crossed the cap.
     pub refused_calls: u64,
-    /// Of the tokens spent, prompt tokens the server reported as cached (see `Usage`).
+    /// Prompt tokens the server reported as cached (see `Usage`): charged in full unless
+    /// `llm.cached_discount` waives a share of them.
     pub cached: u64,
+    /// Of the cached tokens, those `llm.cached_discount` waived (not in `spent`).
+    pub waived: u64,
     /// Where the tokens went: each stage's calls and charge (reflect, judge, the passes,
     /// skills), with the prompt, completion and cached tokens servers reported.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
@@ -288,6 +291,7 @@ impl Tokens {
             unanswered: s.unanswered,
             refused_calls: s.refused,
             cached: s.cached,
+            waived: s.waived,
             stages: BTreeMap::new(),
             calibration: None,
         }
@@ -538,13 +542,12 @@ impl Report {
                 .iter()
                 .map(|(stage, s)| format!("{stage} {} ({} calls)", s.spent, s.calls))
                 .collect();
-            let cached = if t.cached > 0 {
-                format!(
-                    "; {} of the prompt tokens were cached by the server",
-                    t.cached
-                )
-            } else {
-                String::new()
+            let cached = match (t.cached, t.waived) {
+                (0, _) => String::new(),
+                (c, 0) => format!("; {c} of the prompt tokens were cached by the server"),
+                (c, w) => format!(
+                    "; {c} of the prompt tokens were cached by the server, {w} of them not charged (llm.cached_discount)"
+                ),
             };
             let _ = writeln!(o, "              {}{cached}", by.join(", "));
         }

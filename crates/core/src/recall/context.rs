@@ -96,6 +96,40 @@ fn round3(x: f64) -> f64 {
     (x * 1000.0).round() / 1000.0
 }
 
+/// The words of a memory line its vector is made from (the cosine half of [`relevance`]):
+/// what was said, without the day an episode opens with ("8 May 2023, "), the speaker
+/// named before it ("Ana: ") and the days written beside relative dates ("yesterday [7
+/// May 2023]"). Those say when and by whom, and the lexical half still matches them; in a
+/// vector (a mean of word vectors) they are shared by every line of one person or one day
+/// and pull all of them towards any question that names that person, most of all the
+/// short ones. A line that is nothing but them is kept whole.
+pub fn vector_text(text: &str) -> std::borrow::Cow<'_, str> {
+    static BRACKETED_DAY: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r" ?\[[^\[\]]*\d{4}[^\[\]]*\]").expect("a valid pattern")
+    });
+    let body = crate::memory::episode_body(text);
+    let body = match body.split_once(": ") {
+        Some((speaker, rest)) if is_speaker(speaker) => rest,
+        _ => body,
+    };
+    let said = BRACKETED_DAY.replace_all(body, "");
+    if said.trim().is_empty() {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    said
+}
+
+/// A speaker's name as episodes write it: one to three capitalised words of letters.
+fn is_speaker(s: &str) -> bool {
+    let words: Vec<&str> = s.split(' ').collect();
+    (1..=3).contains(&words.len())
+        && words.iter().all(|w| {
+            w.chars().next().is_some_and(char::is_uppercase)
+                && w.chars()
+                    .all(|c| c.is_alphabetic() || c == '-' || c == '\'')
+        })
+}
+
 /// What waits for the person, for the closing line.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct Waiting {
@@ -718,6 +752,42 @@ mod tests {
             "the vector side finds what words miss"
         );
         assert!(render_hits("conference", &hits).starts_with(&marker_line()));
+    }
+
+    #[test]
+    fn a_lines_vector_is_made_of_what_was_said() {
+        let v = |t: &str| vector_text(t).into_owned();
+        assert_eq!(
+            v("8 May 2023, Ana: I went to a support group yesterday [7 May 2023]."),
+            "I went to a support group yesterday."
+        );
+        assert_eq!(
+            v("8 May 2023: Fixed the flaky test."),
+            "Fixed the flaky test."
+        );
+        assert_eq!(
+            v("Ana: I've always loved horses!"),
+            "I've always loved horses!"
+        );
+        assert_eq!(v("Mary Ann Lee: Hi."), "Hi.");
+        // Not a speaker: lower case, a number, more than three words.
+        assert_eq!(
+            v("note: the build uses nextest"),
+            "note: the build uses nextest"
+        );
+        assert_eq!(v("Port 8443: the shop"), "Port 8443: the shop");
+        assert_eq!(
+            v("The Big Old Red Barn: sold"),
+            "The Big Old Red Barn: sold"
+        );
+        // Brackets that hold no day stay; a line with nothing else is kept whole.
+        assert_eq!(v("Use the [release] branch."), "Use the [release] branch.");
+        assert_eq!(
+            v("8 May 2023, Ana: [7 May 2023]"),
+            "8 May 2023, Ana: [7 May 2023]"
+        );
+        assert_eq!(v(""), "");
+        assert_eq!(v("é: ü [ 2023 ]"), "é: ü");
     }
 
     #[test]

@@ -76,11 +76,21 @@ impl VectorCache {
         query: &str,
         batch: usize,
     ) -> Result<BTreeMap<String, f64>> {
+        // Each fact is embedded by what it says (`context::vector_text`: no episode day,
+        // no speaker's name), and cached by that text.
+        let said: Vec<(&str, std::borrow::Cow<'_, str>)> = memory
+            .facts()
+            .map(|(_, f)| {
+                (
+                    f.id.as_str(),
+                    dream_core::recall::context::vector_text(&f.text),
+                )
+            })
+            .collect();
         let missing: Vec<&str> = {
             let mut seen = std::collections::HashSet::new();
-            memory
-                .facts()
-                .map(|(_, f)| f.text.as_str())
+            said.iter()
+                .map(|(_, t)| t.as_ref())
                 .filter(|t| !self.by_text.contains_key(*t) && seen.insert(*t))
                 .collect()
         };
@@ -101,15 +111,14 @@ impl VectorCache {
             .embed(&[query])?
             .pop()
             .ok_or_else(|| Error::Other("the embedder returned no vector for the query".into()))?;
-        let live: std::collections::HashSet<&str> =
-            memory.facts().map(|(_, f)| f.text.as_str()).collect();
+        let live: std::collections::HashSet<&str> = said.iter().map(|(_, t)| t.as_ref()).collect();
         // Forget texts no fact holds any more, so a long-running server stays small.
         self.by_text.retain(|t, _| live.contains(t.as_str()));
-        Ok(memory
-            .facts()
-            .filter_map(|(_, f)| {
-                let v = self.by_text.get(&f.text)?;
-                Some((f.id.clone(), cosine(&q, v)))
+        Ok(said
+            .iter()
+            .filter_map(|(id, t)| {
+                let v = self.by_text.get(t.as_ref())?;
+                Some((id.to_string(), cosine(&q, v)))
             })
             .collect())
     }

@@ -391,10 +391,23 @@ pub struct Counts {
     /// Questions (those `questions` counts) for which `recall` with limit [`RECALL_K`],
     /// asked the question, returned a line holding the answer.
     pub recall_hits: usize,
+    /// Questions whose answer is in one fact or episode that also cites one of the
+    /// question's evidence turns: a line that answers it, not one that only shares the
+    /// answer's words (the day an episode opens with, a number, "yes").
+    pub retained_cited: usize,
+    /// Questions for which `recall` returned such a line.
+    pub recall_hits_cited: usize,
+    /// Questions for which `recall` with a deeper limit (10, 20: `dream mcp`'s default
+    /// limit is 10) returned a line holding the answer.
+    pub recall_hits_at_10: usize,
+    pub recall_hits_at_20: usize,
 }
 
 /// How many results the eval's `recall` reads per question (hit@k).
 pub const RECALL_K: usize = 5;
+/// The deepest limit the eval also reads (hit@10, hit@20), to show how far down the line
+/// that answers lies when it is not in the first [`RECALL_K`].
+pub const RECALL_DEPTH: usize = 20;
 
 /// Whether one of `lines` holds every content token of `answer` (the retention measure,
 /// per returned line).
@@ -404,13 +417,48 @@ pub fn answer_in(answer: &str, lines: &[&str]) -> bool {
         .any(|l| measures::coverage_in(answer, &measures::vocabulary([*l])).value >= 1.0)
 }
 
+/// Whether one of `lines` (a text and the events it cites) holds every content token of
+/// `answer` and cites one of the `evidence` turns: the line that answers the question.
+pub fn answer_cited_in(
+    answer: &str,
+    evidence: &HashSet<String>,
+    lines: &[(&str, &[String])],
+) -> bool {
+    lines.iter().any(|(text, support)| {
+        support.iter().any(|id| evidence.contains(id)) && answer_in(answer, &[*text])
+    })
+}
+
+/// A question's evidence turns as event ids (`<sample_id>:D<s>:<t>`; malformed ids left
+/// out).
+pub fn evidence_ids(sample_id: &str, q: &Qa) -> HashSet<String> {
+    q.evidence
+        .iter()
+        .flat_map(|raw| canonical_dia_ids(raw))
+        .map(|id| format!("{sample_id}:{id}"))
+        .collect()
+}
+
+/// One question `recall` is asked: the question, its answer and its evidence turns.
+pub struct RecallCase<'a> {
+    pub question: &'a str,
+    pub answer: &'a str,
+    pub evidence: HashSet<String>,
+}
+
 /// The questions retention counts, with their answers: what `recall` is asked.
-pub fn recall_questions(conv: &Conversation) -> Vec<(&str, &str)> {
+pub fn recall_questions(conv: &Conversation) -> Vec<RecallCase<'_>> {
     conv.qa
         .iter()
         .filter(|q| RETENTION_CATEGORIES.contains(&q.category))
-        .filter_map(|q| q.answer.as_deref().map(|a| (q.question.as_str(), a)))
-        .filter(|(_, a)| !measures::content_tokens(a).is_empty())
+        .filter_map(|q| {
+            let answer = q.answer.as_deref()?;
+            (!measures::content_tokens(answer).is_empty()).then(|| RecallCase {
+                question: q.question.as_str(),
+                answer,
+                evidence: evidence_ids(&conv.sample_id, q),
+            })
+        })
         .collect()
 }
 
@@ -441,6 +489,10 @@ impl Counts {
         self.evidence_clustered += o.evidence_clustered;
         self.largest_cluster = self.largest_cluster.max(o.largest_cluster);
         self.recall_hits += o.recall_hits;
+        self.retained_cited += o.retained_cited;
+        self.recall_hits_cited += o.recall_hits_cited;
+        self.recall_hits_at_10 += o.recall_hits_at_10;
+        self.recall_hits_at_20 += o.recall_hits_at_20;
     }
 
     /// The ratios a person reads.
@@ -476,6 +528,7 @@ impl Counts {
             },
             recall_hit_at_k: ratio(self.recall_hits, self.questions),
             recall_of_held: ratio(self.recall_hits, self.retained_with_episodes),
+            recall_of_cited: ratio(self.recall_hits_cited, self.retained_cited),
             tokens_per_event: if self.events == 0 {
                 0.0
             } else {
@@ -512,6 +565,9 @@ pub struct Figures {
     pub recall_hit_at_k: f64,
     /// ... of those whose answer memory holds at all (facts and episodes).
     pub recall_of_held: f64,
+    /// Questions `recall` returned a line for that holds the answer and cites one of the
+    /// question's evidence turns, of those memory holds such a line for.
+    pub recall_of_cited: f64,
     pub tokens_per_event: f64,
 }
 
@@ -641,6 +697,14 @@ pub fn measure(
         }
         if in_memory || card_vocab.iter().any(held) {
             c.retained_with_cards += 1;
+        }
+        let evidence = evidence_ids(&conv.sample_id, q);
+        let lines: Vec<(&str, &[String])> = facts
+            .iter()
+            .map(|f| (f.text.as_str(), f.support.as_slice()))
+            .collect();
+        if in_memory && answer_cited_in(answer, &evidence, &lines) {
+            c.retained_cited += 1;
         }
     }
     c.memory_words = facts.iter().map(|f| words(&f.text)).sum();
@@ -822,5 +886,35 @@ mod tests {
         assert_eq!(f.average_support, 1.5);
         assert_eq!(m.memory_words, 9 + 4);
         assert!(f.memory_size > 0.0 && f.memory_size < 1.0);
+        // "Pixel" is held by a fact citing the question's evidence turn D1:1: cited.
+        assert_eq!(m.retained_cited, 1);
+    }
+
+    #[test]
+    fn a_line_that_only_shares_the_answers_words_is_not_cited() {
+        let c = &parse(TINY).unwrap()[0];
+        // The answer "Pixel" is in an episode, but one that cites no evidence turn of the
+        // question (D1:1): it holds the word, not the answer.
+        let facts = vec![Item {
+            text: "9 May 2023, Ana: Pixel the grey cat sleeps all day.".into(),
+            support: vec!["conv-x:D2:1".into()],
+            episode: true,
+        }];
+        let m = measure(c, &facts, &[], &[]);
+        // Held: "Pixel" and "2023" (the day the episode opens with). Cited: only "2023",
+        // whose question cites D2:1 among its evidence, as the episode does.
+        assert_eq!((m.retained_with_episodes, m.retained_cited), (2, 1));
+        let cases = recall_questions(c);
+        assert_eq!(cases.len(), 2);
+        assert_eq!(cases[0].question, "What is the cat called?");
+        let evidence = &cases[0].evidence;
+        assert!(evidence.contains("conv-x:D1:1"), "{evidence:?}");
+        let cited = ["conv-x:D2:1".to_string()];
+        let other = ["conv-x:D1:1".to_string()];
+        let line = "9 May 2023, Ana: Pixel the grey cat sleeps all day.";
+        assert!(answer_in("Pixel", &[line]));
+        assert!(!answer_cited_in("Pixel", evidence, &[(line, &cited)]));
+        assert!(answer_cited_in("Pixel", evidence, &[(line, &other)]));
+        assert!(!answer_cited_in("Felix", evidence, &[(line, &other)]));
     }
 }

@@ -253,7 +253,12 @@ pub fn run_locomo(path: &Path, opts: &Options) -> Result<EvalReport> {
         // Each question through `recall` as an agent asks it (what `dream mcp`'s tool
         // answers), the fact vectors cached as the server caches them.
         let mut cache = crate::agents::context::VectorCache::default();
-        for (question, answer) in locomo::recall_questions(conv) {
+        let support: BTreeMap<&str, &[String]> = memory
+            .facts()
+            .map(|(_, f)| (f.id.as_str(), f.support.as_slice()))
+            .collect();
+        for case in locomo::recall_questions(conv) {
+            let (question, answer) = (case.question, case.answer);
             let t = Instant::now();
             let cosines = cache.cosines(
                 embedder.as_ref(),
@@ -267,12 +272,25 @@ pub fn run_locomo(path: &Path, opts: &Options) -> Result<EvalReport> {
                 today,
                 question,
                 &cosines,
-                locomo::RECALL_K,
+                locomo::RECALL_DEPTH,
             );
             recall_ms.push(t.elapsed().as_secs_f64() * 1000.0);
             let lines: Vec<&str> = hits.iter().map(|h| h.text.as_str()).collect();
-            if locomo::answer_in(answer, &lines) {
-                counts.recall_hits += 1;
+            // The first k of a deeper recall are what a recall with limit k returns.
+            let found = |k: usize| locomo::answer_in(answer, &lines[..k.min(lines.len())]);
+            counts.recall_hits += usize::from(found(locomo::RECALL_K));
+            counts.recall_hits_at_10 += usize::from(found(10));
+            counts.recall_hits_at_20 += usize::from(found(20));
+            let cited: Vec<(&str, &[String])> = hits
+                .iter()
+                .take(locomo::RECALL_K)
+                .map(|h| {
+                    let s: &[String] = support.get(h.id.as_str()).copied().unwrap_or(&[]);
+                    (h.text.as_str(), s)
+                })
+                .collect();
+            if locomo::answer_cited_in(answer, &case.evidence, &cited) {
+                counts.recall_hits_cited += 1;
             }
         }
         counts.cycles = cycles;
@@ -343,6 +361,15 @@ pub fn run_locomo(path: &Path, opts: &Options) -> Result<EvalReport> {
         recall_median_ms: median(&mut recall_ms),
         seconds: (started.elapsed().as_secs_f64() * 10.0).round() / 10.0,
     })
+}
+
+/// `a` as a percentage of `b` (0 when `b` is 0).
+fn ratio_pct(a: usize, b: usize) -> f64 {
+    if b == 0 {
+        0.0
+    } else {
+        a as f64 * 100.0 / b as f64
+    }
 }
 
 /// The median of some figures (0 for none), rounded to 0.001.
@@ -479,6 +506,17 @@ pub fn render(r: &EvalReport) -> String {
         c.retained_with_episodes,
         f.recall_of_held * 100.0,
         r.recall_median_ms
+    );
+    let _ = writeln!(
+        o,
+        "  recall, cited: {} returned a line holding the answer that cites one of the question's evidence turns, of {} whose answer memory holds in such a line ({:.1}% found); deeper, a line holding the answer is in the first 10 for {} ({:.1}% of what memory holds), in the first 20 for {} ({:.1}%)",
+        c.recall_hits_cited,
+        c.retained_cited,
+        f.recall_of_cited * 100.0,
+        c.recall_hits_at_10,
+        ratio_pct(c.recall_hits_at_10, c.retained_with_episodes),
+        c.recall_hits_at_20,
+        ratio_pct(c.recall_hits_at_20, c.retained_with_episodes),
     );
     let _ = writeln!(
         o,

@@ -626,8 +626,9 @@ impl Llm for OpenAi {
     }
 
     fn reflect(&self, req: &ReflectRequest) -> Result<Reply<ReflectReply>, LlmError> {
-        self.chat_json(&prompts::reflect_call(req, self.max_tokens))?
-            .parsed(prompts::parse_reflect)
+        let prompt = ReflectPrompt::single(req);
+        self.chat_json(&prompts::reflect_prompt_call(&prompt, self.max_tokens))?
+            .parsed(|v| prompts::parse_reflect_prompt(&prompt, v))
     }
 
     fn estimate_reflect_prompt(&self, prompt: &ReflectPrompt) -> u64 {
@@ -637,7 +638,7 @@ impl Llm for OpenAi {
     /// One call for the whole prompt, however many clusters it holds.
     fn reflect_prompt(&self, prompt: &ReflectPrompt) -> Result<Reply<ReflectReply>, LlmError> {
         self.chat_json(&prompts::reflect_prompt_call(prompt, self.max_tokens))?
-            .parsed(prompts::parse_reflect)
+            .parsed(|v| prompts::parse_reflect_prompt(prompt, v))
     }
 
     fn estimate_judge(&self, req: &JudgeRequest) -> u64 {

@@ -22,8 +22,7 @@ use crate::stages::{parallel_map, reflect_plan, Archive, Ctx, Work};
 use dream_core::llm::budget::CallError;
 use dream_core::llm::plan::{self, Failure};
 use dream_core::llm::{
-    EventView, FactView, JudgeItem, JudgeRequest, Llm, LlmErrorKind, Proposal, ReflectPrompt,
-    ReflectRequest, Verdict,
+    EventView, FactView, JudgeItem, JudgeRequest, Llm, LlmErrorKind, Proposal, Verdict,
 };
 use dream_core::memory::episodes;
 use dream_core::memory::{
@@ -412,8 +411,28 @@ fn reflect(
     work.lap("cluster");
 
     let llm = ctx.llm;
+    // The single mentions: new events no cluster holds. Those that cannot say anything
+    // (not the owner's, or nothing but chatter) are looked at now; the rest are shown per
+    // session (several groups for a session with more than `cluster.max_events_per_prompt`),
+    // under the same budget and seen rules: the offline reflector a call per group, a model
+    // in the prompts the clusters share.
+    // With a model, only what could become a line is paid for (`keep::worth_sending`).
+    let scorer: Option<&dyn Scorer> =
+        (!llm.offline()).then_some(crate::providers::salience::scorer() as &dyn Scorer);
+    let (singles, passed_over, singles_below) = if config.episodes.enabled {
+        single_groups(tx, &noise, &work.window, config, scorer)?
+    } else {
+        (
+            Vec::new(),
+            noise.iter().map(|&i| work.window.seq[i]).collect(),
+            Vec::new(),
+        )
+    };
+    looked_at.extend(passed_over);
+    work.report.window.singles = singles.iter().map(Vec::len).sum();
     let input = reflect_plan::Input {
         selected: &selected,
+        singles: &singles,
         window: &work.window,
         memory: &work.memory,
         cards: &work.cards,
@@ -435,32 +454,7 @@ fn reflect(
         looked_at.extend(planned.restated_seen);
     }
     let mut below_send = planned.below_send;
-    // The single mentions: new events no cluster holds. Those that cannot say anything
-    // (not the owner's, or nothing but chatter) are looked at now; the rest are shown per
-    // session, one call for a session's events (several for a session with more than
-    // `cluster.max_events_per_prompt`), under the same budget and seen rules.
-    let (singles, passed_over) = if config.episodes.enabled {
-        let model = llm.tokenizer_key().unwrap_or_else(|| llm.name());
-        let scorer: Option<&dyn Scorer> =
-            (!llm.offline()).then_some(crate::providers::salience::scorer() as &dyn Scorer);
-        let (calls, passed_over, low) = single_calls(
-            tx,
-            selected.len(),
-            &noise,
-            &work.window,
-            config,
-            &model,
-            scorer,
-        )?;
-        below_send.extend(low);
-        (calls, passed_over)
-    } else {
-        (
-            Vec::new(),
-            noise.iter().map(|&i| work.window.seq[i]).collect(),
-        )
-    };
-    looked_at.extend(passed_over);
+    below_send.extend(singles_below);
     if !below_send.is_empty() {
         work.report.window.below_send = below_send.len();
         work.report.notes.push(format!(
@@ -470,9 +464,10 @@ fn reflect(
         ));
         looked_at.extend(below_send);
     }
-    work.report.window.singles = singles.iter().map(|c| c.prompt.shown()).sum();
-    work.report.window.single_calls = singles.len();
-    calls.extend(singles);
+    work.report.window.single_calls = calls
+        .iter()
+        .filter(|c| c.prompt.parts.iter().all(|p| p.singles))
+        .count();
     // Oldest new event first, across clusters and sessions: when the budget admits only
     // some prompts, the events that have waited longest go out, so none starves behind
     // busy clusters.
@@ -655,27 +650,30 @@ fn reflect(
     Ok(proposals)
 }
 
-/// The calls for a cycle's new single mentions (`noise`: window rows no cluster holds,
-/// not looked at yet): the events that pass the cheap pre-filter
-/// ([`episodes::worth_reflecting_once`]), grouped by session in time order, at most
-/// `cluster.max_events_per_prompt` to a call, numbered after the `first` clusters; and
-/// the row ids of those that do not pass, to mark as looked at.
-fn single_calls(
+/// Single mentions grouped for reflect (row id and event), the row ids passed over, and
+/// those a model is not sent (below `salience::SEND`).
+type Singles = (Vec<Vec<(i64, EventView)>>, Vec<i64>, Vec<i64>);
+
+/// A cycle's new single mentions (`noise`: window rows no cluster holds, not looked at
+/// yet) that pass the cheap pre-filter ([`episodes::worth_reflecting_once`]), grouped by
+/// session in time order, at most `cluster.max_events_per_prompt` to a group, each with its
+/// row id; and the row ids of those that do not pass, to mark as looked at. With a
+/// `scorer` (a model reflects), those none of whose sentences scores `salience::SEND` are
+/// set apart too.
+fn single_groups(
     tx: &Connection,
-    first: usize,
     noise: &[usize],
     window: &state::Window,
     config: &Config,
-    model: &str,
     scorer: Option<&dyn Scorer>,
-) -> Result<(Vec<reflect_plan::Call>, Vec<i64>, Vec<i64>)> {
+) -> Result<Singles> {
     let cap = config.cluster.max_events_per_prompt;
     let seqs: Vec<i64> = noise.iter().map(|&i| window.seq[i]).collect();
     let by_id: HashMap<&str, i64> = noise
         .iter()
         .map(|&i| (window.ids[i].as_str(), window.seq[i]))
         .collect();
-    let mut sessions: BTreeMap<String, Vec<(EventView, i64)>> = BTreeMap::new();
+    let mut sessions: BTreeMap<String, Vec<(i64, EventView)>> = BTreeMap::new();
     let mut passed_over = Vec::new();
     let mut below_send = Vec::new();
     for s in state::events_by_seq(tx, &seqs)? {
@@ -691,37 +689,13 @@ fn single_calls(
             sessions
                 .entry(v.session.clone())
                 .or_default()
-                .push((v, seq));
+                .push((seq, v));
         }
     }
-    let mut out: Vec<reflect_plan::Call> = Vec::new();
+    let mut out = Vec::new();
     for (_, mut events) in sessions {
-        events.sort_by(|a, b| a.0.ts.cmp(&b.0.ts).then_with(|| a.0.id.cmp(&b.0.id)));
-        for chunk in events.chunks(cap.max(1)) {
-            let n = first + out.len();
-            let events: Vec<EventView> = chunk.iter().map(|(v, _)| v.clone()).collect();
-            let key = plan::key(
-                model,
-                config.llm.max_tokens,
-                config.llm.timeout_secs,
-                events.iter().map(|e| e.id.as_str()),
-            );
-            out.push(reflect_plan::Call {
-                oldest: events
-                    .iter()
-                    .map(|e| e.ts.timestamp())
-                    .min()
-                    .unwrap_or(i64::MAX),
-                prompt: ReflectPrompt::single(&ReflectRequest {
-                    cluster: n,
-                    events,
-                    singles: true,
-                }),
-                label: format!("{n} (single mentions)"),
-                new: chunk.iter().map(|(_, seq)| *seq).collect(),
-                key,
-            });
-        }
+        events.sort_by(|a, b| a.1.ts.cmp(&b.1.ts).then_with(|| a.1.id.cmp(&b.1.id)));
+        out.extend(events.chunks(cap.max(1)).map(<[_]>::to_vec));
     }
     Ok((out, passed_over, below_send))
 }
@@ -787,9 +761,11 @@ fn judge(
         }
         let near = route::nearest_cached(memory, &g.text, JUDGE_NEIGHBOURS, restating, texts);
         let shown = plan::judge_neighbours(&near);
+        let within = restating.vectors.map(|(w, _)| w);
         let neighbours: Vec<FactView> = near
             .into_iter()
             .take(shown)
+            .filter(|n| plan::judge_shows(n, within))
             .filter_map(|n| memory.get(&n.fact_id))
             .map(|(b, f)| FactView {
                 id: f.id.clone(),

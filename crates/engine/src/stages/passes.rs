@@ -21,6 +21,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use rusqlite::Connection;
 
+use crate::edges::state;
 use crate::edges::store::{Change, Store};
 use crate::error::Result;
 use crate::stages::{Archive, Ctx, Work};
@@ -175,6 +176,10 @@ impl Outcome {
 /// changed something. The episodes are held aside while a pass runs: their own rules
 /// (`episodes.rs`: restatement, expiry, a cap) govern them, not the passes'; a pass may
 /// still move an event out of scratch into the episodes.
+/// The state mark holding the day of the last forget call that was answered (epoch seconds
+/// of its midnight): the stale facts it was shown are not shown again.
+const FORGET_MARK: &str = "forget_asked";
+
 pub fn run_passes(ctx: &Ctx<'_>, tx: &Connection, work: &mut Work) -> Result<()> {
     let mut archive = Archive::load(ctx, work)?;
     let pinned: BTreeMap<String, String> = work
@@ -228,7 +233,28 @@ pub fn run_passes(ctx: &Ctx<'_>, tx: &Connection, work: &mut Work) -> Result<()>
                 changed.as_ref(),
             ),
             Pass::Promote => promote(ctx, &before, work, &mut out, changed.as_ref()),
-            Pass::Forget => forget(ctx, &before, work, &mut archive, &mut guard, &mut out),
+            Pass::Forget => {
+                // The stale facts a forget call was answered about are not shown again.
+                let asked = if all {
+                    None
+                } else {
+                    state::mark(tx, FORGET_MARK)?
+                        .and_then(|d| chrono::DateTime::from_timestamp(d, 0))
+                        .map(|t| t.date_naive())
+                };
+                if forget(
+                    ctx,
+                    &before,
+                    work,
+                    &mut archive,
+                    &mut guard,
+                    &mut out,
+                    asked,
+                ) {
+                    let day = ctx.today.and_time(chrono::NaiveTime::MIN).and_utc();
+                    state::put_mark(tx, FORGET_MARK, day.timestamp(), ctx.opts.now)?;
+                }
+            }
         }
         // The episodes back, with whatever the pass moved into them.
         let moved_in: Vec<Fact> = work
@@ -743,6 +769,10 @@ fn apply_promote(
 
 // ---- forget ----
 
+/// The forget pass. The model is shown only what the gates could let go, and a stale fact
+/// once (`review::forget_scope`, against `asked`, the day its last call was answered).
+/// Returns whether the model was asked and answered, or had nothing to be asked.
+#[allow(clippy::too_many_arguments)]
 fn forget(
     ctx: &Ctx<'_>,
     before: &Before,
@@ -750,14 +780,17 @@ fn forget(
     archive: &mut Archive,
     guard: &mut LossGuard,
     out: &mut Outcome,
-) {
+    asked: Option<chrono::NaiveDate>,
+) -> bool {
     let retention = &ctx.config.retention;
     let today = ctx.today;
     let mut ledger = Ledger::default();
+    let scope = review::forget_scope(before, retention, today, asked);
+    let mut answered = scope.is_empty();
     let forgettable: Vec<ForgetFact> = work
         .memory
         .facts()
-        .filter(|(_, f)| gates::protection(f, retention).is_none())
+        .filter(|(_, f)| scope.contains(&f.id))
         .map(|(b, f)| ForgetFact {
             id: f.id.clone(),
             block: b.as_str().into(),
@@ -768,12 +801,8 @@ fn forget(
             salience: gates::salience(b, f, retention, today),
         })
         .collect();
-    let any_stale = forgettable
-        .iter()
-        .any(|f| f.days_since_seen > i64::from(retention.stale_after_days));
-    let over = before.len() > retention.max_active_facts;
     // Only a stale fact or an over-full memory can pass the gates: otherwise do not ask.
-    if !forgettable.is_empty() && (any_stale || over) {
+    if !forgettable.is_empty() {
         let req = ForgetRequest {
             facts: forgettable,
             active_facts: before.len(),
@@ -786,6 +815,7 @@ fn forget(
         if let Some(reply) = ask(ctx, work, Pass::Forget, llm.estimate_forget(&req), || {
             llm.forget(&req)
         }) {
+            answered = true;
             for p in reply.forget {
                 let (mut checked, verified) =
                     gates::check_forget(&p, before, &ledger, retention, today);
@@ -892,6 +922,7 @@ fn forget(
             verified,
         );
     }
+    answered
 }
 
 /// The loss guard on a forget that passed its gates; counts it when it goes through.

@@ -9,8 +9,11 @@
 //! and routing as the engine's proposal of that fact, with no call; the other new events
 //! are sent in full, with what their cluster's earlier events came to (the facts and cards
 //! citing them, by id and text) instead of those events' text; and small clusters share a
-//! prompt. A new event none of whose sentences scores `salience::SEND` is not sent at all
-//! (`keep::worth_sending`): it could not become a line without being said again. The gates check every proposal against the full text of the events it cites.
+//! prompt, with the sessions' single mentions (a group per session, shown as one part).
+//! The offline reflector gets each session's single mentions as a call of their own. With
+//! a model, a new event none of whose sentences scores `salience::SEND` is not sent at all
+//! (`keep::worth_sending`): it could not become a line without being said again. The
+//! gates check every proposal against the full text of the events it cites.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -57,6 +60,10 @@ pub struct Planned {
 pub struct Input<'a> {
     /// The clusters holding a new event, as rows of `window`; cluster `n` is `selected[n]`.
     pub selected: &'a [Vec<usize>],
+    /// New single mentions worth a look, by session (row id and event, oldest first, at
+    /// most `cluster.max_events_per_prompt` a group); group `g` is numbered
+    /// `selected.len() + g`.
+    pub singles: &'a [Vec<(i64, EventView)>],
     pub window: &'a state::Window,
     pub memory: &'a Memory,
     pub cards: &'a [Card],
@@ -69,6 +76,28 @@ pub fn plan(tx: &Connection, input: &Input<'_>, config: &Config, llm: &dyn Llm) 
         let mut calls = Vec::new();
         for (n, c) in input.selected.iter().enumerate() {
             calls.extend(whole_cluster_calls(tx, n, c, input.window, config, &model)?);
+        }
+        for (g, group) in input.singles.iter().enumerate() {
+            let n = input.selected.len() + g;
+            let prompt = ReflectPrompt {
+                parts: vec![ReflectPart {
+                    cluster: n,
+                    known: Vec::new(),
+                    events: group.iter().map(|(_, e)| e.clone()).collect(),
+                    singles: true,
+                }],
+            };
+            calls.push(Call {
+                key: key(&model, config, &prompt),
+                prompt,
+                label: format!("{n} (single mentions)"),
+                new: group.iter().map(|(seq, _)| *seq).collect(),
+                oldest: group
+                    .iter()
+                    .map(|(_, e)| e.ts.timestamp())
+                    .min()
+                    .unwrap_or(i64::MAX),
+            });
         }
         return Ok(Planned {
             calls,
@@ -155,12 +184,13 @@ fn view_of(s: &Stored) -> EventView {
     EventView::of(&s.event, !s.reflected)
 }
 
-/// One selected cluster, read for a model.
+/// One selected cluster (or one session's single mentions), read for a model.
 struct Cluster {
     n: usize,
     /// New events (not restatements), oldest first, with their row ids.
     new: Vec<(i64, EventView)>,
     known: Vec<Known>,
+    singles: bool,
 }
 
 /// A model's calls: restatements first (no call), then the other new events packed into
@@ -290,9 +320,15 @@ fn model_calls(
             continue;
         }
 
-        // What the cluster's earlier events came to.
+        // What the cluster's earlier events came to, where it bears on the new events.
         let earlier_ids: Vec<&str> = earlier.iter().map(|&i| window.ids[i].as_str()).collect();
-        let found = supports.known(&earlier_ids, memory::MAX_CITED);
+        let words: Vec<std::collections::BTreeSet<String>> = new
+            .iter()
+            .map(|(_, e)| dream_core::text::measures::content_tokens(&e.text))
+            .collect();
+        let found = supports.known(&earlier_ids, memory::MAX_CITED, |item| {
+            plan::bears_on(items[item].1, &words)
+        });
         let mut need: Vec<i64> = found
             .iter()
             .flat_map(|(_, ks)| ks.iter().map(|&k| window.seq[earlier[k]]))
@@ -320,7 +356,21 @@ fn model_calls(
                 }
             })
             .collect();
-        clusters.push(Cluster { n, new, known });
+        clusters.push(Cluster {
+            n,
+            new,
+            known,
+            singles: false,
+        });
+    }
+    // One session's single mentions share the prompts too: a call pays the instructions.
+    for (g, group) in input.singles.iter().enumerate() {
+        clusters.push(Cluster {
+            n: input.selected.len() + g,
+            new: group.clone(),
+            known: Vec::new(),
+            singles: true,
+        });
     }
 
     let times: Vec<Vec<i64>> = clusters
@@ -328,8 +378,7 @@ fn model_calls(
         .map(|c| c.new.iter().map(|(_, e)| e.ts.timestamp()).collect())
         .collect();
     let cap = config.cluster.max_events_per_prompt;
-    let most = plan::clusters_per_prompt(config.llm.max_tokens);
-    for shares in plan::pack(&times, cap, most) {
+    for shares in plan::pack(&times, cap, config.llm.max_tokens) {
         let mut parts = Vec::with_capacity(shares.len());
         let mut labels = Vec::with_capacity(shares.len());
         let mut new = Vec::new();
@@ -337,7 +386,9 @@ fn model_calls(
         for s in &shares {
             let c = &clusters[s.cluster];
             let whole = c.new.len().div_ceil(cap.max(1));
-            labels.push(if whole > 1 {
+            labels.push(if c.singles {
+                format!("{} (single mentions)", c.n)
+            } else if whole > 1 {
                 // Shares start at p * n / whole (see plan::pack), so p is this.
                 part_label(c.n, (s.from * whole).div_ceil(c.new.len()), whole)
             } else {
@@ -350,7 +401,7 @@ fn model_calls(
                 cluster: c.n,
                 known: c.known.clone(),
                 events: slice.iter().map(|(_, e)| e.clone()).collect(),
-                singles: false,
+                singles: c.singles,
             });
         }
         let prompt = ReflectPrompt { parts };
