@@ -460,3 +460,50 @@ fn a_batch_takes_a_card_and_the_cards_saying_about_the_same() {
         "a card about something else is not: {said}"
     );
 }
+
+#[test]
+fn with_a_model_only_what_scores_send_is_sent_and_the_rest_costs_nothing() {
+    use crate::llm::{ev, lisbon, run, setup};
+    // Said in passing, in words a model would be paid to read: a request repeated on three
+    // days (a cluster) and two remarks said once that look like facts (single mentions).
+    let junk = [
+        "ok run it again",
+        "The build took forever again.",
+        "The meeting ran late.",
+    ];
+    let events = lisbon()
+        + &ev("j-1", 3, "s1", junk[0])
+        + &ev("j-2", 4, "s2", junk[0])
+        + &ev("j-3", 5, "s3", junk[0])
+        + &ev("j-4", 5, "s4", junk[1])
+        + &ev("j-5", 5, "s5", junk[2])
+        + &ev("l-1", 5, "s6", SPECIFIC);
+    let (env, fake) = setup(&events);
+    fake.on("reflect", dream_testkit::fake_llm::echo_reflect);
+    let report = run(&env, &fake, &[]);
+    let sent: String = fake
+        .calls("reflect")
+        .iter()
+        .map(|c| c.body.to_string())
+        .collect();
+    for j in junk {
+        assert!(!sent.contains(j), "{j:?} was sent to the model:\n{sent}");
+    }
+    assert!(sent.contains("I live in Lisbon with two cats."), "{sent}");
+    assert!(sent.contains("Riverside Elementary"), "{sent}");
+    assert!(
+        report["window"]["below_send"].as_u64().unwrap() >= 5,
+        "{:#}",
+        report["window"]
+    );
+    let text = serde_json::to_string(&report["notes"]).unwrap();
+    assert!(text.contains("not sent to the model"), "{text}");
+    // Looked at, so never sent later either.
+    let again = run(&env, &fake, &[]);
+    assert_eq!(again["window"]["below_send"], 0, "{:#}", again["window"]);
+    let episodes = env.read("memory/episodes.md");
+    assert!(episodes.contains("Riverside Elementary"), "{episodes}");
+    for j in junk {
+        assert!(!episodes.contains(j), "{episodes}");
+    }
+}
