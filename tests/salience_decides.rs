@@ -507,3 +507,73 @@ fn with_a_model_only_what_scores_send_is_sent_and_the_rest_costs_nothing() {
         assert!(!episodes.contains(j), "{episodes}");
     }
 }
+
+#[test]
+fn an_undo_gives_back_what_waited_and_takes_back_what_a_cycle_set_waiting() {
+    let env = Env::new();
+    env.init();
+    env.set_var("DREAM_REVIEW_MAX_NEW_CARDS", "2");
+    for (day, session) in [(2u32, "s1"), (3, "s2")] {
+        env.write_inbox(
+            &format!("d{day}.jsonl"),
+            &FIVE
+                .iter()
+                .enumerate()
+                .map(|(i, t)| event(&format!("2026-11-{day:02}T{:02}:00:00Z", 9 + i), session, t))
+                .collect::<String>(),
+        );
+        env.run_cycle(&format!("2026-11-{day:02}T21:00:00Z"));
+    }
+    assert_eq!((env.pending().len(), count_waiting(&env)), (2, 3));
+
+    // A batch takes the waiting cards too; undone, they wait again, undecided.
+    let out = env.dream(&[
+        "review",
+        "reject",
+        "--all",
+        "--waiting",
+        "--reason",
+        "later",
+    ]);
+    assert!(out.status.success(), "{}", stdout(&out));
+    assert_eq!((env.pending().len(), count_waiting(&env)), (0, 0));
+    let session = stdout(&out)
+        .split("dream undo --cycle ")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .expect("the batch names its session")
+        .trim_matches('`')
+        .to_string();
+    let out = env.dream(&["undo", "--cycle", &session]);
+    assert!(out.status.success(), "{}", stdout(&out));
+    assert!(stdout(&out).contains("rewaits"), "{}", stdout(&out));
+    assert_eq!((env.pending().len(), count_waiting(&env)), (2, 3));
+    let out = env.dream(&["review", "list", "--waiting", "--json"]);
+    let waiting: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(
+        waiting.iter().all(|c| c["decision"].is_null()),
+        "{waiting:#?}"
+    );
+
+    // Undoing the cycle that made the cards takes its waiting ones back with its queued ones.
+    let cycle = env
+        .commits()
+        .into_iter()
+        .filter(|(_, m)| m.contains("Dream-Stage: consolidate"))
+        .find_map(|(_, m)| {
+            m.lines()
+                .find_map(|l| l.strip_prefix("Dream-Cycle: "))
+                .filter(|c| c.starts_with("20261103"))
+                .map(str::to_string)
+        })
+        .expect("the second evening's consolidation");
+    let out = env.dream(&["undo", "--cycle", &cycle]);
+    assert!(out.status.success(), "{}", stdout(&out));
+    assert_eq!(
+        (env.pending().len(), count_waiting(&env)),
+        (0, 0),
+        "{}",
+        stdout(&out)
+    );
+    assert!(env.dream(&["verify"]).status.success());
+}

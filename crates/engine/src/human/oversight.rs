@@ -532,7 +532,10 @@ impl Desk {
             &change,
             vetoes,
             &[],
-            &unwait,
+            Requeue {
+                unwait,
+                rewait: Vec::new(),
+            },
             "review decision",
         )?;
         Ok(out)
@@ -689,7 +692,30 @@ fn commit_with_vetoes(
     clear: &[String],
     kind: &str,
 ) -> Result<Option<String>> {
-    commit_decisions(root, store, batch, change, add, clear, &[], kind)
+    commit_decisions(
+        root,
+        store,
+        batch,
+        change,
+        add,
+        clear,
+        Requeue::default(),
+        kind,
+    )
+}
+
+/// What a decision or an undo does to the cards waiting for room in the review queue
+/// (`stages::queue`): the ids that no longer wait, and the cards that wait again.
+#[derive(Debug, Default)]
+struct Requeue {
+    unwait: Vec<String>,
+    rewait: Vec<Card>,
+}
+
+impl Requeue {
+    fn is_empty(&self) -> bool {
+        self.unwait.is_empty() && self.rewait.is_empty()
+    }
 }
 
 /// [`commit_with_vetoes`], also taking `unwait` (cards decided while they waited for room
@@ -702,14 +728,13 @@ fn commit_decisions(
     change: &Change,
     add: Vec<Veto>,
     clear: &[String],
-    unwait: &[String],
+    waiting: Requeue,
     kind: &str,
 ) -> Result<Option<String>> {
     let mut change = change.clone();
     crate::agents::context::refresh_file(root, &mut change)?;
     let oid = store.stage(&mut batch, &change)?;
-    let unwait = unwait.to_vec();
-    let point = if add.is_empty() && clear.is_empty() && unwait.is_empty() {
+    let point = if add.is_empty() && clear.is_empty() && waiting.is_empty() {
         Point::Ref
     } else {
         let mut st = State::open(root)?;
@@ -730,8 +755,11 @@ fn commit_decisions(
             for id in &clear {
                 state::delete_veto(&tx, id)?;
             }
-            for id in &unwait {
+            for id in &waiting.unwait {
                 state::delete_waiting(&tx, id)?;
+            }
+            for c in &waiting.rewait {
+                state::put_waiting(&tx, c)?;
             }
             if let Some(t) = target {
                 state::put_applied(&tx, &t.to_string(), &kind, Utc::now())?;
@@ -1036,6 +1064,19 @@ pub fn undo_cycle(
         revert::revert_commit(&parent, &commit, changed, &mut head, &ctx, &mut out);
     }
     lines.extend(out.lines.iter().cloned());
+    let requeue = requeue_after_undo(&targets, &original, &head);
+    for id in &requeue.unwait {
+        lines.push(format!(
+            "unwaited   {id}  it waited for room in the review queue because of this cycle"
+        ));
+    }
+    for c in &requeue.rewait {
+        lines.push(format!(
+            "rewaits    {}  back to waiting for room in the review queue: {}",
+            c.id,
+            memory::excerpt(&c.text, 100)
+        ));
+    }
     let mut change = Change::default();
     for (p, content) in &head {
         if original.get(p) != Some(content) {
@@ -1079,17 +1120,67 @@ pub fn undo_cycle(
         cleared: out.cleared.clone(),
     };
     if !dry_run {
-        report.commit = commit_with_vetoes(
+        report.commit = commit_decisions(
             root,
             &store,
             batch,
             &change,
             out.vetoes,
             &out.cleared,
+            requeue,
             "undo",
         )?;
     }
     Ok(report)
+}
+
+/// What undoing `targets` does to the cards waiting for room in the review queue, from
+/// the files before (`original`) and after (`head`) the revert: a card the undone commits
+/// set waiting (`waiting` lines) waits no more, as a card they queued leaves the queue; a
+/// card they offered from the waiting ones (`offered`), whose file the revert removed, waits
+/// again; and a card they decided while it waited (a batch decision: its decided file
+/// removed, and no pending file back) waits again, undecided. Nothing that waited is lost.
+fn requeue_after_undo(targets: &[&audit::CommitNote], original: &Files, head: &Files) -> Requeue {
+    let ids = |verb: &str| -> Vec<String> {
+        targets
+            .iter()
+            .flat_map(|n| n.mutations.iter())
+            .filter(|m| m.verb == verb)
+            .filter_map(|m| m.text.split_whitespace().next().map(str::to_string))
+            .collect()
+    };
+    let removed = |path: &str| -> Option<Card> {
+        let before = original.get(path).cloned().flatten()?;
+        if head.get(path).cloned().flatten().is_some() {
+            return None;
+        }
+        Card::parse(&before).ok()
+    };
+    let mut out = Requeue {
+        unwait: ids("waiting"),
+        rewait: Vec::new(),
+    };
+    for id in ids("offered") {
+        if let Some(c) = removed(&format!("{}/{id}.md", memory::REVIEW_DIR)) {
+            out.rewait.push(c);
+        }
+    }
+    for (path, _) in original.iter() {
+        if !path.starts_with(memory::DECIDED_DIR) {
+            continue;
+        }
+        let Some(mut c) = removed(path) else { continue };
+        c.decision = None;
+        if head.get(&c.path()).cloned().flatten().is_some() {
+            continue;
+        }
+        if !out.rewait.iter().any(|w| w.id == c.id) {
+            out.rewait.push(c);
+        }
+    }
+    out.unwait
+        .retain(|id| !out.rewait.iter().any(|c| &c.id == id));
+    out
 }
 
 /// The undo that currently holds `cycle` undone (one that was not itself undone).
