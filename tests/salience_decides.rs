@@ -138,6 +138,93 @@ fn what_is_said_in_passing_is_never_kept_however_often_and_a_specific_statement_
     assert!(v["salience_checked"].as_u64().unwrap() >= 1, "{v}");
 }
 
+/// One kind said on five days, each in its own session (and alone in it), beside a specific
+/// statement said once: the kind is never a line or a card, the statement is an episode,
+/// and a kind the phrase rules let through is refused by its salience, which `dream
+/// explain` shows.
+fn never_kept(name: &str) {
+    let k = KINDS.iter().find(|k| k.name == name).expect("a kind");
+    let env = Env::new();
+    env.init();
+    let mut refused = Vec::new();
+    for day in 2..=6u32 {
+        let mut lines = event(
+            &format!("2026-11-{day:02}T10:00:00Z"),
+            &format!("s{day}"),
+            k.text,
+        );
+        if day == 4 {
+            lines += &event("2026-11-04T16:00:00Z", "s4", SPECIFIC);
+        }
+        env.write_inbox(&format!("d{day}.jsonl"), &lines);
+        let report = env.run_cycle(&format!("2026-11-{day:02}T21:00:00Z"));
+        for d in report["decisions"].as_array().unwrap() {
+            if d["text"] == k.text {
+                assert_eq!(d["route"], "refused", "a {name}: {d:#}");
+                refused.push(d["reason"].as_str().unwrap().to_string());
+            }
+        }
+    }
+    let lines: Vec<String> = env.facts();
+    assert!(
+        !lines.iter().any(|l| l.contains(k.text)),
+        "a {name} said on five days in five sessions is kept: {lines:#?}"
+    );
+    assert!(
+        !env.cards().iter().any(|c| c.contains(k.text)),
+        "a {name} is a card"
+    );
+    assert_eq!(count_waiting(&env), 0, "nor does it wait for review");
+    let episodes = env.read("memory/episodes.md");
+    assert!(!episodes.contains(k.text), "{episodes}");
+    assert!(episodes.contains(SPECIFIC), "{episodes}");
+    if !k.chatter {
+        assert!(
+            !refused.is_empty(),
+            "the {name} was never refused by its salience"
+        );
+        let out = env.dream(&[
+            "explain",
+            &dream_core::memory::text_id("k", k.text),
+            "--json",
+        ]);
+        assert!(out.status.success(), "{}", stdout(&out));
+        let text = stdout(&out);
+        assert!(text.contains("\"salience\""), "{text}");
+    }
+    assert!(env.dream(&["verify"]).status.success());
+}
+
+#[test]
+fn a_feeling_said_on_five_days_is_never_kept() {
+    never_kept("feeling");
+}
+
+#[test]
+fn a_status_said_on_five_days_is_never_kept() {
+    never_kept("status");
+}
+
+#[test]
+fn a_reaction_said_on_five_days_is_never_kept() {
+    never_kept("reaction");
+}
+
+#[test]
+fn a_greeting_said_on_five_days_is_never_kept() {
+    never_kept("greeting");
+}
+
+#[test]
+fn a_question_said_on_five_days_is_never_kept() {
+    never_kept("question");
+}
+
+#[test]
+fn a_passing_opinion_said_on_five_days_is_never_kept() {
+    never_kept("passing opinion");
+}
+
 /// The salience a consolidation commit records for each kept line and each line its
 /// session's cap refused.
 fn scores(message: &str, verb: &str) -> Vec<f32> {
