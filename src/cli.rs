@@ -605,7 +605,7 @@ Examples:
 /// Decide on queued review cards: one at a time on a terminal, or by subcommand
 ///
 /// Cards are what a cycle would not promote on its own (review/<card-id>.md). On a
-/// terminal, `dream review` shows one card at a time, oldest first, with how many are
+/// terminal, `dream review` shows one card at a time, best first, with how many are
 /// left: the candidate fact, its block and category, why it was queued, the judge's
 /// verdict, the fact it would supersede (for a contradiction), each supporting event (time,
 /// session, excerpt) and every gate's measured value against its threshold. Keys:
@@ -624,6 +624,11 @@ Examples:
 /// for you to try again). Rejected and undone texts are remembered: the same evidence never
 /// brings them back, and new evidence only brings them back to review.
 ///
+/// The queue holds at most review.max_new_cards cards: a cycle tops it up, best first,
+/// and the rest wait for room (`dream review list --waiting`), nothing lost. Decide in
+/// batches with filters (`dream review reject --below 0.5`, `--session S`, `--cluster ID`,
+/// `--all`, with --dry-run first): one commit, undone whole by `dream undo --cycle`.
+///
 /// Without a terminal (scripts, pipes), use the subcommands below.
 #[derive(Debug, Args)]
 #[command(verbatim_doc_comment)]
@@ -634,12 +639,16 @@ pub struct ReviewArgs {
 
 #[derive(Debug, Subcommand)]
 pub enum ReviewAction {
-    /// List pending cards, oldest first.
+    /// List pending cards, best first (the most salient, then the oldest), and how many
+    /// more wait for room in the queue.
     List {
         /// Print one JSON array of cards (id, text, block, category, reason,
         /// supportingEventIds, gates, ...).
         #[arg(long)]
         json: bool,
+        /// List the cards waiting for room in the queue (review.max_new_cards) instead.
+        #[arg(long)]
+        waiting: bool,
     },
     /// Show one card in full.
     Show {
@@ -650,21 +659,44 @@ pub enum ReviewAction {
         #[arg(long)]
         json: bool,
     },
-    /// Accept a card: its fact goes into its block and is committed.
+    /// Accept cards: each fact goes into its block; one commit.
+    ///
+    /// One card by its id, or a batch: several ids, or the filters below (a card is taken
+    /// when it matches every one given). A batch is one commit and one review session,
+    /// made under the lock like a single decision; `dream undo --cycle SESSION` takes it
+    /// all back. Try it with --dry-run first.
+    #[command(verbatim_doc_comment)]
     Accept {
         #[arg(value_name = "ID")]
-        id: String,
+        ids: Vec<String>,
         /// A note kept with the decision.
         #[arg(long, value_name = "TEXT")]
         reason: Option<String>,
+        #[command(flatten)]
+        batch: BatchArgs,
     },
-    /// Reject a card: it moves to review/decided/ with the reason, and is committed.
+    /// Reject cards: each moves to review/decided/ with the reason; one commit.
+    ///
+    /// One card by its id, or a batch: several ids, or the filters below (a card is taken
+    /// when it matches every one given), for example everything below a salience:
+    ///
+    ///   dream review reject --below 0.5 --dry-run     what it would take
+    ///   dream review reject --below 0.5 --reason "small talk"
+    ///   dream review reject --session 7f3a --waiting  a session's cards, waiting ones too
+    ///   dream review reject --cluster c_1a2b3c4d      a card and the cards saying about the same
+    ///
+    /// A batch is one commit and one review session, made under the lock like a single
+    /// decision; `dream undo --cycle SESSION` takes it all back. Rejected texts are
+    /// remembered: the same evidence never brings them back.
+    #[command(verbatim_doc_comment)]
     Reject {
         #[arg(value_name = "ID")]
-        id: String,
+        ids: Vec<String>,
         /// Why (kept on the card, in the commit, and shown if the fact comes back).
         #[arg(long, value_name = "TEXT")]
         reason: Option<String>,
+        #[command(flatten)]
+        batch: BatchArgs,
     },
     /// Accept a card in your own words (gated again against the card's events).
     Edit {
@@ -674,6 +706,42 @@ pub enum ReviewAction {
         #[arg(value_name = "TEXT")]
         text: String,
     },
+}
+
+/// Which cards a batch decision takes: a card is taken when it matches every filter.
+#[derive(Debug, Args, Default)]
+pub struct BatchArgs {
+    /// Cards citing an event of this session (its id, or the start of it).
+    #[arg(long, value_name = "SESSION")]
+    pub session: Option<String>,
+    /// Cards whose salience is below this (0 to 1; `dream review list` shows each card's).
+    #[arg(long, value_name = "SALIENCE")]
+    pub below: Option<f32>,
+    /// This card's cluster: the cards linked to it through cards saying about the same
+    /// thing (their meaning's vectors within the restatement distance).
+    #[arg(long, value_name = "ID")]
+    pub cluster: Option<String>,
+    /// Every pending card.
+    #[arg(long)]
+    pub all: bool,
+    /// The cards waiting for room in the queue too (review.max_new_cards).
+    #[arg(long)]
+    pub waiting: bool,
+    /// Show which cards it would take, and change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+impl BatchArgs {
+    /// Whether these arguments ask for a batch rather than one card's decision.
+    pub fn any(&self) -> bool {
+        self.session.is_some()
+            || self.below.is_some()
+            || self.cluster.is_some()
+            || self.all
+            || self.waiting
+            || self.dry_run
+    }
 }
 
 /// Show why a fact (f_...), a card (c_...) or a candidate (k_..., refused ones too) exists.

@@ -186,17 +186,18 @@ fn the_interactive_review_accepts_and_rejects_with_single_keys() {
 
     // The candidate, why it was queued, the judge, each supporting event (time, session,
     // excerpt), the gate table, and the keys.
+    // Best first: the more salient card (a child's school start) comes first.
     let screen = tty.wait_all(&[
-        "card 1 of 2",
-        "I am allergic to peanuts and shellfish.",
+        "card 1 of 2, best first",
+        "My daughter Lina starts school in September.",
         "Why queued",
         "support 2 < min_support 3",
         "Judge",
         "Supporting events (2)",
-        "11-03 14:33",
-        "2026-11-03-b",
+        "11-04 09:29",
+        "2026-11-04-a",
         "threshold",
-        "NO confidence",
+        "NO support",
         "a accept  r reject  e edit  s skip  q quit",
     ]);
     assert!(screen.lines().all(|l| l.chars().count() <= 80));
@@ -205,18 +206,19 @@ fn the_interactive_review_accepts_and_rejects_with_single_keys() {
     tty.keys("\x1b[B\x1b[B\x1b[B\x1b[B\x1b[B\x1b[B");
     tty.wait_for("coverage");
 
-    tty.keys("a");
-    tty.wait_all(&[
-        "card 1 of 1",
-        "accepted c_031362d3 as f_031362d3",
-        "My daughter Lina starts school in September.",
-    ]);
-
     tty.keys("r");
     tty.wait_for("type a reason");
     tty.keys("not my daughter's school year");
     tty.wait_for("> not my daughter's school year");
     tty.keys("\r");
+    tty.wait_all(&[
+        "card 1 of 1",
+        "rejected c_3fbed39b",
+        "I am allergic to peanuts and shellfish.",
+        "NO confidence",
+    ]);
+
+    tty.keys("a");
     assert_eq!(tty.wait_exit(), 0);
     tty.wait_for("1 accepted, 1 rejected, 0 edited, 0 skipped; 0 cards still pending");
 
@@ -224,23 +226,23 @@ fn the_interactive_review_accepts_and_rejects_with_single_keys() {
     let commits = env.commits();
     assert_eq!(commits.len(), commits_before + 2);
     assert!(
-        commits[1]
+        commits[0]
             .0
             .starts_with("dream: review: accepted c_031362d3 as f_031362d3"),
         "{:?}",
-        commits[1]
+        commits[0]
     );
     assert!(
-        commits[0]
+        commits[1]
             .0
             .starts_with("dream: review: rejected c_3fbed39b"),
         "{:?}",
-        commits[0]
+        commits[1]
     );
     assert!(
-        commits[0].1.contains("-- not my daughter's school year"),
+        commits[1].1.contains("-- not my daughter's school year"),
         "{}",
-        commits[0].1
+        commits[1].1
     );
     for (_, message) in &commits[..2] {
         assert!(message.contains("Dream-Stage: review"), "{message}");
@@ -274,7 +276,10 @@ fn the_interactive_review_accepts_and_rejects_with_single_keys() {
 fn an_edit_is_gated_again_and_becomes_an_owner_fact() {
     let env = sample_repo();
     let mut tty = Tty::spawn(&env, &["review", "--now", REVIEW_NOW], false);
+    // The more salient card first: skip it, edit the next.
     tty.wait_for("card 1 of 2");
+    tty.keys("s");
+    tty.wait_for("card 2 of 2, best first (1 skipped)");
     tty.keys("e");
     tty.wait_for("> I am allergic to peanuts and shellfish.");
     // A name that no supporting event mentions is refused, and the field stays open.
@@ -282,12 +287,10 @@ fn an_edit_is_gated_again_and_becomes_an_owner_fact() {
     tty.wait_all(&[
         "the edited text was refused",
         "invented name \"Brazil\"",
-        "card 1 of 2",
+        "card 2 of 2",
     ]);
     assert_eq!(pending(&env).len(), 2);
     tty.keys("\x15I am allergic to shellfish and to peanuts.\r");
-    tty.wait_all(&["card 1 of 1", "edited c_031362d3 as f_"]);
-    tty.keys("s");
     assert_eq!(tty.wait_exit(), 0);
     tty.wait_for("0 accepted, 0 rejected, 1 edited, 1 skipped; 1 card still pending");
 
@@ -360,7 +363,10 @@ fn the_subcommands_list_show_accept_and_reject_each_with_one_commit() {
             assert!(!c[key].is_null(), "{key} in {c}");
         }
     }
-    assert_eq!(cards[0]["id"], "c_031362d3", "oldest first, then by id");
+    assert_eq!(
+        cards[0]["id"], "c_3fbed39b",
+        "best first: the most salient, then the oldest"
+    );
     assert_eq!(cards[0]["supportingEventIds"].as_array().unwrap().len(), 2);
 
     let list = stdout(&env.dream(&["review", "list"]));

@@ -25,6 +25,7 @@ mod recall;
 mod review;
 mod robust;
 mod salience;
+mod salience_decides;
 mod scope;
 mod secrets;
 mod skills;

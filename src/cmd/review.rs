@@ -6,10 +6,10 @@ use std::io::IsTerminal;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
-use crate::cli::{Global, ReviewAction, ReviewArgs};
+use crate::cli::{BatchArgs, Global, ReviewAction, ReviewArgs};
 use dream_core::memory::{excerpt, Card, Decision, Excerpt, GateResult, Measures};
 use dream_engine::error::{Error, Result, EXIT_OK};
-use dream_engine::human::oversight::{Decided, Desk, Request};
+use dream_engine::human::oversight::{Decided, Desk, Request, Selector};
 
 use super::tui;
 
@@ -75,22 +75,24 @@ pub fn run(g: &Global, a: &ReviewArgs) -> Result<i32> {
     let desk = Desk::open(&root, config, super::now(g)?)?;
     match &a.action {
         None => interactive(&desk),
-        Some(ReviewAction::List { json }) => list(&desk, *json),
+        Some(ReviewAction::List { json, waiting }) => list(&desk, *json, *waiting),
         Some(ReviewAction::Show { id, json }) => show(&desk, id, *json),
-        Some(ReviewAction::Accept { id, reason }) => decided(desk.decide(
-            id,
-            None,
-            &Request::Accept {
+        Some(ReviewAction::Accept { ids, reason, batch }) => decide(
+            &desk,
+            ids,
+            batch,
+            Request::Accept {
                 reason: reason.clone().unwrap_or_default(),
             },
-        )?),
-        Some(ReviewAction::Reject { id, reason }) => decided(desk.decide(
-            id,
-            None,
-            &Request::Reject {
+        ),
+        Some(ReviewAction::Reject { ids, reason, batch }) => decide(
+            &desk,
+            ids,
+            batch,
+            Request::Reject {
                 reason: reason.clone().unwrap_or_default(),
             },
-        )?),
+        ),
         Some(ReviewAction::Edit { id, text }) => decided(desk.decide(
             id,
             None,
@@ -117,8 +119,83 @@ fn interactive(desk: &Desk) -> Result<i32> {
     Ok(EXIT_OK)
 }
 
-fn list(desk: &Desk, json: bool) -> Result<i32> {
-    let (cards, problems) = desk.pending()?;
+/// One card or a batch: a single id and no filter is one decision, as before; more ids or
+/// any filter is a batch (one commit).
+fn decide(desk: &Desk, ids: &[String], batch: &BatchArgs, req: Request) -> Result<i32> {
+    if ids.len() == 1 && !batch.any() {
+        return decided(desk.decide(&ids[0], None, &req)?);
+    }
+    let sel = Selector {
+        ids: ids.to_vec(),
+        session: batch.session.clone(),
+        below: batch.below,
+        cluster: batch.cluster.clone(),
+        all: batch.all,
+        waiting: batch.waiting,
+    };
+    let b = desk.decide_batch(&sel, &req, batch.dry_run)?;
+    let verb = match req {
+        Request::Accept { .. } => "accept",
+        _ => "reject",
+    };
+    if b.dry_run {
+        if b.chosen.is_empty() {
+            println!("No card matches ({}); nothing would change.", b.selector);
+            return Ok(EXIT_OK);
+        }
+        println!(
+            "Would {verb} {} card{} ({}); nothing was changed:",
+            b.chosen.len(),
+            if b.chosen.len() == 1 { "" } else { "s" },
+            b.selector
+        );
+        for c in &b.chosen {
+            println!("  {}", card_line(&c.card, c.salience, c.waiting));
+        }
+        return Ok(EXIT_OK);
+    }
+    println!(
+        "{verb}ed {} card{} ({}):",
+        b.decided.len(),
+        if b.decided.len() == 1 { "" } else { "s" },
+        b.selector
+    );
+    for a in &b.decided {
+        for l in &a.lines {
+            println!("  {l}");
+        }
+    }
+    if let Some(c) = &b.commit {
+        println!(
+            "commit {} ({}); `dream undo --cycle {}` takes the whole batch back",
+            &c[..7.min(c.len())],
+            b.session,
+            b.session
+        );
+    }
+    Ok(EXIT_OK)
+}
+
+/// A card on one line: id, salience, day, place and text.
+fn card_line(c: &Card, salience: Option<f32>, waiting: bool) -> String {
+    format!(
+        "{}  {}  {}  [{}/{}]  {}{}",
+        c.id,
+        salience.map_or_else(|| "  -  ".to_string(), |s| format!("{s:.3}")),
+        c.created.format("%Y-%m-%d"),
+        c.block.as_str(),
+        c.category,
+        excerpt(&c.text, 80),
+        if waiting { "  (waiting)" } else { "" }
+    )
+}
+
+fn list(desk: &Desk, json: bool, waiting: bool) -> Result<i32> {
+    let (cards, problems) = if waiting {
+        desk.waiting_cards()?
+    } else {
+        desk.pending()?
+    };
     for p in &problems {
         tracing::warn!("skipped a card that does not parse: {p}");
     }
@@ -127,30 +204,44 @@ fn list(desk: &Desk, json: bool) -> Result<i32> {
         super::print_json(&out)?;
         return Ok(EXIT_OK);
     }
+    let more = if waiting { 0 } else { desk.waiting()? };
     if cards.is_empty() {
-        println!("No cards are waiting for review.");
+        if waiting {
+            println!("No cards wait for room in the review queue.");
+        } else if more > 0 {
+            println!(
+                "No cards are waiting for review; {more} wait for room and are queued by the next evening cycle."
+            );
+        } else {
+            println!("No cards are waiting for review.");
+        }
         return Ok(EXIT_OK);
     }
     println!(
-        "{} card{} waiting for review, oldest first:\n",
+        "{} card{} {}, best first (salience beside each):\n",
         cards.len(),
-        if cards.len() == 1 { "" } else { "s" }
+        if cards.len() == 1 { "" } else { "s" },
+        if waiting {
+            "waiting for room in the review queue"
+        } else {
+            "waiting for review"
+        }
     );
     for c in &cards {
-        println!(
-            "{}  {}  [{}/{}]  {}",
-            c.id,
-            c.created.format("%Y-%m-%d"),
-            c.block.as_str(),
-            c.category,
-            excerpt(&c.text, 90)
-        );
+        println!("{}", card_line(c, desk.salience(c)?, false));
         if let Some(old) = &c.supersedes {
             println!("            supersedes {old}");
         }
         println!("            why: {}", excerpt(&c.reason, 110));
     }
-    println!("\nDecide with `dream review` (on a terminal), or `dream review accept|reject ID`.");
+    if more > 0 {
+        println!(
+            "\nand {more} more waiting for room in the queue (review.max_new_cards): the best are queued as you decide (`dream review list --waiting`)."
+        );
+    }
+    println!(
+        "\nDecide with `dream review` (on a terminal), `dream review accept|reject ID`, or in batches (`dream review reject --below 0.5 --dry-run`)."
+    );
     Ok(EXIT_OK)
 }
 

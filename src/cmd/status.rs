@@ -41,8 +41,16 @@ fn print_memory(s: &Status) {
         s.active_facts, s.episodes
     );
     println!(
-        "  review queue     {} cards{}",
+        "  review queue     {} cards{}{}",
         s.review_queue,
+        if s.review_waiting > 0 {
+            format!(
+                ", {} more waiting for room (the best are queued as you decide)",
+                s.review_waiting
+            )
+        } else {
+            String::new()
+        },
         if s.review_queue > 0 {
             " (run `dream review`)"
         } else {

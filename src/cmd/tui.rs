@@ -607,7 +607,7 @@ impl App<'_> {
         queue!(out, Hide, Clear(ClearType::All)).map_err(io_err)?;
         let skipped = self.skipped.len();
         let left = format!(
-            "dream review   card {pos} of {}, oldest first{}",
+            "dream review   card {pos} of {}, best first{}",
             self.queue.len(),
             if skipped > 0 {
                 format!(" ({skipped} skipped)")

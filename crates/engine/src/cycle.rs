@@ -354,6 +354,11 @@ fn run_locked(
             skills::draft_skills(&ctx, &tx, &mut work)?;
         }
     }
+    // An evening with nothing new still fills the room a person's decisions made in the
+    // review queue from the cards waiting for it.
+    if config.profile(opts.kind).reflect && !plan.reflect {
+        crate::stages::queue::offer_waiting(&ctx, &tx, &mut work, &store)?;
+    }
     if plan.passes {
         ctx.progress.stage("passes");
         passes::run_passes(&ctx, &tx, &mut work)?;

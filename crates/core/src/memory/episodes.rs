@@ -184,6 +184,7 @@ mod tests {
             enabled: true,
             retention_days: 30,
             max_facts: 2,
+            ..Episodes::default()
         };
         let m = memory(vec![
             fact("f_old", "2027-01-02", Origin::Auto),

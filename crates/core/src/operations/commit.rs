@@ -35,6 +35,9 @@ pub enum Stage {
     Review,
     /// A person's undo of a fact, a card decision or a whole cycle.
     Undo,
+    /// Waiting review cards queued as a person's decisions made room (an evening with
+    /// nothing new to reflect on; otherwise `consolidate` settles the queue).
+    Queue,
 }
 
 impl Stage {
@@ -52,6 +55,7 @@ impl Stage {
             Stage::Context => "context",
             Stage::Review => "review",
             Stage::Undo => "undo",
+            Stage::Queue => "queue",
         }
     }
 
@@ -70,6 +74,7 @@ impl Stage {
             Stage::Context,
             Stage::Review,
             Stage::Undo,
+            Stage::Queue,
         ]
         .into_iter()
         .find(|st| st.as_str() == s)

@@ -40,6 +40,7 @@ pub struct Config {
     pub episodes: Episodes,
     pub owner: Owner,
     pub quiz: Quiz,
+    pub review: Review,
 }
 
 /// The recall quiz (see `quiz.rs`): after every evening cycle, questions about what the
@@ -89,6 +90,9 @@ pub struct Episodes {
     pub retention_days: u32,
     /// The most episodes the file holds; over it, the oldest (by last seen) expire first.
     pub max_facts: usize,
+    /// The most new episodes one session adds, its most salient first (issue 28): memory
+    /// grows with sessions, not with words.
+    pub max_per_session: usize,
 }
 
 impl Default for Episodes {
@@ -97,7 +101,27 @@ impl Default for Episodes {
             enabled: true,
             retention_days: 365,
             max_facts: 200,
+            max_per_session: 8,
         }
+    }
+}
+
+/// The review queue (`review/`): what a person is asked to decide.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Review {
+    /// The most cards the queue holds, so the most a cycle adds: a cycle queues new ones,
+    /// best first, only into the room a person's decisions left; the rest wait as
+    /// candidates (nothing is lost). 20 by default: a sitting of a few minutes at the
+    /// terminal review's pace, and about three evenings of a model's cards (6.4 a cycle on
+    /// LoCoMo dev with the reference reflector), so a person who reviews every few days
+    /// sees everything new and the budget bites only when the queue is left to grow.
+    pub max_new_cards: usize,
+}
+
+impl Default for Review {
+    fn default() -> Self {
+        Review { max_new_cards: 20 }
     }
 }
 
@@ -635,6 +659,7 @@ installed = ["~/.claude/skills", "~/.codex/skills"]   # skills agents already ha
 enabled = true                  # false: single mentions are not kept; under-supported candidates go to review
 retention_days = 365            # an episode not said again for this many days expires
 max_facts = 200                 # the most episodes kept (agents load them); oldest go first
+max_per_session = 8             # the most new episodes one session adds, its most salient first
 
 [owner]                         # the person this memory belongs to
 names = []                      # names they go by, traceable like each event's author
@@ -650,6 +675,10 @@ gate_refusal_share = 0.9        # one gate refusing this share of the last `cycl
 gate_min_candidates = 10        # candidates warns, once they proposed at least this many
 period_hours = 24               # each cycle kind runs this often; none for two periods warns (0 = off)
 source_idle_days = 7            # the inbox or a source not grown in this many days warns (0 = off)
+
+[review]                        # review/: what a person is asked to decide
+max_new_cards = 20              # the most cards queued at once; a cycle tops the queue up, best
+                                # first, and the rest wait (dream status counts them)
 
 [quiz]                          # after every evening cycle: does memory still answer what it held?
 enabled = true                  # false: no quiz after cycles (`dream quiz` still runs)
@@ -755,6 +784,11 @@ impl Config {
             ("episodes.retention_days", c.episodes.retention_days as u64),
             ("episodes.max_facts", c.episodes.max_facts as u64),
             (
+                "episodes.max_per_session",
+                c.episodes.max_per_session as u64,
+            ),
+            ("review.max_new_cards", c.review.max_new_cards as u64),
+            (
                 "retention.unused_after_days",
                 c.retention.unused_after_days.map_or(1, u64::from),
             ),
@@ -803,6 +837,18 @@ impl Config {
             return Err(format!(
                 "key `episodes.max_facts`: must be at most 10000 (agents load the file), not {}",
                 c.episodes.max_facts
+            ));
+        }
+        if c.episodes.max_per_session > 10_000 {
+            return Err(format!(
+                "key `episodes.max_per_session`: must be at most 10000, not {}",
+                c.episodes.max_per_session
+            ));
+        }
+        if c.review.max_new_cards > 1000 {
+            return Err(format!(
+                "key `review.max_new_cards`: must be at most 1000 (nobody reviews more at once), not {}",
+                c.review.max_new_cards
             ));
         }
         let q = &c.quiz;
@@ -1005,6 +1051,7 @@ const SECTIONS: &[&str] = &[
     "episodes",
     "owner",
     "quiz",
+    "review",
 ];
 
 /// Whether an environment variable's name sets a `dream.toml` key (`DREAM_<SECTION>_...`).
@@ -1144,6 +1191,15 @@ mod tests {
             parse("[episodes]\nretention_days = 30\nmax_facts = 50\n[owner]\nnames = [\"Ada\"]\n")
                 .unwrap();
         assert_eq!((c.episodes.retention_days, c.episodes.max_facts), (30, 50));
+        let budgets =
+            parse("[episodes]\nmax_per_session = 3\n[review]\nmax_new_cards = 4\n").unwrap();
+        assert_eq!(
+            (
+                budgets.episodes.max_per_session,
+                budgets.review.max_new_cards
+            ),
+            (3, 4)
+        );
         assert_eq!(c.owner.names, vec!["Ada"]);
         for (bad, key) in [
             (
@@ -1158,6 +1214,21 @@ mod tests {
             ("[episodes]\nmax_facts = 20000\n", "episodes.max_facts"),
             ("[owner]\nnames = [\" \"]\n", "owner.names[0]"),
             ("[episodes]\nkeep = 3\n", "episodes.keep"),
+            (
+                "[episodes]\nmax_per_session = 0\n",
+                "episodes.max_per_session",
+            ),
+            (
+                "[episodes]\nmax_per_session = 20000\n",
+                "episodes.max_per_session",
+            ),
+            ("[review]\nmax_new_cards = 0\n", "review.max_new_cards"),
+            ("[review]\nmax_new_cards = 5000\n", "review.max_new_cards"),
+            (
+                "[review]\nmax_new_cards = \"ten\"\n",
+                "review.max_new_cards",
+            ),
+            ("[review]\nmax_cards = 3\n", "review.max_cards"),
             ("[quiz]\nmax_questions = 0\n", "quiz.max_questions"),
             ("[quiz]\nmax_questions = 501\n", "quiz.max_questions"),
             ("[quiz]\nmax_questions = 4\nstanding = 5\n", "quiz.standing"),

@@ -151,10 +151,14 @@ pub struct Digest {
     /// The kind of the cycle writing it (`morning`, `evening`).
     pub kind: String,
     pub contradictions: Vec<CardLine>,
-    /// Other pending cards, oldest first (at most [`MAX_CARDS`]).
+    /// Other pending cards, best first (`keep::card_rank`: the most salient, then the
+    /// oldest; at most [`MAX_CARDS`]).
     pub cards: Vec<CardLine>,
     /// Every pending card, contradictions included.
     pub cards_total: usize,
+    /// Cards waiting for room in the review queue (`review.max_new_cards`): queued best
+    /// first as decisions make room; nothing to do about them yet.
+    pub cards_waiting: usize,
     /// Commitments dated within the horizon, soonest first (passed ones first).
     pub commitments: Vec<Due>,
     /// Commitments dated beyond the horizon (the first few).
@@ -580,9 +584,19 @@ impl Digest {
 
     fn render_cards(&self, o: &mut String) {
         if self.cards.is_empty() {
+            if self.cards_waiting > 0 {
+                let _ = writeln!(
+                    o,
+                    "## Review cards
+
+{}
+",
+                    self.waiting_line()
+                );
+            }
             return;
         }
-        let _ = writeln!(o, "## Review cards, oldest first\n");
+        let _ = writeln!(o, "## Review cards, best first\n");
         for c in &self.cards {
             let _ = writeln!(
                 o,
@@ -603,11 +617,22 @@ impl Digest {
                 others - self.cards.len()
             );
         }
+        if self.cards_waiting > 0 {
+            let _ = writeln!(o, "- {}", self.waiting_line());
+        }
         let _ = writeln!(
             o,
             "\nDecide with `dream review`, or `dream review accept ID` / `dream review reject ID \
              --reason TEXT`.\n"
         );
+    }
+
+    /// How many cards wait for room in the queue, in words.
+    fn waiting_line(&self) -> String {
+        format!(
+            "{} waiting for room in the queue (review.max_new_cards): the best are queued as you decide",
+            plural(self.cards_waiting as u64, "more card", "more cards")
+        )
     }
 
     fn render_commitments(&self, o: &mut String) {
@@ -998,6 +1023,7 @@ mod tests {
             contradictions: vec![],
             cards: vec![],
             cards_total: 0,
+            cards_waiting: 0,
             commitments: vec![],
             later: vec![],
             horizon_days: 14,

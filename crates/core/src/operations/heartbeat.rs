@@ -43,6 +43,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::operations::config::Heartbeat;
+use crate::selection::gates::GateName;
 
 /// The rules, in the order their warnings are listed.
 pub const RULES: [&str; 10] = [
@@ -398,6 +399,8 @@ fn gate_fix(gate: &str) -> String {
         Some(G::Owner) => "no statement of the owner's supports them (owner.names, or the sources' trust)",
         Some(G::Judge) => "the judge finds them contradicting or duplicating facts",
         Some(G::Confidence | G::Support | G::Days) => "candidates lack the corroboration the promote.* rules ask for",
+        // Never warned of (see `gate`): what was said in passing is refused by design.
+        Some(G::Salience) => "what was said scores below the salience threshold or was said in passing (small talk, status, reactions, questions, passing opinions); if statements that matter are refused, `dream explain k_...` shows a refusal's score",
         // Written out against events; never refuses.
         Some(G::Dates) | None => "see the refusals' reasons",
     };
@@ -412,7 +415,14 @@ fn gate(reflecting: &[&Seen], n: usize, cfg: &Heartbeat, out: &mut Vec<Warning>)
     }
     let mut by_gate: BTreeMap<&str, u64> = BTreeMap::new();
     for c in &window {
-        for (g, k) in &c.refused_by_gate {
+        // Salience refusing most of what was said is the filter doing its work when
+        // sessions are chatter, not a quiet failure; a scorer that failed outright keeps
+        // nothing, which the `quiet` rule warns of.
+        for (g, k) in c
+            .refused_by_gate
+            .iter()
+            .filter(|(g, _)| g.as_str() != GateName::Salience.as_str())
+        {
             *by_gate.entry(g.as_str()).or_insert(0) += k;
         }
     }

@@ -61,6 +61,23 @@ pub struct Report {
     /// none left to do).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub backfill: Option<Backfill>,
+    /// The review queue after this cycle (`review.max_new_cards`, issue 28).
+    pub review: Queue,
+}
+
+/// What a cycle did to the review queue: the cards it queued (new ones and ones that had
+/// waited), how many wait for room after it, and how many waiting ones expired.
+#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+pub struct Queue {
+    /// Cards added to `review/` by this cycle.
+    pub new_cards: usize,
+    /// Cards pending in `review/` after the cycle.
+    pub pending: usize,
+    /// Cards waiting for room (in the state database), best first when room opens.
+    pub waiting: usize,
+    /// Waiting cards that expired (the episode rules: `episodes.retention_days`, then the
+    /// oldest over `episodes.max_facts`).
+    pub expired: usize,
 }
 
 /// The consolidation of history older than the window, window by window, oldest first: what
@@ -122,6 +139,9 @@ pub struct Window {
     pub held: usize,
     /// New events a model saw in a reflected prompt (marked as seen).
     pub seen: usize,
+    /// New events not sent to the model: none of their sentences scores
+    /// `salience::SEND` (issue 28; with a model only).
+    pub below_send: usize,
     /// Reflect calls that failed in a way that would repeat, and those held for it (see
     /// `llm::plan`); `None` when the cycle did not reflect.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -404,6 +424,13 @@ impl Report {
                 held(w.held)
             );
         }
+        if w.below_send > 0 {
+            let _ = writeln!(
+                o,
+                "  salience    {} new events not sent to the model (no sentence scores salience::SEND)",
+                w.below_send
+            );
+        }
         let _ = writeln!(
             o,
             "  candidates  {} proposed = {} promoted + {} episodes + {} queued + {} reinforced + {} refused",
@@ -414,6 +441,21 @@ impl Report {
                 o,
                 "  episodes    {} expired to the archive",
                 self.episodes_expired
+            );
+        }
+        let q = &self.review;
+        if q.new_cards > 0 || q.waiting > 0 || q.expired > 0 {
+            let _ = writeln!(
+                o,
+                "  review      {} new cards queued, {} pending, {} waiting for room{}",
+                q.new_cards,
+                q.pending,
+                q.waiting,
+                if q.expired > 0 {
+                    format!(" ({} waiting ones expired)", q.expired)
+                } else {
+                    String::new()
+                }
             );
         }
         let idle = self

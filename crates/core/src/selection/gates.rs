@@ -24,6 +24,7 @@ use chrono::NaiveDate;
 use crate::llm::{EventView, Proposal};
 use crate::memory::{one_line, Block, GateResult, Measures};
 use crate::operations::config::Config;
+use crate::selection::keep::{self, Scorer};
 use crate::sources::secrets;
 use crate::text::measures::{self, round3};
 use crate::text::phrases::classify;
@@ -56,10 +57,11 @@ pub enum GateName {
     Traceable,
     Owner,
     Judge,
+    Salience,
 }
 
 impl GateName {
-    pub const ALL: [GateName; 18] = [
+    pub const ALL: [GateName; 19] = [
         GateName::Text,
         GateName::Ids,
         GateName::Recalled,
@@ -78,6 +80,7 @@ impl GateName {
         GateName::Traceable,
         GateName::Owner,
         GateName::Judge,
+        GateName::Salience,
     ];
 
     /// The name as rows, reports and cards store it.
@@ -101,6 +104,7 @@ impl GateName {
             GateName::Traceable => "traceable",
             GateName::Owner => "owner",
             GateName::Judge => "judge",
+            GateName::Salience => "salience",
         }
     }
 
@@ -126,6 +130,9 @@ pub struct Evidence<'a> {
     pub owner_names: Vec<String>,
     /// Events' words prepared by an earlier gating with the same owner's names.
     pub sources: Option<&'a Sources>,
+    /// Scores the proposal's statement ([`keep::statement`]); without one, no salience
+    /// row is recorded and routing keeps what it kept before salience existed.
+    pub scorer: Option<&'a dyn Scorer>,
 }
 
 /// Each event's words as the gates read them (its text and its [`context`]), prepared once
@@ -170,7 +177,14 @@ impl<'a> Evidence<'a> {
             elsewhere,
             owner_names: Vec::new(),
             sources: None,
+            scorer: None,
         }
+    }
+
+    /// The same evidence, with each proposal's statement scored by `scorer`.
+    pub fn scored_by(mut self, scorer: &'a dyn Scorer) -> Evidence<'a> {
+        self.scorer = Some(scorer);
+        self
     }
 
     /// The same evidence, its events' words taken from (and kept in) `sources`.
@@ -260,6 +274,8 @@ pub struct Gated {
     pub refused: Option<String>,
     /// Optional fields that took their default ([`defaults`]).
     pub notes: Vec<String>,
+    /// The statement's salience ([`keep`]); `None` when nothing scored it.
+    pub salience: Option<keep::Worth>,
 }
 
 /// Support figures of a set of events (S4 step 6), counted over the owner's statements
@@ -320,6 +336,9 @@ pub struct Candidate<'a> {
     pub category: String,
     /// One note per optional field that was missing or unknown and took its default.
     pub notes: Vec<String>,
+    /// The statement it says ([`keep::statement`]) and its salience, when the evidence
+    /// came with a scorer that could score it.
+    pub salience: Option<(String, keep::Worth)>,
 }
 
 impl<'a> Candidate<'a> {
@@ -366,6 +385,15 @@ impl<'a> Candidate<'a> {
         }
         let coverage = measures::coverage_in(&text, &vocab);
         let (block, category, notes) = defaults(p, &text);
+        let salience = evidence.scorer.and_then(|scorer| {
+            let own = keep::statement(&text);
+            keep::statements(&text, owners.iter().map(|e| e.text.as_str()))
+                .into_iter()
+                .filter_map(|said| scorer.score(&said).map(|score| (said, score)))
+                .max_by(|a, b| a.1.total_cmp(&b.1))
+                // A moment is judged in the words that would be kept.
+                .map(|(said, score)| (said, keep::Worth::of(score, &own, owners.len())))
+        });
         Candidate {
             proposal: p,
             text,
@@ -380,6 +408,7 @@ impl<'a> Candidate<'a> {
             block,
             category,
             notes,
+            salience,
         }
     }
 }
@@ -482,6 +511,7 @@ pub const GATES: &[Gate] = &[
     secret_gate,
     entities_gate,
     coverage_gate,
+    salience_gate,
 ];
 
 /// The text is one line of 1..=500 characters.
@@ -712,6 +742,19 @@ pub fn coverage_gate(c: &Candidate<'_>, config: &Config) -> Check {
     })
 }
 
+/// The statement's salience beside [`keep::KEEP`] (issue 28). Soft: routing refuses what
+/// would add a line below it, while a restatement of a kept fact reinforces it whatever its
+/// score. No row when nothing scored it.
+pub fn salience_gate(c: &Candidate<'_>, _: &Config) -> Check {
+    Check {
+        result: c
+            .salience
+            .as_ref()
+            .map(|(said, worth)| keep::row(*worth, said)),
+        refusal: None,
+    }
+}
+
 /// Run every gate of [`GATES`] on one proposal, its relative dates written out first.
 pub fn gate_proposal(p: &Proposal, evidence: &Evidence<'_>, config: &Config) -> Gated {
     let (anchored, dates) = anchor_dates(p, evidence);
@@ -773,6 +816,7 @@ pub fn gate_proposal(p: &Proposal, evidence: &Evidence<'_>, config: &Config) -> 
         measures: m,
         gates,
         refused,
+        salience: c.salience.map(|(_, s)| s),
     }
 }
 
@@ -834,6 +878,39 @@ mod tests {
             ),
             ev("e4", 2, "s3", Trust::Tool, true, "Lisbon 2 cats"),
         ]
+    }
+
+    /// A stand-in for the engine's scorer: a statement about where the owner lives is
+    /// salient, anything else is not.
+    struct Keyword;
+
+    impl Scorer for Keyword {
+        fn score(&self, statement: &str) -> Option<f32> {
+            Some(if statement.starts_with("I live") {
+                0.9
+            } else {
+                0.1
+            })
+        }
+    }
+
+    #[test]
+    fn the_salience_row_scores_the_statement_not_the_line() {
+        let evs = events();
+        let none = HashSet::new();
+        let evidence = Evidence::new(&evs, &none).scored_by(&Keyword);
+        let g = gate_proposal(
+            &proposal("Hey Ana, I live in Lisbon with 2 cats.", &["e1"]),
+            &evidence,
+            &Config::default(),
+        );
+        assert_eq!(g.salience.map(|w| w.score), Some(0.9));
+        let row = g.gates.iter().find(|r| r.gate == "salience").unwrap();
+        assert!(row.passed && row.value == "0.900", "{row:?}");
+        // Without a scorer: no row, no score.
+        let g = run(proposal("I live in Lisbon.", &["e1"]));
+        assert_eq!(g.salience, None);
+        assert!(!g.gates.iter().any(|r| r.gate == "salience"));
     }
 
     fn run(p: Proposal) -> Gated {
@@ -968,6 +1045,13 @@ mod tests {
                 proposal("Lisbon cats adore sardines and fado", &["e1"]),
                 "below min_coverage",
             ),
+            (
+                "salience",
+                salience_gate,
+                proposal("I live in Lisbon.", &["e1"]),
+                proposal("Still in Lisbon, still 2 cats.", &["e2"]),
+                "", // soft: routing refuses what would add a line below KEEP
+            ),
         ];
         assert_eq!(table.len(), GATES.len(), "a row for every gate in GATES");
         let mut evs = events();
@@ -976,7 +1060,8 @@ mod tests {
             ..ev("r1", 2, "s9", Trust::Owner, true, "I live in Lisbon.")
         });
         let none = HashSet::new();
-        let evidence = Evidence::new(&evs, &none);
+        let scorer = Keyword;
+        let evidence = Evidence::new(&evs, &none).scored_by(&scorer);
         let config = Config::default();
         for (name, gate, good, bad, want) in table {
             let pass = gate(&Candidate::new(&good, &evidence), &config);

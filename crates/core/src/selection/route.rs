@@ -614,7 +614,7 @@ pub fn route(
         .map(|(_, w)| w.as_str())
         .collect();
     let all: Vec<&str> = unmet.iter().map(|(_, w)| w.as_str()).collect();
-    if !review.is_empty() {
+    let decided = if !review.is_empty() {
         (
             Outcome::Queue {
                 reason: all.join("; "),
@@ -670,6 +670,30 @@ pub fn route(
         )
     } else {
         (Outcome::Promote, judge, gates)
+    };
+    salience_rule(g, review.is_empty(), decided)
+}
+
+/// Salience as well as corroboration (issue 28): what memory would keep on its own (a
+/// durable fact, an episode) or ask a person about only for want of corroboration (a card
+/// for something said twice short of the durable rule, or, with the episodic tier off, said
+/// once) is refused when its statement scores below [`keep::KEEP`], however often it was
+/// said. A card for another reason (words the events do not hold, a contradiction, no
+/// owner's word for it) is a person's to decide: its salience ranks it in the queue
+/// (`keep::offer`). A restatement was routed to reinforce before this.
+fn salience_rule(
+    g: &Gated,
+    corroboration_only: bool,
+    (outcome, judge, gates): (Outcome, String, Vec<GateResult>),
+) -> (Outcome, String, Vec<GateResult>) {
+    let adds_a_line = match &outcome {
+        Outcome::Promote | Outcome::Episode { .. } => true,
+        Outcome::Queue { supersedes, .. } => supersedes.is_none() && corroboration_only,
+        Outcome::Reinforce { .. } | Outcome::Refuse { .. } => false,
+    };
+    match g.salience.and_then(|w| w.refusal()) {
+        Some(reason) if adds_a_line => (Outcome::Refuse { reason }, judge, gates),
+        _ => (outcome, judge, gates),
     }
 }
 
@@ -677,6 +701,7 @@ pub fn route(
 mod tests {
     use super::*;
     use crate::memory::Measures;
+    use crate::selection::keep;
 
     fn gated(support: usize, days: usize, confidence: f64, coverage: f64) -> Gated {
         Gated {
@@ -698,6 +723,7 @@ mod tests {
             gates: vec![],
             refused: None,
             notes: vec![],
+            salience: None,
         }
     }
 
@@ -765,6 +791,79 @@ mod tests {
                 fact_id: "f_1".into()
             }
         );
+    }
+
+    #[test]
+    fn salience_is_needed_for_a_line_whatever_the_corroboration() {
+        let c = Config::default();
+        let scored = |g: Gated, s: f32| Gated {
+            salience: Some(keep::Worth::of(s, &g.text, g.measures.support)),
+            ..g
+        };
+        let low = keep::SEND - 0.01;
+        // Said often on many days, fully traceable: still not durable below KEEP.
+        let (o, _, _) = route(&scored(gated(6, 5, 0.99, 1.0), low), &[], None, &c);
+        assert!(
+            matches!(o, Outcome::Refuse { ref reason } if reason.starts_with("salience")),
+            "{o:?}"
+        );
+        // Not an episode, not a card for something said twice.
+        for g in [gated(1, 1, 0.6, 1.0), gated(2, 1, 0.9, 1.0)] {
+            let (o, _, _) = route(&scored(g, low), &[], None, &c);
+            assert!(matches!(o, Outcome::Refuse { .. }), "{o:?}");
+        }
+        let mut off = Config::default();
+        off.episodes.enabled = false;
+        let (o, _, _) = route(&scored(gated(1, 1, 0.6, 1.0), low), &[], None, &off);
+        assert!(matches!(o, Outcome::Refuse { .. }), "{o:?}");
+        // Words the events do not hold are a person's to decide: the score ranks the card.
+        let (o, _, _) = route(&scored(gated(1, 1, 0.6, 0.9), low), &[], None, &c);
+        assert!(matches!(o, Outcome::Queue { .. }), "{o:?}");
+        // A restatement of a kept fact reinforces it whatever its score.
+        let (o, _, _) = route(
+            &scored(gated(1, 1, 0.6, 1.0), low),
+            &[near("f_1", 0.95)],
+            None,
+            &c,
+        );
+        assert_eq!(
+            o,
+            Outcome::Reinforce {
+                fact_id: "f_1".into()
+            }
+        );
+        // A card proposing to supersede a fact stays a person's to decide.
+        let v = Verdict {
+            candidate_id: "k".into(),
+            contradicts: Some("f_1".into()),
+            duplicate_of: None,
+            reason: "contradicts".into(),
+        };
+        let (o, _, _) = route(
+            &scored(gated(1, 1, 0.6, 1.0), low),
+            &[near("f_1", 0.5)],
+            Some(&v),
+            &c,
+        );
+        assert!(
+            matches!(
+                o,
+                Outcome::Queue {
+                    supersedes: Some(_),
+                    ..
+                }
+            ),
+            "{o:?}"
+        );
+        // At KEEP, the routes are what corroboration gives.
+        assert_eq!(
+            route(&scored(gated(3, 2, 0.9, 1.0), keep::KEEP), &[], None, &c).0,
+            Outcome::Promote
+        );
+        assert!(matches!(
+            route(&scored(gated(1, 1, 0.6, 1.0), keep::KEEP), &[], None, &c).0,
+            Outcome::Episode { .. }
+        ));
     }
 
     #[test]

@@ -491,6 +491,23 @@ const INSTRUCTIONS: &[&str] = &[
     "do not ever",
 ];
 
+/// Whether a normalised sentence (padded with a space at its end) instructs the agent:
+/// "Always ..." and "Never ..." when they open it ("I'm always here for you" speaks to the
+/// listener), "you should", "I want you to", ... anywhere.
+fn instructs(s: &str) -> bool {
+    INSTRUCTIONS.iter().any(|p| {
+        s.starts_with(p) || (!matches!(*p, "always " | "never ") && s.contains(&format!(" {p}")))
+    })
+}
+
+/// Whether a sentence is a standing instruction to the agent ("Always run the tests before
+/// pushing", "Never force-push to main", "I want you to answer in French"): how the person
+/// wants their work done, for as long as they do not say otherwise.
+pub fn instruction(sentence: &str) -> bool {
+    let s = format!("{} ", measures::normalize(lead_in(sentence).trim()));
+    instructs(&s)
+}
+
 /// How a sentence that only says how the speaker feels starts, and the feelings.
 const FEELING_STARTS: &[&str] = &[
     "i m ",
@@ -831,11 +848,7 @@ pub fn chatter(sentence: &str) -> Option<Chatter> {
     if starts(REACTION_STARTS) || REACTION_STARTS.iter().any(|p| plain.starts_with(p)) {
         return Some(Chatter::Reaction);
     }
-    // "Always ..." and "Never ..." instruct when they open the sentence; "I'm always here
-    // for you" speaks to the listener.
-    let instructs = INSTRUCTIONS.iter().any(|p| {
-        s.starts_with(p) || (!matches!(*p, "always " | "never ") && s.contains(&format!(" {p}")))
-    });
+    let instructs = instructs(&s);
     if !instructs && words.iter().any(|w| LISTENER.contains(w)) {
         return Some(Chatter::Reaction);
     }
@@ -941,6 +954,164 @@ static HOW_OFTEN: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|
     )
     .expect("a valid pattern")
 });
+
+/// Words for this very moment: what a sentence with one of them says of its speaker is
+/// true now and gone by the next day.
+const RIGHT_NOW: &[&str] = &[
+    "right now",
+    "at the moment",
+    "just now",
+    "today",
+    "tonight",
+    "this morning",
+    "this afternoon",
+    "this evening",
+];
+
+/// How a person feels, beyond the reactions [`chatter`] knows (a word after "I'm" or "I
+/// feel").
+const MOODS: &[&str] = &[
+    "relaxed",
+    "grumpy",
+    "anxious",
+    "upset",
+    "annoyed",
+    "frustrated",
+    "cold",
+    "warm",
+    "lonely",
+    "calm",
+    "drained",
+    "sore",
+    "cranky",
+    "down",
+    "low",
+    "better",
+    "worse",
+    "meh",
+    "content",
+    "energized",
+    "restless",
+    "stuffed",
+    "full",
+    "awake",
+    "chill",
+    "fed",
+];
+
+/// Whether a sentence names no one and nothing: no digit and no capitalised name after
+/// its first word.
+fn names_nothing(s: &str) -> bool {
+    !s.chars().any(|c| c.is_ascii_digit()) && measures::proper_nouns(s).is_empty()
+}
+
+/// The words of a normalised sentence after "i'm", "i am", "i feel", "i'm feeling" or
+/// "feeling" at its start, intensifiers skipped; `None` when it opens otherwise.
+fn after_i_am(normalized: &str) -> Option<Vec<&str>> {
+    let words: Vec<&str> = normalized.split_whitespace().collect();
+    let skip = match words.as_slice() {
+        ["i", "am", "feeling", ..] => 3,
+        ["im", "feeling", ..] | ["i", "feel", ..] | ["i", "am", ..] | ["we", "feel", ..] => 2,
+        ["im", ..] | ["feeling", ..] => 1,
+        _ => return None,
+    };
+    Some(
+        words[skip..]
+            .iter()
+            .copied()
+            .skip_while(|w| INTENSIFIERS.contains(w))
+            .collect(),
+    )
+}
+
+/// Whether a sentence only says how its speaker feels ("I'm so tired", "I feel so relaxed
+/// after a long weekend", "Feeling a bit grumpy this evening"): a feeling right after "I'm"
+/// or "I feel", no name, number or date beside it (but a word for now), and no intention
+/// after it ("I'm thrilled to announce..." says more). True of a moment, gone the next.
+pub fn feeling(sentence: &str) -> bool {
+    let s = lead_in(sentence);
+    let n = measures::normalize(s);
+    let Some(rest) = after_i_am(&n) else {
+        return false;
+    };
+    let Some(first) = rest.first() else {
+        return false;
+    };
+    if !(FEELINGS.contains(first) || MOODS.contains(first)) || rest.get(1) == Some(&"to") {
+        return false;
+    }
+    let padded = format!(" {n} ");
+    let now_words = RIGHT_NOW
+        .iter()
+        .fold(padded, |t, w| t.replace(&format!(" {w} "), " "));
+    let any_day = chrono::NaiveDate::from_ymd_opt(2001, 1, 10).expect("a valid date");
+    names_nothing(s) && crate::text::when::relatives(&now_words, any_day).is_empty()
+}
+
+/// Whether a sentence says what its speaker is or does at this moment ("I'm at my desk
+/// going through emails right now", "I'm working from home today"): it opens with "I'm"
+/// and holds a word for now ([`RIGHT_NOW`]), and it names no one and nothing, so "I'm at
+/// the Lisbon office today" stays an event.
+pub fn right_now(sentence: &str) -> bool {
+    let s = lead_in(sentence);
+    let n = measures::normalize(s);
+    let opens = matches!(
+        n.split_whitespace().take(2).collect::<Vec<_>>().as_slice(),
+        ["im", ..] | ["i", "am"]
+    );
+    let padded = format!(" {n} ");
+    opens && names_nothing(s) && RIGHT_NOW.iter().any(|w| padded.contains(&format!(" {w} ")))
+}
+
+/// Words that hedge a judgement: at its start ("I think the pasta was salty") or its end
+/// ("The film was long, I guess").
+const HEDGES: &[&str] = &[
+    "i think",
+    "i guess",
+    "i reckon",
+    "i suppose",
+    "i feel like",
+    "i find",
+    "i found",
+    "in my opinion",
+    "imo",
+    "honestly",
+    "personally",
+    "to be honest",
+];
+
+/// Whether a sentence is a passing opinion: a judgement hedged with "I think", "I guess",
+/// "I reckon", "I suppose", "in my opinion", "honestly" (at its start or its end) of
+/// something other than the speaker, with no number or date ("I think the pasta at
+/// Luigi's was a bit salty"). What someone thinks of a film or a dish in passing is not
+/// who they are; "I think I'll move to Berlin" (about the speaker) is not one.
+pub fn passing_opinion(sentence: &str) -> bool {
+    let n = measures::normalize(sentence);
+    let n = n.trim();
+    let mut rest: Option<&str> = None;
+    for h in HEDGES {
+        if let Some(r) = n.strip_prefix(&format!("{h} ")) {
+            rest = Some(r);
+            break;
+        }
+        if let Some(r) = n.strip_suffix(&format!(" {h}")) {
+            rest = Some(r);
+            break;
+        }
+    }
+    let Some(rest) = rest else {
+        return false;
+    };
+    let rest = rest.strip_prefix("that ").unwrap_or(rest);
+    let any_day = chrono::NaiveDate::from_ymd_opt(2001, 1, 10).expect("a valid date");
+    let about_the_speaker = rest.split_whitespace().next().is_some_and(|w| {
+        SPEAKER_STARTS.contains(&w) || matches!(w, "ill" | "id" | "me" | "us" | "myself")
+    });
+    !about_the_speaker
+        && !rest.is_empty()
+        && !sentence.chars().any(|c| c.is_ascii_digit())
+        && crate::text::when::relatives(sentence, any_day).is_empty()
+}
 
 /// What the offline reflector keeps from a sentence said once: a fact that is specific.
 pub fn worth_keeping_once(sentence: &str) -> bool {

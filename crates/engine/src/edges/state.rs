@@ -168,6 +168,17 @@ CREATE TABLE quiz (
 ) WITHOUT ROWID;
 CREATE INDEX quiz_by_fact ON quiz (fact);
 "#,
+    // Review cards waiting for room in the queue (`review.max_new_cards`, issue 28): each
+    // card as its file would hold it (JSON), its salience for ranking, and when a cycle
+    // last restated it (the episode rules expire them).
+    r#"
+CREATE TABLE waiting (
+    id       TEXT PRIMARY KEY,
+    card     TEXT NOT NULL,
+    salience REAL,
+    updated  TEXT NOT NULL
+);
+"#,
 ];
 
 /// Vectors are keyed by `events.seq * MODEL_SLOTS + embedding_models.id` in a rowid table
@@ -1434,6 +1445,72 @@ pub fn vetoes(conn: &Connection) -> Result<Vec<dream_core::selection::veto::Veto
         .context(|| "reading vetoes".into())?;
     rows.collect::<rusqlite::Result<Vec<_>>>()
         .context(|| "reading vetoes".into())
+}
+
+/// Cards waiting for room in the review queue, best first (the most salient, then the
+/// oldest). A row that no longer parses as a card (written by another version) is left out
+/// and named in the second list.
+pub fn waiting(conn: &Connection) -> Result<(Vec<dream_core::memory::Card>, Vec<String>)> {
+    let mut stmt = conn
+        .prepare_cached("SELECT id, card FROM waiting ORDER BY salience DESC, updated, id")
+        .context(|| "reading the waiting cards".into())?;
+    let rows = stmt
+        .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))
+        .context(|| "reading the waiting cards".into())?;
+    let mut cards = Vec::new();
+    let mut bad = Vec::new();
+    for row in rows {
+        let (id, text) = row.context(|| "reading the waiting cards".into())?;
+        match serde_json::from_str(&text) {
+            Ok(c) => cards.push(c),
+            Err(e) => bad.push(format!("{id}: {e}")),
+        }
+    }
+    Ok((cards, bad))
+}
+
+/// How many cards wait for room in the review queue (0 for a database no cycle of this
+/// version has migrated yet).
+pub fn waiting_count(conn: &Connection) -> Result<usize> {
+    let exists: bool = conn
+        .query_row(
+            "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'waiting')",
+            [],
+            |r| r.get(0),
+        )
+        .context(|| "looking for the waiting cards".into())?;
+    if !exists {
+        return Ok(0);
+    }
+    conn.query_row("SELECT COUNT(*) FROM waiting", [], |r| r.get::<_, i64>(0))
+        .map(|n| n as usize)
+        .context(|| "counting the waiting cards".into())
+}
+
+/// Keep a card waiting (or update the one waiting with its id).
+pub fn put_waiting(conn: &Connection, card: &dream_core::memory::Card) -> Result<()> {
+    let salience = dream_core::selection::keep::recorded(&card.gates).map(f64::from);
+    conn.prepare_cached(
+        "INSERT OR REPLACE INTO waiting (id, card, salience, updated) VALUES (?1, ?2, ?3, ?4)",
+    )
+    .and_then(|mut st| {
+        st.execute(params![
+            card.id,
+            serde_json::to_string(card).unwrap_or_default(),
+            salience,
+            card.updated.to_rfc3339()
+        ])
+    })
+    .context(|| format!("keeping card {} waiting", card.id))?;
+    Ok(())
+}
+
+/// A card no longer waits (it was queued, decided by the facts, or expired).
+pub fn delete_waiting(conn: &Connection, id: &str) -> Result<()> {
+    conn.prepare_cached("DELETE FROM waiting WHERE id = ?1")
+        .and_then(|mut st| st.execute([id]))
+        .context(|| format!("removing waiting card {id}"))?;
+    Ok(())
 }
 
 /// Record that a cycle at `now` read `source`, and whether it grew (a new line was read).

@@ -196,6 +196,7 @@ pub fn run_locomo(path: &Path, opts: &Options) -> Result<EvalReport> {
         let mut cycles = 0;
         let mut last_now = None;
         let mut decisions = Vec::new();
+        let mut new_cards = 0;
         let mut tokens = 0;
         let mut calls = 0;
         for (now, sessions) in conv.evenings() {
@@ -217,6 +218,7 @@ pub fn run_locomo(path: &Path, opts: &Options) -> Result<EvalReport> {
             let report =
                 cycle::run_cycle(&dir, &config, provider.as_ref(), embedder.as_ref(), &opts)?;
             tokens += report.tokens.spent;
+            new_cards += report.review.new_cards;
             calls += report.tokens.calls;
             decisions.extend(report.decisions);
             cycles += 1;
@@ -233,7 +235,12 @@ pub fn run_locomo(path: &Path, opts: &Options) -> Result<EvalReport> {
                 episode: b == Block::Episodes,
             })
             .collect();
-        let (cards, _) = store.pending_cards()?;
+        let (mut cards, _) = store.pending_cards()?;
+        // Cards waiting for room in the review queue are a person's to decide as the
+        // queue drains (`review.max_new_cards`): retention counting cards counts them too.
+        if let Some(st) = crate::edges::state::State::open_read_only(&dir)? {
+            cards.extend(crate::edges::state::waiting(&st.conn)?.0);
+        }
         let cards: Vec<Item> = cards
             .into_iter()
             .map(|c| Item {
@@ -300,7 +307,7 @@ pub fn run_locomo(path: &Path, opts: &Options) -> Result<EvalReport> {
             transcript_words: counts.transcript_words,
             events: counts.events,
             cycles: counts.cycles,
-            queued: decisions.iter().filter(|d| d.route == "queued").count(),
+            queued: new_cards,
             tokens: counts.tokens,
             memory: grounded::memory(conv, &facts),
             anchors: grounded::anchors(conv),

@@ -101,9 +101,33 @@ impl Desk {
         lock::acquire(&self.root, false, self.now).map(drop)
     }
 
-    /// Pending cards, oldest first, and the files that did not parse.
+    /// Pending cards, best first (the most salient, then the oldest: `keep::card_rank`),
+    /// and the files that did not parse.
     pub fn pending(&self) -> Result<(Vec<Card>, Vec<String>)> {
-        self.store.pending_cards()
+        let (mut cards, bad) = self.store.pending_cards()?;
+        cards.sort_by(dream_core::selection::keep::card_rank);
+        Ok((cards, bad))
+    }
+
+    /// The cards waiting for room in the review queue, best first, and the rows that did
+    /// not parse.
+    pub fn waiting_cards(&self) -> Result<(Vec<Card>, Vec<String>)> {
+        match State::open_read_only(&self.root)? {
+            Some(st) => {
+                let (mut cards, bad) = state::waiting(&st.conn)?;
+                cards.sort_by(dream_core::selection::keep::card_rank);
+                Ok((cards, bad))
+            }
+            None => Ok((Vec::new(), Vec::new())),
+        }
+    }
+
+    /// How many cards wait for room in the review queue (`review.max_new_cards`).
+    pub fn waiting(&self) -> Result<usize> {
+        match State::open_read_only(&self.root)? {
+            Some(st) => state::waiting_count(&st.conn),
+            None => Ok(0),
+        }
     }
 
     /// The pending card with this id (any prefix, or the 8-hex stem).
@@ -220,6 +244,335 @@ impl Desk {
     }
 }
 
+/// Which cards a batch decision takes (`dream review accept|reject` with filters): a card
+/// is taken when it matches every selector given.
+#[derive(Debug, Clone, Default)]
+pub struct Selector {
+    /// These cards (ids, any prefix or the 8 hex digits).
+    pub ids: Vec<String>,
+    /// Cards citing an event of this session (its id, or the start of it).
+    pub session: Option<String>,
+    /// Cards whose salience is below this.
+    pub below: Option<f32>,
+    /// This card's cluster: the cards linked to it through cards saying about the same
+    /// thing (their statements' `minilm` vectors within the restatement distance).
+    pub cluster: Option<String>,
+    /// Every card.
+    pub all: bool,
+    /// Take the cards waiting for room in the queue too (`review.max_new_cards`).
+    pub waiting: bool,
+}
+
+impl Selector {
+    /// What it selects, in words (the commit subject and the command's output say it).
+    pub fn describe(&self) -> String {
+        let mut parts = Vec::new();
+        if !self.ids.is_empty() {
+            parts.push(self.ids.join(", "));
+        }
+        if let Some(s) = &self.session {
+            parts.push(format!("session {s}"));
+        }
+        if let Some(b) = self.below {
+            parts.push(format!("salience below {b}"));
+        }
+        if let Some(c) = &self.cluster {
+            parts.push(format!("the cluster of {c}"));
+        }
+        if self.all || parts.is_empty() {
+            parts.push("every card".into());
+        }
+        let mut out = parts.join(", ");
+        if self.waiting {
+            out.push_str(", waiting ones too");
+        }
+        out
+    }
+
+    fn check(&self) -> Result<()> {
+        if self.ids.is_empty()
+            && self.session.is_none()
+            && self.below.is_none()
+            && self.cluster.is_none()
+            && !self.all
+        {
+            return Err(Error::Usage(
+                "say which cards: one or more ids, --session S, --below SALIENCE, --cluster ID or --all".into(),
+            ));
+        }
+        if let Some(b) = self.below {
+            if !(b.is_finite() && b > 0.0 && b <= 1.0) {
+                return Err(Error::Usage(format!(
+                    "--below takes a salience in (0, 1], not {b}"
+                )));
+            }
+        }
+        if self.session.as_deref().is_some_and(|s| s.trim().is_empty()) {
+            return Err(Error::Usage("--session takes a session id".into()));
+        }
+        Ok(())
+    }
+}
+
+/// A card a batch takes, with what it was measured at.
+#[derive(Debug, Clone)]
+pub struct Chosen {
+    pub card: Card,
+    /// It waited for room in the queue (no file under `review/`).
+    pub waiting: bool,
+    pub salience: Option<f32>,
+}
+
+/// What a batch decision did (or, in a dry run, would do).
+#[derive(Debug, Clone)]
+pub struct Batched {
+    pub selector: String,
+    pub chosen: Vec<Chosen>,
+    pub decided: Vec<Applied>,
+    pub commit: Option<String>,
+    pub session: String,
+    pub dry_run: bool,
+}
+
+impl Desk {
+    /// The salience of a card: its recorded row, else scored now as a cycle would
+    /// (`keep::statements` of its text and its owner's statements).
+    pub fn salience(&self, card: &Card) -> Result<Option<f32>> {
+        if let Some(s) = dream_core::selection::keep::recorded(&card.gates) {
+            return Ok(Some(s));
+        }
+        let events = self.events(card)?;
+        let owners: Vec<&str> = events
+            .iter()
+            .filter(|e| e.is_owner_statement())
+            .map(|e| e.text.as_str())
+            .collect();
+        let scorer = crate::providers::salience::scorer();
+        let mut best: Option<f32> = None;
+        for said in dream_core::selection::keep::statements(&card.text, owners) {
+            let s = scorer.score(&said)?;
+            best = Some(best.map_or(s, |b: f32| b.max(s)));
+        }
+        Ok(best)
+    }
+
+    /// The cards `sel` takes, best first.
+    pub fn select(&self, sel: &Selector) -> Result<Vec<Chosen>> {
+        sel.check()?;
+        let (pending, _) = self.pending()?;
+        let mut pool: Vec<(Card, bool)> = pending.into_iter().map(|c| (c, false)).collect();
+        if sel.waiting {
+            if let Some(st) = State::open_read_only(&self.root)? {
+                pool.extend(state::waiting(&st.conn)?.0.into_iter().map(|c| (c, true)));
+            }
+        }
+        let cards: Vec<Card> = pool.iter().map(|(c, _)| c.clone()).collect();
+        for id in &sel.ids {
+            if find_card(&cards, id).is_none() {
+                // Says whether it was decided already, or is unknown.
+                self.find(id)?;
+            }
+        }
+        let near: Option<Vec<bool>> =
+            match &sel.cluster {
+                None => None,
+                Some(id) => {
+                    let anchor =
+                        find_card(&cards, id).cloned().ok_or_else(|| {
+                            Error::Input(format!(
+                        "no {}card {id} to take the cluster of; `dream review list` shows them",
+                        if sel.waiting { "pending or waiting " } else { "pending " }
+                    ))
+                        })?;
+                    Some(cluster_of(&cards, &anchor.id)?)
+                }
+            };
+        let mut chosen = Vec::new();
+        for (i, (card, waiting)) in pool.into_iter().enumerate() {
+            if !sel.ids.is_empty()
+                && !sel
+                    .ids
+                    .iter()
+                    .any(|id| find_card(std::slice::from_ref(&card), id).is_some())
+            {
+                continue;
+            }
+            if near.as_ref().is_some_and(|n| !n[i]) {
+                continue;
+            }
+            if let Some(session) = &sel.session {
+                let events = self.events(&card)?;
+                let sessions: Vec<&str> = events
+                    .iter()
+                    .map(|e| e.session.as_str())
+                    .chain(card.excerpts.iter().map(|e| e.session.as_str()))
+                    .collect();
+                if !sessions
+                    .iter()
+                    .any(|s| !s.is_empty() && (s == session || s.starts_with(session.as_str())))
+                {
+                    continue;
+                }
+            }
+            let salience = self.salience(&card)?;
+            if let Some(b) = sel.below {
+                if salience.is_none_or(|s| s >= b) {
+                    continue;
+                }
+            }
+            chosen.push(Chosen {
+                card,
+                waiting,
+                salience,
+            });
+        }
+        chosen.sort_by(|a, b| dream_core::selection::keep::card_rank(&a.card, &b.card));
+        Ok(chosen)
+    }
+
+    /// Accept or reject every card `sel` takes, as one commit under the lock (one review
+    /// session: `dream undo --cycle` takes the whole batch back). `Request::Edit` is one
+    /// card's. A dry run says what it would take and writes nothing.
+    pub fn decide_batch(&self, sel: &Selector, req: &Request, dry_run: bool) -> Result<Batched> {
+        let choice = match req {
+            Request::Accept { reason } => Choice::Accept {
+                reason: reason.clone(),
+            },
+            Request::Reject { reason } => Choice::Reject {
+                reason: reason.clone(),
+            },
+            Request::Edit { .. } => {
+                return Err(Error::Usage(
+                    "an edit rewords one card: `dream review edit ID TEXT`".into(),
+                ))
+            }
+        };
+        let mut out = Batched {
+            selector: sel.describe(),
+            chosen: Vec::new(),
+            decided: Vec::new(),
+            commit: None,
+            session: self.session.clone(),
+            dry_run,
+        };
+        if dry_run {
+            self.check_lock()?;
+            out.chosen = self.select(sel)?;
+            return Ok(out);
+        }
+        let _writer = guard::begin(&self.root, Utc::now(), Some(&self.config.inbox.path))?;
+        out.chosen = self.select(sel)?;
+        if out.chosen.is_empty() {
+            return Err(Error::Input(format!(
+                "no card matches ({}); `dream review list` shows the queue",
+                out.selector
+            )));
+        }
+        let mut batch = self.store.batch()?;
+        self.store.refuse_conflicts()?;
+        record_hand_edits(&self.store, &mut batch, &self.session)?;
+        let today = self.now.date_naive();
+        let before = self.store.load_memory(today)?;
+        let mut memory = before.clone();
+        let archive_before = self.store.read(memory::ARCHIVE)?;
+        let mut archive = review::parse_archive(archive_before.as_deref());
+        let mut used = decided_ids(&self.store)?;
+        let mut lines = Vec::new();
+        let mut vetoes = Vec::new();
+        let mut unwait = Vec::new();
+        let mut files: Vec<(String, Option<String>)> = Vec::new();
+        for c in &out.chosen {
+            let applied = review::decide(
+                &mut memory,
+                &mut archive,
+                &c.card,
+                &choice,
+                &used,
+                self.now,
+                &self.session,
+                &self.config,
+            );
+            used.push(applied.card.id.clone());
+            if c.waiting {
+                unwait.push(c.card.id.clone());
+            } else {
+                files.push((c.card.path(), None));
+            }
+            files.push((applied.card.path(), Some(applied.card.render())));
+            lines.extend(applied.lines.iter().cloned());
+            vetoes.extend(applied.veto.iter().cloned());
+            out.decided.push(applied);
+        }
+        let mut change = memory_change(
+            &before,
+            &memory,
+            archive_before.as_deref(),
+            &archive.render(),
+        );
+        for (path, text) in files {
+            match text {
+                Some(t) => change.write(path, t),
+                None => change.delete(path),
+            }
+        }
+        let verdict = match req {
+            Request::Accept { .. } => "accepted",
+            _ => "rejected",
+        };
+        let subject = format!(
+            "dream: review: {verdict} {} cards ({})",
+            out.decided.len(),
+            memory::excerpt(&out.selector, 80)
+        );
+        change.message = Message::new(subject, lines, &self.session, Stage::Review).render();
+        out.commit = commit_decisions(
+            &self.root,
+            &self.store,
+            batch,
+            &change,
+            vetoes,
+            &[],
+            Requeue {
+                unwait,
+                rewait: Vec::new(),
+            },
+            "review decision",
+        )?;
+        Ok(out)
+    }
+}
+
+/// The cards of `anchor`'s cluster: those linked to it through cards whose statements say
+/// about the same thing (`minilm` vectors within its restatement distance,
+/// `embed_minilm::RESTATES`), as density clustering links events with one neighbour.
+fn cluster_of(cards: &[Card], anchor: &str) -> Result<Vec<bool>> {
+    let scorer = crate::providers::salience::scorer();
+    let vectors: Vec<Vec<f32>> = cards
+        .iter()
+        .map(|c| scorer.embedding(&dream_core::selection::keep::statement(&c.text)))
+        .collect::<Result<_>>()?;
+    let near = |a: &[f32], b: &[f32]| {
+        let d: f64 = a
+            .iter()
+            .zip(b)
+            .map(|(x, y)| f64::from(x - y).powi(2))
+            .sum::<f64>()
+            .sqrt();
+        d <= crate::providers::embed_minilm::RESTATES
+    };
+    let mut taken: Vec<bool> = cards.iter().map(|c| c.id == anchor).collect();
+    let mut todo: Vec<usize> = (0..cards.len()).filter(|&i| taken[i]).collect();
+    while let Some(i) = todo.pop() {
+        for j in 0..cards.len() {
+            if !taken[j] && near(&vectors[i], &vectors[j]) {
+                taken[j] = true;
+                todo.push(j);
+            }
+        }
+    }
+    Ok(taken)
+}
+
 /// The card with this id (or stem) in a list.
 pub fn find_card<'a>(cards: &'a [Card], id: &str) -> Option<&'a Card> {
     let stem = review::stem(id);
@@ -333,16 +686,55 @@ fn memory_change(
 fn commit_with_vetoes(
     root: &Path,
     store: &Store,
-    mut batch: Batch,
+    batch: Batch,
     change: &Change,
     add: Vec<Veto>,
     clear: &[String],
     kind: &str,
 ) -> Result<Option<String>> {
+    commit_decisions(
+        root,
+        store,
+        batch,
+        change,
+        add,
+        clear,
+        Requeue::default(),
+        kind,
+    )
+}
+
+/// What a decision or an undo does to the cards waiting for room in the review queue
+/// (`stages::queue`): the ids that no longer wait, and the cards that wait again.
+#[derive(Debug, Default)]
+struct Requeue {
+    unwait: Vec<String>,
+    rewait: Vec<Card>,
+}
+
+impl Requeue {
+    fn is_empty(&self) -> bool {
+        self.unwait.is_empty() && self.rewait.is_empty()
+    }
+}
+
+/// [`commit_with_vetoes`], also taking `unwait` (cards decided while they waited for room
+/// in the queue) out of the state's waiting rows in the same transaction.
+#[allow(clippy::too_many_arguments)]
+fn commit_decisions(
+    root: &Path,
+    store: &Store,
+    mut batch: Batch,
+    change: &Change,
+    add: Vec<Veto>,
+    clear: &[String],
+    waiting: Requeue,
+    kind: &str,
+) -> Result<Option<String>> {
     let mut change = change.clone();
     crate::agents::context::refresh_file(root, &mut change)?;
     let oid = store.stage(&mut batch, &change)?;
-    let point = if add.is_empty() && clear.is_empty() {
+    let point = if add.is_empty() && clear.is_empty() && waiting.is_empty() {
         Point::Ref
     } else {
         let mut st = State::open(root)?;
@@ -362,6 +754,12 @@ fn commit_with_vetoes(
             }
             for id in &clear {
                 state::delete_veto(&tx, id)?;
+            }
+            for id in &waiting.unwait {
+                state::delete_waiting(&tx, id)?;
+            }
+            for c in &waiting.rewait {
+                state::put_waiting(&tx, c)?;
             }
             if let Some(t) = target {
                 state::put_applied(&tx, &t.to_string(), &kind, Utc::now())?;
@@ -666,6 +1064,19 @@ pub fn undo_cycle(
         revert::revert_commit(&parent, &commit, changed, &mut head, &ctx, &mut out);
     }
     lines.extend(out.lines.iter().cloned());
+    let requeue = requeue_after_undo(&targets, &original, &head);
+    for id in &requeue.unwait {
+        lines.push(format!(
+            "unwaited   {id}  it waited for room in the review queue because of this cycle"
+        ));
+    }
+    for c in &requeue.rewait {
+        lines.push(format!(
+            "rewaits    {}  back to waiting for room in the review queue: {}",
+            c.id,
+            memory::excerpt(&c.text, 100)
+        ));
+    }
     let mut change = Change::default();
     for (p, content) in &head {
         if original.get(p) != Some(content) {
@@ -709,17 +1120,67 @@ pub fn undo_cycle(
         cleared: out.cleared.clone(),
     };
     if !dry_run {
-        report.commit = commit_with_vetoes(
+        report.commit = commit_decisions(
             root,
             &store,
             batch,
             &change,
             out.vetoes,
             &out.cleared,
+            requeue,
             "undo",
         )?;
     }
     Ok(report)
+}
+
+/// What undoing `targets` does to the cards waiting for room in the review queue, from
+/// the files before (`original`) and after (`head`) the revert: a card the undone commits
+/// set waiting (`waiting` lines) waits no more, as a card they queued leaves the queue; a
+/// card they offered from the waiting ones (`offered`), whose file the revert removed, waits
+/// again; and a card they decided while it waited (a batch decision: its decided file
+/// removed, and no pending file back) waits again, undecided. Nothing that waited is lost.
+fn requeue_after_undo(targets: &[&audit::CommitNote], original: &Files, head: &Files) -> Requeue {
+    let ids = |verb: &str| -> Vec<String> {
+        targets
+            .iter()
+            .flat_map(|n| n.mutations.iter())
+            .filter(|m| m.verb == verb)
+            .filter_map(|m| m.text.split_whitespace().next().map(str::to_string))
+            .collect()
+    };
+    let removed = |path: &str| -> Option<Card> {
+        let before = original.get(path).cloned().flatten()?;
+        if head.get(path).cloned().flatten().is_some() {
+            return None;
+        }
+        Card::parse(&before).ok()
+    };
+    let mut out = Requeue {
+        unwait: ids("waiting"),
+        rewait: Vec::new(),
+    };
+    for id in ids("offered") {
+        if let Some(c) = removed(&format!("{}/{id}.md", memory::REVIEW_DIR)) {
+            out.rewait.push(c);
+        }
+    }
+    for (path, _) in original.iter() {
+        if !path.starts_with(memory::DECIDED_DIR) {
+            continue;
+        }
+        let Some(mut c) = removed(path) else { continue };
+        c.decision = None;
+        if head.get(&c.path()).cloned().flatten().is_some() {
+            continue;
+        }
+        if !out.rewait.iter().any(|w| w.id == c.id) {
+            out.rewait.push(c);
+        }
+    }
+    out.unwait
+        .retain(|id| !out.rewait.iter().any(|c| &c.id == id));
+    out
 }
 
 /// The undo that currently holds `cycle` undone (one that was not itself undone).

@@ -42,6 +42,9 @@ pub struct Status {
     pub inbox_lag: Vec<Lag>,
     pub inbox_lag_bytes: u64,
     pub review_queue: usize,
+    /// Cards waiting for room in the review queue (`review.max_new_cards`), queued best
+    /// first as decisions make room.
+    pub review_waiting: usize,
     /// Skill drafts and proposals awaiting a decision (`dream skills list`).
     pub skills_awaiting: usize,
     pub quarantined: u64,
@@ -124,6 +127,10 @@ pub fn gather(root: &Path, config: &Config, now: DateTime<Utc>) -> Result<Status
         inbox_lag_bytes: inbox_lag.iter().map(|l| l.bytes).sum(),
         inbox_lag,
         review_queue: cards.len(),
+        review_waiting: match &state {
+            Some(st) => state::waiting_count(&st.conn)?,
+            None => 0,
+        },
         skills_awaiting: crate::stages::skills::awaiting(root)?.len(),
         quarantined: 0,
         recent_quarantine: Vec::new(),

@@ -604,7 +604,8 @@ fn remeasured(gate: GateName) -> bool {
         | GateName::Trust
         | GateName::Secret
         | GateName::Entities
-        | GateName::Coverage => true,
+        | GateName::Coverage
+        | GateName::Salience => true,
         GateName::Text
         | GateName::Recalled
         | GateName::NewEvidence

@@ -40,6 +40,7 @@ use crate::edges::store::{HistoryCommit, Store};
 use crate::error::Result;
 use dream_core::memory::{self, Archived, Block, BlockFile, Fact, Memory, Origin};
 use dream_core::operations::config::{self, Config, Retention};
+use dream_core::selection::keep;
 use dream_core::sources::secrets;
 use dream_core::text::measures::{self, EntityKind};
 
@@ -83,6 +84,9 @@ pub struct Verification {
     pub trusted: usize,
     /// Cycle reports in the state database whose counts were checked.
     pub cycle_reports: usize,
+    /// Kept lines whose recorded salience was checked against its threshold (and scored
+    /// again, when this binary's salience model recorded it).
+    pub salience_checked: usize,
     pub notes: Vec<String>,
     pub problems: Vec<Problem>,
 }
@@ -92,7 +96,8 @@ impl Verification {
     pub fn render(&self) -> String {
         let mut o = format!(
             "dream verify: {} commits ({} by cycles), {} pass mutations re-measured, {} archive entries, \
-             {} active facts ({} traced to their events, {} written by the owner), {} cycle reports\n",
+             {} active facts ({} traced to their events, {} written by the owner), {} cycle reports, \
+             {} kept lines' salience\n",
             self.commits,
             self.cycle_commits,
             self.mutations,
@@ -100,7 +105,8 @@ impl Verification {
             self.active_facts,
             self.traced,
             self.trusted,
-            self.cycle_reports
+            self.cycle_reports,
+            self.salience_checked
         );
         for n in &self.notes {
             o.push_str(&format!("  note: {n}\n"));
@@ -301,6 +307,9 @@ impl Auditor {
                 _ => self.snap_at(parent)?,
             };
             let after = self.snap_at(c.id)?;
+            if stage.as_deref() == Some("consolidate") {
+                self.salience_lines(c, &after)?;
+            }
             self.added = added_entries(&before, &after);
             let covered = if is_pass {
                 self.pass_commit(c, &before, &after)
@@ -401,6 +410,123 @@ impl Auditor {
                 ));
             }
         }
+    }
+
+    /// Salience as well as corroboration (issue 28), restated: every line a consolidation
+    /// commit kept (an episode, a promoted fact) records its salience and the threshold it
+    /// met (`salience S >= T`), and S must be at least T, or that it was kept as a standing
+    /// instruction (`salience S, a standing instruction`), which its words must say. When the commit's salience model
+    /// (its `Dream-Salience: model=...` trailer) is this binary's, the kept line is scored
+    /// again from its words and its supporting events' (`keep::statements`, as the cycle
+    /// scored it) and must give S; a line another model scored is checked against what it
+    /// recorded only, and a note says so.
+    fn salience_lines(&mut self, c: &HistoryCommit, after: &Snap) -> Result<()> {
+        static RECORDED: LazyLock<Regex> = LazyLock::new(|| {
+            Regex::new(r"salience (\d+\.\d+)(?: >= (\d+(?:\.\d+)?)|, (a standing instruction))")
+                .unwrap()
+        });
+        let Some(trailer) = c.trailer("Dream-Salience") else {
+            return Ok(());
+        };
+        let model = trailer
+            .split_whitespace()
+            .find_map(|w| w.strip_prefix("model="))
+            .unwrap_or_default()
+            .to_string();
+        let same = model == keep::model_id();
+        let short = c.short();
+        let mut other = 0;
+        for line in c.message.lines() {
+            let verb = line.split_whitespace().next().unwrap_or_default();
+            if !matches!(verb, "episode" | "promoted") {
+                continue;
+            }
+            let Some(caps) = RECORDED.captures(line) else {
+                continue;
+            };
+            let id = line
+                .split_whitespace()
+                .nth(1)
+                .unwrap_or_default()
+                .to_string();
+            let score: f32 = caps[1].parse().unwrap_or(f32::NAN);
+            self.v.salience_checked += 1;
+            match (caps.get(2), caps.get(3)) {
+                (Some(t), _) => {
+                    let threshold: f32 = t.as_str().parse().unwrap_or(f32::NAN);
+                    // A NaN (a line that does not parse) fails too.
+                    if score.partial_cmp(&threshold) == Some(std::cmp::Ordering::Less)
+                        || score.is_nan()
+                        || threshold.is_nan()
+                    {
+                        self.push(problem(
+                            "salience",
+                            Some(&short),
+                            Some(&id),
+                            format!("{id} was kept at salience {score:.3}, below the threshold {threshold} its commit records"),
+                        ));
+                        continue;
+                    }
+                }
+                _ => {
+                    // Kept below the threshold as a standing instruction: its words must say one.
+                    let text = after.facts.get(&id).map(|(_, f)| f.text.clone());
+                    if let Some(t) = text {
+                        if !dream_core::text::phrases::instruction(&keep::statement(&t)) {
+                            self.push(problem(
+                                "salience",
+                                Some(&short),
+                                Some(&id),
+                                format!("{id} was kept at salience {score:.3} as a standing instruction, but its words give none"),
+                            ));
+                            continue;
+                        }
+                    }
+                }
+            }
+            if !same {
+                other += 1;
+                continue;
+            }
+            let (Some((_, fact)), Some(st)) = (after.facts.get(&id), &self.state) else {
+                continue;
+            };
+            let events = state::events_by_ids(&st.conn, &fact.support)?;
+            let owners: Vec<&str> = events
+                .iter()
+                .filter(|s| {
+                    dream_core::sources::turn::owner_statement(
+                        s.event.trust,
+                        &s.event.kind,
+                        s.event.recalled,
+                    )
+                })
+                .map(|s| s.event.text.as_str())
+                .collect();
+            let scorer = crate::providers::salience::scorer();
+            let mut again: Option<f32> = None;
+            for said in keep::statements(&fact.text, owners) {
+                let s = scorer.score(&said)?;
+                again = Some(again.map_or(s, |a: f32| a.max(s)));
+            }
+            if let Some(a) = again {
+                if (a - score).abs() > 0.0015 {
+                    self.push(problem(
+                        "salience",
+                        Some(&short),
+                        Some(&id),
+                        format!("{id} records salience {score:.3}, but its words and events score {a:.3} with the same model ({model})"),
+                    ));
+                }
+            }
+        }
+        if other > 0 {
+            self.v.notes.push(format!(
+                "{short}: {other} kept lines were scored by salience model {model}, not this binary's ({}); their recorded scores were checked against their recorded threshold",
+                keep::model_id()
+            ));
+        }
+        Ok(())
     }
 
     /// Re-measure every mutation line of a pass commit. Returns the ids whose archive

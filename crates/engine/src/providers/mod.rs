@@ -1,7 +1,8 @@
 //! The swappable backends (SPEC S7), chosen by `dream.toml`: the model (`llm`: the offline
 //! provider from `dream_core::llm::offline`, or [`openai`], any OpenAI-compatible server)
 //! and the embedder ([`embed`]: the static model [`embed_minilm`] compiled into dream, the
-//! builtin hashed bag of words, or [`embed_openai`]).
+//! builtin hashed bag of words, or [`embed_openai`]); and the [`salience`] scorer, which
+//! embeds with the compiled-in model whatever the config says.
 //! Each is one small trait with a strict fake in the test kit; HTTP lives here and
 //! nowhere else.
 
@@ -9,6 +10,7 @@ pub mod embed;
 pub mod embed_minilm;
 pub mod embed_openai;
 pub mod openai;
+pub mod salience;
 
 use dream_core::llm::offline::Offline;
 use dream_core::llm::Llm;

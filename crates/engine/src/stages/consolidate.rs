@@ -17,6 +17,7 @@ use rusqlite::Connection;
 use crate::edges::state::{self, Stored};
 use crate::edges::store::Change;
 use crate::error::{Error, Result};
+use crate::stages::queue::{self, CardWrite};
 use crate::stages::{parallel_map, reflect_plan, Archive, Ctx, Work};
 use dream_core::llm::budget::CallError;
 use dream_core::llm::plan::{self, Failure};
@@ -28,11 +29,12 @@ use dream_core::memory::{
     self, text_id, unique_id, Archived, Block, Card, Decision, Excerpt, Fact, GateResult, Memory,
     Origin,
 };
-use dream_core::operations::commit::Stage;
+use dream_core::operations::commit::{Message, Stage};
 use dream_core::operations::config::Config;
 use dream_core::operations::report::{DecisionRow, Degraded};
 use dream_core::selection::cluster;
-use dream_core::selection::gates::{self, Evidence, Gated};
+use dream_core::selection::gates::{self, Evidence, GateName, Gated};
+use dream_core::selection::keep::{self, Scorer};
 use dream_core::selection::route::{self, Outcome};
 use dream_core::selection::veto;
 
@@ -46,6 +48,16 @@ pub fn consolidate_window(ctx: &Ctx<'_>, tx: &Connection, work: &mut Work) -> Re
     let proposals = reflect(ctx, tx, work)?;
     work.lap("reflect");
 
+    // Salience (issue 28): every statement is scored by the compiled-in model; a build
+    // whose model does not load scores nothing, and routing then keeps what it kept before
+    // salience existed, saying so.
+    let scorer = crate::providers::salience::scorer();
+    if let Err(e) = scorer.embedding("") {
+        work.report.degraded.push(Degraded {
+            stage: "salience".into(),
+            reason: format!("{e}; candidates were routed without their salience"),
+        });
+    }
     let sources = gates::Sources::default();
     let mut gated: Vec<Gated> = Vec::with_capacity(proposals.len());
     let mut own: HashSet<String> = HashSet::new();
@@ -59,7 +71,8 @@ pub fn consolidate_window(ctx: &Ctx<'_>, tx: &Connection, work: &mut Work) -> Re
         }
         let evidence = Evidence::new(sent, &elsewhere)
             .owned_by(&ctx.config.owner.names)
-            .with_sources(&sources);
+            .with_sources(&sources)
+            .scored_by(scorer);
         let g = gates::gate_proposal(p, &evidence, ctx.config);
         // A model's wording the events do not fully hold goes to a person (or is refused
         // below min_coverage); meanwhile the cited turn's own words are proposed too (kept
@@ -89,6 +102,19 @@ pub fn consolidate_window(ctx: &Ctx<'_>, tx: &Connection, work: &mut Work) -> Re
             }
         }
     }
+    // Single mentions after the rest, the most salient first: a session keeps its best
+    // `episodes.max_per_session` (the sort is stable, so the rest keep their order).
+    let single = |g: &Gated| g.refused.is_none() && g.measures.support <= 1;
+    gated.sort_by(|a, b| {
+        single(a).cmp(&single(b)).then_with(|| {
+            if single(a) && single(b) {
+                let s = |g: &Gated| g.salience.map_or(f32::NEG_INFINITY, |w| w.score);
+                s(b).total_cmp(&s(a))
+            } else {
+                std::cmp::Ordering::Equal
+            }
+        })
+    });
     let defaulted: Vec<&Gated> = gated.iter().filter(|g| !g.notes.is_empty()).collect();
     if let Some(first) = defaulted.first() {
         work.report.notes.push(format!(
@@ -117,13 +143,15 @@ pub fn consolidate_window(ctx: &Ctx<'_>, tx: &Connection, work: &mut Work) -> Re
     work.lap("judge");
 
     let vetoes = state::vetoes(tx)?;
+    let loaded = queue::load(tx, work)?;
     let before = work.memory.clone();
     let mut card_writes: BTreeMap<String, CardWrite> = BTreeMap::new();
     let mut lines = Vec::new();
     let mut events = Events::new(tx, &sources);
+    let mut per_session = episodes_per_session(&mut events, &work.memory)?;
     for g in &gated {
         let verdict = verdicts.get(&text_id("k", &g.text));
-        let decided = decide(
+        let mut decided = decide(
             ctx,
             &mut events,
             work,
@@ -133,9 +161,11 @@ pub fn consolidate_window(ctx: &Ctx<'_>, tx: &Connection, work: &mut Work) -> Re
             &restating,
             &mut texts,
         )?;
+        cap_session(ctx, &mut decided, &mut per_session);
         apply(ctx, tx, work, decided, &mut card_writes, &mut lines)?;
     }
     let expired = expire(ctx, work, &mut lines)?;
+    queue::settle(ctx, tx, work, &loaded, &mut card_writes, &mut lines)?;
     work.lap("route");
 
     crate::stages::scope::assign(tx, &before, &mut work.memory)?;
@@ -171,9 +201,80 @@ pub fn consolidate_window(ctx: &Ctx<'_>, tx: &Connection, work: &mut Work) -> Re
             c.refused
         );
         let tokens = ctx.budget.spend().spent;
-        work.push_stage(ctx, Stage::Consolidate, change, &subject, &lines, tokens);
+        let message = Message::new(subject, lines, &ctx.cycle_id, Stage::Consolidate)
+            .tokens(tokens)
+            .trailer(
+                "Salience",
+                format!("model={} keep={}", keep::model_id(), keep::KEEP),
+            );
+        work.push_commit(change, message);
     }
     Ok(())
+}
+
+/// The session a kept line counts against (`keep::session_key`): that of its first
+/// statement of the owner's (the one its day comes from).
+fn session_of(stored: &[Rc<Stored>]) -> Option<String> {
+    let owner = |s: &&Rc<Stored>| {
+        dream_core::sources::turn::owner_statement(s.event.trust, &s.event.kind, s.event.recalled)
+    };
+    let first = stored
+        .iter()
+        .filter(owner)
+        .min_by_key(|s| s.event.ts)
+        .or_else(|| stored.iter().min_by_key(|s| s.event.ts))?;
+    let day = first.event.ts.with_timezone(&chrono::Local).date_naive();
+    Some(keep::session_key(&first.event.session_key(), day))
+}
+
+/// How many episodes each session already added (`episodes.max_per_session` counts them
+/// across cycles: a session resumed the next day does not start again): each episode a
+/// cycle kept, by the session of the event it cites first.
+fn episodes_per_session(
+    events: &mut Events<'_>,
+    memory: &Memory,
+) -> Result<HashMap<String, usize>> {
+    let firsts: Vec<String> = memory
+        .block(Block::Episodes)
+        .facts()
+        .filter(|f| episodes::governed(f.origin))
+        .filter_map(|f| f.support.first().cloned())
+        .collect();
+    let mut out = HashMap::new();
+    for s in events.by_ids(&firsts)? {
+        if let Some(key) = session_of(&[s]) {
+            *out.entry(key).or_insert(0) += 1;
+        }
+    }
+    Ok(out)
+}
+
+/// Hold a new episode to its session's cap (`episodes.max_per_session`): candidates come
+/// most salient first, so a session keeps its best and the rest are refused with why.
+fn cap_session(ctx: &Ctx<'_>, d: &mut Decided, per_session: &mut HashMap<String, usize>) {
+    if !matches!(d.outcome, Outcome::Episode { .. }) {
+        return;
+    }
+    let Some(key) = session_of(&d.stored) else {
+        return;
+    };
+    let kept = per_session.entry(key.clone()).or_insert(0);
+    let max = ctx.config.episodes.max_per_session;
+    match keep::over_cap(&key, *kept, max, d.g.salience.map(|w| w.score)) {
+        Some(reason) => {
+            if let Some(row) = d
+                .gates
+                .iter_mut()
+                .rev()
+                .find(|r| r.gate == GateName::Salience.as_str())
+            {
+                row.passed = false;
+                row.why = reason.clone();
+            }
+            d.outcome = Outcome::Refuse { reason };
+        }
+        None => *kept += 1,
+    }
 }
 
 /// Expire the episodes `episodes::expiring` names: each moves to the archive
@@ -315,12 +416,16 @@ fn reflect(
     // session (several groups for a session with more than `cluster.max_events_per_prompt`),
     // under the same budget and seen rules: the offline reflector a call per group, a model
     // in the prompts the clusters share.
-    let (singles, passed_over) = if config.episodes.enabled {
-        single_groups(tx, &noise, &work.window, config)?
+    // With a model, only what could become a line is paid for (`keep::worth_sending`).
+    let scorer: Option<&dyn Scorer> =
+        (!llm.offline()).then_some(crate::providers::salience::scorer() as &dyn Scorer);
+    let (singles, passed_over, singles_below) = if config.episodes.enabled {
+        single_groups(tx, &noise, &work.window, config, scorer)?
     } else {
         (
             Vec::new(),
             noise.iter().map(|&i| work.window.seq[i]).collect(),
+            Vec::new(),
         )
     };
     looked_at.extend(passed_over);
@@ -347,6 +452,17 @@ fn reflect(
             proposals.len()
         ));
         looked_at.extend(planned.restated_seen);
+    }
+    let mut below_send = planned.below_send;
+    below_send.extend(singles_below);
+    if !below_send.is_empty() {
+        work.report.window.below_send = below_send.len();
+        work.report.notes.push(format!(
+            "{} new events were not sent to the model: none of their sentences scores salience::SEND ({})",
+            below_send.len(),
+            keep::SEND
+        ));
+        looked_at.extend(below_send);
     }
     work.report.window.single_calls = calls
         .iter()
@@ -534,18 +650,22 @@ fn reflect(
     Ok(proposals)
 }
 
-/// Single mentions grouped for reflect (row id and event), and the row ids passed over.
-type Singles = (Vec<Vec<(i64, EventView)>>, Vec<i64>);
+/// Single mentions grouped for reflect (row id and event), the row ids passed over, and
+/// those a model is not sent (below `salience::SEND`).
+type Singles = (Vec<Vec<(i64, EventView)>>, Vec<i64>, Vec<i64>);
 
 /// A cycle's new single mentions (`noise`: window rows no cluster holds, not looked at
 /// yet) that pass the cheap pre-filter ([`episodes::worth_reflecting_once`]), grouped by
 /// session in time order, at most `cluster.max_events_per_prompt` to a group, each with its
-/// row id; and the row ids of those that do not pass, to mark as looked at.
+/// row id; and the row ids of those that do not pass, to mark as looked at. With a
+/// `scorer` (a model reflects), those none of whose sentences scores `salience::SEND` are
+/// set apart too.
 fn single_groups(
     tx: &Connection,
     noise: &[usize],
     window: &state::Window,
     config: &Config,
+    scorer: Option<&dyn Scorer>,
 ) -> Result<Singles> {
     let cap = config.cluster.max_events_per_prompt;
     let seqs: Vec<i64> = noise.iter().map(|&i| window.seq[i]).collect();
@@ -555,18 +675,21 @@ fn single_groups(
         .collect();
     let mut sessions: BTreeMap<String, Vec<(i64, EventView)>> = BTreeMap::new();
     let mut passed_over = Vec::new();
+    let mut below_send = Vec::new();
     for s in state::events_by_seq(tx, &seqs)? {
         let Some(&seq) = by_id.get(s.event.id.as_str()) else {
             continue;
         };
         let v = EventView::of(&s.event, true);
-        if episodes::worth_reflecting_once(&v) {
+        if !episodes::worth_reflecting_once(&v) {
+            passed_over.push(seq);
+        } else if scorer.is_some_and(|s| !keep::worth_sending(&v.text, s)) {
+            below_send.push(seq);
+        } else {
             sessions
                 .entry(v.session.clone())
                 .or_default()
                 .push((seq, v));
-        } else {
-            passed_over.push(seq);
         }
     }
     let mut out = Vec::new();
@@ -574,7 +697,7 @@ fn single_groups(
         events.sort_by(|a, b| a.1.ts.cmp(&b.1.ts).then_with(|| a.1.id.cmp(&b.1.id)));
         out.extend(events.chunks(cap.max(1)).map(<[_]>::to_vec));
     }
-    Ok((out, passed_over))
+    Ok((out, passed_over, below_send))
 }
 
 /// "cluster 3 is" or "clusters 3, 4 are".
@@ -827,7 +950,12 @@ fn decide(
                     // single mention is not an episode, and two statements are not enough
                     // to skip the person. A card proposes its durable block; accepting it
                     // retires the episode.
-                    if merged.refused.is_none() && outcome_allows_card(&outcome) {
+                    // Salience as well as corroboration: said again below KEEP, it only
+                    // reinforces its episode.
+                    if merged.refused.is_none()
+                        && outcome_allows_card(&outcome)
+                        && merged.salience.is_none_or(|w| w.keeps())
+                    {
                         outcome = Outcome::Queue {
                             reason: format!(
                                 "{fact_id} said again: {} statements of the owner's on {} days, short of the durable rule (min_support {}, min_days {}); a person decides whether it belongs in {}",
@@ -936,6 +1064,11 @@ fn merge_into_episode(
     Ok(Some((merged, meets)))
 }
 
+/// What a kept line's commit line says of its salience (`dream verify` reads it back).
+fn salience_note(worth: Option<keep::Worth>) -> String {
+    worth.map(|w| format!("; {}", w.note())).unwrap_or_default()
+}
+
 /// Whether an episode said again may become a card: not when the person vetoed it, or the
 /// restatement was refused.
 fn outcome_allows_card(outcome: &Outcome) -> bool {
@@ -956,7 +1089,8 @@ fn gate_merged(
         proposal,
         &Evidence::new(events, &none)
             .owned_by(&config.owner.names)
-            .with_sources(sources),
+            .with_sources(sources)
+            .scored_by(crate::providers::salience::scorer()),
         config,
     )
 }
@@ -1007,13 +1141,14 @@ fn apply(
                 extra: old.extra,
             });
             lines.push(format!(
-                "promoted   {id}  [{}/{}] {}  (an episode said again: support {}, days {}, confidence {:.3})",
+                "promoted   {id}  [{}/{}] {}  (an episode said again: support {}, days {}, confidence {:.3}{})",
                 g.block.as_str(),
                 g.category,
                 g.text,
                 g.measures.support,
                 g.measures.days,
-                g.confidence
+                g.confidence,
+                salience_note(g.salience)
             ));
             // The card that asked the person about it (said again, short of the rule)
             // is decided by the fact it now is.
@@ -1079,8 +1214,9 @@ fn apply(
                 );
             }
             lines.push(format!(
-                "episode    {id}  [episodes/{}] {text}  -- {reason}",
-                g.category
+                "episode    {id}  [episodes/{}] {text}  -- {reason}{}",
+                g.category,
+                salience_note(g.salience)
             ));
             (Some(id), reason.clone())
         }
@@ -1115,13 +1251,14 @@ fn apply(
                 );
             }
             lines.push(format!(
-                "promoted   {id}  [{}/{}] {}  (support {}, days {}, confidence {:.3})",
+                "promoted   {id}  [{}/{}] {}  (support {}, days {}, confidence {:.3}{})",
                 g.block.as_str(),
                 g.category,
                 g.text,
                 g.measures.support,
                 g.measures.days,
-                g.confidence
+                g.confidence,
+                salience_note(g.salience)
             ));
             (Some(id), String::new())
         }
@@ -1143,12 +1280,13 @@ fn apply(
             if !unchanged {
                 card_writes.insert(card.path(), CardWrite::Pending);
                 lines.push(format!(
-                    "queued     {}  [{}/{}] {}  -- {}",
+                    "queued     {}  [{}/{}] {}  -- {}{}",
                     card.id,
                     g.block.as_str(),
                     g.category,
                     g.text,
-                    reason
+                    reason,
+                    salience_note(g.salience)
                 ));
             }
             let id = card.id.clone();
@@ -1209,9 +1347,14 @@ fn apply(
         category: g.category.clone(),
         reason: reason.clone(),
         proposer: g.reason.clone(),
-        gate: matches!(outcome, Outcome::Refuse { .. })
-            .then(|| all_gates.iter().find(|r| !r.passed).map(|r| r.gate.clone()))
-            .flatten(),
+        gate: match &outcome {
+            // Refused by routing, not by a hard gate: by its salience or its session's cap.
+            Outcome::Refuse { .. } if g.refused.is_none() => {
+                Some(GateName::Salience.as_str().to_string())
+            }
+            Outcome::Refuse { .. } => all_gates.iter().find(|r| !r.passed).map(|r| r.gate.clone()),
+            _ => None,
+        },
     });
     let record = serde_json::json!({
         "text": g.text,
@@ -1296,15 +1439,6 @@ fn close_card(
     });
     card.supporting_event_ids = support.to_vec();
     card_writes.insert(card.path(), CardWrite::Text(card.render()));
-}
-
-/// What routing does to a card's file. A pending card changed by several candidates in a
-/// cycle is rendered once, as it stands at the end.
-enum CardWrite {
-    /// The pending card with this path in `work.cards`.
-    Pending,
-    Text(String),
-    Delete,
 }
 
 /// The union of what an episode or a card already cites (`earlier`) and a candidate's

@@ -3,8 +3,8 @@
 //! morning cycle by default) and committed like any other change.
 //!
 //! It lists, most pressing first: the heartbeat's warnings, contradictions awaiting a
-//! decision (cards that would supersede a fact), the other pending review cards oldest
-//! first, commitments whose dates are near, skill drafts awaiting activation, what the last evening cycle did (counts,
+//! decision (cards that would supersede a fact), the other pending review cards best
+//! first (the most salient) and how many wait for room, commitments whose dates are near, skill drafts awaiting activation, what the last evening cycle did (counts,
 //! tokens, degraded stages), and input quarantined lately.
 //!
 //! The page is a pure function of the repository and the state on the cycle's day: it holds
@@ -60,7 +60,7 @@ pub fn gather(ctx: &Ctx<'_>, tx: &Connection, work: &Work) -> Result<Digest> {
     let cfg = &ctx.config.digest;
 
     let mut pending: Vec<&Card> = work.cards.iter().filter(|c| c.decision.is_none()).collect();
-    pending.sort_by(|a, b| a.created.cmp(&b.created).then(a.id.cmp(&b.id)));
+    pending.sort_by(|a, b| dream_core::selection::keep::card_rank(a, b));
     let (contradictions, others): (Vec<&Card>, Vec<&Card>) = pending
         .iter()
         .copied()
@@ -129,6 +129,7 @@ pub fn gather(ctx: &Ctx<'_>, tx: &Connection, work: &Work) -> Result<Digest> {
             .map(|c| CardLine::from_card(c))
             .collect(),
         cards_total: pending.len(),
+        cards_waiting: state::waiting_count(tx)?,
         commitments,
         later,
         horizon_days: cfg.horizon_days,

@@ -15,6 +15,7 @@ pub mod context;
 pub mod digest;
 pub mod oplog;
 pub mod passes;
+pub mod queue;
 pub mod quiz;
 pub mod reflect_plan;
 pub mod scope;

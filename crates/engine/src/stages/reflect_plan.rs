@@ -10,7 +10,9 @@
 //! are sent in full, with what their cluster's earlier events came to (the facts and cards
 //! citing them, by id and text) instead of those events' text; and small clusters share a
 //! prompt, with the sessions' single mentions (a group per session, shown as one part).
-//! The offline reflector gets each session's single mentions as a call of their own. The
+//! The offline reflector gets each session's single mentions as a call of their own. With
+//! a model, a new event none of whose sentences scores `salience::SEND` is not sent at all
+//! (`keep::worth_sending`): it could not become a line without being said again. The
 //! gates check every proposal against the full text of the events it cites.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -24,6 +26,7 @@ use dream_core::llm::{EventView, Known, Llm, Proposal, ReflectPart, ReflectPromp
 use dream_core::memory::{self, Card, Memory};
 use dream_core::operations::config::Config;
 use dream_core::selection::gates::{self, Evidence};
+use dream_core::selection::keep;
 
 /// One reflect call: one prompt of one or more clusters.
 pub struct Call {
@@ -48,6 +51,9 @@ pub struct Planned {
     pub restated: Vec<(Proposal, Vec<EventView>)>,
     /// Row ids of those events: seen, since no model needs to read them.
     pub restated_seen: Vec<i64>,
+    /// Row ids of new events no sentence of which scores `salience::SEND`
+    /// (`keep::worth_sending`): looked at, and not sent to the model (issue 28).
+    pub below_send: Vec<i64>,
 }
 
 /// What the cluster stage selected, as the planner reads it.
@@ -296,12 +302,20 @@ fn model_calls(
                 out.restated_seen.push(*seq);
             }
         }
-        let new: Vec<(i64, EventView)> = events
-            .into_iter()
-            .enumerate()
-            .filter(|(k, _)| to_model.contains(k))
-            .map(|(_, e)| e)
-            .collect();
+        // Only what could become a line is paid for: an event whose sentences all score
+        // below SEND is looked at and not sent (a restatement above was, whatever its score).
+        let scorer = crate::providers::salience::scorer();
+        let mut new: Vec<(i64, EventView)> = Vec::new();
+        for (k, (seq, e)) in events.into_iter().enumerate() {
+            if !to_model.contains(&k) {
+                continue;
+            }
+            if keep::worth_sending(&e.text, scorer) {
+                new.push((seq, e));
+            } else {
+                out.below_send.push(seq);
+            }
+        }
         if new.is_empty() {
             continue;
         }
