@@ -4,8 +4,8 @@
 //! JSON contract of SPEC S4 ([`contract`]), which the gates then re-derive from the data.
 //! A provider never sees the store and never decides anything. `none` is the offline
 //! provider ([`offline`]: extractive reflector, similarity judge) and the default; the
-//! `openai` provider (in the `dream` crate, where HTTP lives) implements the
-//! [`Llm::chat_json`] transport and builds the stage calls from [`prompts`]. Token
+//! `openai` provider (in `dream-engine`'s `providers/openai.rs`, where HTTP lives)
+//! implements the [`Llm::chat_json`] transport and builds the stage calls from [`prompts`]. Token
 //! accounting goes through [`budget::Budget`], outside the providers.
 
 pub mod budget;

@@ -3,7 +3,7 @@
 //! what a cycle's passes take out of memory in all, `record` is the commit-line format
 //! those mutations are written in and `dream verify` reads back, and `review` decides which
 //! facts the merge and promote passes are shown (what changed).
-//! The sequencing (ask the model, gate, apply, commit) is `dream::stages::passes`.
+//! The sequencing (ask the model, gate, apply, commit) is `dream_engine::stages::passes`.
 
 pub mod gates;
 pub mod loss;
