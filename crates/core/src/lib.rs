@@ -6,8 +6,8 @@
 //! functions. It has no dependency that does I/O (no SQLite, git, HTTP), and its code opens
 //! no file, socket or process and reads no clock (clippy's `disallowed_methods`,
 //! `disallowed_types` and `disallowed_macros` in `crates/core/clippy.toml` keep that, and
-//! `tests/purity.rs` checks the manifest): the `dream-engine` crate reads and writes, then calls in here. Time comes
-//! in as an argument.
+//! `tests/purity.rs` checks the manifest): the `dream-engine` crate reads and writes, then
+//! calls in here. Time comes in as an argument.
 //!
 //! The folders read as the data's path through a cycle:
 //!
