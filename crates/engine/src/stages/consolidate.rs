@@ -22,7 +22,8 @@ use crate::stages::{parallel_map, reflect_plan, Archive, Ctx, Work};
 use dream_core::llm::budget::CallError;
 use dream_core::llm::plan::{self, Failure};
 use dream_core::llm::{
-    EventView, FactView, JudgeItem, JudgeRequest, Llm, LlmErrorKind, Proposal, Verdict,
+    EventView, FactView, JudgeItem, JudgeRequest, Llm, LlmErrorKind, Proposal, ReflectReply, Reply,
+    Verdict,
 };
 use dream_core::memory::episodes;
 use dream_core::memory::{
@@ -367,8 +368,45 @@ fn reflect(
     tx: &Connection,
     work: &mut Work,
 ) -> Result<Vec<(Proposal, Rc<[EventView]>)>> {
-    let config = ctx.config;
     let mut looked_at: Vec<i64> = Vec::new();
+    let (noise, selected) = cluster_window(ctx, work, &mut looked_at);
+    let (calls, mut proposals) = plan_calls(ctx, tx, work, &noise, &selected, &mut looked_at)?;
+    let Held {
+        previous,
+        mut failures,
+        held,
+        todo,
+    } = hold_repeated(tx, calls)?;
+    let results = send_calls(ctx, &todo);
+    let Pending {
+        budget_pending,
+        failed,
+        skipped,
+    } = take_replies(
+        work,
+        todo,
+        results,
+        &previous,
+        &mut failures,
+        &mut proposals,
+        &mut looked_at,
+    )?;
+    report_unsent(ctx, work, failed, skipped, held, budget_pending);
+    work.report.window.failures = Some(failures);
+    work.report.window.new_events += looked_at.len();
+    state::mark_reflected_seq(tx, &looked_at, &ctx.cycle_id)?;
+    Ok(proposals)
+}
+
+/// The clustering step: the window's rows without a usable vector dropped (a new one is
+/// looked at), the rest clustered; returns the noise rows not yet reflected on and the
+/// clusters holding a new event, largest first.
+fn cluster_window(
+    ctx: &Ctx<'_>,
+    work: &mut Work,
+    looked_at: &mut Vec<i64>,
+) -> (Vec<usize>, Vec<Vec<usize>>) {
+    let config = ctx.config;
     let w = &mut work.window;
     let dim = w.dim;
     let usable: Vec<bool> = (0..w.len())
@@ -409,7 +447,24 @@ fn reflect(
     });
     work.report.window.with_new = selected.len();
     work.lap("cluster");
+    (noise, selected)
+}
 
+/// A proposal with the events that were sent for it.
+type Proposed = (Proposal, Rc<[EventView]>);
+
+/// The planning step: the single mentions grouped, and the prompts planned for them and
+/// the clusters; returns the calls, oldest new event first, and the proposals the engine
+/// made without a model (restatements word for word).
+fn plan_calls(
+    ctx: &Ctx<'_>,
+    tx: &Connection,
+    work: &mut Work,
+    noise: &[usize],
+    selected: &[Vec<usize>],
+    looked_at: &mut Vec<i64>,
+) -> Result<(Vec<reflect_plan::Call>, Vec<Proposed>)> {
+    let config = ctx.config;
     let llm = ctx.llm;
     // The single mentions: new events no cluster holds. Those that cannot say anything
     // (not the owner's, or nothing but chatter) are looked at now; the rest are shown per
@@ -420,7 +475,7 @@ fn reflect(
     let scorer: Option<&dyn Scorer> =
         (!llm.offline()).then_some(crate::providers::salience::scorer() as &dyn Scorer);
     let (singles, passed_over, singles_below) = if config.episodes.enabled {
-        single_groups(tx, &noise, &work.window, config, scorer)?
+        single_groups(tx, noise, &work.window, config, scorer)?
     } else {
         (
             Vec::new(),
@@ -431,7 +486,7 @@ fn reflect(
     looked_at.extend(passed_over);
     work.report.window.singles = singles.iter().map(Vec::len).sum();
     let input = reflect_plan::Input {
-        selected: &selected,
+        selected,
         singles: &singles,
         window: &work.window,
         memory: &work.memory,
@@ -439,7 +494,7 @@ fn reflect(
     };
     let planned = reflect_plan::plan(tx, &input, config, llm)?;
     let mut calls = planned.calls;
-    let mut proposals: Vec<(Proposal, Rc<[EventView]>)> = planned
+    let proposals: Vec<(Proposal, Rc<[EventView]>)> = planned
         .restated
         .into_iter()
         .map(|(p, sent)| (p, sent.into()))
@@ -492,7 +547,24 @@ fn reflect(
         }
     }
 
-    // Calls that failed the same way in the last cycles are held, not paid for again.
+    Ok((calls, proposals))
+}
+
+/// The calls of a cycle, less those held for failing the same way in the last cycles.
+struct Held {
+    /// The failures recorded by the last cycles.
+    previous: Vec<Failure>,
+    /// The failures of this cycle so far (the held calls).
+    failures: Vec<Failure>,
+    /// The held clusters, by the way their calls failed.
+    held: BTreeMap<String, Vec<String>>,
+    /// The calls to send.
+    todo: Vec<reflect_plan::Call>,
+}
+
+/// The holding step: calls that failed the same way in the last cycles are held, not paid
+/// for again.
+fn hold_repeated(tx: &Connection, calls: Vec<reflect_plan::Call>) -> Result<Held> {
     let previous = state::last_reflect_failures(tx)?;
     let mut failures: Vec<Failure> = Vec::new();
     let mut held: BTreeMap<String, Vec<String>> = BTreeMap::new();
@@ -512,6 +584,22 @@ fn reflect(
         }
     }
 
+    Ok(Held {
+        previous,
+        failures,
+        held,
+        todo,
+    })
+}
+
+/// The sending step: the calls made, `llm.concurrency` at a time under the budget, with
+/// progress shown when a model answers them.
+fn send_calls(
+    ctx: &Ctx<'_>,
+    todo: &[reflect_plan::Call],
+) -> Vec<std::result::Result<Reply<ReflectReply>, CallError>> {
+    let config = ctx.config;
+    let llm = ctx.llm;
     let total = todo.len();
     let done = AtomicUsize::new(0);
     let show = !llm.offline();
@@ -520,7 +608,7 @@ fn reflect(
         ctx.progress
             .calls("reflect", 0, total, ctx.budget.spend().spent);
     }
-    let results = parallel_map(&todo, workers(llm, config), |call| {
+    parallel_map(todo, workers(llm, config), |call| {
         let result = ctx.call("reflect", llm.estimate_reflect_prompt(&call.prompt), || {
             llm.reflect_prompt(&call.prompt)
         });
@@ -538,7 +626,28 @@ fn reflect(
             ctx.progress.calls("reflect", n, total, spent);
         }
         result
-    });
+    })
+}
+
+/// What the replies left undone: clusters pending for the budget, failed calls by reason,
+/// and calls not started for an unavailable server.
+struct Pending {
+    budget_pending: usize,
+    failed: BTreeMap<String, Vec<String>>,
+    skipped: Vec<String>,
+}
+
+/// The replies step: each reply's proposals taken with the events sent for them and its
+/// new events marked as seen; each failure recorded.
+fn take_replies(
+    work: &mut Work,
+    todo: Vec<reflect_plan::Call>,
+    results: Vec<std::result::Result<Reply<ReflectReply>, CallError>>,
+    previous: &[Failure],
+    failures: &mut Vec<Failure>,
+    proposals: &mut Vec<(Proposal, Rc<[EventView]>)>,
+    looked_at: &mut Vec<i64>,
+) -> Result<Pending> {
     let mut budget_pending = 0;
     let mut failed: BTreeMap<String, Vec<String>> = BTreeMap::new();
     let mut skipped: Vec<String> = Vec::new();
@@ -580,8 +689,7 @@ fn reflect(
                 work.report.window.pending += clusters;
                 let mut reason = e.to_string();
                 if let Some(way) = plan::way(e.kind) {
-                    let f =
-                        plan::record(&previous, &call.key, way, &e.message, call.prompt.shown());
+                    let f = plan::record(previous, &call.key, way, &e.message, call.prompt.shown());
                     if f.tries >= plan::MAX_SAME_FAILURES {
                         reason = format!(
                             "{reason} (failed this way {} cycles running, so it is held from now on: {})",
@@ -599,6 +707,23 @@ fn reflect(
             }
         }
     }
+    Ok(Pending {
+        budget_pending,
+        failed,
+        skipped,
+    })
+}
+
+/// The reporting step: failed, skipped and held clusters as degraded stages, and the
+/// clusters the budget left pending.
+fn report_unsent(
+    ctx: &Ctx<'_>,
+    work: &mut Work,
+    failed: BTreeMap<String, Vec<String>>,
+    skipped: Vec<String>,
+    held: BTreeMap<String, Vec<String>>,
+    budget_pending: usize,
+) {
     for (reason, clusters) in failed {
         let (noun, verb) = noun_verb(clusters.len());
         let which = list(&clusters);
@@ -644,10 +769,6 @@ fn reflect(
             "token budget reached"
         );
     }
-    work.report.window.failures = Some(failures);
-    work.report.window.new_events += looked_at.len();
-    state::mark_reflected_seq(tx, &looked_at, &ctx.cycle_id)?;
-    Ok(proposals)
 }
 
 /// Single mentions grouped for reflect (row id and event), the row ids passed over, and
