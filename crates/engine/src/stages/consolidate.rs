@@ -1239,150 +1239,18 @@ fn apply(
         graduate,
     } = d;
     let events = excerpts(&stored);
+    let c = Applying {
+        g: &g,
+        matched,
+        stored: &stored,
+        events: &events,
+    };
     let (target, reason) = match &outcome {
         Outcome::Promote if graduate.is_some() => {
-            let id = graduate.clone().unwrap_or_default();
-            let (_, old) = work.memory.remove(&id).ok_or_else(|| {
-                Error::Other(format!(
-                    "routing chose to move episode {id}, which is not an active fact"
-                ))
-            })?;
-            let (first, last) = span(&events, ctx.today);
-            work.memory.block_mut(g.block).push(Fact {
-                id: id.clone(),
-                text: g.text.clone(),
-                category: g.category.clone(),
-                origin: Origin::Auto,
-                support: cite(&g.text, &g.support, &stored),
-                first_seen: first.min(old.first_seen),
-                last_seen: last.max(old.last_seen),
-                valid_from: old.valid_from,
-                valid_to: old.valid_to,
-                home: None,
-                extra: old.extra,
-            });
-            lines.push(format!(
-                "promoted   {id}  [{}/{}] {}  (an episode said again: support {}, days {}, confidence {:.3}{})",
-                g.block.as_str(),
-                g.category,
-                g.text,
-                g.measures.support,
-                g.measures.days,
-                g.confidence,
-                salience_note(g.salience)
-            ));
-            // The card that asked the person about it (said again, short of the rule)
-            // is decided by the fact it now is.
-            let asked = matched.or_else(|| {
-                work.cards
-                    .iter()
-                    .position(|c| c.supersedes.as_deref() == Some(id.as_str()))
-            });
-            if let Some(ci) = asked {
-                close_card(
-                    work,
-                    ci,
-                    card_writes,
-                    "promoted",
-                    "said again on enough days: it met the durable rule",
-                    &id,
-                    &g.support,
-                    now,
-                );
-            }
-            (
-                Some(id.clone()),
-                format!("{id} was an episode; said again, it meets the durable rule"),
-            )
+            apply_graduation(ctx, work, c, &graduate, card_writes, lines)?
         }
-        Outcome::Episode { reason } => {
-            let taken: Vec<String> = work.memory.facts().map(|(_, f)| f.id.clone()).collect();
-            let (first, last) = span(&events, ctx.today);
-            let text = episodes::text(first, &g.text);
-            let id = unique_id(text_id("f", &text), &taken);
-            let mut support = cite(&g.text, &g.support, &stored);
-            // The day it starts with traces to its first event: keep citing that one.
-            if let Some(e) = stored.iter().min_by_key(|s| s.event.ts) {
-                if !support.contains(&e.event.id) {
-                    support.truncate(memory::MAX_CITED - 1);
-                    support.insert(0, e.event.id.clone());
-                }
-            }
-            work.memory.block_mut(Block::Episodes).push(Fact {
-                id: id.clone(),
-                text: text.clone(),
-                category: g.category.clone(),
-                origin: Origin::Auto,
-                support,
-                first_seen: first,
-                last_seen: last,
-                valid_from: None,
-                valid_to: None,
-                home: (g.block != Block::Episodes).then_some(g.block),
-                extra: BTreeMap::new(),
-            });
-            if let Some(ci) = matched {
-                let reason = "fully traceable to the owner's own words; it moves to its block when said again";
-                close_card(
-                    work,
-                    ci,
-                    card_writes,
-                    "kept as an episode",
-                    reason,
-                    &id,
-                    &g.support,
-                    now,
-                );
-            }
-            lines.push(format!(
-                "episode    {id}  [episodes/{}] {text}  -- {reason}{}",
-                g.category,
-                salience_note(g.salience)
-            ));
-            (Some(id), reason.clone())
-        }
-        Outcome::Promote => {
-            let taken: Vec<String> = work.memory.facts().map(|(_, f)| f.id.clone()).collect();
-            let id = unique_id(text_id("f", &g.text), &taken);
-            let (first, last) = span(&events, ctx.today);
-            work.memory.block_mut(g.block).push(Fact {
-                id: id.clone(),
-                text: g.text.clone(),
-                category: g.category.clone(),
-                origin: Origin::Auto,
-                support: cite(&g.text, &g.support, &stored),
-                first_seen: first,
-                last_seen: last,
-                valid_from: None,
-                valid_to: None,
-                home: None,
-                extra: BTreeMap::new(),
-            });
-            if let Some(ci) = matched {
-                let reason = "new evidence made it qualify for auto-promotion";
-                close_card(
-                    work,
-                    ci,
-                    card_writes,
-                    "auto-promoted",
-                    reason,
-                    &id,
-                    &g.support,
-                    now,
-                );
-            }
-            lines.push(format!(
-                "promoted   {id}  [{}/{}] {}  (support {}, days {}, confidence {:.3}{})",
-                g.block.as_str(),
-                g.category,
-                g.text,
-                g.measures.support,
-                g.measures.days,
-                g.confidence,
-                salience_note(g.salience)
-            ));
-            (Some(id), String::new())
-        }
+        Outcome::Episode { reason } => apply_episode(ctx, work, c, reason, card_writes, lines),
+        Outcome::Promote => apply_promotion(ctx, work, c, card_writes, lines),
         Outcome::Queue { reason, supersedes } => {
             let existing = matched.map(|ci| &work.cards[ci]);
             let card = build_card(
@@ -1419,35 +1287,7 @@ fn apply(
             (Some(id), reason.clone())
         }
         Outcome::Reinforce { fact_id } => {
-            let fact = work.memory.get_mut(fact_id).ok_or_else(|| {
-                Error::Other(format!(
-                    "routing chose to reinforce {fact_id}, which is not an active fact"
-                ))
-            })?;
-            let before = fact.support.len();
-            for id in &g.support {
-                if !fact.support.contains(id) {
-                    fact.support.push(id.clone());
-                }
-            }
-            let added = fact.support.len() - before;
-            if fact.support.len() > memory::MAX_CITED {
-                fact.support = cite(&fact.text, &fact.support, stored.iter().chain(&older));
-            }
-            let (_, last) = span(&events, ctx.today);
-            if last > fact.last_seen {
-                fact.last_seen = last;
-            }
-            if added > 0 {
-                lines.push(format!(
-                    "reinforced {fact_id}  +{added} supporting events, last seen {}",
-                    fact.last_seen
-                ));
-            }
-            (
-                Some(fact_id.clone()),
-                format!("restates {fact_id} (+{added} supporting events)"),
-            )
+            apply_reinforcement(ctx, work, c, fact_id, &older, lines)?
         }
         Outcome::Refuse { reason } => {
             lines.push(format!(
@@ -1493,6 +1333,252 @@ fn apply(
     });
     state::put_candidate(tx, &cand_id, &ctx.cycle_id, label, &g.text, &record)?;
     Ok(())
+}
+
+/// The candidate a route is applied to: its gating, the pending card it restates (by
+/// position in `work.cards`), and the events it cites, stored and as excerpts.
+#[derive(Clone, Copy)]
+struct Applying<'a> {
+    g: &'a Gated,
+    matched: Option<usize>,
+    stored: &'a [Rc<Stored>],
+    events: &'a [Excerpt],
+}
+
+/// The graduation step of `apply`: an episode said again moves to its block as a fact, and
+/// the card that asked about it is closed.
+fn apply_graduation(
+    ctx: &Ctx<'_>,
+    work: &mut Work,
+    c: Applying<'_>,
+    graduate: &Option<String>,
+    card_writes: &mut BTreeMap<String, CardWrite>,
+    lines: &mut Vec<String>,
+) -> Result<(Option<String>, String)> {
+    let now = ctx.opts.now;
+    let Applying {
+        g,
+        matched,
+        stored,
+        events,
+    } = c;
+    let id = graduate.clone().unwrap_or_default();
+    let (_, old) = work.memory.remove(&id).ok_or_else(|| {
+        Error::Other(format!(
+            "routing chose to move episode {id}, which is not an active fact"
+        ))
+    })?;
+    let (first, last) = span(events, ctx.today);
+    work.memory.block_mut(g.block).push(Fact {
+        id: id.clone(),
+        text: g.text.clone(),
+        category: g.category.clone(),
+        origin: Origin::Auto,
+        support: cite(&g.text, &g.support, stored),
+        first_seen: first.min(old.first_seen),
+        last_seen: last.max(old.last_seen),
+        valid_from: old.valid_from,
+        valid_to: old.valid_to,
+        home: None,
+        extra: old.extra,
+    });
+    lines.push(format!(
+        "promoted   {id}  [{}/{}] {}  (an episode said again: support {}, days {}, confidence {:.3}{})",
+        g.block.as_str(),
+        g.category,
+        g.text,
+        g.measures.support,
+        g.measures.days,
+        g.confidence,
+        salience_note(g.salience)
+    ));
+    // The card that asked the person about it (said again, short of the rule)
+    // is decided by the fact it now is.
+    let asked = matched.or_else(|| {
+        work.cards
+            .iter()
+            .position(|c| c.supersedes.as_deref() == Some(id.as_str()))
+    });
+    if let Some(ci) = asked {
+        close_card(
+            work,
+            ci,
+            card_writes,
+            "promoted",
+            "said again on enough days: it met the durable rule",
+            &id,
+            &g.support,
+            now,
+        );
+    }
+    Ok((
+        Some(id.clone()),
+        format!("{id} was an episode; said again, it meets the durable rule"),
+    ))
+}
+
+/// The episode step of `apply`: the candidate kept in the episodes, dated by its first event.
+fn apply_episode(
+    ctx: &Ctx<'_>,
+    work: &mut Work,
+    c: Applying<'_>,
+    reason: &str,
+    card_writes: &mut BTreeMap<String, CardWrite>,
+    lines: &mut Vec<String>,
+) -> (Option<String>, String) {
+    let now = ctx.opts.now;
+    let Applying {
+        g,
+        matched,
+        stored,
+        events,
+    } = c;
+    let taken: Vec<String> = work.memory.facts().map(|(_, f)| f.id.clone()).collect();
+    let (first, last) = span(events, ctx.today);
+    let text = episodes::text(first, &g.text);
+    let id = unique_id(text_id("f", &text), &taken);
+    let mut support = cite(&g.text, &g.support, stored);
+    // The day it starts with traces to its first event: keep citing that one.
+    if let Some(e) = stored.iter().min_by_key(|s| s.event.ts) {
+        if !support.contains(&e.event.id) {
+            support.truncate(memory::MAX_CITED - 1);
+            support.insert(0, e.event.id.clone());
+        }
+    }
+    work.memory.block_mut(Block::Episodes).push(Fact {
+        id: id.clone(),
+        text: text.clone(),
+        category: g.category.clone(),
+        origin: Origin::Auto,
+        support,
+        first_seen: first,
+        last_seen: last,
+        valid_from: None,
+        valid_to: None,
+        home: (g.block != Block::Episodes).then_some(g.block),
+        extra: BTreeMap::new(),
+    });
+    if let Some(ci) = matched {
+        let reason =
+            "fully traceable to the owner's own words; it moves to its block when said again";
+        close_card(
+            work,
+            ci,
+            card_writes,
+            "kept as an episode",
+            reason,
+            &id,
+            &g.support,
+            now,
+        );
+    }
+    lines.push(format!(
+        "episode    {id}  [episodes/{}] {text}  -- {reason}{}",
+        g.category,
+        salience_note(g.salience)
+    ));
+    (Some(id), reason.to_string())
+}
+
+/// The promotion step of `apply`: the candidate becomes a fact of its block.
+fn apply_promotion(
+    ctx: &Ctx<'_>,
+    work: &mut Work,
+    c: Applying<'_>,
+    card_writes: &mut BTreeMap<String, CardWrite>,
+    lines: &mut Vec<String>,
+) -> (Option<String>, String) {
+    let now = ctx.opts.now;
+    let Applying {
+        g,
+        matched,
+        stored,
+        events,
+    } = c;
+    let taken: Vec<String> = work.memory.facts().map(|(_, f)| f.id.clone()).collect();
+    let id = unique_id(text_id("f", &g.text), &taken);
+    let (first, last) = span(events, ctx.today);
+    work.memory.block_mut(g.block).push(Fact {
+        id: id.clone(),
+        text: g.text.clone(),
+        category: g.category.clone(),
+        origin: Origin::Auto,
+        support: cite(&g.text, &g.support, stored),
+        first_seen: first,
+        last_seen: last,
+        valid_from: None,
+        valid_to: None,
+        home: None,
+        extra: BTreeMap::new(),
+    });
+    if let Some(ci) = matched {
+        let reason = "new evidence made it qualify for auto-promotion";
+        close_card(
+            work,
+            ci,
+            card_writes,
+            "auto-promoted",
+            reason,
+            &id,
+            &g.support,
+            now,
+        );
+    }
+    lines.push(format!(
+        "promoted   {id}  [{}/{}] {}  (support {}, days {}, confidence {:.3}{})",
+        g.block.as_str(),
+        g.category,
+        g.text,
+        g.measures.support,
+        g.measures.days,
+        g.confidence,
+        salience_note(g.salience)
+    ));
+    (Some(id), String::new())
+}
+
+/// The reinforcement step of `apply`: the restated fact cites the new events and is seen
+/// as late as they are.
+fn apply_reinforcement(
+    ctx: &Ctx<'_>,
+    work: &mut Work,
+    c: Applying<'_>,
+    fact_id: &str,
+    older: &[Rc<Stored>],
+    lines: &mut Vec<String>,
+) -> Result<(Option<String>, String)> {
+    let Applying {
+        g, stored, events, ..
+    } = c;
+    let fact = work.memory.get_mut(fact_id).ok_or_else(|| {
+        Error::Other(format!(
+            "routing chose to reinforce {fact_id}, which is not an active fact"
+        ))
+    })?;
+    let before = fact.support.len();
+    for id in &g.support {
+        if !fact.support.contains(id) {
+            fact.support.push(id.clone());
+        }
+    }
+    let added = fact.support.len() - before;
+    if fact.support.len() > memory::MAX_CITED {
+        fact.support = cite(&fact.text, &fact.support, stored.iter().chain(older));
+    }
+    let (_, last) = span(events, ctx.today);
+    if last > fact.last_seen {
+        fact.last_seen = last;
+    }
+    if added > 0 {
+        lines.push(format!(
+            "reinforced {fact_id}  +{added} supporting events, last seen {}",
+            fact.last_seen
+        ));
+    }
+    Ok((
+        Some(fact_id.to_string()),
+        format!("restates {fact_id} (+{added} supporting events)"),
+    ))
 }
 
 /// Hold a candidate that passed the gates against a person's earlier rejections and undos
