@@ -719,6 +719,23 @@ impl Config {
 
     /// Cross-key rules that types cannot express.
     pub fn validate(&self) -> std::result::Result<(), String> {
+        self.validate_providers()?;
+        self.validate_cluster_floor()?;
+        self.validate_shares()?;
+        self.validate_lower_bounds()?;
+        self.validate_weights()?;
+        self.validate_episode_and_review_caps()?;
+        self.validate_quiz()?;
+        self.validate_owner_names()?;
+        self.validate_context()?;
+        self.validate_loss_and_heartbeat()?;
+        self.validate_upper_bounds()?;
+        self.validate_inbox()?;
+        Ok(())
+    }
+
+    /// The providers step: `llm.provider` and `embed.provider` name one dream knows.
+    fn validate_providers(&self) -> std::result::Result<(), String> {
         let c = self;
         if !matches!(c.llm.provider.as_str(), "none" | "openai") {
             return Err(format!(
@@ -732,6 +749,12 @@ impl Config {
                 c.embed.provider
             ));
         }
+        Ok(())
+    }
+
+    /// The cluster floor step: `cluster.min_points` is at least 2 and no higher than `promote.min_support`.
+    fn validate_cluster_floor(&self) -> std::result::Result<(), String> {
+        let c = self;
         if c.cluster.min_points < 2 {
             return Err(format!(
                 "key `cluster.min_points`: must be at least 2 (a cluster is an event and a neighbour), not {}",
@@ -745,6 +768,12 @@ impl Config {
                 c.cluster.min_points, c.promote.min_support, c.promote.min_support
             ));
         }
+        Ok(())
+    }
+
+    /// The shares step: the keys that are a number between 0 and 1, then `cluster.eps`.
+    fn validate_shares(&self) -> std::result::Result<(), String> {
+        let c = self;
         for (key, v) in [
             ("promote.min_confidence", c.promote.min_confidence),
             ("promote.min_coverage", c.promote.min_coverage),
@@ -768,6 +797,12 @@ impl Config {
                 ));
             }
         }
+        Ok(())
+    }
+
+    /// The lower bounds step: the counts that must be at least 1.
+    fn validate_lower_bounds(&self) -> std::result::Result<(), String> {
+        let c = self;
         for (key, v) in [
             ("cluster.window_days", c.cluster.window_days as u64),
             ("llm.concurrency", c.llm.concurrency as u64),
@@ -815,6 +850,12 @@ impl Config {
                 return Err(format!("key `{key}`: must be at least 1"));
             }
         }
+        Ok(())
+    }
+
+    /// The weights step: `retention.protected_bonus` and the block weights are numbers >= 0.
+    fn validate_weights(&self) -> std::result::Result<(), String> {
+        let c = self;
         let w = &c.retention.block_weights;
         for (key, v) in [
             ("retention.protected_bonus", c.retention.protected_bonus),
@@ -827,6 +868,12 @@ impl Config {
                 return Err(format!("key `{key}`: must be a number >= 0, not {v}"));
             }
         }
+        Ok(())
+    }
+
+    /// The caps step: the episodes' and review's upper limits.
+    fn validate_episode_and_review_caps(&self) -> std::result::Result<(), String> {
+        let c = self;
         if c.episodes.retention_days > 3650 {
             return Err(format!(
                 "key `episodes.retention_days`: must be at most 3650 (ten years), not {}",
@@ -851,6 +898,12 @@ impl Config {
                 c.review.max_new_cards
             ));
         }
+        Ok(())
+    }
+
+    /// The quiz step: `quiz.max_questions`, `quiz.standing` and `quiz.recall_limit`.
+    fn validate_quiz(&self) -> std::result::Result<(), String> {
+        let c = self;
         let q = &c.quiz;
         if !(1..=500).contains(&q.max_questions) {
             return Err(format!(
@@ -870,6 +923,12 @@ impl Config {
                 q.recall_limit
             ));
         }
+        Ok(())
+    }
+
+    /// The owner step: each of `owner.names` is a name of 1 to 80 characters.
+    fn validate_owner_names(&self) -> std::result::Result<(), String> {
+        let c = self;
         for (i, n) in c.owner.names.iter().enumerate() {
             if n.trim().is_empty() || n.chars().count() > 80 {
                 return Err(format!(
@@ -877,6 +936,12 @@ impl Config {
                 ));
             }
         }
+        Ok(())
+    }
+
+    /// The context step: `context.budget_tokens` and `context.file`.
+    fn validate_context(&self) -> std::result::Result<(), String> {
+        let c = self;
         if c.context.budget_tokens < MIN_CONTEXT_BUDGET {
             return Err(format!(
                 "key `context.budget_tokens`: must be at least {MIN_CONTEXT_BUDGET} (the header and the left-out line need that much), not {}",
@@ -895,6 +960,12 @@ impl Config {
                 c.context.file
             ));
         }
+        Ok(())
+    }
+
+    /// The loss and heartbeat step: `retention.max_loss_share`, then the heartbeat's share and upper limits.
+    fn validate_loss_and_heartbeat(&self) -> std::result::Result<(), String> {
+        let c = self;
         let r = &c.retention;
         if !(r.max_loss_share.is_finite() && (0.0..=1.0).contains(&r.max_loss_share)) {
             return Err(format!(
@@ -928,6 +999,12 @@ impl Config {
                 return Err(format!("key `{key}`: must be at most {max}, not {v}"));
             }
         }
+        Ok(())
+    }
+
+    /// The upper bounds step: the keys past whose limit a value is a typo.
+    fn validate_upper_bounds(&self) -> std::result::Result<(), String> {
+        let c = self;
         // Upper bounds: a value past them is a typo, and would make dream allocate, loop or
         // compute dates without end (a window of 100 million days, a 100-million-wide vector).
         for (key, v, max) in [
@@ -971,6 +1048,13 @@ impl Config {
                 return Err(format!("key `{key}`: must be at most {max}, not {v}"));
             }
         }
+        Ok(())
+    }
+
+    /// The inbox step: `heartbeat.gate_min_candidates` is at least 1, then the inbox folder and its sources.
+    fn validate_inbox(&self) -> std::result::Result<(), String> {
+        let c = self;
+        let h = &self.heartbeat;
         if h.gate_min_candidates == 0 {
             return Err("key `heartbeat.gate_min_candidates`: must be at least 1".into());
         }

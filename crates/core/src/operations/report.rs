@@ -323,7 +323,27 @@ impl Report {
     /// The report as a table a person can scan.
     pub fn render(&self) -> String {
         let mut o = String::new();
-        let c = &self.candidates;
+        self.render_header(&mut o);
+        self.render_ingest(&mut o);
+        self.render_embed(&mut o);
+        self.render_window(&mut o);
+        self.render_candidates(&mut o);
+        self.render_review(&mut o);
+        self.render_passes(&mut o);
+        self.render_skills(&mut o);
+        self.render_tokens(&mut o);
+        self.render_quiz(&mut o);
+        self.render_decisions(&mut o);
+        self.render_mutations(&mut o);
+        self.render_degraded(&mut o);
+        self.render_digest_and_notes(&mut o);
+        self.render_warnings(&mut o);
+        self.render_commits(&mut o);
+        o
+    }
+
+    /// The header section: the cycle, then the provider and embedder.
+    fn render_header(&self, o: &mut String) {
         let _ = writeln!(
             o,
             "dream {} cycle {}{}",
@@ -340,6 +360,10 @@ impl Report {
             "  provider {}, embedder {}",
             self.provider, self.embedder
         );
+    }
+
+    /// The ingest section: what was read, and what was held back or skipped.
+    fn render_ingest(&self, o: &mut String) {
         let i = &self.ingest;
         let _ = writeln!(
             o,
@@ -375,7 +399,10 @@ impl Report {
         for s in &i.sources {
             let _ = writeln!(o, "              {}", s.summary());
         }
-        let w = &self.window;
+    }
+
+    /// The embed section, with the backfill line when older windows were done.
+    fn render_embed(&self, o: &mut String) {
         let _ = writeln!(o, "  embed       {} new vectors", self.embedded);
         if let Some(b) = &self.backfill {
             let _ = writeln!(
@@ -395,6 +422,11 @@ impl Report {
                 }
             );
         }
+    }
+
+    /// The cluster, reflect and salience section of the window.
+    fn render_window(&self, o: &mut String) {
+        let w = &self.window;
         let _ = writeln!(
             o,
             "  cluster     {} events in the {}-day window, {} clusters, {} with new events",
@@ -431,6 +463,11 @@ impl Report {
                 w.below_send
             );
         }
+    }
+
+    /// The candidates section, with the episodes that expired.
+    fn render_candidates(&self, o: &mut String) {
+        let c = &self.candidates;
         let _ = writeln!(
             o,
             "  candidates  {} proposed = {} promoted + {} episodes + {} queued + {} reinforced + {} refused",
@@ -443,6 +480,10 @@ impl Report {
                 self.episodes_expired
             );
         }
+    }
+
+    /// The review section: new, pending and waiting cards.
+    fn render_review(&self, o: &mut String) {
         let q = &self.review;
         if q.new_cards > 0 || q.waiting > 0 || q.expired > 0 {
             let _ = writeln!(
@@ -458,6 +499,10 @@ impl Report {
                 }
             );
         }
+    }
+
+    /// The passes section: idle in one line, or a line per pass.
+    fn render_passes(&self, o: &mut String) {
         let idle = self
             .passes
             .iter()
@@ -496,6 +541,10 @@ impl Report {
                 }
             );
         }
+    }
+
+    /// The skills section: recurring procedures and what became of each.
+    fn render_skills(&self, o: &mut String) {
         let sk = &self.skills;
         if sk.recurring > 0 {
             let _ = writeln!(
@@ -518,6 +567,10 @@ impl Report {
                 let _ = writeln!(o, "              {} {target}{why}", d.route);
             }
         }
+    }
+
+    /// The tokens section: spent against the cap, by stage, and any overrun.
+    fn render_tokens(&self, o: &mut String) {
         let t = &self.tokens;
         let _ = writeln!(
             o,
@@ -558,12 +611,20 @@ impl Report {
                 t.spent - t.cap
             );
         }
+    }
+
+    /// The quiz section and its failures.
+    fn render_quiz(&self, o: &mut String) {
         if let Some(q) = &self.quiz {
             let _ = writeln!(o, "  quiz        {} ({} ms)", q.summary.render(), q.ms);
             for f in &q.failures {
                 let _ = writeln!(o, "              failed: {}", f.line());
             }
         }
+    }
+
+    /// The decisions table: one row per candidate and its reason.
+    fn render_decisions(&self, o: &mut String) {
         if !self.decisions.is_empty() {
             let _ = writeln!(
                 o,
@@ -585,6 +646,10 @@ impl Report {
                 }
             }
         }
+    }
+
+    /// The mutations table: one row per pass mutation and its reason.
+    fn render_mutations(&self, o: &mut String) {
         let rows: Vec<(&str, &MutationRow)> = self
             .passes
             .iter()
@@ -617,18 +682,30 @@ impl Report {
                 }
             }
         }
+    }
+
+    /// The degraded stages section.
+    fn render_degraded(&self, o: &mut String) {
         if !self.degraded.is_empty() {
             let _ = writeln!(o, "\n  degraded stages:");
             for d in &self.degraded {
                 let _ = writeln!(o, "    {}: {}", d.stage, d.reason);
             }
         }
+    }
+
+    /// The digest line and the notes.
+    fn render_digest_and_notes(&self, o: &mut String) {
         if let Some(d) = &self.digest {
             let _ = writeln!(o, "  digest      {d}");
         }
         for n in &self.notes {
             let _ = writeln!(o, "  note: {n}");
         }
+    }
+
+    /// The heartbeat warnings section.
+    fn render_warnings(&self, o: &mut String) {
         if !self.warnings.is_empty() {
             let _ = writeln!(o, "\n  heartbeat warnings (dream status shows them too):");
             for w in &self.warnings {
@@ -636,6 +713,10 @@ impl Report {
                 let _ = writeln!(o, "      fix: {}", w.fix);
             }
         }
+    }
+
+    /// The commits section, or why there was none.
+    fn render_commits(&self, o: &mut String) {
         if !self.commits.is_empty() {
             let _ = writeln!(o, "\n  commits:");
             for cm in &self.commits {
@@ -649,6 +730,5 @@ impl Report {
         } else if !self.dry_run {
             let _ = writeln!(o, "\n  no commit: nothing in memory changed");
         }
-        o
     }
 }

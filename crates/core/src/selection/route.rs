@@ -22,7 +22,7 @@ use rustc_hash::FxHashMap;
 
 use crate::llm::Verdict;
 use crate::memory::{episode_body, Block, GateResult, Memory};
-use crate::operations::config::Config;
+use crate::operations::config::{Config, Promote};
 use crate::selection::gates::{GateName, Gated};
 use crate::text::measures::{self, round3};
 
@@ -432,6 +432,35 @@ pub fn route(
         );
     }
     let p = &config.promote;
+    let (judge, contradicts, duplicate_of) = read_verdict(near, verdict);
+
+    let top = near.first();
+    gates.push(novelty_gate(top, p));
+
+    if let Some(n) =
+        top.filter(|n| n.restates && contradicts.as_deref() != Some(n.fact_id.as_str()))
+    {
+        return (
+            Outcome::Reinforce {
+                fact_id: n.fact_id.clone(),
+            },
+            judge,
+            gates,
+        );
+    }
+
+    let unmet = rule_gates(g, near, &contradicts, &duplicate_of, p, &mut gates);
+    let (decided, corroboration_only) = decide(g, config, &unmet, contradicts, judge, gates);
+    salience_rule(g, corroboration_only, decided)
+}
+
+/// The verdict step: the judge's reason, and the facts it named as contradicted or
+/// duplicated if they were among those sent (a fact whose words take it back counts as
+/// contradicted whatever the judge found).
+fn read_verdict(
+    near: &[Near],
+    verdict: Option<&Verdict>,
+) -> (String, Option<String>, Option<String>) {
     let sent = |id: &Option<String>| -> Option<String> {
         id.as_ref()
             .filter(|id| near.iter().any(|n| &n.fact_id == *id))
@@ -474,46 +503,46 @@ pub fn route(
     if !notes.is_empty() {
         judge = format!("{judge}; {}", notes.join("; "));
     }
+    (judge, contradicts, duplicate_of)
+}
 
-    let top = near.first();
+/// The novelty step: the gate that measures the candidate against its nearest fact.
+fn novelty_gate(top: Option<&Near>, p: &Promote) -> GateResult {
     let top_sim = top.map_or(0.0, |n| n.similarity);
-    gates.push(
-        GateResult::new(
-            "novelty",
-            format!("{:.3}", 1.0 - top_sim),
-            format!(
-                "> {:.3} and no restatement (else reinforce)",
-                1.0 - p.reinforce_similarity
-            ),
-            !top.is_some_and(|n| n.restates),
-        )
-        .detail(
-            top.map(|n| {
-                let mut d = format!("nearest {} at similarity {:.3}", n.fact_id, n.similarity);
-                if let Some(distance) = n.distance {
-                    d.push_str(&format!(", vector distance {distance:.3}"));
-                }
-                if n.restates && n.similarity < p.reinforce_similarity {
-                    d.push_str(" (restates it by meaning: the S6 measures and the vectors agree)");
-                }
-                d
-            })
-            .unwrap_or_default(),
+    GateResult::new(
+        "novelty",
+        format!("{:.3}", 1.0 - top_sim),
+        format!(
+            "> {:.3} and no restatement (else reinforce)",
+            1.0 - p.reinforce_similarity
         ),
-    );
+        !top.is_some_and(|n| n.restates),
+    )
+    .detail(
+        top.map(|n| {
+            let mut d = format!("nearest {} at similarity {:.3}", n.fact_id, n.similarity);
+            if let Some(distance) = n.distance {
+                d.push_str(&format!(", vector distance {distance:.3}"));
+            }
+            if n.restates && n.similarity < p.reinforce_similarity {
+                d.push_str(" (restates it by meaning: the S6 measures and the vectors agree)");
+            }
+            d
+        })
+        .unwrap_or_default(),
+    )
+}
 
-    if let Some(n) =
-        top.filter(|n| n.restates && contradicts.as_deref() != Some(n.fact_id.as_str()))
-    {
-        return (
-            Outcome::Reinforce {
-                fact_id: n.fact_id.clone(),
-            },
-            judge,
-            gates,
-        );
-    }
-
+/// The rule step: the gates a durable block needs beyond novelty, pushed onto `gates`;
+/// returns the unmet ones, each marked whether it is corroboration.
+fn rule_gates(
+    g: &Gated,
+    near: &[Near],
+    contradicts: &Option<String>,
+    duplicate_of: &Option<String>,
+    p: &Promote,
+    gates: &mut Vec<GateResult>,
+) -> Vec<(bool, String)> {
     // What a durable block needs beyond what an episode does (corroboration), and what
     // a person must decide (review).
     let mut unmet: Vec<(bool, String)> = Vec::new();
@@ -534,7 +563,7 @@ pub fn route(
     };
     let m = &g.measures;
     check(
-        &mut gates,
+        gates,
         GateName::Confidence,
         format!("{:.3}", g.confidence),
         format!(">= {}", p.min_confidence),
@@ -545,7 +574,7 @@ pub fn route(
         ),
     );
     check(
-        &mut gates,
+        gates,
         GateName::Support,
         m.support.to_string(),
         format!(">= {}", p.min_support),
@@ -553,7 +582,7 @@ pub fn route(
         format!("support {} < min_support {}", m.support, p.min_support),
     );
     check(
-        &mut gates,
+        gates,
         GateName::Days,
         m.days.to_string(),
         format!(">= {}", p.min_days),
@@ -561,7 +590,7 @@ pub fn route(
         format!("days {} < min_days {}", m.days, p.min_days),
     );
     check(
-        &mut gates,
+        gates,
         GateName::Traceable,
         format!("{:.3}", m.coverage),
         "1.0".into(),
@@ -573,7 +602,7 @@ pub fn route(
         ),
     );
     check(
-        &mut gates,
+        gates,
         GateName::Owner,
         m.owner_support.to_string(),
         ">= 1".into(),
@@ -582,7 +611,7 @@ pub fn route(
     );
     let judge_ok = contradicts.is_none() && duplicate_of.is_none();
     check(
-        &mut gates,
+        gates,
         GateName::Judge,
         if let Some(c) = &contradicts {
             format!("contradicts {c}")
@@ -608,6 +637,20 @@ pub fn route(
             _ => String::new(),
         },
     );
+    unmet
+}
+
+/// The decision step: promote, keep as an episode or queue for a person, from the unmet
+/// gates; also says whether only corroboration was unmet.
+fn decide(
+    g: &Gated,
+    config: &Config,
+    unmet: &[(bool, String)],
+    contradicts: Option<String>,
+    judge: String,
+    gates: Vec<GateResult>,
+) -> ((Outcome, String, Vec<GateResult>), bool) {
+    let m = &g.measures;
     let review: Vec<&str> = unmet
         .iter()
         .filter(|(c, _)| !c)
@@ -671,7 +714,7 @@ pub fn route(
     } else {
         (Outcome::Promote, judge, gates)
     };
-    salience_rule(g, review.is_empty(), decided)
+    (decided, review.is_empty())
 }
 
 /// Salience as well as corroboration (issue 28): what memory would keep on its own (a

@@ -23,7 +23,7 @@ use crate::edges::fsutil::write_atomic;
 use crate::edges::store::Store;
 use crate::error::{Context, Error, Result};
 use crate::providers::{self};
-use dream_core::memory::Block;
+use dream_core::memory::{Block, Memory};
 use dream_core::operations::config::{Config, CycleKind};
 use dream_core::operations::report::DecisionRow;
 use std::collections::BTreeMap;
@@ -112,6 +112,134 @@ impl From<Counts> for Result1 {
 /// Replay a LoCoMo file and measure it.
 pub fn run_locomo(path: &Path, opts: &Options) -> Result<EvalReport> {
     let started = Instant::now();
+    let convs = read_conversations(path, opts)?;
+    let config_text = read_config_text(opts)?;
+    let scratch = tempfile::Builder::new()
+        .prefix("dream-eval-")
+        .tempdir()
+        .context(|| "creating a temporary folder".into())?;
+    let base = match &opts.keep {
+        Some(d) => {
+            std::fs::create_dir_all(d).context(|| format!("creating {}", d.display()))?;
+            d.clone()
+        }
+        None => scratch.path().to_path_buf(),
+    };
+    let mut provider_name = String::new();
+    let mut embedder_name = String::new();
+    let mut eps = 0.0;
+    let mut overall = Counts::default();
+    let mut overall_precision = grounded::Measures::default();
+    let mut results = Vec::new();
+    let mut recall_ms: Vec<f64> = Vec::new();
+    for conv in &convs {
+        let (dir, config) = prepare_replay(&base, conv, &config_text, opts)?;
+        let provider = providers::llm(&config)?;
+        let embedder = providers::embedder(&config)?;
+        provider_name = provider.name();
+        embedder_name = embedder.id();
+        eps = crate::providers::embed::eps(&config, embedder.as_ref());
+        let Replay {
+            cycles,
+            last_now,
+            decisions,
+            new_cards,
+            tokens,
+            calls,
+        } = replay_evenings(&dir, &config, provider.as_ref(), embedder.as_ref(), conv)?;
+        let store = Store::open(&dir)?;
+        let today = last_now.map(|t| t.date_naive()).unwrap_or_default();
+        let memory = store.load_memory(today)?;
+        let (facts, cards) = memory_items(&dir, &store, &memory)?;
+        let mut counts = locomo::measure(conv, &facts, &cards, &config.owner.names);
+        ask_recall(
+            conv,
+            &config,
+            embedder.as_ref(),
+            &memory,
+            today,
+            &mut counts,
+            &mut recall_ms,
+        )?;
+        counts.cycles = cycles;
+        counts.tokens = tokens;
+        counts.calls = calls;
+        let (clustered, largest) = clustering(&dir, &config, embedder.as_ref(), conv)?;
+        counts.evidence_clustered = locomo::evidence_events(conv)
+            .iter()
+            .filter(|id| clustered.contains(*id))
+            .count();
+        counts.largest_cluster = largest;
+        let precision = precision_of(conv, &counts, new_cards, &facts);
+        overall_precision.add(&precision);
+        overall.add(&counts);
+        let (routes, refusals) = count_routes(&decisions);
+        results.push(ConversationResult {
+            sample_id: conv.sample_id.clone(),
+            result: counts.into(),
+            precision: precision.into(),
+            routes,
+            refusals,
+            decisions,
+            skipped: conv.skipped.clone(),
+            repo: opts.keep.as_ref().map(|_| dir.display().to_string()),
+        });
+    }
+    let (routes, refusals) = sum_routes(&results);
+    Ok(EvalReport {
+        routes,
+        refusals,
+        dataset: path.display().to_string(),
+        config: opts
+            .config
+            .as_ref()
+            .map(|p| p.display().to_string())
+            .unwrap_or_else(|| "defaults".into()),
+        provider: provider_name,
+        embedder: embedder_name,
+        eps,
+        conversations: results,
+        overall: overall.into(),
+        precision: overall_precision.into(),
+        recall_median_ms: median(&mut recall_ms),
+        seconds: (started.elapsed().as_secs_f64() * 10.0).round() / 10.0,
+    })
+}
+
+/// The config step: the text of the `--config` file, checked, if one was given.
+fn read_config_text(opts: &Options) -> Result<Option<String>> {
+    let config_text = match &opts.config {
+        Some(p) => {
+            let t = std::fs::read_to_string(p).context(|| format!("reading {}", p.display()))?;
+            Config::parse(&t, &p.display().to_string(), &Default::default())?;
+            Some(t)
+        }
+        None => None,
+    };
+    Ok(config_text)
+}
+
+/// The precision step: memory and its anchors measured for one conversation.
+fn precision_of(
+    conv: &locomo::Conversation,
+    counts: &Counts,
+    new_cards: usize,
+    facts: &[Item],
+) -> grounded::Measures {
+    grounded::Measures {
+        questions: grounded::questions(conv).len(),
+        transcript_words: counts.transcript_words,
+        events: counts.events,
+        cycles: counts.cycles,
+        queued: new_cards,
+        tokens: counts.tokens,
+        memory: grounded::memory(conv, facts),
+        anchors: grounded::anchors(conv),
+    }
+}
+
+/// The reading step: the LoCoMo file parsed, kept to the conversations `--only` names.
+fn read_conversations(path: &Path, opts: &Options) -> Result<Vec<locomo::Conversation>> {
     let text = std::fs::read_to_string(path).context(|| format!("reading {}", path.display()))?;
     let mut convs = locomo::parse(&text)
         .map_err(|e| Error::Input(format!("{} is not a LoCoMo file: {e}", path.display())))?;
@@ -138,204 +266,201 @@ pub fn run_locomo(path: &Path, opts: &Options) -> Result<EvalReport> {
         }
         convs.retain(|c| opts.only.contains(&c.sample_id));
     }
-    let config_text = match &opts.config {
-        Some(p) => {
-            let t = std::fs::read_to_string(p).context(|| format!("reading {}", p.display()))?;
-            Config::parse(&t, &p.display().to_string(), &Default::default())?;
-            Some(t)
-        }
-        None => None,
-    };
-    let scratch = tempfile::Builder::new()
-        .prefix("dream-eval-")
-        .tempdir()
-        .context(|| "creating a temporary folder".into())?;
-    let base = match &opts.keep {
-        Some(d) => {
-            std::fs::create_dir_all(d).context(|| format!("creating {}", d.display()))?;
-            d.clone()
-        }
-        None => scratch.path().to_path_buf(),
-    };
-    let mut provider_name = String::new();
-    let mut embedder_name = String::new();
-    let mut eps = 0.0;
-    let mut overall = Counts::default();
-    let mut overall_precision = grounded::Measures::default();
-    let mut results = Vec::new();
-    let mut recall_ms: Vec<f64> = Vec::new();
-    for conv in &convs {
-        let dir = base.join(&conv.sample_id);
-        if dir.exists() {
-            std::fs::remove_dir_all(&dir).context(|| format!("removing {}", dir.display()))?;
-        }
-        crate::edges::repo::create(&dir)?;
-        if let Some(t) = &config_text {
-            write_atomic(
-                &dir.join(dream_core::operations::config::FILE),
-                t.as_bytes(),
-            )?;
-        }
-        let mut config = crate::config::load(&dir)?;
-        // The two speakers are the people this memory belongs to, as a user names
-        // themselves in `owner.names`.
-        if config.owner.names.is_empty() {
-            config.owner.names = conv.speakers.clone();
-        }
-        if let Some(e) = &opts.llm {
-            config.llm.provider = "openai".into();
-            config.llm.base_url = e.base_url.clone();
-            config.llm.model = e.model.clone();
-            config.llm.api_key_env = String::new();
-        }
-        let provider = providers::llm(&config)?;
-        let embedder = providers::embedder(&config)?;
-        provider_name = provider.name();
-        embedder_name = embedder.id();
-        eps = crate::providers::embed::eps(&config, embedder.as_ref());
-        let mut cycles = 0;
-        let mut last_now = None;
-        let mut decisions = Vec::new();
-        let mut new_cards = 0;
-        let mut tokens = 0;
-        let mut calls = 0;
-        for (now, sessions) in conv.evenings() {
-            for s in sessions {
-                let mut lines = String::new();
-                for e in &s.events {
-                    lines.push_str(&e.to_line());
-                    lines.push('\n');
-                }
-                let name = format!("{}-S{}.jsonl", conv.sample_id, s.number);
-                write_atomic(&dir.join(&config.inbox.path).join(name), lines.as_bytes())?;
-            }
-            let opts = CycleOptions {
-                kind: CycleKind::Evening,
-                dry_run: false,
-                allow_loss: false,
-                now,
-            };
-            let report =
-                cycle::run_cycle(&dir, &config, provider.as_ref(), embedder.as_ref(), &opts)?;
-            tokens += report.tokens.spent;
-            new_cards += report.review.new_cards;
-            calls += report.tokens.calls;
-            decisions.extend(report.decisions);
-            cycles += 1;
-            last_now = Some(now);
-        }
-        let store = Store::open(&dir)?;
-        let today = last_now.map(|t| t.date_naive()).unwrap_or_default();
-        let memory = store.load_memory(today)?;
-        let facts: Vec<Item> = memory
-            .facts()
-            .map(|(b, f)| Item {
-                text: f.text.clone(),
-                support: f.support.clone(),
-                episode: b == Block::Episodes,
-            })
-            .collect();
-        let (mut cards, _) = store.pending_cards()?;
-        // Cards waiting for room in the review queue are a person's to decide as the
-        // queue drains (`review.max_new_cards`): retention counting cards counts them too.
-        if let Some(st) = crate::edges::state::State::open_read_only(&dir)? {
-            cards.extend(crate::edges::state::waiting(&st.conn)?.0);
-        }
-        let cards: Vec<Item> = cards
-            .into_iter()
-            .map(|c| Item {
-                text: c.text,
-                support: c.supporting_event_ids,
-                episode: false,
-            })
-            .collect();
-        let mut counts = locomo::measure(conv, &facts, &cards, &config.owner.names);
-        // Each question through `recall` as an agent asks it (what `dream mcp`'s tool
-        // answers), the fact vectors cached as the server caches them.
-        let mut cache = crate::agents::context::VectorCache::default();
-        let support: BTreeMap<&str, &[String]> = memory
-            .facts()
-            .map(|(_, f)| (f.id.as_str(), f.support.as_slice()))
-            .collect();
-        for case in locomo::recall_questions(conv) {
-            let (question, answer) = (case.question, case.answer);
-            let t = Instant::now();
-            let cosines = cache.cosines(
-                embedder.as_ref(),
-                &memory,
-                question,
-                config.embed.batch_size,
-            )?;
-            let hits = dream_core::recall::context::recall(
-                &memory,
-                &config.retention,
-                today,
-                question,
-                &cosines,
-                locomo::RECALL_DEPTH,
-            );
-            recall_ms.push(t.elapsed().as_secs_f64() * 1000.0);
-            let lines: Vec<&str> = hits.iter().map(|h| h.text.as_str()).collect();
-            // The first k of a deeper recall are what a recall with limit k returns.
-            let found = |k: usize| locomo::answer_in(answer, &lines[..k.min(lines.len())]);
-            counts.recall_hits += usize::from(found(locomo::RECALL_K));
-            counts.recall_hits_at_10 += usize::from(found(10));
-            counts.recall_hits_at_20 += usize::from(found(20));
-            let cited: Vec<(&str, &[String])> = hits
-                .iter()
-                .take(locomo::RECALL_K)
-                .map(|h| {
-                    let s: &[String] = support.get(h.id.as_str()).copied().unwrap_or(&[]);
-                    (h.text.as_str(), s)
-                })
-                .collect();
-            if locomo::answer_cited_in(answer, &case.evidence, &cited) {
-                counts.recall_hits_cited += 1;
-            }
-        }
-        counts.cycles = cycles;
-        counts.tokens = tokens;
-        counts.calls = calls;
-        let (clustered, largest) = clustering(&dir, &config, embedder.as_ref(), conv)?;
-        counts.evidence_clustered = locomo::evidence_events(conv)
-            .iter()
-            .filter(|id| clustered.contains(*id))
-            .count();
-        counts.largest_cluster = largest;
-        let precision = grounded::Measures {
-            questions: grounded::questions(conv).len(),
-            transcript_words: counts.transcript_words,
-            events: counts.events,
-            cycles: counts.cycles,
-            queued: new_cards,
-            tokens: counts.tokens,
-            memory: grounded::memory(conv, &facts),
-            anchors: grounded::anchors(conv),
-        };
-        overall_precision.add(&precision);
-        overall.add(&counts);
-        let mut routes = BTreeMap::new();
-        let mut refusals = BTreeMap::new();
-        for d in &decisions {
-            *routes.entry(d.route.clone()).or_insert(0) += 1;
-            if d.route == "refused" {
-                *refusals.entry(reason_class(&d.reason)).or_insert(0) += 1;
-            }
-        }
-        results.push(ConversationResult {
-            sample_id: conv.sample_id.clone(),
-            result: counts.into(),
-            precision: precision.into(),
-            routes,
-            refusals,
-            decisions,
-            skipped: conv.skipped.clone(),
-            repo: opts.keep.as_ref().map(|_| dir.display().to_string()),
-        });
+    Ok(convs)
+}
+
+/// The preparing step: a fresh repository for one conversation, and its config (the
+/// given file's, the speakers as owners, the `--llm` server).
+fn prepare_replay(
+    base: &Path,
+    conv: &locomo::Conversation,
+    config_text: &Option<String>,
+    opts: &Options,
+) -> Result<(PathBuf, Config)> {
+    let dir = base.join(&conv.sample_id);
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir).context(|| format!("removing {}", dir.display()))?;
     }
+    crate::edges::repo::create(&dir)?;
+    if let Some(t) = &config_text {
+        write_atomic(
+            &dir.join(dream_core::operations::config::FILE),
+            t.as_bytes(),
+        )?;
+    }
+    let mut config = crate::config::load(&dir)?;
+    // The two speakers are the people this memory belongs to, as a user names
+    // themselves in `owner.names`.
+    if config.owner.names.is_empty() {
+        config.owner.names = conv.speakers.clone();
+    }
+    if let Some(e) = &opts.llm {
+        config.llm.provider = "openai".into();
+        config.llm.base_url = e.base_url.clone();
+        config.llm.model = e.model.clone();
+        config.llm.api_key_env = String::new();
+    }
+    Ok((dir, config))
+}
+
+/// What replaying a conversation's evenings left: the cycles run, the last one's time,
+/// every decision, and the cards, tokens and calls they came to.
+struct Replay {
+    cycles: usize,
+    last_now: Option<chrono::DateTime<chrono::Utc>>,
+    decisions: Vec<DecisionRow>,
+    new_cards: usize,
+    tokens: u64,
+    calls: u64,
+}
+
+/// The replaying step: each evening's sessions written to the inbox, then an evening cycle.
+fn replay_evenings(
+    dir: &Path,
+    config: &Config,
+    provider: &dyn dream_core::llm::Llm,
+    embedder: &dyn crate::providers::embed::Embedder,
+    conv: &locomo::Conversation,
+) -> Result<Replay> {
+    let mut cycles = 0;
+    let mut last_now = None;
+    let mut decisions = Vec::new();
+    let mut new_cards = 0;
+    let mut tokens = 0;
+    let mut calls = 0;
+    for (now, sessions) in conv.evenings() {
+        for s in sessions {
+            let mut lines = String::new();
+            for e in &s.events {
+                lines.push_str(&e.to_line());
+                lines.push('\n');
+            }
+            let name = format!("{}-S{}.jsonl", conv.sample_id, s.number);
+            write_atomic(&dir.join(&config.inbox.path).join(name), lines.as_bytes())?;
+        }
+        let opts = CycleOptions {
+            kind: CycleKind::Evening,
+            dry_run: false,
+            allow_loss: false,
+            now,
+        };
+        let report = cycle::run_cycle(dir, config, provider, embedder, &opts)?;
+        tokens += report.tokens.spent;
+        new_cards += report.review.new_cards;
+        calls += report.tokens.calls;
+        decisions.extend(report.decisions);
+        cycles += 1;
+        last_now = Some(now);
+    }
+    Ok(Replay {
+        cycles,
+        last_now,
+        decisions,
+        new_cards,
+        tokens,
+        calls,
+    })
+}
+
+/// The memory step: memory's facts, and the cards pending or waiting for room, as items to measure.
+fn memory_items(dir: &Path, store: &Store, memory: &Memory) -> Result<(Vec<Item>, Vec<Item>)> {
+    let facts: Vec<Item> = memory
+        .facts()
+        .map(|(b, f)| Item {
+            text: f.text.clone(),
+            support: f.support.clone(),
+            episode: b == Block::Episodes,
+        })
+        .collect();
+    let (mut cards, _) = store.pending_cards()?;
+    // Cards waiting for room in the review queue are a person's to decide as the
+    // queue drains (`review.max_new_cards`): retention counting cards counts them too.
+    if let Some(st) = crate::edges::state::State::open_read_only(dir)? {
+        cards.extend(crate::edges::state::waiting(&st.conn)?.0);
+    }
+    let cards: Vec<Item> = cards
+        .into_iter()
+        .map(|c| Item {
+            text: c.text,
+            support: c.supporting_event_ids,
+            episode: false,
+        })
+        .collect();
+    Ok((facts, cards))
+}
+
+/// The recall step: each question asked through `recall`, its hits counted into `counts`
+/// and its time into `recall_ms`.
+fn ask_recall(
+    conv: &locomo::Conversation,
+    config: &Config,
+    embedder: &dyn crate::providers::embed::Embedder,
+    memory: &Memory,
+    today: chrono::NaiveDate,
+    counts: &mut Counts,
+    recall_ms: &mut Vec<f64>,
+) -> Result<()> {
+    // Each question through `recall` as an agent asks it (what `dream mcp`'s tool
+    // answers), the fact vectors cached as the server caches them.
+    let mut cache = crate::agents::context::VectorCache::default();
+    let support: BTreeMap<&str, &[String]> = memory
+        .facts()
+        .map(|(_, f)| (f.id.as_str(), f.support.as_slice()))
+        .collect();
+    for case in locomo::recall_questions(conv) {
+        let (question, answer) = (case.question, case.answer);
+        let t = Instant::now();
+        let cosines = cache.cosines(embedder, memory, question, config.embed.batch_size)?;
+        let hits = dream_core::recall::context::recall(
+            memory,
+            &config.retention,
+            today,
+            question,
+            &cosines,
+            locomo::RECALL_DEPTH,
+        );
+        recall_ms.push(t.elapsed().as_secs_f64() * 1000.0);
+        let lines: Vec<&str> = hits.iter().map(|h| h.text.as_str()).collect();
+        // The first k of a deeper recall are what a recall with limit k returns.
+        let found = |k: usize| locomo::answer_in(answer, &lines[..k.min(lines.len())]);
+        counts.recall_hits += usize::from(found(locomo::RECALL_K));
+        counts.recall_hits_at_10 += usize::from(found(10));
+        counts.recall_hits_at_20 += usize::from(found(20));
+        let cited: Vec<(&str, &[String])> = hits
+            .iter()
+            .take(locomo::RECALL_K)
+            .map(|h| {
+                let s: &[String] = support.get(h.id.as_str()).copied().unwrap_or(&[]);
+                (h.text.as_str(), s)
+            })
+            .collect();
+        if locomo::answer_cited_in(answer, &case.evidence, &cited) {
+            counts.recall_hits_cited += 1;
+        }
+    }
+    Ok(())
+}
+
+/// The routes step: one conversation's decisions counted by route, and its refusals by reason.
+fn count_routes(decisions: &[DecisionRow]) -> (BTreeMap<String, usize>, BTreeMap<String, usize>) {
     let mut routes = BTreeMap::new();
     let mut refusals = BTreeMap::new();
-    for c in &results {
+    for d in decisions {
+        *routes.entry(d.route.clone()).or_insert(0) += 1;
+        if d.route == "refused" {
+            *refusals.entry(reason_class(&d.reason)).or_insert(0) += 1;
+        }
+    }
+    (routes, refusals)
+}
+
+/// The totals step: every conversation's routes and refusals added up.
+fn sum_routes(
+    results: &[ConversationResult],
+) -> (BTreeMap<String, usize>, BTreeMap<String, usize>) {
+    let mut routes = BTreeMap::new();
+    let mut refusals = BTreeMap::new();
+    for c in results {
         for (k, v) in &c.routes {
             *routes.entry(k.clone()).or_insert(0) += v;
         }
@@ -343,24 +468,7 @@ pub fn run_locomo(path: &Path, opts: &Options) -> Result<EvalReport> {
             *refusals.entry(k.clone()).or_insert(0) += v;
         }
     }
-    Ok(EvalReport {
-        routes,
-        refusals,
-        dataset: path.display().to_string(),
-        config: opts
-            .config
-            .as_ref()
-            .map(|p| p.display().to_string())
-            .unwrap_or_else(|| "defaults".into()),
-        provider: provider_name,
-        embedder: embedder_name,
-        eps,
-        conversations: results,
-        overall: overall.into(),
-        precision: overall_precision.into(),
-        recall_median_ms: median(&mut recall_ms),
-        seconds: (started.elapsed().as_secs_f64() * 10.0).round() / 10.0,
-    })
+    (routes, refusals)
 }
 
 /// `a` as a percentage of `b` (0 when `b` is 0).

@@ -22,7 +22,8 @@ use crate::stages::{parallel_map, reflect_plan, Archive, Ctx, Work};
 use dream_core::llm::budget::CallError;
 use dream_core::llm::plan::{self, Failure};
 use dream_core::llm::{
-    EventView, FactView, JudgeItem, JudgeRequest, Llm, LlmErrorKind, Proposal, Verdict,
+    EventView, FactView, JudgeItem, JudgeRequest, Llm, LlmErrorKind, Proposal, ReflectReply, Reply,
+    Verdict,
 };
 use dream_core::memory::episodes;
 use dream_core::memory::{
@@ -367,8 +368,45 @@ fn reflect(
     tx: &Connection,
     work: &mut Work,
 ) -> Result<Vec<(Proposal, Rc<[EventView]>)>> {
-    let config = ctx.config;
     let mut looked_at: Vec<i64> = Vec::new();
+    let (noise, selected) = cluster_window(ctx, work, &mut looked_at);
+    let (calls, mut proposals) = plan_calls(ctx, tx, work, &noise, &selected, &mut looked_at)?;
+    let Held {
+        previous,
+        mut failures,
+        held,
+        todo,
+    } = hold_repeated(tx, calls)?;
+    let results = send_calls(ctx, &todo);
+    let Pending {
+        budget_pending,
+        failed,
+        skipped,
+    } = take_replies(
+        work,
+        todo,
+        results,
+        &previous,
+        &mut failures,
+        &mut proposals,
+        &mut looked_at,
+    )?;
+    report_unsent(ctx, work, failed, skipped, held, budget_pending);
+    work.report.window.failures = Some(failures);
+    work.report.window.new_events += looked_at.len();
+    state::mark_reflected_seq(tx, &looked_at, &ctx.cycle_id)?;
+    Ok(proposals)
+}
+
+/// The clustering step: the window's rows without a usable vector dropped (a new one is
+/// looked at), the rest clustered; returns the noise rows not yet reflected on and the
+/// clusters holding a new event, largest first.
+fn cluster_window(
+    ctx: &Ctx<'_>,
+    work: &mut Work,
+    looked_at: &mut Vec<i64>,
+) -> (Vec<usize>, Vec<Vec<usize>>) {
+    let config = ctx.config;
     let w = &mut work.window;
     let dim = w.dim;
     let usable: Vec<bool> = (0..w.len())
@@ -409,7 +447,24 @@ fn reflect(
     });
     work.report.window.with_new = selected.len();
     work.lap("cluster");
+    (noise, selected)
+}
 
+/// A proposal with the events that were sent for it.
+type Proposed = (Proposal, Rc<[EventView]>);
+
+/// The planning step: the single mentions grouped, and the prompts planned for them and
+/// the clusters; returns the calls, oldest new event first, and the proposals the engine
+/// made without a model (restatements word for word).
+fn plan_calls(
+    ctx: &Ctx<'_>,
+    tx: &Connection,
+    work: &mut Work,
+    noise: &[usize],
+    selected: &[Vec<usize>],
+    looked_at: &mut Vec<i64>,
+) -> Result<(Vec<reflect_plan::Call>, Vec<Proposed>)> {
+    let config = ctx.config;
     let llm = ctx.llm;
     // The single mentions: new events no cluster holds. Those that cannot say anything
     // (not the owner's, or nothing but chatter) are looked at now; the rest are shown per
@@ -420,7 +475,7 @@ fn reflect(
     let scorer: Option<&dyn Scorer> =
         (!llm.offline()).then_some(crate::providers::salience::scorer() as &dyn Scorer);
     let (singles, passed_over, singles_below) = if config.episodes.enabled {
-        single_groups(tx, &noise, &work.window, config, scorer)?
+        single_groups(tx, noise, &work.window, config, scorer)?
     } else {
         (
             Vec::new(),
@@ -431,7 +486,7 @@ fn reflect(
     looked_at.extend(passed_over);
     work.report.window.singles = singles.iter().map(Vec::len).sum();
     let input = reflect_plan::Input {
-        selected: &selected,
+        selected,
         singles: &singles,
         window: &work.window,
         memory: &work.memory,
@@ -439,7 +494,7 @@ fn reflect(
     };
     let planned = reflect_plan::plan(tx, &input, config, llm)?;
     let mut calls = planned.calls;
-    let mut proposals: Vec<(Proposal, Rc<[EventView]>)> = planned
+    let proposals: Vec<(Proposal, Rc<[EventView]>)> = planned
         .restated
         .into_iter()
         .map(|(p, sent)| (p, sent.into()))
@@ -492,7 +547,24 @@ fn reflect(
         }
     }
 
-    // Calls that failed the same way in the last cycles are held, not paid for again.
+    Ok((calls, proposals))
+}
+
+/// The calls of a cycle, less those held for failing the same way in the last cycles.
+struct Held {
+    /// The failures recorded by the last cycles.
+    previous: Vec<Failure>,
+    /// The failures of this cycle so far (the held calls).
+    failures: Vec<Failure>,
+    /// The held clusters, by the way their calls failed.
+    held: BTreeMap<String, Vec<String>>,
+    /// The calls to send.
+    todo: Vec<reflect_plan::Call>,
+}
+
+/// The holding step: calls that failed the same way in the last cycles are held, not paid
+/// for again.
+fn hold_repeated(tx: &Connection, calls: Vec<reflect_plan::Call>) -> Result<Held> {
     let previous = state::last_reflect_failures(tx)?;
     let mut failures: Vec<Failure> = Vec::new();
     let mut held: BTreeMap<String, Vec<String>> = BTreeMap::new();
@@ -512,6 +584,22 @@ fn reflect(
         }
     }
 
+    Ok(Held {
+        previous,
+        failures,
+        held,
+        todo,
+    })
+}
+
+/// The sending step: the calls made, `llm.concurrency` at a time under the budget, with
+/// progress shown when a model answers them.
+fn send_calls(
+    ctx: &Ctx<'_>,
+    todo: &[reflect_plan::Call],
+) -> Vec<std::result::Result<Reply<ReflectReply>, CallError>> {
+    let config = ctx.config;
+    let llm = ctx.llm;
     let total = todo.len();
     let done = AtomicUsize::new(0);
     let show = !llm.offline();
@@ -520,7 +608,7 @@ fn reflect(
         ctx.progress
             .calls("reflect", 0, total, ctx.budget.spend().spent);
     }
-    let results = parallel_map(&todo, workers(llm, config), |call| {
+    parallel_map(todo, workers(llm, config), |call| {
         let result = ctx.call("reflect", llm.estimate_reflect_prompt(&call.prompt), || {
             llm.reflect_prompt(&call.prompt)
         });
@@ -538,7 +626,28 @@ fn reflect(
             ctx.progress.calls("reflect", n, total, spent);
         }
         result
-    });
+    })
+}
+
+/// What the replies left undone: clusters pending for the budget, failed calls by reason,
+/// and calls not started for an unavailable server.
+struct Pending {
+    budget_pending: usize,
+    failed: BTreeMap<String, Vec<String>>,
+    skipped: Vec<String>,
+}
+
+/// The replies step: each reply's proposals taken with the events sent for them and its
+/// new events marked as seen; each failure recorded.
+fn take_replies(
+    work: &mut Work,
+    todo: Vec<reflect_plan::Call>,
+    results: Vec<std::result::Result<Reply<ReflectReply>, CallError>>,
+    previous: &[Failure],
+    failures: &mut Vec<Failure>,
+    proposals: &mut Vec<(Proposal, Rc<[EventView]>)>,
+    looked_at: &mut Vec<i64>,
+) -> Result<Pending> {
     let mut budget_pending = 0;
     let mut failed: BTreeMap<String, Vec<String>> = BTreeMap::new();
     let mut skipped: Vec<String> = Vec::new();
@@ -580,8 +689,7 @@ fn reflect(
                 work.report.window.pending += clusters;
                 let mut reason = e.to_string();
                 if let Some(way) = plan::way(e.kind) {
-                    let f =
-                        plan::record(&previous, &call.key, way, &e.message, call.prompt.shown());
+                    let f = plan::record(previous, &call.key, way, &e.message, call.prompt.shown());
                     if f.tries >= plan::MAX_SAME_FAILURES {
                         reason = format!(
                             "{reason} (failed this way {} cycles running, so it is held from now on: {})",
@@ -599,6 +707,23 @@ fn reflect(
             }
         }
     }
+    Ok(Pending {
+        budget_pending,
+        failed,
+        skipped,
+    })
+}
+
+/// The reporting step: failed, skipped and held clusters as degraded stages, and the
+/// clusters the budget left pending.
+fn report_unsent(
+    ctx: &Ctx<'_>,
+    work: &mut Work,
+    failed: BTreeMap<String, Vec<String>>,
+    skipped: Vec<String>,
+    held: BTreeMap<String, Vec<String>>,
+    budget_pending: usize,
+) {
     for (reason, clusters) in failed {
         let (noun, verb) = noun_verb(clusters.len());
         let which = list(&clusters);
@@ -644,10 +769,6 @@ fn reflect(
             "token budget reached"
         );
     }
-    work.report.window.failures = Some(failures);
-    work.report.window.new_events += looked_at.len();
-    state::mark_reflected_seq(tx, &looked_at, &ctx.cycle_id)?;
-    Ok(proposals)
 }
 
 /// Single mentions grouped for reflect (row id and event), the row ids passed over, and
@@ -1118,150 +1239,18 @@ fn apply(
         graduate,
     } = d;
     let events = excerpts(&stored);
+    let c = Applying {
+        g: &g,
+        matched,
+        stored: &stored,
+        events: &events,
+    };
     let (target, reason) = match &outcome {
         Outcome::Promote if graduate.is_some() => {
-            let id = graduate.clone().unwrap_or_default();
-            let (_, old) = work.memory.remove(&id).ok_or_else(|| {
-                Error::Other(format!(
-                    "routing chose to move episode {id}, which is not an active fact"
-                ))
-            })?;
-            let (first, last) = span(&events, ctx.today);
-            work.memory.block_mut(g.block).push(Fact {
-                id: id.clone(),
-                text: g.text.clone(),
-                category: g.category.clone(),
-                origin: Origin::Auto,
-                support: cite(&g.text, &g.support, &stored),
-                first_seen: first.min(old.first_seen),
-                last_seen: last.max(old.last_seen),
-                valid_from: old.valid_from,
-                valid_to: old.valid_to,
-                home: None,
-                extra: old.extra,
-            });
-            lines.push(format!(
-                "promoted   {id}  [{}/{}] {}  (an episode said again: support {}, days {}, confidence {:.3}{})",
-                g.block.as_str(),
-                g.category,
-                g.text,
-                g.measures.support,
-                g.measures.days,
-                g.confidence,
-                salience_note(g.salience)
-            ));
-            // The card that asked the person about it (said again, short of the rule)
-            // is decided by the fact it now is.
-            let asked = matched.or_else(|| {
-                work.cards
-                    .iter()
-                    .position(|c| c.supersedes.as_deref() == Some(id.as_str()))
-            });
-            if let Some(ci) = asked {
-                close_card(
-                    work,
-                    ci,
-                    card_writes,
-                    "promoted",
-                    "said again on enough days: it met the durable rule",
-                    &id,
-                    &g.support,
-                    now,
-                );
-            }
-            (
-                Some(id.clone()),
-                format!("{id} was an episode; said again, it meets the durable rule"),
-            )
+            apply_graduation(ctx, work, c, &graduate, card_writes, lines)?
         }
-        Outcome::Episode { reason } => {
-            let taken: Vec<String> = work.memory.facts().map(|(_, f)| f.id.clone()).collect();
-            let (first, last) = span(&events, ctx.today);
-            let text = episodes::text(first, &g.text);
-            let id = unique_id(text_id("f", &text), &taken);
-            let mut support = cite(&g.text, &g.support, &stored);
-            // The day it starts with traces to its first event: keep citing that one.
-            if let Some(e) = stored.iter().min_by_key(|s| s.event.ts) {
-                if !support.contains(&e.event.id) {
-                    support.truncate(memory::MAX_CITED - 1);
-                    support.insert(0, e.event.id.clone());
-                }
-            }
-            work.memory.block_mut(Block::Episodes).push(Fact {
-                id: id.clone(),
-                text: text.clone(),
-                category: g.category.clone(),
-                origin: Origin::Auto,
-                support,
-                first_seen: first,
-                last_seen: last,
-                valid_from: None,
-                valid_to: None,
-                home: (g.block != Block::Episodes).then_some(g.block),
-                extra: BTreeMap::new(),
-            });
-            if let Some(ci) = matched {
-                let reason = "fully traceable to the owner's own words; it moves to its block when said again";
-                close_card(
-                    work,
-                    ci,
-                    card_writes,
-                    "kept as an episode",
-                    reason,
-                    &id,
-                    &g.support,
-                    now,
-                );
-            }
-            lines.push(format!(
-                "episode    {id}  [episodes/{}] {text}  -- {reason}{}",
-                g.category,
-                salience_note(g.salience)
-            ));
-            (Some(id), reason.clone())
-        }
-        Outcome::Promote => {
-            let taken: Vec<String> = work.memory.facts().map(|(_, f)| f.id.clone()).collect();
-            let id = unique_id(text_id("f", &g.text), &taken);
-            let (first, last) = span(&events, ctx.today);
-            work.memory.block_mut(g.block).push(Fact {
-                id: id.clone(),
-                text: g.text.clone(),
-                category: g.category.clone(),
-                origin: Origin::Auto,
-                support: cite(&g.text, &g.support, &stored),
-                first_seen: first,
-                last_seen: last,
-                valid_from: None,
-                valid_to: None,
-                home: None,
-                extra: BTreeMap::new(),
-            });
-            if let Some(ci) = matched {
-                let reason = "new evidence made it qualify for auto-promotion";
-                close_card(
-                    work,
-                    ci,
-                    card_writes,
-                    "auto-promoted",
-                    reason,
-                    &id,
-                    &g.support,
-                    now,
-                );
-            }
-            lines.push(format!(
-                "promoted   {id}  [{}/{}] {}  (support {}, days {}, confidence {:.3}{})",
-                g.block.as_str(),
-                g.category,
-                g.text,
-                g.measures.support,
-                g.measures.days,
-                g.confidence,
-                salience_note(g.salience)
-            ));
-            (Some(id), String::new())
-        }
+        Outcome::Episode { reason } => apply_episode(ctx, work, c, reason, card_writes, lines),
+        Outcome::Promote => apply_promotion(ctx, work, c, card_writes, lines),
         Outcome::Queue { reason, supersedes } => {
             let existing = matched.map(|ci| &work.cards[ci]);
             let card = build_card(
@@ -1298,35 +1287,7 @@ fn apply(
             (Some(id), reason.clone())
         }
         Outcome::Reinforce { fact_id } => {
-            let fact = work.memory.get_mut(fact_id).ok_or_else(|| {
-                Error::Other(format!(
-                    "routing chose to reinforce {fact_id}, which is not an active fact"
-                ))
-            })?;
-            let before = fact.support.len();
-            for id in &g.support {
-                if !fact.support.contains(id) {
-                    fact.support.push(id.clone());
-                }
-            }
-            let added = fact.support.len() - before;
-            if fact.support.len() > memory::MAX_CITED {
-                fact.support = cite(&fact.text, &fact.support, stored.iter().chain(&older));
-            }
-            let (_, last) = span(&events, ctx.today);
-            if last > fact.last_seen {
-                fact.last_seen = last;
-            }
-            if added > 0 {
-                lines.push(format!(
-                    "reinforced {fact_id}  +{added} supporting events, last seen {}",
-                    fact.last_seen
-                ));
-            }
-            (
-                Some(fact_id.clone()),
-                format!("restates {fact_id} (+{added} supporting events)"),
-            )
+            apply_reinforcement(ctx, work, c, fact_id, &older, lines)?
         }
         Outcome::Refuse { reason } => {
             lines.push(format!(
@@ -1372,6 +1333,252 @@ fn apply(
     });
     state::put_candidate(tx, &cand_id, &ctx.cycle_id, label, &g.text, &record)?;
     Ok(())
+}
+
+/// The candidate a route is applied to: its gating, the pending card it restates (by
+/// position in `work.cards`), and the events it cites, stored and as excerpts.
+#[derive(Clone, Copy)]
+struct Applying<'a> {
+    g: &'a Gated,
+    matched: Option<usize>,
+    stored: &'a [Rc<Stored>],
+    events: &'a [Excerpt],
+}
+
+/// The graduation step of `apply`: an episode said again moves to its block as a fact, and
+/// the card that asked about it is closed.
+fn apply_graduation(
+    ctx: &Ctx<'_>,
+    work: &mut Work,
+    c: Applying<'_>,
+    graduate: &Option<String>,
+    card_writes: &mut BTreeMap<String, CardWrite>,
+    lines: &mut Vec<String>,
+) -> Result<(Option<String>, String)> {
+    let now = ctx.opts.now;
+    let Applying {
+        g,
+        matched,
+        stored,
+        events,
+    } = c;
+    let id = graduate.clone().unwrap_or_default();
+    let (_, old) = work.memory.remove(&id).ok_or_else(|| {
+        Error::Other(format!(
+            "routing chose to move episode {id}, which is not an active fact"
+        ))
+    })?;
+    let (first, last) = span(events, ctx.today);
+    work.memory.block_mut(g.block).push(Fact {
+        id: id.clone(),
+        text: g.text.clone(),
+        category: g.category.clone(),
+        origin: Origin::Auto,
+        support: cite(&g.text, &g.support, stored),
+        first_seen: first.min(old.first_seen),
+        last_seen: last.max(old.last_seen),
+        valid_from: old.valid_from,
+        valid_to: old.valid_to,
+        home: None,
+        extra: old.extra,
+    });
+    lines.push(format!(
+        "promoted   {id}  [{}/{}] {}  (an episode said again: support {}, days {}, confidence {:.3}{})",
+        g.block.as_str(),
+        g.category,
+        g.text,
+        g.measures.support,
+        g.measures.days,
+        g.confidence,
+        salience_note(g.salience)
+    ));
+    // The card that asked the person about it (said again, short of the rule)
+    // is decided by the fact it now is.
+    let asked = matched.or_else(|| {
+        work.cards
+            .iter()
+            .position(|c| c.supersedes.as_deref() == Some(id.as_str()))
+    });
+    if let Some(ci) = asked {
+        close_card(
+            work,
+            ci,
+            card_writes,
+            "promoted",
+            "said again on enough days: it met the durable rule",
+            &id,
+            &g.support,
+            now,
+        );
+    }
+    Ok((
+        Some(id.clone()),
+        format!("{id} was an episode; said again, it meets the durable rule"),
+    ))
+}
+
+/// The episode step of `apply`: the candidate kept in the episodes, dated by its first event.
+fn apply_episode(
+    ctx: &Ctx<'_>,
+    work: &mut Work,
+    c: Applying<'_>,
+    reason: &str,
+    card_writes: &mut BTreeMap<String, CardWrite>,
+    lines: &mut Vec<String>,
+) -> (Option<String>, String) {
+    let now = ctx.opts.now;
+    let Applying {
+        g,
+        matched,
+        stored,
+        events,
+    } = c;
+    let taken: Vec<String> = work.memory.facts().map(|(_, f)| f.id.clone()).collect();
+    let (first, last) = span(events, ctx.today);
+    let text = episodes::text(first, &g.text);
+    let id = unique_id(text_id("f", &text), &taken);
+    let mut support = cite(&g.text, &g.support, stored);
+    // The day it starts with traces to its first event: keep citing that one.
+    if let Some(e) = stored.iter().min_by_key(|s| s.event.ts) {
+        if !support.contains(&e.event.id) {
+            support.truncate(memory::MAX_CITED - 1);
+            support.insert(0, e.event.id.clone());
+        }
+    }
+    work.memory.block_mut(Block::Episodes).push(Fact {
+        id: id.clone(),
+        text: text.clone(),
+        category: g.category.clone(),
+        origin: Origin::Auto,
+        support,
+        first_seen: first,
+        last_seen: last,
+        valid_from: None,
+        valid_to: None,
+        home: (g.block != Block::Episodes).then_some(g.block),
+        extra: BTreeMap::new(),
+    });
+    if let Some(ci) = matched {
+        let reason =
+            "fully traceable to the owner's own words; it moves to its block when said again";
+        close_card(
+            work,
+            ci,
+            card_writes,
+            "kept as an episode",
+            reason,
+            &id,
+            &g.support,
+            now,
+        );
+    }
+    lines.push(format!(
+        "episode    {id}  [episodes/{}] {text}  -- {reason}{}",
+        g.category,
+        salience_note(g.salience)
+    ));
+    (Some(id), reason.to_string())
+}
+
+/// The promotion step of `apply`: the candidate becomes a fact of its block.
+fn apply_promotion(
+    ctx: &Ctx<'_>,
+    work: &mut Work,
+    c: Applying<'_>,
+    card_writes: &mut BTreeMap<String, CardWrite>,
+    lines: &mut Vec<String>,
+) -> (Option<String>, String) {
+    let now = ctx.opts.now;
+    let Applying {
+        g,
+        matched,
+        stored,
+        events,
+    } = c;
+    let taken: Vec<String> = work.memory.facts().map(|(_, f)| f.id.clone()).collect();
+    let id = unique_id(text_id("f", &g.text), &taken);
+    let (first, last) = span(events, ctx.today);
+    work.memory.block_mut(g.block).push(Fact {
+        id: id.clone(),
+        text: g.text.clone(),
+        category: g.category.clone(),
+        origin: Origin::Auto,
+        support: cite(&g.text, &g.support, stored),
+        first_seen: first,
+        last_seen: last,
+        valid_from: None,
+        valid_to: None,
+        home: None,
+        extra: BTreeMap::new(),
+    });
+    if let Some(ci) = matched {
+        let reason = "new evidence made it qualify for auto-promotion";
+        close_card(
+            work,
+            ci,
+            card_writes,
+            "auto-promoted",
+            reason,
+            &id,
+            &g.support,
+            now,
+        );
+    }
+    lines.push(format!(
+        "promoted   {id}  [{}/{}] {}  (support {}, days {}, confidence {:.3}{})",
+        g.block.as_str(),
+        g.category,
+        g.text,
+        g.measures.support,
+        g.measures.days,
+        g.confidence,
+        salience_note(g.salience)
+    ));
+    (Some(id), String::new())
+}
+
+/// The reinforcement step of `apply`: the restated fact cites the new events and is seen
+/// as late as they are.
+fn apply_reinforcement(
+    ctx: &Ctx<'_>,
+    work: &mut Work,
+    c: Applying<'_>,
+    fact_id: &str,
+    older: &[Rc<Stored>],
+    lines: &mut Vec<String>,
+) -> Result<(Option<String>, String)> {
+    let Applying {
+        g, stored, events, ..
+    } = c;
+    let fact = work.memory.get_mut(fact_id).ok_or_else(|| {
+        Error::Other(format!(
+            "routing chose to reinforce {fact_id}, which is not an active fact"
+        ))
+    })?;
+    let before = fact.support.len();
+    for id in &g.support {
+        if !fact.support.contains(id) {
+            fact.support.push(id.clone());
+        }
+    }
+    let added = fact.support.len() - before;
+    if fact.support.len() > memory::MAX_CITED {
+        fact.support = cite(&fact.text, &fact.support, stored.iter().chain(older));
+    }
+    let (_, last) = span(events, ctx.today);
+    if last > fact.last_seen {
+        fact.last_seen = last;
+    }
+    if added > 0 {
+        lines.push(format!(
+            "reinforced {fact_id}  +{added} supporting events, last seen {}",
+            fact.last_seen
+        ));
+    }
+    Ok((
+        Some(fact_id.to_string()),
+        format!("restates {fact_id} (+{added} supporting events)"),
+    ))
 }
 
 /// Hold a candidate that passed the gates against a person's earlier rejections and undos

@@ -222,140 +222,15 @@ fn model_calls(
     // The events facts cite, read once however many clusters restate them.
     let mut cited: HashMap<usize, Vec<EventView>> = HashMap::new();
     for (n, members) in input.selected.iter().enumerate() {
-        let by_time = |a: &usize, b: &usize| {
-            window.ts[*a]
-                .cmp(&window.ts[*b])
-                .then_with(|| window.ids[*a].cmp(&window.ids[*b]))
-        };
-        let mut new_rows: Vec<usize> = members
-            .iter()
-            .copied()
-            .filter(|&i| !window.reflected[i])
-            .collect();
-        new_rows.sort_by(by_time);
-        let mut earlier: Vec<usize> = members
-            .iter()
-            .copied()
-            .filter(|&i| window.reflected[i])
-            .collect();
-        earlier.sort_by(|a, b| by_time(b, a));
-        let seqs: Vec<i64> = new_rows.iter().map(|&i| window.seq[i]).collect();
-        let stored = state::events_by_seq(tx, &seqs)?;
-        let events: Vec<(i64, EventView)> = seqs
-            .iter()
-            .copied()
-            .zip(stored.iter().map(view_of))
-            .collect();
-
-        // New events that say a fact again word for word, by the fact. Each fact's
-        // proposal is gated here as it will be in the stage: one the gates would refuse
-        // (support below the floor, say) leaves its events to the model.
-        let restates: Vec<Vec<usize>> = events
-            .iter()
-            .map(|(_, e)| index.restated(&e.text))
-            .collect();
-        let mut by_fact: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
-        for (k, fs) in restates.iter().enumerate() {
-            for &f in fs {
-                by_fact.entry(f).or_default().push(k);
-            }
-        }
-        let mut taken: HashSet<usize> = HashSet::new();
-        for (&f, ks) in &by_fact {
-            let (block, fact) = facts[f];
-            if let std::collections::hash_map::Entry::Vacant(slot) = cited.entry(f) {
-                let older = state::events_by_ids(tx, &fact.support)?;
-                slot.insert(older.iter().map(view_of).collect());
-            }
-            let fresh: HashSet<&str> = ks.iter().map(|&k| events[k].1.id.as_str()).collect();
-            let mut evidence: Vec<EventView> = ks.iter().map(|&k| events[k].1.clone()).collect();
-            evidence.extend(
-                cited[&f]
-                    .iter()
-                    .filter(|e| !fresh.contains(e.id.as_str()))
-                    .cloned(),
-            );
-            let proposal = Proposal {
-                text: fact.text.clone(),
-                category: fact.category.clone(),
-                block: block.as_str().into(),
-                supporting_event_ids: evidence.iter().map(|e| e.id.clone()).collect(),
-                confidence: 1.0,
-                reason: format!(
-                    "engine: says {} again word for word, so no model was asked",
-                    fact.id
-                ),
-            };
-            let none = HashSet::new();
-            let g = gates::gate_proposal(&proposal, &Evidence::new(&evidence, &none), config);
-            if g.refused.is_none() {
-                out.restated.push((proposal, evidence));
-                taken.insert(f);
-            }
-        }
-        // An event needs no model when every fact it says again was taken.
-        let to_model: HashSet<usize> = (0..events.len())
-            .filter(|&k| restates[k].is_empty() || !restates[k].iter().all(|f| taken.contains(f)))
-            .collect();
-        for (k, (seq, _)) in events.iter().enumerate() {
-            if !to_model.contains(&k) {
-                out.restated_seen.push(*seq);
-            }
-        }
-        // Only what could become a line is paid for: an event whose sentences all score
-        // below SEND is looked at and not sent (a restatement above was, whatever its score).
-        let scorer = crate::providers::salience::scorer();
-        let mut new: Vec<(i64, EventView)> = Vec::new();
-        for (k, (seq, e)) in events.into_iter().enumerate() {
-            if !to_model.contains(&k) {
-                continue;
-            }
-            if keep::worth_sending(&e.text, scorer) {
-                new.push((seq, e));
-            } else {
-                out.below_send.push(seq);
-            }
-        }
+        let (earlier, events) = cluster_rows(tx, window, members)?;
+        let (restates, taken) =
+            take_restatements(tx, &facts, &index, config, &events, &mut cited, &mut out)?;
+        let new = to_send(events, &restates, &taken, &mut out);
         if new.is_empty() {
             continue;
         }
 
-        // What the cluster's earlier events came to, where it bears on the new events.
-        let earlier_ids: Vec<&str> = earlier.iter().map(|&i| window.ids[i].as_str()).collect();
-        let words: Vec<std::collections::BTreeSet<String>> = new
-            .iter()
-            .map(|(_, e)| dream_core::text::measures::content_tokens(&e.text))
-            .collect();
-        let found = supports.known(&earlier_ids, memory::MAX_CITED, |item| {
-            plan::bears_on(items[item].1, &words)
-        });
-        let mut need: Vec<i64> = found
-            .iter()
-            .flat_map(|(_, ks)| ks.iter().map(|&k| window.seq[earlier[k]]))
-            .collect();
-        need.sort_unstable();
-        need.dedup();
-        let read: HashMap<String, EventView> = state::events_by_seq(tx, &need)?
-            .iter()
-            .map(|s| (s.event.id.clone(), view_of(s)))
-            .collect();
-        let known: Vec<Known> = found
-            .iter()
-            .map(|(item, ks)| {
-                let (id, text, pending, _) = items[*item];
-                let mut evs: Vec<EventView> = ks
-                    .iter()
-                    .filter_map(|&k| read.get(earlier_ids[k]).cloned())
-                    .collect();
-                evs.sort_by(|a, b| a.ts.cmp(&b.ts).then_with(|| a.id.cmp(&b.id)));
-                Known {
-                    id: id.into(),
-                    text: text.into(),
-                    pending,
-                    events: evs,
-                }
-            })
-            .collect();
+        let known = known_items(tx, window, &items, &supports, &earlier, &new)?;
         clusters.push(Cluster {
             n,
             new,
@@ -373,6 +248,198 @@ fn model_calls(
         });
     }
 
+    pack_calls(&clusters, config, model, &mut out);
+    Ok(out)
+}
+
+/// A fact or card as a cluster is read against it: its id, its text, whether it is a
+/// pending card, and the events it cites.
+type KnownItem<'a> = (&'a str, &'a str, bool, &'a [String]);
+
+/// A new event with its row id.
+type NewEvent = (i64, EventView);
+
+/// The rows step: a selected cluster's earlier rows (newest first) and its new events
+/// (oldest first, with their row ids).
+fn cluster_rows(
+    tx: &Connection,
+    window: &state::Window,
+    members: &[usize],
+) -> Result<(Vec<usize>, Vec<NewEvent>)> {
+    let by_time = |a: &usize, b: &usize| {
+        window.ts[*a]
+            .cmp(&window.ts[*b])
+            .then_with(|| window.ids[*a].cmp(&window.ids[*b]))
+    };
+    let mut new_rows: Vec<usize> = members
+        .iter()
+        .copied()
+        .filter(|&i| !window.reflected[i])
+        .collect();
+    new_rows.sort_by(by_time);
+    let mut earlier: Vec<usize> = members
+        .iter()
+        .copied()
+        .filter(|&i| window.reflected[i])
+        .collect();
+    earlier.sort_by(|a, b| by_time(b, a));
+    let seqs: Vec<i64> = new_rows.iter().map(|&i| window.seq[i]).collect();
+    let stored = state::events_by_seq(tx, &seqs)?;
+    let events: Vec<(i64, EventView)> = seqs
+        .iter()
+        .copied()
+        .zip(stored.iter().map(view_of))
+        .collect();
+
+    Ok((earlier, events))
+}
+
+/// The restatements step: new events that say a fact again word for word, proposed by the
+/// engine with the fact when the gates pass it; returns what each event restates and the
+/// facts taken.
+fn take_restatements(
+    tx: &Connection,
+    facts: &[(memory::Block, &memory::Fact)],
+    index: &plan::FactIndex,
+    config: &Config,
+    events: &[(i64, EventView)],
+    cited: &mut HashMap<usize, Vec<EventView>>,
+    out: &mut Planned,
+) -> Result<(Vec<Vec<usize>>, HashSet<usize>)> {
+    // New events that say a fact again word for word, by the fact. Each fact's
+    // proposal is gated here as it will be in the stage: one the gates would refuse
+    // (support below the floor, say) leaves its events to the model.
+    let restates: Vec<Vec<usize>> = events
+        .iter()
+        .map(|(_, e)| index.restated(&e.text))
+        .collect();
+    let mut by_fact: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
+    for (k, fs) in restates.iter().enumerate() {
+        for &f in fs {
+            by_fact.entry(f).or_default().push(k);
+        }
+    }
+    let mut taken: HashSet<usize> = HashSet::new();
+    for (&f, ks) in &by_fact {
+        let (block, fact) = facts[f];
+        if let std::collections::hash_map::Entry::Vacant(slot) = cited.entry(f) {
+            let older = state::events_by_ids(tx, &fact.support)?;
+            slot.insert(older.iter().map(view_of).collect());
+        }
+        let fresh: HashSet<&str> = ks.iter().map(|&k| events[k].1.id.as_str()).collect();
+        let mut evidence: Vec<EventView> = ks.iter().map(|&k| events[k].1.clone()).collect();
+        evidence.extend(
+            cited[&f]
+                .iter()
+                .filter(|e| !fresh.contains(e.id.as_str()))
+                .cloned(),
+        );
+        let proposal = Proposal {
+            text: fact.text.clone(),
+            category: fact.category.clone(),
+            block: block.as_str().into(),
+            supporting_event_ids: evidence.iter().map(|e| e.id.clone()).collect(),
+            confidence: 1.0,
+            reason: format!(
+                "engine: says {} again word for word, so no model was asked",
+                fact.id
+            ),
+        };
+        let none = HashSet::new();
+        let g = gates::gate_proposal(&proposal, &Evidence::new(&evidence, &none), config);
+        if g.refused.is_none() {
+            out.restated.push((proposal, evidence));
+            taken.insert(f);
+        }
+    }
+    Ok((restates, taken))
+}
+
+/// The sending step: the new events a model is to read (not taken as restatements, and
+/// worth sending); the others are marked as seen or below SEND.
+fn to_send(
+    events: Vec<(i64, EventView)>,
+    restates: &[Vec<usize>],
+    taken: &HashSet<usize>,
+    out: &mut Planned,
+) -> Vec<(i64, EventView)> {
+    // An event needs no model when every fact it says again was taken.
+    let to_model: HashSet<usize> = (0..events.len())
+        .filter(|&k| restates[k].is_empty() || !restates[k].iter().all(|f| taken.contains(f)))
+        .collect();
+    for (k, (seq, _)) in events.iter().enumerate() {
+        if !to_model.contains(&k) {
+            out.restated_seen.push(*seq);
+        }
+    }
+    // Only what could become a line is paid for: an event whose sentences all score
+    // below SEND is looked at and not sent (a restatement above was, whatever its score).
+    let scorer = crate::providers::salience::scorer();
+    let mut new: Vec<(i64, EventView)> = Vec::new();
+    for (k, (seq, e)) in events.into_iter().enumerate() {
+        if !to_model.contains(&k) {
+            continue;
+        }
+        if keep::worth_sending(&e.text, scorer) {
+            new.push((seq, e));
+        } else {
+            out.below_send.push(seq);
+        }
+    }
+    new
+}
+
+/// The known step: what the cluster's earlier events came to (facts and cards), where it
+/// bears on the new events, each with the earlier events it cites.
+fn known_items(
+    tx: &Connection,
+    window: &state::Window,
+    items: &[KnownItem<'_>],
+    supports: &plan::Supports<'_>,
+    earlier: &[usize],
+    new: &[(i64, EventView)],
+) -> Result<Vec<Known>> {
+    // What the cluster's earlier events came to, where it bears on the new events.
+    let earlier_ids: Vec<&str> = earlier.iter().map(|&i| window.ids[i].as_str()).collect();
+    let words: Vec<std::collections::BTreeSet<String>> = new
+        .iter()
+        .map(|(_, e)| dream_core::text::measures::content_tokens(&e.text))
+        .collect();
+    let found = supports.known(&earlier_ids, memory::MAX_CITED, |item| {
+        plan::bears_on(items[item].1, &words)
+    });
+    let mut need: Vec<i64> = found
+        .iter()
+        .flat_map(|(_, ks)| ks.iter().map(|&k| window.seq[earlier[k]]))
+        .collect();
+    need.sort_unstable();
+    need.dedup();
+    let read: HashMap<String, EventView> = state::events_by_seq(tx, &need)?
+        .iter()
+        .map(|s| (s.event.id.clone(), view_of(s)))
+        .collect();
+    let known: Vec<Known> = found
+        .iter()
+        .map(|(item, ks)| {
+            let (id, text, pending, _) = items[*item];
+            let mut evs: Vec<EventView> = ks
+                .iter()
+                .filter_map(|&k| read.get(earlier_ids[k]).cloned())
+                .collect();
+            evs.sort_by(|a, b| a.ts.cmp(&b.ts).then_with(|| a.id.cmp(&b.id)));
+            Known {
+                id: id.into(),
+                text: text.into(),
+                pending,
+                events: evs,
+            }
+        })
+        .collect();
+    Ok(known)
+}
+
+/// The packing step: the clusters' new events packed into prompts, one call each.
+fn pack_calls(clusters: &[Cluster], config: &Config, model: &str, out: &mut Planned) {
     let times: Vec<Vec<i64>> = clusters
         .iter()
         .map(|c| c.new.iter().map(|(_, e)| e.ts.timestamp()).collect())
@@ -413,5 +480,4 @@ fn model_calls(
             oldest,
         });
     }
-    Ok(out)
 }
