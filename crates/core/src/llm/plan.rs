@@ -120,16 +120,27 @@ impl Share {
 /// their rooms add up to no more than `llm.max_tokens` ([`pack`]), so packing never gets a
 /// reply cut off that prompts of their own would not (a part alone always has a prompt).
 /// Measured on LoCoMo's conversations with the reference reflector (the dataset's own
-/// observations, a stand-in for a good model): 22 reply tokens an event on average; a
-/// candidate with its fields is about 60 to 100.
+/// observations, a stand-in for a good model): 22 reply tokens an event on average, but
+/// a part dense with things worth saying takes more, and at 24 an event a third of one
+/// batch cycle's prompts over the LoCoMo dev stream were cut off at 1,024 tokens (paid
+/// for, their events left pending); 32 leaves room for those. A candidate with its fields
+/// is about 60 to 100.
 pub fn reply_room(events: usize) -> u64 {
     REPLY_BASE_TOKENS + REPLY_TOKENS_PER_EVENT * events as u64
+}
+
+/// The most new events one prompt may show a model: `cluster.max_events_per_prompt`, or
+/// fewer when a reply for that many ([`reply_room`]) would not fit in `llm.max_tokens`
+/// (at least one).
+pub fn events_per_prompt(cap: usize, max_tokens: u64) -> usize {
+    let fit = max_tokens.saturating_sub(REPLY_BASE_TOKENS) / REPLY_TOKENS_PER_EVENT;
+    cap.min(usize::try_from(fit).unwrap_or(usize::MAX)).max(1)
 }
 
 /// See [`reply_room`]: a part's reply tokens whatever its size (one candidate).
 pub const REPLY_BASE_TOKENS: u64 = 64;
 /// See [`reply_room`].
-pub const REPLY_TOKENS_PER_EVENT: u64 = 24;
+pub const REPLY_TOKENS_PER_EVENT: u64 = 32;
 
 /// Pack clusters' new events into prompts of at most `cap` events for a model: a cluster
 /// with more new events than `cap` is split into balanced parts (as [`prompts`] splits
@@ -548,8 +559,17 @@ mod tests {
         assert!(tight.iter().flatten().any(|s| s.len() > 1), "{tight:?}");
         // Many small clusters share a prompt when the reply has room for them all.
         let small: Vec<Vec<i64>> = (0..9).map(|c| t(2, c * 10)).collect();
-        assert_eq!(pack(&small, 40, 1024).len(), 1);
+        assert_eq!(pack(&small, 40, 9 * reply_room(2)).len(), 1);
         assert_eq!(pack(&small, 40, 3 * reply_room(2)).len(), 3);
+    }
+
+    #[test]
+    fn a_prompt_shows_no_more_events_than_a_reply_has_room_for() {
+        assert_eq!(events_per_prompt(40, 1024), 30);
+        assert!(reply_room(events_per_prompt(40, 1024)) <= 1024);
+        assert_eq!(events_per_prompt(8, 1024), 8);
+        assert_eq!(events_per_prompt(40, 10), 1, "at least one");
+        assert_eq!(events_per_prompt(0, 1024), 1);
     }
 
     #[test]

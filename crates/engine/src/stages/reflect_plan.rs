@@ -444,7 +444,9 @@ fn pack_calls(clusters: &[Cluster], config: &Config, model: &str, out: &mut Plan
         .iter()
         .map(|c| c.new.iter().map(|(_, e)| e.ts.timestamp()).collect())
         .collect();
-    let cap = config.cluster.max_events_per_prompt;
+    // No more events a prompt than a reply has room for: a reply cut off at the token
+    // limit is paid for and leaves its events pending.
+    let cap = plan::events_per_prompt(config.cluster.max_events_per_prompt, config.llm.max_tokens);
     for shares in plan::pack(&times, cap, config.llm.max_tokens) {
         let mut parts = Vec::with_capacity(shares.len());
         let mut labels = Vec::with_capacity(shares.len());
