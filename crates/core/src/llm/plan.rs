@@ -130,12 +130,22 @@ pub fn reply_room(events: usize) -> u64 {
 }
 
 /// The most new events one prompt may show a model: `cluster.max_events_per_prompt`, or
-/// fewer when a reply for that many ([`reply_room`]) would not fit in `llm.max_tokens`
-/// (at least one).
+/// fewer when a reply for that many ([`reply_room`]) would not fit in `llm.max_tokens`.
+/// Not fewer than [`MIN_EVENTS_PER_PROMPT`]: a `max_tokens` too small for that many
+/// events' reply is a setting to raise (the cut-off reply says so), and splitting further
+/// would pay the instructions again for every few events without making replies fit.
 pub fn events_per_prompt(cap: usize, max_tokens: u64) -> usize {
     let fit = max_tokens.saturating_sub(REPLY_BASE_TOKENS) / REPLY_TOKENS_PER_EVENT;
-    cap.min(usize::try_from(fit).unwrap_or(usize::MAX)).max(1)
+    let fit = usize::try_from(fit).unwrap_or(usize::MAX);
+    if fit < MIN_EVENTS_PER_PROMPT {
+        cap.max(1)
+    } else {
+        cap.min(fit).max(1)
+    }
 }
+
+/// See [`events_per_prompt`].
+pub const MIN_EVENTS_PER_PROMPT: usize = 8;
 
 /// See [`reply_room`]: a part's reply tokens whatever its size (one candidate).
 pub const REPLY_BASE_TOKENS: u64 = 64;
@@ -568,7 +578,9 @@ mod tests {
         assert_eq!(events_per_prompt(40, 1024), 30);
         assert!(reply_room(events_per_prompt(40, 1024)) <= 1024);
         assert_eq!(events_per_prompt(8, 1024), 8);
-        assert_eq!(events_per_prompt(40, 10), 1, "at least one");
+        // Too small a max_tokens is a setting to raise, not a reason to split further.
+        assert_eq!(events_per_prompt(40, 200), 40);
+        assert_eq!(events_per_prompt(40, reply_room(MIN_EVENTS_PER_PROMPT)), 8);
         assert_eq!(events_per_prompt(0, 1024), 1);
     }
 
