@@ -493,11 +493,189 @@ const INSTRUCTIONS: &[&str] = &[
 
 /// Whether a normalised sentence (padded with a space at its end) instructs the agent:
 /// "Always ..." and "Never ..." when they open it ("I'm always here for you" speaks to the
-/// listener), "you should", "I want you to", ... anywhere.
+/// listener), "you should", "I want you to", ... anywhere; and what follows the phrase
+/// reads as an instruction ([`instructed`]), not a reaction, a compliment, a guess about
+/// the listener or an invitation, which open the same way in talk between people.
 fn instructs(s: &str) -> bool {
     INSTRUCTIONS.iter().any(|p| {
-        s.starts_with(p) || (!matches!(*p, "always " | "never ") && s.contains(&format!(" {p}")))
+        let at = if s.starts_with(p) {
+            Some(0)
+        } else if matches!(*p, "always " | "never ") {
+            None
+        } else {
+            s.find(&format!(" {p}")).map(|i| i + 1)
+        };
+        at.is_some_and(|i| instructed(p, &s[i + p.len()..], s))
     })
+}
+
+/// Words after which "Always" or "Never" opens a reaction or a description ("Always good
+/// to hear!", "Always up for something sweet", "Never a dull moment", "never again"), not
+/// an imperative: articles and determiners, prepositions and particles, adverbs of degree
+/// and time, common past tenses ("Never saw this coming"), and the evaluative adjectives of
+/// [`PRAISE`] and [`FEELINGS`].
+const NOT_IMPERATIVE: &[&str] = &[
+    "a", "an", "the", "this", "that", "these", "those", "my", "your", "our", "their", "his", "her",
+    "its", "so", "such", "too", "very", "really", "quite", "up", "down", "here", "there", "on",
+    "in", "out", "at", "for", "with", "about", "again", "been", "be", "is", "was", "more", "less",
+    "enough", "ever", "since", "before", "after", "like", "fun", "nice", "had", "did", "saw",
+    "thought", "knew", "felt", "got", "went", "came", "said", "mind",
+];
+
+/// Evaluative words: what follows "you're a", "you're the" or "always" in praise ("You're
+/// the best", "You're a good son", "Always great to see you").
+const PRAISE: &[&str] = &[
+    "best",
+    "greatest",
+    "most",
+    "good",
+    "great",
+    "amazing",
+    "awesome",
+    "wonderful",
+    "fantastic",
+    "incredible",
+    "brilliant",
+    "lovely",
+    "sweet",
+    "kind",
+    "true",
+    "real",
+    "natural",
+    "perfect",
+    "cool",
+    "such",
+    "so",
+    "total",
+    "absolute",
+    "saint",
+    "angel",
+    "star",
+    "legend",
+    "hero",
+    "gem",
+    "genius",
+    "lifesaver",
+    "rockstar",
+    "champ",
+    "inspiration",
+];
+
+/// What a persona instruction names the agent as ("You are a senior Rust engineer", "You're
+/// my coding assistant"): a role. Compliments name no role ("you're an angel").
+const ROLES: &[&str] = &[
+    "assistant",
+    "agent",
+    "bot",
+    "model",
+    "ai",
+    "expert",
+    "engineer",
+    "developer",
+    "programmer",
+    "reviewer",
+    "tutor",
+    "teacher",
+    "editor",
+    "translator",
+    "writer",
+    "coder",
+    "architect",
+    "consultant",
+    "analyst",
+    "specialist",
+    "advisor",
+    "helper",
+    "copilot",
+    "maintainer",
+    "tester",
+    "designer",
+    "researcher",
+    "coach",
+    "instructor",
+];
+
+/// After "you should" or "you must": verbs of a guess about the listener or a feeling ("You
+/// must love seeing how you've grown", "You should be proud", "you must have had fun") and
+/// of a suggestion to a friend ("You should come down and join me", "you should totally
+/// go"), not how an agent is to work.
+const NOT_INSTRUCTED: &[&str] = &[
+    "be",
+    "have",
+    "love",
+    "feel",
+    "know",
+    "think",
+    "see",
+    "come",
+    "go",
+    "join",
+    "visit",
+    "totally",
+    "definitely",
+    "def",
+    "really",
+    "so",
+    "too",
+    "get",
+    "meet",
+    "watch",
+    "read",
+];
+
+/// Whether the words `after` an instruction phrase `p` in sentence `s` instruct.
+fn instructed(p: &str, after: &str, s: &str) -> bool {
+    let words: Vec<&str> = after.split_whitespace().collect();
+    let Some(first) = words.first() else {
+        return false;
+    };
+    let invitation = [
+        " sometime ",
+        " some time ",
+        " someday ",
+        " join me ",
+        " with me ",
+    ]
+    .iter()
+    .any(|w| s.contains(w));
+    match p {
+        "always " | "never " => {
+            words.len() >= 2
+                && !NOT_IMPERATIVE.contains(first)
+                && !PRAISE.contains(first)
+                && !FEELINGS.contains(first)
+                && !first.ends_with("ing")
+        }
+        "you should" | "you must" => {
+            words.len() >= 2 && !NOT_INSTRUCTED.contains(first) && !invitation
+        }
+        _ if p.starts_with("you are ") || p.starts_with("youre ") => {
+            !PRAISE.contains(first)
+                && !FEELINGS.contains(first)
+                && words.iter().take(4).any(|w| ROLES.contains(w))
+        }
+        _ => true,
+    }
+}
+
+/// How often something recurs: the phrases that make a statement a habit.
+static HABIT_FREQUENCY: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+    regex::Regex::new(
+        r"\b(?:every|each) (?:day|morning|night|evening|week|weekend|month|year|summer|winter|monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b|\b(?:daily|weekly|monthly|usually)\b|\b(?:once|twice|three times) a (?:day|week|month|year)\b",
+    )
+    .expect("a valid pattern")
+});
+
+/// Whether a sentence states a routine of its speaker: about the speaker, as a [`habit`],
+/// with a stated frequency ("every morning", "twice a week", "usually"; not "always" or "often", which
+/// praise and reassurance use as well: "I always knew you'd pull it off"). "I drink green
+/// tea every morning" is short and plain, and the salience model, which learnt that names,
+/// numbers and places matter, scores it like small talk; it is what an agent most needs to
+/// know of a person's days. On the project's labelled sets 17 of the 18 sentences with such
+/// a frequency are worth keeping.
+pub fn routine(sentence: &str) -> bool {
+    let s = measures::normalize(lead_in(sentence));
+    opens_with_speaker(&s) && HABIT_FREQUENCY.is_match(&s)
 }
 
 /// Whether a sentence is a standing instruction to the agent ("Always run the tests before
@@ -1313,6 +1491,63 @@ pub fn about_a_codebase(text: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_routine_is_the_speaker_and_a_stated_frequency() {
+        for s in [
+            "I drink green tea every morning.",
+            "We deploy the billing service every Thursday afternoon.",
+            "I usually work from 9 to 5 Lisbon time.",
+            "I go climbing twice a week.",
+        ] {
+            assert!(routine(s), "{s}");
+        }
+        for s in [
+            "every night, my head is full",
+            "The staging database is reset every Sunday.",
+            "I love the ocean.",
+            "Good morning!",
+            "I always knew you'd pull it off",
+        ] {
+            assert!(!routine(s), "{s}");
+        }
+    }
+
+    #[test]
+    fn an_instruction_reads_as_one_and_talk_between_people_that_opens_alike_does_not() {
+        for s in [
+            "Always run the tests before pushing.",
+            "Never force-push to main.",
+            "always ask before deleting files",
+            "You should answer in Dutch when I write in Dutch.",
+            "You must run cargo fmt before committing.",
+            "I want you to answer in French.",
+            "You are a senior Rust engineer.",
+            "You're my coding assistant for this repo.",
+            "Don't ever touch the prod database.",
+        ] {
+            assert!(instruction(s), "{s}");
+        }
+        for s in [
+            "Always good to hear!",
+            "Always up for something sweet.",
+            "Always happy to share them with you.",
+            "Never saw this coming.",
+            "never again",
+            "always",
+            "You must love seeing how you've grown as an artist.",
+            "You should be proud of yourself.",
+            "you should come down and join me on the trails sometime!",
+            "You should go to a writing convention or something sometime!",
+            "you should, honestly",
+            "You're the best for supporting me in my writing journey.",
+            "you're an angel",
+            "You're a good son",
+            "You're a great teacher.",
+        ] {
+            assert!(!instruction(s), "{s}");
+        }
+    }
 
     #[test]
     fn each_kind_of_chatter_is_named_by_its_rule() {
