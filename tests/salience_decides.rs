@@ -47,6 +47,25 @@ const KINDS: &[Kind] = &[
         text: "I think the pasta at Luigi's was a bit salty.",
         chatter: false,
     },
+    // No phrase rule names it, and it scores between SEND and KEEP: before, said on five
+    // days it became a durable fact, since repetition lowered the bar.
+    Kind {
+        name: "platitude",
+        text: "We can all make things a little better.",
+        chatter: false,
+    },
+    // Open like a standing instruction ("You should ...", "Always ...") in talk between
+    // people, and are an invitation and a compliment.
+    Kind {
+        name: "invitation",
+        text: "You should come along with us sometime!",
+        chatter: true,
+    },
+    Kind {
+        name: "compliment",
+        text: "Always nice to hear from you!",
+        chatter: true,
+    },
 ];
 
 /// Said once, specific, about the person: an episode.
@@ -223,6 +242,21 @@ fn a_question_said_on_five_days_is_never_kept() {
 #[test]
 fn a_passing_opinion_said_on_five_days_is_never_kept() {
     never_kept("passing opinion");
+}
+
+#[test]
+fn a_platitude_said_on_five_days_is_never_kept() {
+    never_kept("platitude");
+}
+
+#[test]
+fn an_invitation_said_on_five_days_is_never_kept() {
+    never_kept("invitation");
+}
+
+#[test]
+fn a_compliment_said_on_five_days_is_never_kept() {
+    never_kept("compliment");
 }
 
 /// The salience a consolidation commit records for each kept line and each line its

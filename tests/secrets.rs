@@ -182,7 +182,7 @@ fn placements(n: usize, secret: &str) -> Vec<(&'static str, String)> {
     ];
     if n < 2 {
         // Said twice: a review card, whose excerpts show the sessions.
-        out.push(("session (of a card)", line(json!({"ts": format!("2026-11-0{}T10:00:00Z", n + 3), "kind": "message", "actor": "user", "session": secret, "text": "I am learning to play the cello."}))));
+        out.push(("session (of a card)", line(json!({"ts": format!("2026-11-0{}T10:00:00Z", n + 3), "kind": "message", "actor": "user", "session": secret, "text": "I am learning to play the cello with my teacher Anna."}))));
     }
     out
 }

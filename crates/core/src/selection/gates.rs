@@ -392,7 +392,7 @@ impl<'a> Candidate<'a> {
                 .filter_map(|said| scorer.score(&said).map(|score| (said, score)))
                 .max_by(|a, b| a.1.total_cmp(&b.1))
                 // A moment is judged in the words that would be kept.
-                .map(|(said, score)| (said, keep::Worth::of(score, &own, owners.len())))
+                .map(|(said, score)| (said, keep::Worth::of(score, &own)))
         });
         Candidate {
             proposal: p,

@@ -10,8 +10,7 @@
 //!   The cycle scores a candidate so, and `dream verify` and `dream explain` score a stored
 //!   line and its supporting events the same way, so the three agree.
 //! - [`Worth`] and [`row`]: the score as a gate row (`salience`, its value beside the
-//!   threshold its support asks, [`needed`]: [`KEEP`] for a single mention, [`SEND`] for
-//!   what was said again), with the phrase rules of what is said in passing ([`moment`]:
+//!   threshold a line asks, [`needed`]: [`KEEP`] however often it was said), with the phrase rules of what is said in passing ([`moment`]:
 //!   a feeling, a status right now, a passing opinion) and of a standing instruction. A
 //!   candidate that would add a line (a durable fact, an episode, a card for something said
 //!   twice) and does not meet it is refused: however often a feeling, a status, a reaction,
@@ -42,11 +41,23 @@ pub trait Scorer {
     fn score(&self, statement: &str) -> Option<f32>;
 }
 
+/// The revision of the phrase rules a kept line is judged by beside its score (a standing
+/// instruction, a statement said in passing). Raise it when they change what they call an
+/// instruction, so `dream verify` checks a line an older binary kept against what its
+/// commit recorded, not against rules it did not have. 2: an instruction's words must read
+/// as one ("Always good to hear!", "You're the best", "You should come and join me
+/// sometime" are not), and a habit ("I drink green tea every morning") is kept like one.
+pub const RULES_REVISION: u32 = 2;
+
 /// The compiled-in salience model's identity: the first 12 hex digits of the SHA-256 of
-/// its weights. A commit records it beside the scores it made, so `dream verify` knows
-/// whether the binary it runs could score the same.
+/// its weights and the phrase rules' revision ([`RULES_REVISION`]). A commit records it
+/// beside the scores it made, so `dream verify` knows whether the binary it runs could
+/// score and judge the same.
 pub fn model_id() -> String {
-    let digest = Sha256::digest(salience::WEIGHTS_JSON.as_bytes());
+    let mut hasher = Sha256::new();
+    hasher.update(salience::WEIGHTS_JSON.as_bytes());
+    hasher.update(format!("rules={RULES_REVISION}").as_bytes());
+    let digest = hasher.finalize();
     digest.iter().take(6).map(|b| format!("{b:02x}")).collect()
 }
 
@@ -139,18 +150,16 @@ fn is_name(s: &str) -> bool {
         })
 }
 
-/// The score a statement needs to add a line: [`KEEP`] when one statement of the owner's
-/// supports it (a single mention: the score is the only evidence it matters, so the
-/// threshold is the precision-side one), [`SEND`] when two or more do (said again, on the
-/// durable route or as a card for something said twice: the person has shown it matters to
-/// them, and the recall-side threshold, under which a twentieth of what is worth keeping
-/// scores, asks the score only not to contradict that).
-pub fn needed(support: usize) -> f32 {
-    if support >= 2 {
-        SEND
-    } else {
-        KEEP
-    }
+/// The score a statement needs to add a line: [`KEEP`], however many of the owner's
+/// statements support it. Repetition is evidence that something matters to the person, but
+/// a reaction, a pep talk or a vague remark is said again as easily as a fact ("I love the
+/// thought!", "I'm going to keep working hard on it" on five days), and a line a person
+/// would delete costs more than one missing: support buys a line its block and its life
+/// (durable rather than an episode), not its worth. (Before, two statements lowered the
+/// bar to [`SEND`], and on LoCoMo's dev half 14 of the 31 durable facts scored below KEEP,
+/// nearly all of them such remarks.)
+pub fn needed() -> f32 {
+    KEEP
 }
 
 /// A statement said in passing: how the speaker feels, what they are doing right now, or
@@ -189,8 +198,8 @@ pub fn moment(statement: &str) -> Option<Moment> {
     }
 }
 
-/// A statement's salience as routing reads it: its score against the threshold its
-/// support asks ([`needed`]), whether it is said in passing, and whether it is a standing
+/// A statement's salience as routing reads it: its score against the threshold a line
+/// asks ([`needed`]), whether it is said in passing, and whether it is a standing
 /// instruction to the agent. It adds a line when it meets the threshold or is an
 /// instruction ("Always run the tests before pushing": how the person wants their work
 /// done, which the score, learnt mostly from conversation between people, ranks like a
@@ -198,25 +207,30 @@ pub fn moment(statement: &str) -> Option<Moment> {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Worth {
     pub score: f32,
-    /// The threshold it is held to ([`needed`]).
+    /// The threshold it is held to ([`needed`]; recorded, so a stored row says what it was
+    /// held to when the threshold changes).
     pub needed: f32,
     pub moment: Option<Moment>,
     pub instruction: bool,
+    /// What the speaker does habitually ([`crate::text::phrases::routine`]): kept whatever
+    /// its score, like an instruction.
+    pub habit: bool,
 }
 
 impl Worth {
-    /// A statement's worth, held to the threshold `support` owner's statements ask.
-    pub fn of(score: f32, statement: &str, support: usize) -> Worth {
+    /// A statement's worth, held to the threshold a line asks.
+    pub fn of(score: f32, statement: &str) -> Worth {
         Worth {
             score,
-            needed: needed(support),
+            needed: needed(),
             moment: moment(statement),
             instruction: crate::text::phrases::instruction(statement),
+            habit: crate::text::phrases::routine(statement),
         }
     }
 
     pub fn keeps(&self) -> bool {
-        (self.score >= self.needed || self.instruction) && self.moment.is_none()
+        (self.score >= self.needed || self.instruction || self.habit) && self.moment.is_none()
     }
 
     /// Why it adds no line (`None` when it keeps one).
@@ -229,14 +243,8 @@ impl Worth {
                 self.score
             )),
             None => Some(format!(
-                "salience {:.3} is below {} ({}): not worth a line in memory or a person's time",
-                self.score,
-                self.needed,
-                if self.needed >= KEEP {
-                    "salience::KEEP, for a single mention"
-                } else {
-                    "salience::SEND, for what was said again"
-                }
+                "salience {:.3} is below {} (salience::KEEP, however often it is said): not worth a line in memory or a person's time",
+                self.score, self.needed,
             )),
         }
     }
@@ -244,13 +252,8 @@ impl Worth {
     /// What the row says its threshold is.
     pub fn threshold(&self) -> String {
         format!(
-            ">= {} ({}) or a standing instruction, and not said in passing, to add a line; a restatement reinforces whatever its score",
-            self.needed,
-            if self.needed >= KEEP {
-                "salience::KEEP: said once"
-            } else {
-                "salience::SEND: said again"
-            }
+            ">= {} (salience::KEEP), a standing instruction or a habit, and not said in passing, to add a line; a restatement reinforces whatever its score",
+            self.needed
         )
     }
 
@@ -259,7 +262,15 @@ impl Worth {
         if self.score >= self.needed {
             format!("salience {:.3} >= {}", self.score, self.needed)
         } else {
-            format!("salience {:.3}, a standing instruction", self.score)
+            format!(
+                "salience {:.3}, {}",
+                self.score,
+                if self.instruction {
+                    "a standing instruction"
+                } else {
+                    "a habit"
+                }
+            )
         }
     }
 }
@@ -278,6 +289,8 @@ pub fn row(worth: Worth, statement: &str) -> GateResult {
         crate::memory::excerpt(statement, 120),
         if worth.instruction {
             "; a standing instruction: kept whatever its score"
+        } else if worth.habit {
+            "; a habit: kept whatever its score"
         } else {
             ""
         }
@@ -409,7 +422,7 @@ mod tests {
 
     #[test]
     fn a_row_says_the_value_and_the_threshold_and_why_it_failed() {
-        let r = row(Worth::of(0.3, "Good morning!", 1), "Good morning!");
+        let r = row(Worth::of(0.3, "Good morning!"), "Good morning!");
         assert_eq!(
             (r.gate.as_str(), r.value.as_str(), r.passed),
             ("salience", "0.300", false)
@@ -418,21 +431,21 @@ mod tests {
         assert!(r.why.contains("below"), "{r:?}");
         assert_eq!(recorded(&[r]), Some(0.3));
         let r = row(
-            Worth::of(KEEP, "I moved to Porto in 2021.", 1),
+            Worth::of(KEEP, "I moved to Porto in 2021."),
             "I moved to Porto in 2021.",
         );
         assert!(r.passed && r.why.is_empty());
-        // Said again, the recall-side threshold.
+        // Said again, the same threshold: repetition buys a block, not worth.
         let said = "I review every pull request myself.";
-        assert!(!row(Worth::of(SEND + 0.1, said, 1), said).passed);
-        assert!(row(Worth::of(SEND + 0.1, said, 3), said).passed);
-        assert!(!row(Worth::of(SEND - 0.01, said, 3), said).passed);
+        assert!(!row(Worth::of(SEND + 0.1, said), said).passed);
+        assert!(!row(Worth::of(KEEP - 0.01, said), said).passed);
+        assert!(row(Worth::of(KEEP, said), said).passed);
         // A standing instruction keeps whatever its score.
         let said = "Always run the test suite before pushing to main.";
-        assert!(row(Worth::of(0.01, said, 1), said).passed);
+        assert!(row(Worth::of(0.01, said), said).passed);
         // However well it scores, a present moment adds no line.
         let said = "I'm on the train heading home right now.";
-        let r = row(Worth::of(0.9, said, 5), said);
+        let r = row(Worth::of(0.9, said), said);
         assert!(!r.passed && r.why.contains("in passing"), "{r:?}");
         assert_eq!(recorded(&[r]), Some(0.9));
         assert_eq!(recorded(&[]), None);
@@ -507,7 +520,7 @@ mod tests {
             supporting_event_ids: vec![],
             measures: Measures::default(),
             gates: score
-                .map(|s| vec![row(Worth::of(s, id, 1), id)])
+                .map(|s| vec![row(Worth::of(s, id), id)])
                 .unwrap_or_default(),
             excerpts: vec![],
             decision: None,

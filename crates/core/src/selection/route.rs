@@ -840,7 +840,7 @@ mod tests {
     fn salience_is_needed_for_a_line_whatever_the_corroboration() {
         let c = Config::default();
         let scored = |g: Gated, s: f32| Gated {
-            salience: Some(keep::Worth::of(s, &g.text, g.measures.support)),
+            salience: Some(keep::Worth::of(s, &g.text)),
             ..g
         };
         let low = keep::SEND - 0.01;
@@ -850,6 +850,16 @@ mod tests {
             matches!(o, Outcome::Refuse { ref reason } if reason.starts_with("salience")),
             "{o:?}"
         );
+        // Nor between SEND and KEEP: repetition does not lower the bar (a reaction is said
+        // again as easily as a fact).
+        let middle = (keep::SEND + keep::KEEP) / 2.0;
+        let (o, _, _) = route(&scored(gated(6, 5, 0.99, 1.0), middle), &[], None, &c);
+        assert!(
+            matches!(o, Outcome::Refuse { ref reason } if reason.starts_with("salience")),
+            "{o:?}"
+        );
+        let (o, _, _) = route(&scored(gated(6, 5, 0.99, 1.0), keep::KEEP), &[], None, &c);
+        assert!(matches!(o, Outcome::Promote), "{o:?}");
         // Not an episode, not a card for something said twice.
         for g in [gated(1, 1, 0.6, 1.0), gated(2, 1, 0.9, 1.0)] {
             let (o, _, _) = route(&scored(g, low), &[], None, &c);

@@ -422,8 +422,10 @@ impl Auditor {
     /// recorded only, and a note says so.
     fn salience_lines(&mut self, c: &HistoryCommit, after: &Snap) -> Result<()> {
         static RECORDED: LazyLock<Regex> = LazyLock::new(|| {
-            Regex::new(r"salience (\d+\.\d+)(?: >= (\d+(?:\.\d+)?)|, (a standing instruction))")
-                .unwrap()
+            Regex::new(
+                r"salience (\d+\.\d+)(?: >= (\d+(?:\.\d+)?)|, (a standing instruction|a habit))",
+            )
+            .unwrap()
         });
         let Some(trailer) = c.trailer("Dream-Salience") else {
             return Ok(());
@@ -468,21 +470,27 @@ impl Auditor {
                         continue;
                     }
                 }
-                _ => {
-                    // Kept below the threshold as a standing instruction: its words must say one.
+                _ if same => {
+                    // Kept below the threshold as a standing instruction: its words must say
+                    // one, by the rules this binary has (an older binary's, whose rules may
+                    // have called more things instructions, is checked against its record).
                     let text = after.facts.get(&id).map(|(_, f)| f.text.clone());
                     if let Some(t) = text {
-                        if !dream_core::text::phrases::instruction(&keep::statement(&t)) {
+                        let said = keep::statement(&t);
+                        if !dream_core::text::phrases::instruction(&said)
+                            && !dream_core::text::phrases::routine(&said)
+                        {
                             self.push(problem(
                                 "salience",
                                 Some(&short),
                                 Some(&id),
-                                format!("{id} was kept at salience {score:.3} as a standing instruction, but its words give none"),
+                                format!("{id} was kept at salience {score:.3} as a standing instruction or a habit, but its words give neither"),
                             ));
                             continue;
                         }
                     }
                 }
+                _ => {}
             }
             if !same {
                 other += 1;
