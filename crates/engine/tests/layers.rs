@@ -5,6 +5,10 @@
 //! and `use` path to the top-level module it names, and fails naming the file, the line
 //! and the two modules. The crate graph keeps the rest: the engine cannot name the command
 //! line (`dream`) at all, and the core (`dream-core`) cannot name the engine.
+//!
+//! The same reading keeps a second wall: the engine never prints. Its `lib.rs` denies
+//! clippy's print lints too, but clippy over the engine's dependency tree costs CI minutes a
+//! test run already spends building them, so this test is the check CI relies on.
 
 use std::path::{Path, PathBuf};
 
@@ -203,6 +207,116 @@ fn upward_uses(src: &Path) -> Vec<String> {
         }
     }
     wrong
+}
+
+/// The macros that write to a standard stream.
+const PRINTS: &[&str] = &["print", "println", "eprint", "eprintln", "dbg"];
+
+/// Collects every print macro a file invokes, outside `#[cfg(test)]` items.
+struct Prints {
+    found: Vec<(usize, String)>,
+}
+
+fn is_test_only(attrs: &[syn::Attribute]) -> bool {
+    attrs.iter().any(|a| {
+        a.path().is_ident("cfg")
+            && a.parse_args::<syn::Meta>()
+                .is_ok_and(|m| m.path().is_ident("test"))
+    })
+}
+
+impl<'ast> Visit<'ast> for Prints {
+    fn visit_item_mod(&mut self, m: &'ast syn::ItemMod) {
+        if !is_test_only(&m.attrs) {
+            syn::visit::visit_item_mod(self, m);
+        }
+    }
+
+    fn visit_item_fn(&mut self, f: &'ast syn::ItemFn) {
+        if !is_test_only(&f.attrs) {
+            syn::visit::visit_item_fn(self, f);
+        }
+    }
+
+    fn visit_macro(&mut self, m: &'ast syn::Macro) {
+        if let Some(last) = m.path.segments.last() {
+            let name = last.ident.to_string();
+            if PRINTS.contains(&name.as_str()) {
+                self.found.push((last.ident.span().start().line, name));
+            }
+        }
+        // A print inside another macro's arguments (`format!("{}", dbg!(x))`).
+        if let Ok(inner) = m.parse_body_with(
+            syn::punctuated::Punctuated::<syn::Expr, syn::Token![,]>::parse_terminated,
+        ) {
+            for e in &inner {
+                self.visit_expr(e);
+            }
+        }
+    }
+}
+
+/// Every print macro outside test code, as `file:line: name!`.
+fn prints(src: &Path) -> Vec<String> {
+    let mut files = Vec::new();
+    rust_files(src, &mut files);
+    files.sort();
+    let mut wrong = Vec::new();
+    for file in files {
+        let text = std::fs::read_to_string(&file).expect("a source file");
+        let ast = match syn::parse_file(&text) {
+            Ok(ast) => ast,
+            Err(e) => {
+                wrong.push(format!("{}: does not parse: {e}", file.display()));
+                continue;
+            }
+        };
+        let mut v = Prints { found: Vec::new() };
+        v.visit_file(&ast);
+        for (line, name) in v.found {
+            wrong.push(format!("{}:{line}: {name}!", file.display()));
+        }
+    }
+    wrong
+}
+
+#[test]
+fn the_engine_never_prints() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let wrong = prints(&src);
+    assert!(
+        wrong.is_empty(),
+        "the engine writes to a standard stream; return what to show and let the command \
+         line print it (or log with tracing):\n{}",
+        wrong.join("\n")
+    );
+}
+
+#[test]
+fn a_print_is_found_however_it_is_written() {
+    let dir = tempfile::tempdir().expect("a scratch folder");
+    let dir = dir.path();
+    std::fs::write(
+        dir.join("lib.rs"),
+        r#"
+// println!("in a comment") is not a print
+fn f(x: u8) -> String {
+    let _ = "eprintln!(in a string)";
+    std::println!("a");
+    let s = format!("{}", dbg!(x));
+    if x > 1 { eprint!("b") }
+    s
+}
+#[cfg(test)]
+mod tests { fn g() { println!("a test may print"); } }
+"#,
+    )
+    .unwrap();
+    let found: Vec<String> = prints(dir)
+        .iter()
+        .map(|w| w.rsplit(": ").next().unwrap().to_string())
+        .collect();
+    assert_eq!(found, ["println!", "dbg!", "eprint!"], "{found:#?}");
 }
 
 #[test]
