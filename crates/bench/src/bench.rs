@@ -424,8 +424,23 @@ pub(crate) struct ChildRun {
 
 /// Run one cycle as a child process (`dream bench-cycle`, which is `dream run --json` that
 /// also reports its own peak memory) and measure it.
+///
+/// With `DREAM_BENCH_WRAP` set (a command and its arguments, split as a shell would), each
+/// measured cycle runs under it: `DREAM_BENCH_WRAP='heaptrack -o /tmp/cycle'` records
+/// where a cycle's memory goes. The wrapper's own memory then counts in the peak.
 pub(crate) fn measure_cycle(opts: &Options, dir: &Path, now: DateTime<Utc>) -> Result<ChildRun> {
-    let mut cmd = std::process::Command::new(&opts.exe);
+    let wrap = std::env::var("DREAM_BENCH_WRAP")
+        .ok()
+        .and_then(|w| shell_words::split(&w).ok())
+        .filter(|w| !w.is_empty());
+    let mut cmd = match &wrap {
+        Some(w) => {
+            let mut c = std::process::Command::new(&w[0]);
+            c.args(&w[1..]).arg(&opts.exe);
+            c
+        }
+        None => std::process::Command::new(&opts.exe),
+    };
     for (k, _) in std::env::vars() {
         if k.starts_with("DREAM_") {
             cmd.env_remove(k);
@@ -445,7 +460,20 @@ pub(crate) fn measure_cycle(opts: &Options, dir: &Path, now: DateTime<Utc>) -> R
             stderr.trim()
         )));
     }
-    let out: serde_json::Value = serde_json::from_slice(&stdout)
+    // A wrapper may print lines of its own around the report; the report starts a line.
+    let report = stdout
+        .split(|b| *b == b'\n')
+        .scan(0, |at, line| {
+            let start = *at;
+            *at += line.len() + 1;
+            Some((start, line))
+        })
+        .find(|(_, line)| line.starts_with(b"{"))
+        .map_or(&stdout[..0], |(start, _)| &stdout[start..]);
+    let out: serde_json::Value = serde_json::Deserializer::from_slice(report)
+        .into_iter()
+        .next()
+        .unwrap_or_else(|| serde_json::from_slice(b""))
         .map_err(|e| Error::Other(format!("the measured cycle printed no JSON report: {e}")))?;
     Ok(ChildRun {
         peak_rss_mb: out["peak_rss_kb"].as_f64().unwrap_or(f64::NAN) / 1024.0,
