@@ -34,7 +34,8 @@ use crate::edges::{crash, guard, heartbeat, ingest, lock};
 use crate::error::{Context, Error, Result};
 use crate::providers::embed::Embedder;
 use crate::stages::{
-    consolidate, context, digest, oplog, passes, quiz, skills, Ctx, Progress, Silent, Work,
+    consolidate, context, digest, oplog, passes, quiz, skills, Ctx, Progress, Silent, StageCommit,
+    Work,
 };
 
 /// How a cycle runs (defined beside [`Ctx`], which every stage reads).
@@ -304,6 +305,9 @@ fn run_locked(
         stages: Vec::new(),
         timer: Instant::now(),
         archive: None,
+        reinforced: Default::default(),
+        committed: Default::default(),
+        episodes_text: None,
     };
     adopt_hand_written(&ctx, &mut work, committed.as_ref());
     // What the quiz compares the cycle's memory with: the last commit's, and after the
@@ -346,7 +350,7 @@ fn run_locked(
     }
     if plan.reflect {
         let new_tool_calls = dream_core::skills::procedure::new_tool_call(&work.window.procedure);
-        backfill(&ctx, &tx, &mut work, restart)?;
+        backfill(&ctx, &tx, &mut work, restart, &store, &mut batch)?;
         ctx.progress.stage("consolidate");
         consolidate_counted(&ctx, &tx, &mut work, None)?;
         if new_tool_calls {
@@ -401,9 +405,8 @@ fn run_locked(
         .tokenizer_key()
         .zip(llm.calibration())
         .map(|(model, ratio)| Calibration { model, ratio });
-    work.report.episodes_lines = episodes_lines(&store, &work)?;
     ctx.progress.stage("commit");
-    commit_stages(&ctx, &store, &mut batch, &mut work)?;
+    commit_stages(&ctx, &store, &mut batch, &mut work, Keep::None)?;
     work.lap("commit");
     raise_warnings(&ctx, &tx, &mut work)?;
     work.lap("heartbeat");
@@ -584,7 +587,14 @@ fn backfill_start(
 /// goes on from that window. A kill rolls the whole cycle back with the state transaction:
 /// the rerun does the same windows again. Events left behind (a call that failed, a
 /// budget stop) are counted in the report and are the heartbeat's `unreflected` warning.
-fn backfill(ctx: &Ctx<'_>, tx: &Connection, work: &mut Work, restart: bool) -> Result<()> {
+fn backfill(
+    ctx: &Ctx<'_>,
+    tx: &Connection,
+    work: &mut Work,
+    restart: bool,
+    store: &Store,
+    batch: &mut Batch,
+) -> Result<()> {
     let config = ctx.config;
     let from = ctx.opts.now - Duration::days(i64::from(config.cluster.window_days));
     let until = from.timestamp();
@@ -636,6 +646,11 @@ fn backfill(ctx: &Ctx<'_>, tx: &Connection, work: &mut Work, restart: bool) -> R
             at(end - 1).date_naive()
         );
         consolidate_counted(ctx, tx, work, Some(&label))?;
+        // The window's commits go into the batch now and their texts are let go: held to
+        // the end, a year of windows held every window's copy of memory, the archive and
+        // a line per candidate (hundreds of MiB). The last stage stays queued, for the
+        // stages after the backfill that add to the last commit.
+        commit_stages(ctx, store, batch, work, Keep::Last)?;
         let w = &work.report.window;
         done.new_events += w.new_events;
         done.reflected += w.reflected;
@@ -689,16 +704,35 @@ fn consolidate_counted(
     Ok(())
 }
 
-/// Build each queued stage's commit into the batch (a dry run lists what it would commit),
-/// each message rendered once with the cycle's degraded stages.
-fn commit_stages(ctx: &Ctx<'_>, store: &Store, batch: &mut Batch, work: &mut Work) -> Result<()> {
-    let degraded = work.report.degraded.clone();
-    for s in &mut work.stages {
-        s.message.degraded = degraded.clone();
+/// Which queued stages [`commit_stages`] leaves queued.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Keep {
+    None,
+    /// The last one: a later stage (the agents' view, the quiz) may still add to it.
+    Last,
+}
+
+/// Build queued stages' commits into the batch, oldest first, each message rendered once
+/// with the stages degraded so far (a dry run lists what it would commit), and let their
+/// texts go: `work.committed` keeps which paths they leave, and the report counts the
+/// episode lines they added.
+fn commit_stages(
+    ctx: &Ctx<'_>,
+    store: &Store,
+    batch: &mut Batch,
+    work: &mut Work,
+    keep: Keep,
+) -> Result<()> {
+    let n = match keep {
+        Keep::None => work.stages.len(),
+        Keep::Last => work.stages.len().saturating_sub(1),
+    };
+    let stages: Vec<StageCommit> = work.stages.drain(..n).collect();
+    for mut s in stages {
+        s.message.degraded = work.report.degraded.clone();
         s.change.message = s.message.render();
-    }
-    if ctx.opts.dry_run {
-        for s in &work.stages {
+        count_episode_lines(store, work, &s)?;
+        if ctx.opts.dry_run {
             work.report.notes.push(format!(
                 "would commit ({}): {}",
                 s.stage(),
@@ -712,39 +746,40 @@ fn commit_stages(ctx: &Ctx<'_>, store: &Store, batch: &mut Batch, work: &mut Wor
                 };
                 work.report.notes.push(format!("  would {verb} {path}"));
             }
-        }
-        return Ok(());
-    }
-    for s in &work.stages {
-        if let Some(oid) = store.stage(batch, &s.change)? {
+        } else if let Some(oid) = store.stage(batch, &s.change)? {
             work.report.commits.push(CommitRow {
                 stage: s.stage().as_str().into(),
                 commit: oid.to_string(),
                 subject: s.message.subject().to_string(),
             });
         }
+        for (path, contents) in s.change.writes {
+            work.committed.insert(path, contents.is_some());
+        }
     }
     Ok(())
 }
 
-/// Lines the cycle's own stages (not the maintenance passes, hand edits or the digest)
-/// add to memory/episodes.md: the episodes it kept, for the heartbeat.
-fn episodes_lines(store: &Store, work: &Work) -> Result<usize> {
+/// Count the lines a stage of the cycle's own (not a maintenance pass, hand edits or the
+/// digest) adds to memory/episodes.md, for the heartbeat, against the file as the stages
+/// before it left it.
+fn count_episode_lines(store: &Store, work: &mut Work, s: &StageCommit) -> Result<()> {
     let path = Block::Episodes.path();
-    let mut current = store.read(&path)?.unwrap_or_default();
-    let mut added = 0;
-    for s in &work.stages {
-        let Some((_, Some(text))) = s.change.writes.iter().find(|(p, _)| *p == path) else {
-            continue;
-        };
-        let own = !(s.stage().is_pass()
-            || matches!(s.stage(), Stage::Manual | Stage::Adopt | Stage::Digest));
-        if own {
-            added += dream_core::operations::heartbeat::lines_added(&current, text);
-        }
-        current = text.clone();
+    let Some((_, Some(text))) = s.change.writes.iter().find(|(p, _)| *p == path) else {
+        return Ok(());
+    };
+    let current = match work.episodes_text.take() {
+        Some(t) => t,
+        None => store.read(&path)?.unwrap_or_default(),
+    };
+    let own =
+        !(s.stage().is_pass() || matches!(s.stage(), Stage::Manual | Stage::Adopt | Stage::Digest));
+    if own {
+        work.report.episodes_lines +=
+            dream_core::operations::heartbeat::lines_added(&current, text);
     }
-    Ok(added)
+    work.episodes_text = Some(text.to_string());
+    Ok(())
 }
 
 /// The heartbeat's warnings after this cycle (it counts as the newest), into the report

@@ -136,13 +136,7 @@ impl Seen {
         let list = |v: &Value| v.as_array().cloned().unwrap_or_default();
         let c = &r["candidates"];
         let plan = |k: &str, fallback: bool| r["plan"][k].as_bool().unwrap_or(fallback);
-        let mut refused_by_gate = BTreeMap::new();
-        for d in list(&r["decisions"]) {
-            if d["route"] == "refused" {
-                let gate = d["gate"].as_str().unwrap_or("unknown").to_string();
-                *refused_by_gate.entry(gate).or_insert(0) += 1;
-            }
-        }
+        let refused_by_gate = refused_by_gate(r);
         let mut degraded = BTreeMap::new();
         for d in list(&r["degraded"]) {
             let stage = d["stage"].as_str().unwrap_or_default().to_string();
@@ -206,20 +200,30 @@ impl Seen {
     }
 }
 
+/// A report's refusals by gate: its `refused_by_gate` counts, or for a report written
+/// before that field, counted from its decision rows.
+fn refused_by_gate(r: &Value) -> BTreeMap<String, u64> {
+    if let Some(counts) = r["refused_by_gate"].as_object() {
+        return counts
+            .iter()
+            .map(|(gate, n)| (gate.clone(), n.as_u64().unwrap_or(0)))
+            .collect();
+    }
+    let mut by_gate = BTreeMap::new();
+    for d in r["decisions"].as_array().into_iter().flatten() {
+        if d["route"] == "refused" {
+            let gate = d["gate"].as_str().unwrap_or("unknown").to_string();
+            *by_gate.entry(gate).or_insert(0) += 1;
+        }
+    }
+    by_gate
+}
+
 /// The part of a cycle report the rules read ([`Seen::from_report`] gives the same from
 /// either): the counts, which stages ran, tokens, degraded stages, what the passes held
 /// back, the gates of refused candidates, a failure. Stored beside each report, so the
 /// heartbeat of an idle cycle reads a few hundred bytes per cycle, not whole reports.
 pub fn essentials(r: &Value) -> Value {
-    let refused: Vec<Value> = r["decisions"]
-        .as_array()
-        .map(|ds| {
-            ds.iter()
-                .filter(|d| d["route"] == "refused")
-                .map(|d| serde_json::json!({"route": "refused", "gate": d["gate"]}))
-                .collect()
-        })
-        .unwrap_or_default();
     let held: Vec<Value> = r["passes"]
         .as_array()
         .map(|ps| {
@@ -240,7 +244,7 @@ pub fn essentials(r: &Value) -> Value {
         "episodes_lines": r["episodes_lines"],
         "digest": r["digest"],
         "passes": held,
-        "decisions": refused,
+        "refused_by_gate": refused_by_gate(r),
         "failed": r["failed"],
         "exit_code": r["exit_code"],
         "quiz": r["quiz"].as_object().map(|q| serde_json::json!({
@@ -902,9 +906,18 @@ mod tests {
             Seen::from_report("c", "evening", now, &e),
             Seen::from_report("c", "evening", now, &r)
         );
-        assert!(
-            e["decisions"][0].get("text").is_none(),
-            "texts are left out"
+        assert!(e.get("decisions").is_none(), "no row is stored twice");
+        assert_eq!(e["refused_by_gate"], json!({"coverage": 1}));
+        // A report that counts its refusals (and lists only some rows) is read by its
+        // counts, not its rows.
+        let mut counted = r.clone();
+        counted["refused_by_gate"] = json!({"coverage": 7, "salience": 2});
+        counted["decisions"] = json!([]);
+        let seen = Seen::from_report("c", "evening", now, &counted);
+        assert_eq!(seen.refused_by_gate.get("coverage"), Some(&7));
+        assert_eq!(
+            seen,
+            Seen::from_report("c", "evening", now, &essentials(&counted))
         );
     }
 

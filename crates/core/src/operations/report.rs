@@ -25,7 +25,16 @@ pub struct Report {
     pub embedded: usize,
     pub window: Window,
     pub candidates: Counts,
+    /// One row per candidate, the first [`MAX_DECISION_ROWS`] of the cycle (add them with
+    /// [`Report::decide`]); every candidate's record is in the state database and its line
+    /// in the stage's commit message, whatever this list holds.
     pub decisions: Vec<DecisionRow>,
+    /// Candidates decided beyond [`MAX_DECISION_ROWS`], not listed in `decisions`.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub decisions_not_listed: usize,
+    /// Refused candidates by the gate that refused them, every one of the cycle's (the
+    /// heartbeat's refusal rules read this, not the rows).
+    pub refused_by_gate: BTreeMap<String, usize>,
     /// Candidates the cycle added: a cited turn's own words beside a model's wording the
     /// events do not fully hold (counted in `candidates` too).
     pub own_words: usize,
@@ -63,6 +72,32 @@ pub struct Report {
     pub backfill: Option<Backfill>,
     /// The review queue after this cycle (`review.max_new_cards`, issue 28).
     pub review: Queue,
+}
+
+/// The rows a report lists. A first run's backfill over a year decides hundreds of
+/// thousands of candidates; listing each held the whole list in memory twice over (the
+/// rows, then their JSON) and gave a table nobody reads. Beyond this, the report counts the
+/// rest, and `dream log` and `dream explain` show each.
+pub const MAX_DECISION_ROWS: usize = 2000;
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+impl Report {
+    /// Record one candidate's decision: its refusal counted by gate, its row listed while
+    /// the report lists fewer than [`MAX_DECISION_ROWS`].
+    pub fn decide(&mut self, row: DecisionRow) {
+        if row.route == "refused" {
+            let gate = row.gate.clone().unwrap_or_else(|| "unknown".into());
+            *self.refused_by_gate.entry(gate).or_insert(0) += 1;
+        }
+        if self.decisions.len() < MAX_DECISION_ROWS {
+            self.decisions.push(row);
+        } else {
+            self.decisions_not_listed += 1;
+        }
+    }
 }
 
 /// What a cycle did to the review queue: the cards it queued (new ones and ones that had
@@ -645,6 +680,13 @@ impl Report {
                     let _ = writeln!(o, "  {:<10}  {:<11}  {:<22}  -> {}", "", "", "", d.reason);
                 }
             }
+            if self.decisions_not_listed > 0 {
+                let _ = writeln!(
+                    o,
+                    "  ... and {} more candidates, counted above and not listed here: `dream log` shows each with its reason",
+                    self.decisions_not_listed
+                );
+            }
         }
     }
 
@@ -730,5 +772,71 @@ impl Report {
         } else if !self.dry_run {
             let _ = writeln!(o, "\n  no commit: nothing in memory changed");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(i: usize, route: &str, gate: Option<&str>) -> DecisionRow {
+        DecisionRow {
+            candidate: format!("k_{i:08x}"),
+            route: route.into(),
+            target: None,
+            text: format!("Statement number {i}."),
+            block: "human".into(),
+            category: "identity".into(),
+            reason: String::new(),
+            proposer: String::new(),
+            gate: gate.map(str::to_string),
+        }
+    }
+
+    #[test]
+    fn a_report_lists_the_first_rows_and_counts_every_refusal() {
+        let mut r = Report::default();
+        let n = MAX_DECISION_ROWS + 500;
+        for i in 0..n {
+            match i % 3 {
+                0 => r.decide(row(i, "refused", Some("salience"))),
+                1 => r.decide(row(i, "refused", None)),
+                _ => r.decide(row(i, "episode", None)),
+            }
+        }
+        assert_eq!(r.decisions.len(), MAX_DECISION_ROWS);
+        assert_eq!(r.decisions_not_listed, 500);
+        assert_eq!(
+            r.decisions[0].candidate, "k_00000000",
+            "the first rows, in order"
+        );
+        let refused: usize = r.refused_by_gate.values().sum();
+        assert_eq!(refused, (0..n).filter(|i| i % 3 != 2).count());
+        assert_eq!(
+            r.refused_by_gate["salience"],
+            (0..n).filter(|i| i % 3 == 0).count()
+        );
+        assert_eq!(
+            r.refused_by_gate["unknown"],
+            (0..n).filter(|i| i % 3 == 1).count()
+        );
+        let text = r.render();
+        assert!(
+            text.contains("... and 500 more candidates, counted above and not listed here: `dream log` shows each"),
+            "{text}"
+        );
+        let json = serde_json::to_value(&r).unwrap();
+        assert_eq!(json["decisions_not_listed"], 500);
+    }
+
+    #[test]
+    fn a_report_under_the_limit_lists_every_row_and_says_nothing_more() {
+        let mut r = Report::default();
+        r.decide(row(1, "promoted", None));
+        assert_eq!(r.decisions.len(), 1);
+        assert!(!r.render().contains("more candidates"));
+        let json = serde_json::to_value(&r).unwrap();
+        assert!(json.get("decisions_not_listed").is_none());
+        assert_eq!(json["refused_by_gate"], serde_json::json!({}));
     }
 }

@@ -186,18 +186,19 @@ pub fn of_memory(
     })
 }
 
-/// Pending cards and skill drafts once `writes` (in order) are applied: what is on disk,
-/// plus the files they create, minus those they remove.
+/// Pending cards and skill drafts once `writes` (in order: a path, and whether it exists
+/// after the write) are applied: what is on disk, plus the files they create, minus those
+/// they remove.
 pub fn waiting_after<'a>(
     root: &Path,
-    writes: impl IntoIterator<Item = &'a (String, Option<String>)>,
+    writes: impl IntoIterator<Item = (&'a str, bool)>,
 ) -> Result<Waiting> {
     use dream_core::skills::{DRAFTS_DIR, SKILL_FILE};
     let on_disk = waiting(root)?;
     // The last write to each path decides whether it exists afterwards.
     let mut last: BTreeMap<&str, bool> = BTreeMap::new();
-    for (path, contents) in writes {
-        last.insert(path.as_str(), contents.is_some());
+    for (path, exists_after) in writes {
+        last.insert(path, exists_after);
     }
     let (mut cards, mut drafts) = (on_disk.cards as i64, on_disk.skill_drafts as i64);
     for (path, exists_after) in last {
@@ -268,7 +269,10 @@ pub fn refresh_file(root: &Path, change: &mut Change) -> Result<()> {
         });
     }
     let memory = Memory::new(blocks);
-    let waiting = waiting_after(root, &change.writes)?;
+    let waiting = waiting_after(
+        root,
+        change.writes.iter().map(|(p, c)| (p.as_str(), c.is_some())),
+    )?;
     let text = file_view(&memory, &config, waiting);
     if std::fs::read_to_string(root.join(&rel)).ok().as_deref() != Some(text.as_str()) {
         change.write(rel, text);

@@ -1299,7 +1299,12 @@ fn apply(
     };
     let label = outcome.label();
     work.report.candidates.add(label);
-    work.report.decisions.push(DecisionRow {
+    if label == "reinforced" {
+        if let Some(t) = &target {
+            work.reinforced.insert(t.clone());
+        }
+    }
+    work.report.decide(DecisionRow {
         candidate: cand_id.clone(),
         route: label.into(),
         target: target.clone(),

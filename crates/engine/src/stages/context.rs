@@ -24,8 +24,13 @@ use crate::stages::{Ctx, Work};
 
 /// The view as this cycle leaves memory and the review queue.
 pub fn render(ctx: &Ctx<'_>, work: &Work) -> Result<String> {
-    let writes = work.stages.iter().flat_map(|s| s.change.writes.iter());
-    let w = waiting_after(ctx.root, writes)?;
+    let built = work.committed.iter().map(|(p, e)| (p.as_str(), *e));
+    let queued = work
+        .stages
+        .iter()
+        .flat_map(|s| s.change.writes.iter())
+        .map(|(p, c)| (p.as_str(), c.is_some()));
+    let w = waiting_after(ctx.root, built.chain(queued))?;
     Ok(file_view(&work.memory, ctx.config, w))
 }
 

@@ -127,6 +127,14 @@ pub struct Work {
     /// `archive/facts.md` as this cycle will commit it, once a stage added to it (the next
     /// stage adds to that, not to the file on disk).
     pub archive: Option<Archive>,
+    /// The facts this cycle's candidates reinforced (the quiz asks about them; the
+    /// report's rows may not list every one).
+    pub reinforced: std::collections::BTreeSet<String>,
+    /// Paths the stages already built into the batch leave, and whether each exists
+    /// after them (their texts are let go once built: see `cycle::commit_stages`).
+    pub committed: std::collections::BTreeMap<String, bool>,
+    /// memory/episodes.md as the stages already built left it, when one wrote it.
+    pub episodes_text: Option<String>,
 }
 
 /// The archive file as it will be committed, and the ids it holds.

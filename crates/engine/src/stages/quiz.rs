@@ -92,13 +92,7 @@ fn quiz_of(ctx: &Ctx<'_>, tx: &Connection, work: &Work, start: &Start<'_>) -> Re
         .as_ref()
         .map(|a| a.text.lines().filter_map(Archived::parse).collect())
         .unwrap_or_default();
-    let reinforced: BTreeSet<String> = work
-        .report
-        .decisions
-        .iter()
-        .filter(|d| d.route == "reinforced")
-        .filter_map(|d| d.target.clone())
-        .collect();
+    let reinforced: &BTreeSet<String> = &work.reinforced;
     let uses: BTreeMap<String, u64> = state::uses(tx, Some(ctx.today))?
         .into_iter()
         .map(|(id, (n, _))| (id, n))
@@ -116,7 +110,7 @@ fn quiz_of(ctx: &Ctx<'_>, tx: &Connection, work: &Work, start: &Start<'_>) -> Re
         before: &before,
         after: &work.memory,
         archived: &archived,
-        reinforced: &reinforced,
+        reinforced,
         mutations: &mutations,
         uses: &uses,
         protected: &protected,
