@@ -158,13 +158,27 @@ impl<'ast> Visit<'ast> for Paths {
     }
 }
 
-/// Every use of a module on the same layer or above, as `file:line: a -> b`.
-fn upward_uses(src: &Path) -> Vec<String> {
+/// Every source file under `src`, in order, parsed; one that does not parse is a line in
+/// `wrong` instead.
+fn parsed(src: &Path, wrong: &mut Vec<String>) -> Vec<(PathBuf, syn::File)> {
     let mut files = Vec::new();
     rust_files(src, &mut files);
     files.sort();
-    let mut wrong = Vec::new();
+    let mut out = Vec::new();
     for file in files {
+        let text = std::fs::read_to_string(&file).expect("a source file");
+        match syn::parse_file(&text) {
+            Ok(ast) => out.push((file, ast)),
+            Err(e) => wrong.push(format!("{}: does not parse: {e}", file.display())),
+        }
+    }
+    out
+}
+
+/// Every use of a module on the same layer or above, as `file:line: a -> b`.
+fn upward_uses(src: &Path) -> Vec<String> {
+    let mut wrong = Vec::new();
+    for (file, ast) in parsed(src, &mut wrong) {
         let module = module_of(src, &file);
         let Some(own) = module.first().cloned() else {
             continue; // lib.rs declares the modules
@@ -175,14 +189,6 @@ fn upward_uses(src: &Path) -> Vec<String> {
                 file.display()
             ));
             continue;
-        };
-        let text = std::fs::read_to_string(&file).expect("a source file");
-        let ast = match syn::parse_file(&text) {
-            Ok(ast) => ast,
-            Err(e) => {
-                wrong.push(format!("{}: does not parse: {e}", file.display()));
-                continue;
-            }
         };
         let mut paths = Paths {
             module: module.clone(),
@@ -258,19 +264,8 @@ impl<'ast> Visit<'ast> for Prints {
 
 /// Every print macro outside test code, as `file:line: name!`.
 fn prints(src: &Path) -> Vec<String> {
-    let mut files = Vec::new();
-    rust_files(src, &mut files);
-    files.sort();
     let mut wrong = Vec::new();
-    for file in files {
-        let text = std::fs::read_to_string(&file).expect("a source file");
-        let ast = match syn::parse_file(&text) {
-            Ok(ast) => ast,
-            Err(e) => {
-                wrong.push(format!("{}: does not parse: {e}", file.display()));
-                continue;
-            }
-        };
+    for (file, ast) in parsed(src, &mut wrong) {
         let mut v = Prints { found: Vec::new() };
         v.visit_file(&ast);
         for (line, name) in v.found {
