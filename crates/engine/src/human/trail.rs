@@ -522,8 +522,9 @@ pub fn log(root: &Path) -> Result<Vec<CycleLog>> {
     if let Some(st) = State::open_read_only(root)? {
         for c in state::recent_cycles(&st.conn, usize::MAX >> 1)? {
             let r = &c.report;
-            let refusals = || -> Vec<Mutation> {
-                r["decisions"]
+            // The refusals to show, and how many there were.
+            let refusals = || -> (Vec<Mutation>, usize) {
+                let mut listed: Vec<Mutation> = r["decisions"]
                     .as_array()
                     .map(|v| v.as_slice())
                     .unwrap_or_default()
@@ -539,7 +540,24 @@ pub fn log(root: &Path) -> Result<Vec<CycleLog>> {
                             d["reason"].as_str().unwrap_or_default()
                         ),
                     })
-                    .collect()
+                    .collect();
+                // A report lists its first rows only (`report::MAX_DECISION_ROWS`) and
+                // counts every refusal by gate: say how many more there were.
+                let counted: u64 = r["refused_by_gate"]
+                    .as_object()
+                    .map_or(0, |m| m.values().filter_map(|n| n.as_u64()).sum());
+                let count = listed.len().max(counted as usize);
+                let more = count - listed.len();
+                if more > 0 {
+                    listed.push(Mutation {
+                        kind: "refused",
+                        verb: "refused".into(),
+                        text: format!(
+                            "... and {more} more, not listed in the cycle's report (`dream explain` takes a candidate's id)"
+                        ),
+                    });
+                }
+                (listed, count)
             };
             let spent = r["tokens"]["spent"].as_u64().unwrap_or(0);
             let quiz: Option<dream_core::recall::quiz::Quiz> =
@@ -558,19 +576,18 @@ pub fn log(root: &Path) -> Result<Vec<CycleLog>> {
                 // whose only commit recorded hand edits.
                 g.tokens = g.tokens.max(spent);
                 if g.refusals.is_empty() {
-                    g.refusals = refusals();
-                    g.refused = g.refusals.len();
+                    (g.refusals, g.refused) = refusals();
                 }
                 continue;
             }
-            let refusals = refusals();
+            let (refusals, refused) = refusals();
             groups.push(CycleLog {
                 cycle: c.id.clone(),
                 kind: c.kind.clone(),
                 time: c.finished,
                 tokens: spent,
                 applied: 0,
-                refused: refusals.len(),
+                refused,
                 engine: 0,
                 degraded: r["degraded"]
                     .as_array()
@@ -618,5 +635,52 @@ fn remeasured(gate: GateName) -> bool {
         | GateName::Traceable
         | GateName::Owner
         | GateName::Judge => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::edges::state::{put_cycle, CycleRecord};
+
+    #[test]
+    fn a_cycle_without_a_commit_counts_the_refusals_its_report_did_not_list() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        Store::init_repo(root).unwrap();
+        let state = State::open(root).unwrap();
+        let at = chrono::Utc::now();
+        let report = serde_json::json!({
+            "decisions": [{"candidate": "k_00000001", "route": "refused",
+                           "text": "Lunch was fine.", "reason": "below KEEP", "gate": "salience"}],
+            "decisions_not_listed": 4,
+            "refused_by_gate": {"salience": 5},
+        });
+        put_cycle(
+            &state.conn,
+            &CycleRecord {
+                id: "c1".into(),
+                kind: "evening".into(),
+                started: at,
+                finished: at,
+                now: at,
+                report,
+            },
+        )
+        .unwrap();
+        drop(state);
+        let logs = log(root).unwrap();
+        let c = logs
+            .iter()
+            .find(|g| g.cycle == "c1")
+            .expect("the cycle's log");
+        assert_eq!(c.refused, 5, "every refusal counted");
+        let lines: Vec<&str> = c.refusals.iter().map(|m| m.text.as_str()).collect();
+        assert_eq!(lines.len(), 2, "{lines:?}");
+        assert!(lines[0].contains("Lunch was fine."), "{lines:?}");
+        assert!(
+            lines[1].starts_with("... and 4 more, not listed in the cycle's report"),
+            "{lines:?}"
+        );
     }
 }
