@@ -428,8 +428,9 @@ pub struct RunArgs {
 /// `dream backfill` is that evening cycle, except that it starts again at the oldest event
 /// no cycle has looked at, so windows whose calls failed are tried again. Progress goes to
 /// stderr, one line per window. A cycle the budget stops is resumed by the next run or
-/// backfill; a killed one is rolled back and done again. Exits 10 when it finished with
-/// heartbeat warnings (for example older events still left).
+/// backfill; a killed one is rolled back and done again. The report lists the first 2,000
+/// candidates and counts the rest; `dream log` shows each from its window's commit. Exits
+/// 10 when it finished with heartbeat warnings (for example older events still left).
 #[derive(Debug, Args)]
 pub struct BackfillArgs {
     /// Run every step and print the report, but write nothing at all.
