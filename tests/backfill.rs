@@ -100,6 +100,41 @@ fn a_first_run_consolidates_a_90_day_history_oldest_first_window_by_window() {
 }
 
 #[test]
+fn a_window_routed_in_parts_keeps_what_the_whole_window_keeps() {
+    // `cluster.route_part_events` bounds a cycle's memory on a big window (a year's
+    // backfill) by gating, judging and routing its proposals in parts. At 1, every
+    // proposal is a part of its own, and what memory keeps is the same.
+    let lines = history(7, 92, 14);
+    let run = |parts: bool| {
+        let env = Env::new();
+        env.init();
+        if parts {
+            let toml = env.read("dream.toml");
+            let default = "route_part_events = 8192";
+            assert!(toml.contains(default), "{toml}");
+            let toml = toml.replacen(default, "route_part_events = 1", 1);
+            std::fs::write(env.repo.join("dream.toml"), toml).unwrap();
+        }
+        env.write_inbox("agent.jsonl", &lines);
+        let fake = FakeLlm::start();
+        let out = dream(&env, &fake, &[], &["run", "--now", NOW, "--json"]);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        let r = report(&out);
+        (env, r, fake.calls("judge").len())
+    };
+    let (whole, r_whole, _) = run(false);
+    let (parts, r_parts, _) = run(true);
+    assert_eq!(r_parts["backfill"]["windows"], 6, "{r_parts}");
+    assert_eq!(parts.facts(), whole.facts());
+    assert_eq!(parts.cards(), whole.cards());
+    assert_eq!(r_parts["candidates"], r_whole["candidates"], "{r_parts}");
+    let facts = parts.facts().join("\n");
+    for t in 0..7 {
+        assert!(facts.contains(&topic_word(&lines, t)), "topic {t}: {facts}");
+    }
+}
+
+#[test]
 fn the_budget_stops_the_backfill_with_a_warning_and_the_next_run_goes_on_from_there() {
     let lines = history(7, 92, 14);
     let env = Env::new();

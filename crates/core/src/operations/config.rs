@@ -274,6 +274,10 @@ pub struct Cluster {
     pub eps: Option<f64>,
     /// Events of one cluster shown to the reflector at most (new events first).
     pub max_events_per_prompt: usize,
+    /// A window's proposals are gated, judged and routed in parts, each ending once its
+    /// proposals showed this many events: it bounds a cycle's memory whatever the window (a
+    /// first run's backfill of a year). A window that shows fewer is routed whole.
+    pub route_part_events: usize,
 }
 
 impl Default for Cluster {
@@ -283,6 +287,7 @@ impl Default for Cluster {
             min_points: 2,
             eps: None,
             max_events_per_prompt: 40,
+            route_part_events: 8192,
         }
     }
 }
@@ -605,6 +610,8 @@ min_points = 2                  # the cluster floor; must not exceed promote.min
 # eps = 0.7                     # DBSCAN radius between unit vectors; unset = the embedder's
                                 # own: minilm 0.7 (cosine 0.755), builtin and openai 0.8 (0.68)
 max_events_per_prompt = 40      # most events in one reflect prompt; a larger cluster takes several
+route_part_events = 8192        # proposals gated and routed together until they showed this many
+                                # events (a year's backfill in parts); lower it on a small machine
 
 [promote]
 min_confidence = 0.8            # auto-promote needs at least this confidence,
@@ -831,6 +838,10 @@ impl Config {
                 "cluster.max_events_per_prompt",
                 c.cluster.max_events_per_prompt as u64,
             ),
+            (
+                "cluster.route_part_events",
+                c.cluster.route_part_events as u64,
+            ),
         ] {
             if v == 0 {
                 return Err(format!("key `{key}`: must be at least 1"));
@@ -1013,6 +1024,11 @@ impl Config {
                 "cluster.max_events_per_prompt",
                 c.cluster.max_events_per_prompt as u64,
                 10_000,
+            ),
+            (
+                "cluster.route_part_events",
+                c.cluster.route_part_events as u64,
+                100_000_000,
             ),
             (
                 "digest.quarantine_days",

@@ -44,7 +44,38 @@ const JUDGE_BATCH: usize = 8;
 /// Facts shown to the judge per candidate.
 const JUDGE_NEIGHBOURS: usize = 5;
 
-/// Run the stage: reflect, gate, judge, route, apply.
+/// Split `proposals` into parts, each ending once its proposals showed `limit` events
+/// (`cluster.route_part_events`; an event counts each time a proposal shows it), in the
+/// order reflect returned them (oldest new event first).
+///
+/// Why parts: a first run's backfill window can hold 40,000 new events. Gating, judging
+/// and routing all their proposals at once held every shown event's words and stored
+/// record, and every candidate's gate rows and route texts, together: about 130 MiB on
+/// top of the window itself, and most of the backfill's peak memory. In parts, each
+/// part's working set is let go before the next, so a cycle's memory is bounded whatever
+/// its window. What a part changes: the judge of a later part sees the facts the earlier
+/// parts added (it is asked about them, as a later cycle's judge would be), and a
+/// session's single mentions split between two parts are ranked for the session's cap
+/// within each part. A window that shows fewer events (nearly every cycle's own) is one
+/// part, routed as before parts existed.
+fn parts<T>(proposals: &[T], limit: usize, shown_by: impl Fn(&T) -> usize) -> Vec<&[T]> {
+    let mut out = Vec::new();
+    let (mut start, mut shown) = (0, 0);
+    for (i, p) in proposals.iter().enumerate() {
+        shown += shown_by(p).max(1);
+        if shown >= limit.max(1) {
+            out.push(&proposals[start..=i]);
+            (start, shown) = (i + 1, 0);
+        }
+    }
+    if start < proposals.len() {
+        out.push(&proposals[start..]);
+    }
+    out
+}
+
+/// Run the stage: reflect, then gate, judge, route and apply each part of the proposals
+/// ([`parts`]), then expire episodes and settle the review queue.
 pub fn consolidate_window(ctx: &Ctx<'_>, tx: &Connection, work: &mut Work) -> Result<()> {
     let proposals = reflect(ctx, tx, work)?;
     work.lap("reflect");
@@ -59,111 +90,74 @@ pub fn consolidate_window(ctx: &Ctx<'_>, tx: &Connection, work: &mut Work) -> Re
             reason: format!("{e}; candidates were routed without their salience"),
         });
     }
-    let sources = gates::Sources::default();
-    let mut gated: Vec<Gated> = Vec::with_capacity(proposals.len());
-    let mut own: HashSet<String> = HashSet::new();
-    for (p, sent) in &proposals {
-        let sent_ids: HashSet<&str> = sent.iter().map(|e| e.id.as_str()).collect();
-        let mut elsewhere = HashSet::new();
-        for id in &p.supporting_event_ids {
-            if !sent_ids.contains(id.as_str()) && state::event_hash(tx, id)?.is_some() {
-                elsewhere.insert(id.clone());
-            }
-        }
-        let evidence = Evidence::new(sent, &elsewhere)
-            .owned_by(&ctx.config.owner.names)
-            .with_sources(&sources)
-            .scored_by(scorer);
-        let g = gates::gate_proposal(p, &evidence, ctx.config);
-        // A model's wording the events do not fully hold goes to a person (or is refused
-        // below min_coverage); meanwhile the cited turn's own words are proposed too (kept
-        // as an episode when specific).
-        let paraphrase = match &g.refused {
-            None => g.measures.coverage < 1.0,
-            Some(r) => r.starts_with("coverage "),
-        };
-        let cited: Vec<&EventView> = g
-            .support
-            .iter()
-            .filter_map(|id| evidence.sent.get(id.as_str()).copied())
-            .collect();
-        gated.push(g);
-        if paraphrase && !ctx.llm.offline() && ctx.config.episodes.enabled {
-            let last = gated.last().expect("just pushed");
-            if let Some(words) = dream_core::llm::offline::own_words(
-                &last.text,
-                &last.category,
-                last.block.as_str(),
-                &cited,
-            ) {
-                if own.insert(words.text.clone()) {
-                    work.report.own_words += 1;
-                    gated.push(gates::gate_proposal(&words, &evidence, ctx.config));
-                }
-            }
-        }
-    }
-    // Single mentions after the rest, the most salient first: a session keeps its best
-    // `episodes.max_per_session` (the sort is stable, so the rest keep their order).
-    let single = |g: &Gated| g.refused.is_none() && g.measures.support <= 1;
-    gated.sort_by(|a, b| {
-        single(a).cmp(&single(b)).then_with(|| {
-            if single(a) && single(b) {
-                let s = |g: &Gated| g.salience.map_or(f32::NEG_INFINITY, |w| w.score);
-                s(b).total_cmp(&s(a))
-            } else {
-                std::cmp::Ordering::Equal
-            }
-        })
-    });
-    let defaulted: Vec<&Gated> = gated.iter().filter(|g| !g.notes.is_empty()).collect();
-    if let Some(first) = defaulted.first() {
-        work.report.notes.push(format!(
-            "{} proposals left out an optional field or gave an unknown one, and took its documented default (for example {:?}: {})",
-            defaulted.len(),
-            memory::excerpt(&first.text, 60),
-            first.notes.join("; ")
-        ));
-    }
-    let mut texts = route::Texts::default();
-    let vectors = meaning_vectors(ctx, &gated, &work.memory, &mut work.report.notes);
-    let restating = route::Restating {
-        reinforce_similarity: ctx.config.promote.reinforce_similarity,
-        vectors: ctx.embedder.restates().zip(vectors.as_ref()),
-    };
-    let report = &mut work.report;
-    let verdicts = judge(
-        ctx,
-        &gated,
-        &work.memory,
-        &restating,
-        &mut report.degraded,
-        &mut report.notes,
-        &mut texts,
-    );
-    work.lap("judge");
-
     let vetoes = state::vetoes(tx)?;
     let loaded = queue::load(tx, work)?;
     let before = work.memory.clone();
     let mut card_writes: BTreeMap<String, CardWrite> = BTreeMap::new();
     let mut lines = Vec::new();
-    let mut events = Events::new(tx, &sources);
-    let mut per_session = episodes_per_session(&mut events, &work.memory)?;
-    for g in &gated {
-        let verdict = verdicts.get(&text_id("k", &g.text));
-        let mut decided = decide(
+    let mut per_session = episodes_per_session(
+        &mut Events::new(tx, &gates::Sources::default()),
+        &work.memory,
+    )?;
+    let mut own: HashSet<String> = HashSet::new();
+    let mut verdicts: HashMap<String, Verdict> = HashMap::new();
+    let mut defaulted = (0, None);
+    let limit = ctx.config.cluster.route_part_events;
+    for part in parts(&proposals, limit, |(_, sent)| sent.len()) {
+        // Each event's words are prepared once per part, and let go with it.
+        let sources = gates::Sources::default();
+        let gated = gate_part(ctx, tx, work, part, scorer, &sources, &mut own)?;
+        for g in gated.iter().filter(|g| !g.notes.is_empty()) {
+            defaulted.0 += 1;
+            if defaulted.1.is_none() {
+                defaulted.1 = Some(format!(
+                    "{:?}: {}",
+                    memory::excerpt(&g.text, 60),
+                    g.notes.join("; ")
+                ));
+            }
+        }
+        let mut texts = route::Texts::default();
+        let vectors = meaning_vectors(ctx, &gated, &work.memory, &mut work.report.notes);
+        let restating = route::Restating {
+            reinforce_similarity: ctx.config.promote.reinforce_similarity,
+            vectors: ctx.embedder.restates().zip(vectors.as_ref()),
+        };
+        let report = &mut work.report;
+        judge(
             ctx,
-            &mut events,
-            work,
-            g,
-            verdict,
-            &vetoes,
+            &gated,
+            &work.memory,
             &restating,
+            &mut verdicts,
+            &mut report.degraded,
+            &mut report.notes,
             &mut texts,
-        )?;
-        cap_session(ctx, &mut decided, &mut per_session);
-        apply(ctx, tx, work, decided, &mut card_writes, &mut lines)?;
+        );
+        work.lap("judge");
+
+        let mut events = Events::new(tx, &sources);
+        for g in &gated {
+            let verdict = verdicts.get(&text_id("k", &g.text));
+            let mut decided = decide(
+                ctx,
+                &mut events,
+                work,
+                g,
+                verdict,
+                &vetoes,
+                &restating,
+                &mut texts,
+            )?;
+            cap_session(ctx, &mut decided, &mut per_session);
+            apply(ctx, tx, work, decided, &mut card_writes, &mut lines)?;
+        }
+        work.lap("route");
+    }
+    if let (n, Some(first)) = defaulted {
+        work.report.notes.push(format!(
+            "{n} proposals left out an optional field or gave an unknown one, and took its documented default (for example {first})"
+        ));
     }
     let expired = expire(ctx, work, &mut lines)?;
     queue::settle(ctx, tx, work, &loaded, &mut card_writes, &mut lines)?;
@@ -211,6 +205,76 @@ pub fn consolidate_window(ctx: &Ctx<'_>, tx: &Connection, work: &mut Work) -> Re
         work.push_commit(change, message);
     }
     Ok(())
+}
+
+/// Gate one part of the proposals: each against the events sent for it (and, when a
+/// model's wording is not the events' own, the cited turn's own words too, once per
+/// window: `own`), then the single mentions after the rest, the most salient first, so a
+/// session keeps its best `episodes.max_per_session` (the sort is stable, so the rest keep
+/// their order).
+fn gate_part(
+    ctx: &Ctx<'_>,
+    tx: &Connection,
+    work: &mut Work,
+    proposals: &[Proposed],
+    scorer: &dyn Scorer,
+    sources: &gates::Sources,
+    own: &mut HashSet<String>,
+) -> Result<Vec<Gated>> {
+    let mut gated: Vec<Gated> = Vec::with_capacity(proposals.len());
+    for (p, sent) in proposals {
+        let sent_ids: HashSet<&str> = sent.iter().map(|e| e.id.as_str()).collect();
+        let mut elsewhere = HashSet::new();
+        for id in &p.supporting_event_ids {
+            if !sent_ids.contains(id.as_str()) && state::event_hash(tx, id)?.is_some() {
+                elsewhere.insert(id.clone());
+            }
+        }
+        let evidence = Evidence::new(sent, &elsewhere)
+            .owned_by(&ctx.config.owner.names)
+            .with_sources(sources)
+            .scored_by(scorer);
+        let g = gates::gate_proposal(p, &evidence, ctx.config);
+        // A model's wording the events do not fully hold goes to a person (or is refused
+        // below min_coverage); meanwhile the cited turn's own words are proposed too (kept
+        // as an episode when specific).
+        let paraphrase = match &g.refused {
+            None => g.measures.coverage < 1.0,
+            Some(r) => r.starts_with("coverage "),
+        };
+        let cited: Vec<&EventView> = g
+            .support
+            .iter()
+            .filter_map(|id| evidence.sent.get(id.as_str()).copied())
+            .collect();
+        gated.push(g);
+        if paraphrase && !ctx.llm.offline() && ctx.config.episodes.enabled {
+            let last = gated.last().expect("just pushed");
+            if let Some(words) = dream_core::llm::offline::own_words(
+                &last.text,
+                &last.category,
+                last.block.as_str(),
+                &cited,
+            ) {
+                if own.insert(words.text.clone()) {
+                    work.report.own_words += 1;
+                    gated.push(gates::gate_proposal(&words, &evidence, ctx.config));
+                }
+            }
+        }
+    }
+    let single = |g: &Gated| g.refused.is_none() && g.measures.support <= 1;
+    gated.sort_by(|a, b| {
+        single(a).cmp(&single(b)).then_with(|| {
+            if single(a) && single(b) {
+                let s = |g: &Gated| g.salience.map_or(f32::NEG_INFINITY, |w| w.score);
+                s(b).total_cmp(&s(a))
+            } else {
+                std::cmp::Ordering::Equal
+            }
+        })
+    });
+    Ok(gated)
 }
 
 /// The session a kept line counts against (`keep::session_key`): that of its first
@@ -860,24 +924,27 @@ fn view_of(s: &Stored) -> EventView {
     EventView::of(&s.event, !s.reflected)
 }
 
-/// Ask the judge about every candidate that passed the gates and has neighbours, in
+/// Ask the judge about every candidate that passed the gates and has neighbours and was
+/// not judged in an earlier part of the window (`out` holds the verdicts so far), in
 /// batches. A batch that fails, or does not fit in the budget, degrades to the
 /// conservative default (no contradiction, novel), and the degradation is reported.
+#[allow(clippy::too_many_arguments)]
 fn judge(
     ctx: &Ctx<'_>,
     gated: &[Gated],
     memory: &Memory,
     restating: &route::Restating<'_>,
+    out: &mut HashMap<String, Verdict>,
     degraded: &mut Vec<Degraded>,
     notes: &mut Vec<String>,
     texts: &mut route::Texts,
-) -> HashMap<String, Verdict> {
+) {
     let (llm, config) = (ctx.llm, ctx.config);
     let mut items = Vec::new();
     let mut seen = HashSet::new();
     for g in gated.iter().filter(|g| g.refused.is_none()) {
         let id = text_id("k", &g.text);
-        if !seen.insert(id.clone()) {
+        if out.contains_key(&id) || !seen.insert(id.clone()) {
             continue;
         }
         let near = route::nearest_cached(memory, &g.text, JUDGE_NEIGHBOURS, restating, texts);
@@ -918,7 +985,6 @@ fn judge(
     let results = parallel_map(&batches, workers(llm, config), |req| {
         ctx.call("judge", llm.estimate_judge(req), || llm.judge(req))
     });
-    let mut out = HashMap::new();
     for (req, result) in batches.iter().zip(results) {
         match result {
             Ok(reply) => {
@@ -958,7 +1024,6 @@ fn judge(
             }
         }
     }
-    out
 }
 
 /// The events routing reads, each read from the state once per stage. A candidate's route
@@ -1834,5 +1899,26 @@ fn build_card(
         gates,
         excerpts,
         decision: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parts;
+
+    #[test]
+    fn parts_end_once_they_showed_the_limit_and_keep_the_order() {
+        let shown = [3, 3, 3, 10, 1, 0, 2];
+        let got: Vec<Vec<usize>> = parts(&shown, 6, |n| *n)
+            .into_iter()
+            .map(<[usize]>::to_vec)
+            .collect();
+        // A proposal that shows nothing still counts one; one past the limit ends its part.
+        assert_eq!(got, vec![vec![3, 3], vec![3, 10], vec![1, 0, 2]]);
+        // Under the limit: one part, the whole window.
+        assert_eq!(parts(&shown, 10_000, |n| *n), vec![&shown[..]]);
+        // A limit of 0 is read as 1 (the config refuses it anyway): a part per proposal.
+        assert_eq!(parts(&shown, 0, |n| *n).len(), shown.len());
+        assert!(parts(&[] as &[usize], 6, |n| *n).is_empty());
     }
 }
