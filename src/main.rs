@@ -5,6 +5,7 @@ use std::io::Write;
 use clap::Parser;
 
 fn main() {
+    dream::cmd::process::tune_allocator();
     // SIGPIPE stays ignored (Rust's default): a reader that closes stderr mid-cycle must
     // not kill the cycle; `cmd::out` ends the process by SIGPIPE when stdout's reader is
     // gone, as command-line tools do (`dream log | head`).
@@ -39,3 +40,4 @@ fn main() {
     }
     std::process::exit(code);
 }
+

@@ -21,6 +21,7 @@ macro_rules! eprint {
 }
 
 pub mod out;
+pub mod process;
 
 mod context;
 mod demo;

@@ -135,6 +135,7 @@ struct EvalAgentArgs {
 }
 
 fn main() {
+    dream::cmd::process::tune_allocator();
     let cli = Cli::parse();
     dream::cmd::out::init_logging(&cli.global);
     let result = match &cli.command {
