@@ -40,4 +40,3 @@ fn main() {
     }
     std::process::exit(code);
 }
-
