@@ -110,7 +110,7 @@ fn a_window_routed_in_parts_keeps_what_the_whole_window_keeps() {
         env.init();
         if parts {
             let toml = env.read("dream.toml");
-            let default = "route_part_events = 8192";
+            let default = "route_part_events = 4096";
             assert!(toml.contains(default), "{toml}");
             let toml = toml.replacen(default, "route_part_events = 1", 1);
             std::fs::write(env.repo.join("dream.toml"), toml).unwrap();

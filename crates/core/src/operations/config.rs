@@ -275,7 +275,7 @@ pub struct Cluster {
     /// Events of one cluster shown to the reflector at most (new events first).
     pub max_events_per_prompt: usize,
     /// A window's proposals are gated, judged and routed in parts, each ending once its
-    /// proposals showed this many events: it bounds a cycle's memory whatever the window (a
+    /// proposals showed this many distinct events: it bounds a cycle's memory whatever the window (a
     /// first run's backfill of a year). A window that shows fewer is routed whole.
     pub route_part_events: usize,
 }
@@ -287,7 +287,7 @@ impl Default for Cluster {
             min_points: 2,
             eps: None,
             max_events_per_prompt: 40,
-            route_part_events: 8192,
+            route_part_events: 4096,
         }
     }
 }
@@ -610,8 +610,8 @@ min_points = 2                  # the cluster floor; must not exceed promote.min
 # eps = 0.7                     # DBSCAN radius between unit vectors; unset = the embedder's
                                 # own: minilm 0.7 (cosine 0.755), builtin and openai 0.8 (0.68)
 max_events_per_prompt = 40      # most events in one reflect prompt; a larger cluster takes several
-route_part_events = 8192        # proposals gated and routed together until they showed this many
-                                # events (a year's backfill in parts); lower it on a small machine
+route_part_events = 4096        # proposals gated and routed together until they showed this many
+                                # distinct events (a year's backfill in parts); lower it on a small machine
 
 [promote]
 min_confidence = 0.8            # auto-promote needs at least this confidence,

@@ -44,9 +44,10 @@ const JUDGE_BATCH: usize = 8;
 /// Facts shown to the judge per candidate.
 const JUDGE_NEIGHBOURS: usize = 5;
 
-/// Split `proposals` into parts, each ending once its proposals showed `limit` events
-/// (`cluster.route_part_events`; an event counts each time a proposal shows it), in the
-/// order reflect returned them (oldest new event first).
+/// Split `proposals` into parts, each ending once its proposals showed `limit` distinct
+/// events (`cluster.route_part_events`), in the order reflect returned them (oldest new
+/// event first). `evidence` names what a proposal was shown (the proposals of one prompt
+/// share it: an identity and its number of events), which is counted once a part.
 ///
 /// Why parts: a first run's backfill window can hold 40,000 new events. Gating, judging
 /// and routing all their proposals at once held every shown event's words and stored
@@ -56,16 +57,28 @@ const JUDGE_NEIGHBOURS: usize = 5;
 /// its window. What a part changes: the judge of a later part sees the facts the earlier
 /// parts added (it is asked about them, as a later cycle's judge would be), and a
 /// session's single mentions split between two parts are ranked for the session's cap
-/// within each part. A window that shows fewer events (nearly every cycle's own) is one
-/// part, routed as before parts existed.
-fn parts<T>(proposals: &[T], limit: usize, shown_by: impl Fn(&T) -> usize) -> Vec<&[T]> {
+/// within each part. A window that shows fewer events (most cycles' own) is one part,
+/// routed as before parts existed.
+///
+/// Why 4,096 by default (docs/BENCHMARKS.md, "A heavy user's year"): smaller parts leave
+/// less freed memory scattered in the allocator's heap, whose high-water mark the next
+/// windows' clustering stacks on (a year's backfill peaked at 318 MiB with parts of
+/// 16,384 events, 274 with 4,096 and 267 with 2,048), but each part's judge and routing
+/// compare its candidates with the facts the earlier parts added: the heavy benchmark's
+/// 10,000 new events take about 10% longer in three parts and 30% in five.
+fn parts<T>(proposals: &[T], limit: usize, evidence: impl Fn(&T) -> (usize, usize)) -> Vec<&[T]> {
     let mut out = Vec::new();
     let (mut start, mut shown) = (0, 0);
+    let mut seen: HashSet<usize> = HashSet::new();
     for (i, p) in proposals.iter().enumerate() {
-        shown += shown_by(p).max(1);
+        let (id, events) = evidence(p);
+        if seen.insert(id) {
+            shown += events.max(1);
+        }
         if shown >= limit.max(1) {
             out.push(&proposals[start..=i]);
             (start, shown) = (i + 1, 0);
+            seen.clear();
         }
     }
     if start < proposals.len() {
@@ -103,7 +116,8 @@ pub fn consolidate_window(ctx: &Ctx<'_>, tx: &Connection, work: &mut Work) -> Re
     let mut verdicts: HashMap<String, Verdict> = HashMap::new();
     let mut defaulted = (0, None);
     let limit = ctx.config.cluster.route_part_events;
-    for part in parts(&proposals, limit, |(_, sent)| sent.len()) {
+    let evidence = |(_, sent): &Proposed| (Rc::as_ptr(sent).cast::<()>() as usize, sent.len());
+    for part in parts(&proposals, limit, evidence) {
         // Each event's words are prepared once per part, and let go with it.
         let sources = gates::Sources::default();
         let gated = gate_part(ctx, tx, work, part, scorer, &sources, &mut own)?;
@@ -1908,17 +1922,29 @@ mod tests {
 
     #[test]
     fn parts_end_once_they_showed_the_limit_and_keep_the_order() {
-        let shown = [3, 3, 3, 10, 1, 0, 2];
-        let got: Vec<Vec<usize>> = parts(&shown, 6, |n| *n)
+        // (what the proposal was shown, how many events that holds)
+        let shown = [(1, 3), (2, 3), (3, 3), (4, 10), (5, 1), (6, 0), (7, 2)];
+        let got: Vec<Vec<(usize, usize)>> = parts(&shown, 6, |p| *p)
             .into_iter()
-            .map(<[usize]>::to_vec)
+            .map(<[(usize, usize)]>::to_vec)
             .collect();
-        // A proposal that shows nothing still counts one; one past the limit ends its part.
-        assert_eq!(got, vec![vec![3, 3], vec![3, 10], vec![1, 0, 2]]);
+        // A proposal shown nothing still counts one; one past the limit ends its part.
+        assert_eq!(
+            got,
+            vec![
+                shown[..2].to_vec(),
+                shown[2..4].to_vec(),
+                shown[4..].to_vec()
+            ]
+        );
         // Under the limit: one part, the whole window.
-        assert_eq!(parts(&shown, 10_000, |n| *n), vec![&shown[..]]);
+        assert_eq!(parts(&shown, 10_000, |p| *p), vec![&shown[..]]);
         // A limit of 0 is read as 1 (the config refuses it anyway): a part per proposal.
-        assert_eq!(parts(&shown, 0, |n| *n).len(), shown.len());
-        assert!(parts(&[] as &[usize], 6, |n| *n).is_empty());
+        assert_eq!(parts(&shown, 0, |p| *p).len(), shown.len());
+        assert!(parts(&[] as &[(usize, usize)], 6, |p| *p).is_empty());
+        // Proposals of one prompt share what they were shown: it counts once a part.
+        let shared = [(1, 4), (1, 4), (1, 4), (2, 4), (2, 4), (3, 4)];
+        let got: Vec<usize> = parts(&shared, 8, |p| *p).iter().map(|p| p.len()).collect();
+        assert_eq!(got, vec![4, 2]);
     }
 }
