@@ -477,6 +477,48 @@ fn a_model_s_single_mentions_are_traced_to_who_said_them_and_when() {
         "the speaker and the day are not refused; a name nobody said is"
     );
     verify_ok(&env);
+
+    // The passes are shown the durable facts a cycle changed; the episodes are not theirs.
+    // A hand-written fact is shown once (the cycle after the hand edit shows all of
+    // memory); then a day whose only change is to an episode makes no promote call (it
+    // made one of instructions alone, a tenth of the calls of a chat stream).
+    let run_at = |now: &str| {
+        let out = env
+            .cmd()
+            .env("DREAM_LLM_PROVIDER", "openai")
+            .env("DREAM_LLM_BASE_URL", fake.base_url())
+            .env("DREAM_LLM_MODEL", "fake-model")
+            .args(["run", "--now", now, "--json"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", crate::util::stderr(&out));
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
+    };
+    let human = env.read("memory/human.md")
+        + "- I work as a counsellor in Boston. <!-- id=f_0000c0de cat=identity by=owner first=2023-05-08 last=2023-05-08 -->\n";
+    std::fs::write(env.repo.join("memory/human.md"), human).unwrap();
+    run_at("2023-05-09T21:00:00Z");
+    let promotes = fake.calls("promote").len();
+    assert_eq!(promotes, 1, "the hand-written fact is shown once");
+    env.write_inbox(
+        "conv2.jsonl",
+        &(json!({"id": "D3:1", "ts": "2023-05-10T13:01:00Z", "kind": "message",
+            "actor": "Caroline", "session": "conv:S3", "trust": "owner",
+            "text": "I went to a LGBTQ support group yesterday and it was so powerful."})
+        .to_string()
+            + "\n"),
+    );
+    let report = run_at("2023-05-10T21:00:00Z");
+    assert!(
+        env.read("memory/episodes.md").contains("D3:1"),
+        "the episode cites the day's event: {report}"
+    );
+    assert_eq!(
+        fake.calls("promote").len(),
+        promotes,
+        "only an episode changed: no promote call"
+    );
+    verify_ok(&env);
 }
 
 #[test]

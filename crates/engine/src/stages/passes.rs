@@ -676,10 +676,13 @@ fn promote(
     changed: Option<&BTreeSet<String>>,
 ) {
     let mut ledger = Ledger::default();
-    // Only the facts this cycle added, reworded or moved (`review`): none, no call.
-    if !work.memory.is_empty() && changed.is_none_or(|c| !c.is_empty()) {
+    // Only the durable facts this cycle added, reworded or moved (`review`): none, no call.
+    // (The episodes are held out of the passes' memory, so a cycle that changed only
+    // episodes has nothing to show; it made a call of instructions alone before.)
+    let facts = views_of(&work.memory, changed);
+    if !facts.is_empty() {
         let req = PromoteRequest {
-            facts: views_of(&work.memory, changed),
+            facts,
             target_blocks: TARGET_BLOCKS
                 .iter()
                 .map(|b| b.as_str().to_string())
