@@ -401,16 +401,19 @@ fn a_model_s_single_mentions_are_traced_to_who_said_them_and_when() {
         }
         Answer::json(json!({ "candidates": candidates }))
     });
-    let out = env
-        .cmd()
-        .env("DREAM_LLM_PROVIDER", "openai")
-        .env("DREAM_LLM_BASE_URL", fake.base_url())
-        .env("DREAM_LLM_MODEL", "fake-model")
-        .args(["run", "--now", "2023-05-08T21:00:00Z", "--json"])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", crate::util::stderr(&out));
-    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let run_at = |now: &str| {
+        let out = env
+            .cmd()
+            .env("DREAM_LLM_PROVIDER", "openai")
+            .env("DREAM_LLM_BASE_URL", fake.base_url())
+            .env("DREAM_LLM_MODEL", "fake-model")
+            .args(["run", "--now", now, "--json"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", crate::util::stderr(&out));
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
+    };
+    let report = run_at("2023-05-08T21:00:00Z");
 
     // One call for the session's single mentions; the greeting and the reaction never sent.
     let calls = fake.calls("reflect");
@@ -482,18 +485,6 @@ fn a_model_s_single_mentions_are_traced_to_who_said_them_and_when() {
     // A hand-written fact is shown once (the cycle after the hand edit shows all of
     // memory); then a day whose only change is to an episode makes no promote call (it
     // made one of instructions alone, a tenth of the calls of a chat stream).
-    let run_at = |now: &str| {
-        let out = env
-            .cmd()
-            .env("DREAM_LLM_PROVIDER", "openai")
-            .env("DREAM_LLM_BASE_URL", fake.base_url())
-            .env("DREAM_LLM_MODEL", "fake-model")
-            .args(["run", "--now", now, "--json"])
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{}", crate::util::stderr(&out));
-        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
-    };
     let human = env.read("memory/human.md")
         + "- I work as a counsellor in Boston. <!-- id=f_0000c0de cat=identity by=owner first=2023-05-08 last=2023-05-08 -->\n";
     std::fs::write(env.repo.join("memory/human.md"), human).unwrap();
