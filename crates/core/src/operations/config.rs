@@ -1436,6 +1436,10 @@ mod tests {
             ),
             ("[embed]\ndim = 100000000\n", "embed.dim"),
             ("[llm]\nconcurrency = 100000\n", "llm.concurrency"),
+            (
+                "[cluster]\nroute_part_events = 200000000\n",
+                "cluster.route_part_events",
+            ),
         ] {
             let err = parse(text).unwrap_err().to_string();
             assert!(
@@ -1443,6 +1447,14 @@ mod tests {
                 "{err}"
             );
         }
+        // A part of no events would route nothing: refused by name, not read as one.
+        let err = parse("[cluster]\nroute_part_events = 0\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("key `cluster.route_part_events`: must be at least 1"),
+            "{err}"
+        );
     }
 
     #[test]
