@@ -5,9 +5,10 @@
 //! wrote, taken verbatim from a supporting event (without its lead-in, and named by its
 //! speaker when the speaker is someone other than "user"), so it is traceable by
 //! construction (the agent's, a tool's or a web page's restatements may add support, never
-//! the sentence). It proposes a sentence the events restate, and a sentence said once
-//! when it is specific (a name, a number, a date; a fact about the speaker, a preference,
-//! a plan: [`crate::text::phrases::specific`]); the cycle keeps the latter as an episode until it
+//! the sentence). It proposes a sentence its speaker restates (another sentence of theirs
+//! holds most of its content words: [`restates`]), and a sentence said once when it is
+//! specific (a name, a number, a date; a fact about the speaker, a preference, a plan:
+//! [`crate::text::phrases::specific`]); the cycle keeps the latter as an episode until it
 //! is said again. It never proposes questions, requests, greetings, thinking aloud,
 //! reactions or a thing's passing status ([`crate::text::phrases::chatter`]), however often
 //! they repeat: repetition alone is not durability. Category and block come from the
@@ -27,8 +28,8 @@ use crate::text::phrases::{
     about_speaker, classify, lead_in, not_a_fact, sentences, specific, worth_keeping_once,
 };
 
-/// A sentence supports a candidate when it is at least this similar (and agrees in polarity
-/// and names every entity of the candidate).
+/// A sentence supports a candidate when it holds at least this share of the candidate's
+/// content words (and agrees in polarity and names every entity of the candidate).
 pub const SUPPORT_SIMILARITY: f64 = 0.6;
 /// Two facts this similar are about the same subject (for possible contradictions).
 pub const SAME_SUBJECT_SIMILARITY: f64 = 0.6;
@@ -116,16 +117,27 @@ fn supports(
     if unit.relative && a.event.ts.date_naive() != day {
         return false;
     }
-    // The cheap similarity test first: most events of a cluster fail it. A sentence that
-    // takes the unit back ("spaces over tabs" for "tabs over spaces") is its opposite.
+    // The cheap test first: most events of a cluster fail it. A restatement holds most of
+    // the unit's content words; it is not enough that the unit holds a short sentence's
+    // ("We got this!" does not restate "We've got some cool projects in the works", and
+    // counting it so made a vague remark look said ten times). A sentence that takes the
+    // unit back ("spaces over tabs" for "tabs over spaces") is its opposite.
     a.sentences.iter().any(|s| {
-        measures::set_similarity(&s.tokens, &unit.tokens) >= SUPPORT_SIMILARITY
+        restates(&s.tokens, &unit.tokens)
             && measures::polarity_agrees_prepared(&s.prepared, &unit.prepared)
             && measures::retracts(&s.prepared, &unit.prepared).is_none()
             && measures::retracts(&unit.prepared, &s.prepared).is_none()
     }) && entities
         .iter()
         .all(|en| measures::entity_present(en, &[a.event.text.as_str()], &a.vocab))
+}
+
+/// Whether a sentence of content words `said` restates `unit`: it holds at least
+/// [`SUPPORT_SIMILARITY`] of the unit's words. (Not the share of the smaller of the two:
+/// then any short sentence inside a long one would restate it.)
+fn restates(said: &BTreeSet<String>, unit: &BTreeSet<String>) -> bool {
+    !unit.is_empty()
+        && said.intersection(unit).count() as f64 / unit.len() as f64 >= SUPPORT_SIMILARITY
 }
 
 /// A text's words as written, and its names: capitalised words after its first word ("my
@@ -267,7 +279,13 @@ impl Offline {
                 let support: Vec<usize> = analysed
                     .iter()
                     .enumerate()
-                    .filter(|(_, b)| supports(b, unit, a.event.ts.date_naive(), &entities))
+                    .filter(|(_, b)| {
+                        // A person's own words are restated by that person: another
+                        // speaker's "I" is someone else (an agent's or a tool's restatement
+                        // is context, whoever wrote it).
+                        (!b.event.is_owner_statement() || b.event.actor == a.event.actor)
+                            && supports(b, unit, a.event.ts.date_naive(), &entities)
+                    })
                     .map(|(k, _)| k)
                     .collect();
                 let once = self.singles && a.event.new && worth_keeping_once(&unit.text);
@@ -636,6 +654,82 @@ mod tests {
             reply.candidates[0].supporting_event_ids,
             vec!["e1", "e2", "e3"]
         );
+    }
+
+    #[test]
+    fn a_short_remark_inside_a_sentence_does_not_restate_it() {
+        // Each later remark's words are all in the first sentence ("got", "cool",
+        // "project"), but none says it again: the sentence was said once.
+        let req = ReflectRequest {
+            cluster: 0,
+            events: vec![
+                ev(
+                    "e1",
+                    1,
+                    "s1",
+                    "We've got some cool projects in the works.",
+                    true,
+                ),
+                ev("e2", 2, "s2", "We got this!", true),
+                ev("e3", 3, "s3", "So cool!", true),
+                ev("e4", 4, "s4", "Projects, projects.", true),
+            ],
+            singles: false,
+        };
+        let reply = offline().reflect(&req).unwrap().value;
+        assert!(reply.candidates.is_empty(), "{reply:?}");
+    }
+
+    #[test]
+    fn another_speaker_saying_the_same_words_is_someone_else() {
+        let mut events = vec![
+            ev(
+                "e1",
+                1,
+                "s1",
+                "I play chess at the Lisbon club on Fridays.",
+                true,
+            ),
+            ev(
+                "e2",
+                2,
+                "s2",
+                "I play chess at the Lisbon club on Fridays.",
+                true,
+            ),
+            ev(
+                "e3",
+                3,
+                "s3",
+                "I play chess at the Lisbon club on Fridays.",
+                true,
+            ),
+        ];
+        events[1].actor = "Ana".into();
+        events[2].actor = "Rui".into();
+        let req = ReflectRequest {
+            cluster: 0,
+            events,
+            singles: false,
+        };
+        // Each said it once: three people, none of them restated (what is proposed, said
+        // once, rests on its own event alone).
+        let reply = offline().reflect(&req).unwrap().value;
+        assert!(
+            reply
+                .candidates
+                .iter()
+                .all(|c| c.supporting_event_ids.len() == 1),
+            "{reply:?}"
+        );
+        // Said by the same person three times, it is a restated fact.
+        let mut req = req;
+        for e in &mut req.events {
+            e.actor = "Ana".into();
+        }
+        let reply = offline().reflect(&req).unwrap().value;
+        assert_eq!(reply.candidates.len(), 1, "{reply:?}");
+        assert_eq!(reply.candidates[0].supporting_event_ids.len(), 3);
     }
 
     #[test]
