@@ -463,7 +463,14 @@ impl Offline {
                 if best_dup.is_none_or(|(s, _)| sim > s) {
                     best_dup = Some((sim, n));
                 }
-            } else if sim >= SAME_SUBJECT_SIMILARITY && (polarity_differs || names_differ) {
+            } else if sim >= SAME_SUBJECT_SIMILARITY
+                && (polarity_differs || names_differ)
+                && n.block != crate::memory::Block::Episodes.as_str()
+            {
+                // An episode is what was said on its day ("I won my first tournament last
+                // week"): another happening of the same kind, with other names or numbers
+                // ("I won my fourth tournament on Friday"), is news beside it, not a
+                // contradiction for a person to settle.
                 let why = if polarity_differs {
                     "one of the two is negated".to_string()
                 } else {
@@ -900,6 +907,33 @@ mod tests {
             assert!(not_a_fact(s), "{s}");
         }
         assert!(!not_a_fact("I live in Lisbon with my two cats."));
+    }
+
+    #[test]
+    fn another_happening_of_the_same_kind_does_not_contradict_an_episode() {
+        let episode = FactView {
+            id: "f_1".into(),
+            block: "episodes".into(),
+            category: "event".into(),
+            text: "21 January 2022, Nate: I won my first video game tournament last week.".into(),
+        };
+        let durable = FactView {
+            block: "human".into(),
+            ..episode.clone()
+        };
+        let item = |neighbour: &FactView| JudgeItem {
+            candidate_id: "a".into(),
+            text: "Nate: I won my fourth video game tournament on Friday!".into(),
+            neighbours: vec![neighbour.clone()],
+        };
+        let req = JudgeRequest {
+            items: vec![item(&episode), item(&durable)],
+        };
+        let v = offline().judge(&req).unwrap().value.verdicts;
+        // Beside the episode: news, not a question for a person.
+        assert_eq!(v[0].contradicts, None, "{:?}", v[0]);
+        // The same words held as a lasting fact still differ in a number: a person decides.
+        assert_eq!(v[1].contradicts.as_deref(), Some("f_1"), "{:?}", v[1]);
     }
 
     #[test]
