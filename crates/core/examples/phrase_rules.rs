@@ -4,8 +4,9 @@
 //! a line on stdin, a turn's text or `{"text": ..., "day": "2023-05-08"}`; prints one JSON
 //! array a line: each sentence as `phrases::sentences` cuts it, with what is left after its
 //! lead-in (and, given the day it was said, with its relative dates written out as the
-//! gates write them), why it is chatter (or null) and whether it is specific enough to keep
-//! when said once.
+//! gates write them), why it is chatter (or null), whether it is specific enough to keep
+//! when said once, and whether the offline extractor leaves it out for leaning on what was
+//! said before (`leans`).
 //!
 //! `cargo run -p dream-core --example phrase_rules < texts.jsonl`
 
@@ -46,6 +47,7 @@ fn main() {
                     "dated": day.map(|d| when::rewrite(phrases::lead_in(s), d)),
                     "chatter": phrases::chatter(s).map(|c| c.as_str()),
                     "specific": phrases::specific(s),
+                    "leans": phrases::leans_on_its_object(s),
                 })
             })
             .collect();

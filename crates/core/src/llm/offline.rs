@@ -10,8 +10,9 @@
 //! specific (a name, a number, a date; a fact about the speaker, a preference, a plan:
 //! [`crate::text::phrases::specific`]); the cycle keeps the latter as an episode until it
 //! is said again. It never proposes questions, requests, greetings, thinking aloud,
-//! reactions or a thing's passing status ([`crate::text::phrases::chatter`]), however often
-//! they repeat: repetition alone is not durability. Category and block come from the
+//! reactions or a thing's passing status ([`crate::text::phrases::chatter`]), nor a sentence
+//! whose object is a bare pronoun ([`leans_on_its_object`]: it cannot quote what "it"
+//! stands for, which a model can), however often they repeat: repetition alone is not durability. Category and block come from the
 //! transparent phrase rules in [`classify`]. The judge flags duplicates by S6 similarity and, as a
 //! conservative offline stand-in for a model, possible contradictions between same-subject
 //! facts whose polarity, names or numbers differ; anything else is "no contradiction found".
@@ -25,7 +26,8 @@ use super::{
 use crate::operations::config::Config;
 use crate::text::measures::{self, Entity};
 use crate::text::phrases::{
-    about_speaker, classify, lead_in, not_a_fact, sentences, specific, worth_keeping_once,
+    about_speaker, classify, lead_in, leans_on_its_object, not_a_fact, sentences, specific,
+    worth_keeping_once,
 };
 
 /// A sentence supports a candidate when it holds at least this share of the candidate's
@@ -209,7 +211,7 @@ pub fn own_words(
         }
         for s in sentences(&e.text) {
             let s = lead_in(&s).to_string();
-            if !worth_keeping_once(&s) {
+            if !worth_keeping_once(&s) || leans_on_its_object(&s) {
                 continue;
             }
             let shared = measures::content_tokens(&s).intersection(&want).count();
@@ -271,8 +273,13 @@ impl Offline {
             for (j, unit) in a.sentences.iter().enumerate() {
                 // Repetition is not durability: a restated sentence must be as specific as
                 // one said once (a name, number or date, a habit, a preference, a plan, an
-                // event, the project) or be about its speaker, never a general remark.
-                if not_a_fact(&unit.text) || !(specific(&unit.text) || about_speaker(&unit.text)) {
+                // event, the project) or be about its speaker, never a general remark. A
+                // sentence whose object is a bare pronoun ("I had a blast there") cannot be
+                // quoted alone: what it is about was said before.
+                if not_a_fact(&unit.text)
+                    || leans_on_its_object(&unit.text)
+                    || !(specific(&unit.text) || about_speaker(&unit.text))
+                {
                     continue;
                 }
                 let entities = measures::entities(&unit.text);
@@ -737,6 +744,28 @@ mod tests {
         let reply = offline().reflect(&req).unwrap().value;
         assert_eq!(reply.candidates.len(), 1, "{reply:?}");
         assert_eq!(reply.candidates[0].supporting_event_ids.len(), 3);
+    }
+
+    #[test]
+    fn a_sentence_whose_object_is_a_bare_pronoun_is_not_quoted() {
+        let req = ReflectRequest {
+            cluster: 0,
+            events: vec![ev(
+                "e1",
+                1,
+                "s1",
+                "I had a blast there last month. I sold my old bike to Marta yesterday.",
+                true,
+            )],
+            singles: true,
+        };
+        let reply = offline().reflect(&req).unwrap().value;
+        let texts: Vec<&str> = reply.candidates.iter().map(|c| c.text.as_str()).collect();
+        assert_eq!(
+            texts,
+            ["I sold my old bike to Marta yesterday."],
+            "{reply:?}"
+        );
     }
 
     #[test]

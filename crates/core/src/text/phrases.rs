@@ -1076,6 +1076,61 @@ pub fn chatter(sentence: &str) -> Option<Chatter> {
     None
 }
 
+/// Whether a sentence about its speaker names nothing and has a bare pronoun for its
+/// object ("I had a blast there last month", "I love seeing them eat fruit", "I made it in
+/// class yesterday"): what it is about was said before, and read alone weeks later it
+/// tells nothing. A pronoun a verb follows opens a clause of its own ("it would be great
+/// to have a new pup"), and a name, a number or a title says what the sentence is about.
+///
+/// Not [`chatter`]: a model that reads the events around it can say what the pronoun
+/// stands for ("Melanie made a bowl in pottery class"), so it is the offline extractor,
+/// which quotes sentences as they are, that leaves such a sentence out. (And the salience
+/// model's thresholds are chosen over what [`chatter`] lets through, for both paths.)
+pub fn leans_on_its_object(sentence: &str) -> bool {
+    let sentence = lead_in(sentence);
+    let s = measures::normalize(&lower(sentence.trim()));
+    let words: Vec<&str> = s.split_whitespace().collect();
+    if !words.first().is_some_and(|w| SPEAKER_STARTS.contains(w))
+        || sentence.chars().any(|c| c.is_ascii_digit() || c == '"')
+        || !measures::proper_nouns(sentence).is_empty()
+    {
+        return false;
+    }
+    // The main verb's object: at most two content words come before it ("I had a blast
+    // there", "My brother wrote it"). Further on, the pronoun most often stands for what
+    // the sentence itself named ("I've got a gaming tournament next month and I'm
+    // feeling good about it").
+    let mut before = 0;
+    for (i, w) in words.iter().enumerate().skip(1) {
+        if OBJECT_PRONOUNS.contains(w) {
+            // After "so", "and", "because" it is a new clause's subject ("my mum has the
+            // same allergy, so it probably runs in the family").
+            return !CONJUNCTIONS.contains(&words[i - 1])
+                && words.get(i + 1).is_none_or(|n| !PRONOUN_VERBS.contains(n));
+        }
+        if !measures::is_stopword(w) {
+            before += 1;
+            if before > MAX_BEFORE_OBJECT {
+                return false;
+            }
+        }
+    }
+    false
+}
+
+/// Words that open a clause of their own.
+const CONJUNCTIONS: &[&str] = &[
+    "and", "but", "so", "because", "cause", "since", "when", "while", "if", "or", "as", "though",
+    "although", "until",
+];
+
+/// The most content words before a bare pronoun that [`leans_on_its_object`] reads as the
+/// main verb's object.
+const MAX_BEFORE_OBJECT: usize = 2;
+
+/// Pronouns that stand for a thing or people said before when they are a verb's object.
+const OBJECT_PRONOUNS: &[&str] = &["it", "them", "there"];
+
 /// First words of a sentence about the speaker.
 const SPEAKER_STARTS: &[&str] = &["i", "im", "ive", "my", "we", "were", "weve", "our"];
 
@@ -1627,6 +1682,33 @@ mod tests {
             "Ines from the platform team joined our standup today.",
         ] {
             assert_eq!(chatter(s), None, "{s}");
+        }
+    }
+
+    #[test]
+    fn a_bare_pronoun_for_an_object_leans_on_what_was_said_before() {
+        for s in [
+            "I had a blast there last weekend.",
+            "My cousin painted it for me.",
+            "I love watching them play in the garden.",
+            "Anyway, we gave it everything at practice.",
+        ] {
+            assert!(leans_on_its_object(s), "{s}");
+        }
+        for s in [
+            // The pronoun stands for what the sentence names, or opens a clause.
+            "I bought a used cello last month and I practise on it every evening.",
+            "My sister has a peanut allergy, so it probably runs in the family.",
+            "I moved to the coast and I love it there.",
+            "I love my new job, it is the best one I've had.",
+            // A name, a number or a title says what it is about.
+            "I took it to Lisbon last week.",
+            "We watched it 3 times.",
+            "I finally read it: \"Dune\".",
+            // Not about the speaker: the subject rules of `chatter` decide.
+            "It was so powerful.",
+        ] {
+            assert!(!leans_on_its_object(s), "{s}");
         }
     }
 
