@@ -1108,6 +1108,15 @@ pub fn leans_on_its_object(sentence: &str) -> bool {
             return !CONJUNCTIONS.contains(&words[i - 1])
                 && words.get(i + 1).is_none_or(|n| !PRONOUN_VERBS.contains(n));
         }
+        // "this", "that": a pronoun when nothing it could point at follows ("I will
+        // incorporate this into my routine", "I want them to learn that too"), a word
+        // that points when a noun does ("I love that restaurant").
+        if DEMONSTRATIVES.contains(w) {
+            if words.get(i + 1).is_none_or(|n| AFTER_BARE.contains(n)) {
+                return !CONJUNCTIONS.contains(&words[i - 1]);
+            }
+            continue;
+        }
         if !measures::is_stopword(w) {
             before += 1;
             if before > MAX_BEFORE_OBJECT {
@@ -1117,6 +1126,43 @@ pub fn leans_on_its_object(sentence: &str) -> bool {
     }
     false
 }
+
+/// Words after which "this" or "that" is a pronoun of its own: a preposition, an adverb
+/// of time or degree.
+const AFTER_BARE: &[&str] = &[
+    "to",
+    "into",
+    "for",
+    "with",
+    "at",
+    "in",
+    "on",
+    "about",
+    "from",
+    "too",
+    "again",
+    "now",
+    "already",
+    "today",
+    "tonight",
+    "yesterday",
+    "tomorrow",
+    "soon",
+    "later",
+    "before",
+    "after",
+    "up",
+    "out",
+    "off",
+    "back",
+    "over",
+    "around",
+    "once",
+    "more",
+    "so",
+    "and",
+    "but",
+];
 
 /// Words that open a clause of their own.
 const CONJUNCTIONS: &[&str] = &[
@@ -1692,6 +1738,7 @@ mod tests {
             "My cousin painted it for me.",
             "I love watching them play in the garden.",
             "Anyway, we gave it everything at practice.",
+            "My colleague sent me this yesterday.",
         ] {
             assert!(leans_on_its_object(s), "{s}");
         }
@@ -1705,6 +1752,8 @@ mod tests {
             "I took it to Lisbon last week.",
             "We watched it 3 times.",
             "I finally read it: \"Dune\".",
+            // "that" points at what follows it.
+            "I love that bakery near the station.",
             // Not about the speaker: the subject rules of `chatter` decide.
             "It was so powerful.",
         ] {
