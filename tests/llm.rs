@@ -284,6 +284,62 @@ fn a_cycle_promotes_queues_and_refuses_exactly_as_the_model_scripted() {
     );
 }
 
+/// A model that cites a cluster's loosely related statements beside the one that says its
+/// candidate has still seen it said once: support, sessions and days count the statements
+/// that say it again, so three days of citations do not make a single happening durable.
+#[test]
+fn statements_that_do_not_say_it_again_are_cited_but_not_counted_as_support() {
+    let events = [
+        ev(
+            "g-1",
+            3,
+            "s1",
+            "I adopted a greyhound named Rocket from the shelter.",
+        ),
+        ev("g-2", 4, "s2", "The shelter greyhound event was fun."),
+        ev("g-3", 5, "s3", "Another greyhound at the shelter today."),
+    ]
+    .concat();
+    let (env, fake) = setup(&events);
+    let together = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let seen = std::sync::Arc::clone(&together);
+    fake.on("reflect", move |call| {
+        let shown = call.events();
+        let candidates = if shown.iter().any(|e| e.text.contains("Rocket")) {
+            let ids: Vec<&str> = shown
+                .iter()
+                .filter(|e| e.text.contains("greyhound"))
+                .map(|e| e.id.as_str())
+                .collect();
+            seen.fetch_max(ids.len(), std::sync::atomic::Ordering::SeqCst);
+            vec![candidate(
+                "I adopted a greyhound named Rocket from the shelter.",
+                &ids,
+            )]
+        } else {
+            Vec::new()
+        };
+        Answer::json(json!({ "candidates": candidates }))
+    });
+    // One cluster whatever the embedder makes of the words: what is tested is what the
+    // gates count of a model's citations.
+    let report = run(&env, &fake, &[("DREAM_CLUSTER_EPS", "2")]);
+    // All three were shown together, and the model cited them.
+    assert_eq!(together.load(std::sync::atomic::Ordering::SeqCst), 3);
+    assert_eq!(count(&report, "promoted"), 0, "{report}");
+    assert_eq!(count(&report, "episodes"), 1, "{report}");
+    assert!(!env.read("memory/human.md").contains("Rocket"));
+    let episodes = env.read("memory/episodes.md");
+    let line = episodes
+        .lines()
+        .find(|l| l.contains("Rocket"))
+        .expect("kept as an episode");
+    // Every cited statement stays cited: the words are traced against all of them.
+    assert!(line.contains("g-1,g-2,g-3"), "{line}");
+    let (_, message) = &env.commits()[0];
+    assert!(message.contains("support 1 < min_support 3"), "{message}");
+}
+
 #[test]
 fn the_judge_finds_a_contradiction_and_a_failed_judge_degrades_to_its_default() {
     let (env, fake) = setup(&lisbon());

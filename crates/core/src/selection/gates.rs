@@ -309,6 +309,11 @@ pub fn support_measures(events: &[&EventView]) -> (Measures, usize) {
     )
 }
 
+/// The least share of a candidate's content words one statement of the owner's (with who
+/// wrote it and when) must hold to say it again: to count toward its support, sessions
+/// and days. Citing a statement that shares less is context, as an agent's message is.
+pub const RESTATES: f64 = 0.5;
+
 /// A proposal prepared once for the gates: its text on one line, the events its ids
 /// resolve to, and the measures every gate reads. Building it decides nothing.
 pub struct Candidate<'a> {
@@ -319,9 +324,13 @@ pub struct Candidate<'a> {
     pub cited: usize,
     /// Cited events that were sent and are not recalled, in citation order.
     pub support: Vec<&'a EventView>,
-    /// The owner's statements among them: what the gates count and what the text must be
-    /// traceable to.
+    /// The owner's statements among them: what the text must be traceable to.
     pub owners: Vec<&'a EventView>,
+    /// The owner's statements that say it again on their own ([`RESTATES`]): what the
+    /// floor and the durable rule count. A model may cite a cluster's loosely related
+    /// statements beside the one that says it ("We got this!" beside "We've got some
+    /// cool projects in the works"); citing them makes a remark look said ten times.
+    pub restating: Vec<&'a EventView>,
     /// Cited events that were read back from memory (never support).
     pub recalled: usize,
     /// Cited ids that are unknown, or exist but were not sent, each with why.
@@ -370,6 +379,7 @@ impl<'a> Candidate<'a> {
         // output or a web page is not established by citing an owner's message beside it.
         let mut sources: Vec<String> = Vec::with_capacity(2 * owners.len());
         let mut vocab = measures::Vocabulary::default();
+        let mut restating = Vec::new();
         for e in &owners {
             let source = match evidence.sources {
                 Some(known) => known.of(e, &evidence.owner_names),
@@ -377,6 +387,10 @@ impl<'a> Candidate<'a> {
             };
             sources.push(e.text.clone());
             sources.push(source.context.clone());
+            let own: measures::Vocabulary = source.words.iter().cloned().collect();
+            if measures::coverage_in(&text, &own).value >= RESTATES {
+                restating.push(*e);
+            }
             for w in &source.words {
                 if !vocab.contains(w) {
                     vocab.insert(w.clone());
@@ -400,6 +414,7 @@ impl<'a> Candidate<'a> {
             cited: seen.len(),
             support,
             owners,
+            restating,
             recalled,
             bad_ids,
             sources,
@@ -409,6 +424,19 @@ impl<'a> Candidate<'a> {
             category,
             notes,
             salience,
+        }
+    }
+}
+
+impl Candidate<'_> {
+    /// The statements its support, sessions and days are counted over: those that say it
+    /// again ([`Candidate::restating`]); when none does alone (a model drew it from several
+    /// statements), it rests on one, the first cited: said once.
+    pub fn establishing(&self) -> Vec<&EventView> {
+        if self.restating.is_empty() {
+            self.owners.iter().take(1).copied().collect()
+        } else {
+            self.restating.clone()
         }
     }
 }
@@ -585,7 +613,7 @@ pub fn recalled_gate(c: &Candidate<'_>, _: &Config) -> Check {
 /// where an episode starts), never promoted.
 pub fn floor_gate(c: &Candidate<'_>, config: &Config) -> Check {
     let floor = config.cluster.min_points;
-    let support = c.owners.len();
+    let support = c.restating.len();
     let row = Check::row(
         GateName::Floor.as_str(),
         support,
@@ -598,7 +626,7 @@ pub fn floor_gate(c: &Candidate<'_>, config: &Config) -> Check {
         result: row.result.map(|r| {
             if support < floor {
                 r.why(format!(
-                    "support {support} is below the floor of {floor} distinct owner statements (cluster.min_points): an episode at most, never a durable block"
+                    "support {support} is below the floor of {floor} distinct owner statements that say it (cluster.min_points; a statement says it when it holds at least half its content words): an episode at most, never a durable block"
                 ))
             } else {
                 r
@@ -796,7 +824,7 @@ pub fn gate_proposal(p: &Proposal, evidence: &Evidence<'_>, config: &Config) -> 
             refused = check.refusal;
         }
     }
-    let (mut m, _independent) = support_measures(&c.support);
+    let (mut m, _independent) = support_measures(&c.establishing());
     m.coverage = round3(c.coverage.value);
     m.untraceable = c.coverage.missing.clone();
     let confidence = if p.confidence.is_finite() {

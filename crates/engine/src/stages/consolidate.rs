@@ -1246,8 +1246,6 @@ fn merge_into_episode(
     if measured.support < 2 {
         return Ok(None);
     }
-    let meets =
-        measured.support >= config.promote.min_support && measured.days >= config.promote.min_days;
     let proposal = Proposal {
         text: memory::episode_body(&ep.text).to_string(),
         category: ep.category.clone(),
@@ -1259,6 +1257,12 @@ fn merge_into_episode(
         reason: format!("{} said again ({})", ep.id, g.reason),
     };
     let merged = gate_merged(&proposal, &events, sources, config);
+    // Counted as the gates count: the statements that say it again, not every one cited.
+    if merged.measures.support < 2 {
+        return Ok(None);
+    }
+    let meets = merged.measures.support >= config.promote.min_support
+        && merged.measures.days >= config.promote.min_days;
     if meets && merged.refused.is_some() {
         return Ok(None);
     }
