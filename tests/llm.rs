@@ -340,6 +340,64 @@ fn statements_that_do_not_say_it_again_are_cited_but_not_counted_as_support() {
     assert!(message.contains("support 1 < min_support 3"), "{message}");
 }
 
+/// A restatement reinforces its fact with the statements that say it again: an event a
+/// model cites beside them is not added to the fact and does not keep it alive.
+#[test]
+fn a_reinforcement_adds_what_says_the_fact_again_and_not_what_was_cited_beside_it() {
+    let (env, fake) = setup(&lisbon());
+    fake.on("reflect", |call| {
+        let shown = call.events();
+        let candidates = if shown.iter().any(|e| e.text.contains("balcony")) {
+            vec![candidate(
+                "I live in Lisbon with two cats.",
+                &["lis-4", "bal-1"],
+            )]
+        } else if shown.iter().any(|e| e.text.contains("Lisbon")) {
+            vec![candidate(
+                "I live in Lisbon with two cats.",
+                &["lis-1", "lis-2", "lis-3"],
+            )]
+        } else {
+            Vec::new()
+        };
+        Answer::json(json!({ "candidates": candidates }))
+    });
+    let vars = [("DREAM_CLUSTER_EPS", "2")];
+    let first = run(&env, &fake, &vars);
+    assert_eq!(count(&first, "promoted"), 1, "{first}");
+    env.write_inbox(
+        "agent.jsonl",
+        &[
+            lisbon(),
+            ev(
+                "lis-4",
+                7,
+                "s4",
+                "Still true: I live in Lisbon with two cats.",
+            ),
+            ev("bal-1", 8, "s5", "The cats love the sunny balcony."),
+        ]
+        .concat(),
+    );
+    let out = dream(
+        &env,
+        &fake,
+        &vars,
+        &["run", "--now", "2026-11-09T21:00:00Z", "--json"],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let second: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(count(&second, "reinforced"), 1, "{second}");
+    let human = env.read("memory/human.md");
+    let line = human
+        .lines()
+        .find(|l| l.contains("Lisbon"))
+        .expect("the fact");
+    assert!(line.contains("lis-4"), "{line}");
+    assert!(!line.contains("bal-1"), "{line}");
+    assert!(line.contains("last=2026-11-07"), "{line}");
+}
+
 #[test]
 fn the_judge_finds_a_contradiction_and_a_failed_judge_degrades_to_its_default() {
     let (env, fake) = setup(&lisbon());

@@ -267,6 +267,9 @@ pub struct Gated {
     pub reason: String,
     /// Distinct, existing, non-recalled supporting event ids.
     pub support: Vec<String>,
+    /// Of those, the owner's statements its support is counted over
+    /// ([`Candidate::establishing`]): what a reinforcement adds to the fact it restates.
+    pub establishing: Vec<String>,
     pub measures: Measures,
     pub gates: Vec<GateResult>,
     /// `Some(reason)` when a hard gate refused it (the first that failed; every failed
@@ -840,6 +843,7 @@ pub fn gate_proposal(p: &Proposal, evidence: &Evidence<'_>, config: &Config) -> 
         confidence: m.confidence,
         reason: p.reason.trim().to_string(),
         support: c.support.iter().map(|e| e.id.clone()).collect(),
+        establishing: c.establishing().iter().map(|e| e.id.clone()).collect(),
         text: c.text,
         measures: m,
         gates,

@@ -754,6 +754,7 @@ mod tests {
             confidence,
             reason: String::new(),
             support: (0..support).map(|i| format!("e{i}")).collect(),
+            establishing: (0..support).map(|i| format!("e{i}")).collect(),
             measures: Measures {
                 support,
                 sessions: support,

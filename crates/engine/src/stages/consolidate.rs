@@ -1644,8 +1644,11 @@ fn apply_reinforcement(
             "routing chose to reinforce {fact_id}, which is not an active fact"
         ))
     })?;
+    // What the restatement adds: the owner's statements that say it again, not every
+    // event a model cited beside them (those would keep the fact alive, `last_seen`, on
+    // talk that only touches it).
     let before = fact.support.len();
-    for id in &g.support {
+    for id in &g.establishing {
         if !fact.support.contains(id) {
             fact.support.push(id.clone());
         }
@@ -1654,7 +1657,12 @@ fn apply_reinforcement(
     if fact.support.len() > memory::MAX_CITED {
         fact.support = cite(&fact.text, &fact.support, stored.iter().chain(older));
     }
-    let (_, last) = span(events, ctx.today);
+    let saying: Vec<Excerpt> = events
+        .iter()
+        .filter(|e| g.establishing.contains(&e.id))
+        .cloned()
+        .collect();
+    let (_, last) = span(if saying.is_empty() { events } else { &saying }, ctx.today);
     if last > fact.last_seen {
         fact.last_seen = last;
     }
