@@ -146,6 +146,15 @@ pub(crate) fn candidate(text: &str, ids: &[&str]) -> Value {
            "confidence": 0.95, "reason": "the user said so"})
 }
 
+/// The line of a memory file that holds `word`.
+fn line_with(env: &Env, file: &str, word: &str) -> String {
+    env.read(file)
+        .lines()
+        .find(|l| l.contains(word))
+        .unwrap_or_else(|| panic!("no line of {file} holds {word:?}"))
+        .to_string()
+}
+
 fn has_text(call: &Call, word: &str) -> bool {
     call.events().iter().any(|e| e.text.contains(word))
 }
@@ -329,11 +338,7 @@ fn statements_that_do_not_say_it_again_are_cited_but_not_counted_as_support() {
     assert_eq!(count(&report, "promoted"), 0, "{report}");
     assert_eq!(count(&report, "episodes"), 1, "{report}");
     assert!(!env.read("memory/human.md").contains("Rocket"));
-    let episodes = env.read("memory/episodes.md");
-    let line = episodes
-        .lines()
-        .find(|l| l.contains("Rocket"))
-        .expect("kept as an episode");
+    let line = line_with(&env, "memory/episodes.md", "Rocket");
     // Every cited statement stays cited: the words are traced against all of them.
     assert!(line.contains("g-1,g-2,g-3"), "{line}");
     let (_, message) = &env.commits()[0];
@@ -388,11 +393,7 @@ fn a_reinforcement_adds_what_says_the_fact_again_and_not_what_was_cited_beside_i
     assert!(out.status.success(), "{}", stderr(&out));
     let second: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(count(&second, "reinforced"), 1, "{second}");
-    let human = env.read("memory/human.md");
-    let line = human
-        .lines()
-        .find(|l| l.contains("Lisbon"))
-        .expect("the fact");
+    let line = line_with(&env, "memory/human.md", "Lisbon");
     assert!(line.contains("lis-4"), "{line}");
     assert!(!line.contains("bal-1"), "{line}");
     assert!(line.contains("last=2026-11-07"), "{line}");

@@ -604,6 +604,16 @@ mod tests {
         Offline::new(&Config::default())
     }
 
+    /// What the offline reflector proposes from one cluster of these events.
+    fn reflect_on(events: Vec<EventView>, singles: bool) -> ReflectReply {
+        let req = ReflectRequest {
+            cluster: 0,
+            events,
+            singles,
+        };
+        offline().reflect(&req).unwrap().value
+    }
+
     #[test]
     fn restated_facts_are_extracted_verbatim_and_chatter_is_not() {
         let req = ReflectRequest {
@@ -674,61 +684,33 @@ mod tests {
     fn a_short_remark_inside_a_sentence_does_not_restate_it() {
         // Each later remark's words are all in the first sentence ("got", "cool",
         // "project"), but none says it again: the sentence was said once.
-        let req = ReflectRequest {
-            cluster: 0,
-            events: vec![
-                ev(
-                    "e1",
-                    1,
-                    "s1",
-                    "We've got some cool projects in the works.",
-                    true,
-                ),
-                ev("e2", 2, "s2", "We got this!", true),
-                ev("e3", 3, "s3", "So cool!", true),
-                ev("e4", 4, "s4", "Projects, projects.", true),
-            ],
-            singles: false,
-        };
-        let reply = offline().reflect(&req).unwrap().value;
+        let events = vec![
+            ev(
+                "e1",
+                1,
+                "s1",
+                "We've got some cool projects in the works.",
+                true,
+            ),
+            ev("e2", 2, "s2", "We got this!", true),
+            ev("e3", 3, "s3", "So cool!", true),
+            ev("e4", 4, "s4", "Projects, projects.", true),
+        ];
+        let reply = reflect_on(events, false);
         assert!(reply.candidates.is_empty(), "{reply:?}");
     }
 
     #[test]
     fn another_speaker_saying_the_same_words_is_someone_else() {
-        let mut events = vec![
-            ev(
-                "e1",
-                1,
-                "s1",
-                "I play chess at the Lisbon club on Fridays.",
-                true,
-            ),
-            ev(
-                "e2",
-                2,
-                "s2",
-                "I play chess at the Lisbon club on Fridays.",
-                true,
-            ),
-            ev(
-                "e3",
-                3,
-                "s3",
-                "I play chess at the Lisbon club on Fridays.",
-                true,
-            ),
-        ];
+        let said = "I play chess at the Lisbon club on Fridays.";
+        let mut events: Vec<EventView> = (1..=3)
+            .map(|d| ev(&format!("e{d}"), d, &format!("s{d}"), said, true))
+            .collect();
         events[1].actor = "Ana".into();
         events[2].actor = "Rui".into();
-        let req = ReflectRequest {
-            cluster: 0,
-            events,
-            singles: false,
-        };
         // Each said it once: three people, none of them restated (what is proposed, said
         // once, rests on its own event alone).
-        let reply = offline().reflect(&req).unwrap().value;
+        let reply = reflect_on(events.clone(), false);
         assert!(
             reply
                 .candidates
@@ -737,29 +719,18 @@ mod tests {
             "{reply:?}"
         );
         // Said by the same person three times, it is a restated fact.
-        let mut req = req;
-        for e in &mut req.events {
+        for e in &mut events {
             e.actor = "Ana".into();
         }
-        let reply = offline().reflect(&req).unwrap().value;
+        let reply = reflect_on(events, false);
         assert_eq!(reply.candidates.len(), 1, "{reply:?}");
         assert_eq!(reply.candidates[0].supporting_event_ids.len(), 3);
     }
 
     #[test]
     fn a_sentence_whose_object_is_a_bare_pronoun_is_not_quoted() {
-        let req = ReflectRequest {
-            cluster: 0,
-            events: vec![ev(
-                "e1",
-                1,
-                "s1",
-                "I had a blast there last month. I sold my old bike to Marta yesterday.",
-                true,
-            )],
-            singles: true,
-        };
-        let reply = offline().reflect(&req).unwrap().value;
+        let said = "I had a blast there last month. I sold my old bike to Marta yesterday.";
+        let reply = reflect_on(vec![ev("e1", 1, "s1", said, true)], true);
         let texts: Vec<&str> = reply.candidates.iter().map(|c| c.text.as_str()).collect();
         assert_eq!(
             texts,
