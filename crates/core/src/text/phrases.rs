@@ -1732,6 +1732,27 @@ mod tests {
     }
 
     #[test]
+    fn odd_text_never_trips_the_leaning_rule() {
+        // The pronoun right after the first word, alone, at the very end; marks, emoji,
+        // right-to-left text, control characters and a long run of words.
+        let long = format!("I {} it", "very ".repeat(10_000));
+        for (s, leans) in [
+            ("", false),
+            ("I it", true),
+            ("it", false),
+            ("I", false),
+            ("We ...it", true),
+            ("I ❤️ it 🎉", true),
+            ("אני אוהב את זה", false),
+            ("I \u{0}\u{7} it\r\n", true),
+            ("I'm’ there", true),
+            (long.as_str(), true),
+        ] {
+            assert_eq!(leans_on_its_object(s), leans, "{s:?}");
+        }
+    }
+
+    #[test]
     fn a_bare_pronoun_for_an_object_leans_on_what_was_said_before() {
         for s in [
             "I had a blast there last weekend.",
