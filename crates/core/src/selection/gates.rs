@@ -146,15 +146,13 @@ pub struct Sources(RefCell<HashMap<String, Rc<Source>>>);
 #[derive(Debug)]
 pub struct Source {
     context: String,
-    words: Vec<String>,
+    words: measures::Vocabulary,
 }
 
 impl Source {
     fn of(e: &EventView, owner_names: &[String]) -> Source {
         let context = context(e, owner_names);
-        let words = measures::vocabulary([e.text.as_str(), context.as_str()])
-            .into_iter()
-            .collect();
+        let words = measures::vocabulary([e.text.as_str(), context.as_str()]);
         Source { context, words }
     }
 }
@@ -390,8 +388,7 @@ impl<'a> Candidate<'a> {
             };
             sources.push(e.text.clone());
             sources.push(source.context.clone());
-            let own: measures::Vocabulary = source.words.iter().cloned().collect();
-            if measures::coverage_in(&text, &own).value >= RESTATES {
+            if measures::coverage_in(&text, &source.words).value >= RESTATES {
                 restating.push(*e);
             }
             for w in &source.words {
@@ -827,7 +824,8 @@ pub fn gate_proposal(p: &Proposal, evidence: &Evidence<'_>, config: &Config) -> 
             refused = check.refusal;
         }
     }
-    let (mut m, _independent) = support_measures(&c.establishing());
+    let establishing = c.establishing();
+    let (mut m, _independent) = support_measures(&establishing);
     m.coverage = round3(c.coverage.value);
     m.untraceable = c.coverage.missing.clone();
     let confidence = if p.confidence.is_finite() {
@@ -843,7 +841,7 @@ pub fn gate_proposal(p: &Proposal, evidence: &Evidence<'_>, config: &Config) -> 
         confidence: m.confidence,
         reason: p.reason.trim().to_string(),
         support: c.support.iter().map(|e| e.id.clone()).collect(),
-        establishing: c.establishing().iter().map(|e| e.id.clone()).collect(),
+        establishing: establishing.iter().map(|e| e.id.clone()).collect(),
         text: c.text,
         measures: m,
         gates,

@@ -1657,12 +1657,12 @@ fn apply_reinforcement(
     if fact.support.len() > memory::MAX_CITED {
         fact.support = cite(&fact.text, &fact.support, stored.iter().chain(older));
     }
-    let saying: Vec<Excerpt> = events
-        .iter()
-        .filter(|e| g.establishing.contains(&e.id))
-        .cloned()
-        .collect();
-    let (_, last) = span(if saying.is_empty() { events } else { &saying }, ctx.today);
+    let saying = events.iter().filter(|e| g.establishing.contains(&e.id));
+    let (_, last) = if saying.clone().next().is_some() {
+        span(saying, ctx.today)
+    } else {
+        span(events, ctx.today)
+    };
     if last > fact.last_seen {
         fact.last_seen = last;
     }
@@ -1882,11 +1882,13 @@ fn cite<'a>(
 /// time zone of the machine dream runs on (`TZ`, else the system's zone), not the UTC day,
 /// so a session at 00:24 local time is dated that day. (Transcripts give their times in UTC;
 /// an event's own offset is not kept once it is parsed.)
-fn span(events: &[Excerpt], today: NaiveDate) -> (NaiveDate, NaiveDate) {
+fn span<'a>(
+    events: impl IntoIterator<Item = &'a Excerpt> + Clone,
+    today: NaiveDate,
+) -> (NaiveDate, NaiveDate) {
     let local = |ts: DateTime<Utc>| ts.with_timezone(&chrono::Local).date_naive();
-    let first = events.iter().map(|e| local(e.ts)).min().unwrap_or(today);
-    let last = events.iter().map(|e| local(e.ts)).max().unwrap_or(today);
-    (first, last)
+    let days = || events.clone().into_iter().map(|e| local(e.ts));
+    (days().min().unwrap_or(today), days().max().unwrap_or(today))
 }
 
 #[allow(clippy::too_many_arguments)]
