@@ -47,6 +47,11 @@ const KINDS: &[Kind] = &[
         text: "I think the pasta at Luigi's was a bit salty.",
         chatter: false,
     },
+    Kind {
+        name: "hedged verdict",
+        text: "I believe if it came to a race, the hare would surely win.",
+        chatter: false,
+    },
     // No phrase rule names it, and it scores between SEND and KEEP: before, said on five
     // days it became a durable fact, since repetition lowered the bar.
     Kind {
@@ -697,4 +702,9 @@ fn an_undo_gives_back_what_waited_and_takes_back_what_a_cycle_set_waiting() {
         stdout(&out)
     );
     assert!(env.dream(&["verify"]).status.success());
+}
+
+#[test]
+fn a_hedged_verdict_said_on_five_days_is_never_kept() {
+    never_kept("hedged verdict");
 }

@@ -470,6 +470,12 @@ mod tests {
                 Some(Moment::Opinion),
             ),
             ("The film was kind of long, I guess.", Some(Moment::Opinion)),
+            (
+                "I believe if it was Tai Lung vs Goku, then surely Goku would win",
+                Some(Moment::Opinion),
+            ),
+            ("I bet the new series will flop.", Some(Moment::Opinion)),
+            ("I believe in second chances.", None),
             ("I think I'll move to Berlin.", None),
             ("I think my sister moves to Berlin on 3 May.", None),
             // Names, numbers, dates, intentions and news are not moments.

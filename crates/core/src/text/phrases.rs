@@ -1349,6 +1349,12 @@ const HEDGES: &[&str] = &[
     "i guess",
     "i reckon",
     "i suppose",
+    "i believe",
+    "i bet",
+    "i suspect",
+    "i imagine",
+    "i assume",
+    "id say",
     "i feel like",
     "i find",
     "i found",
@@ -1381,6 +1387,11 @@ pub fn passing_opinion(sentence: &str) -> bool {
     let Some(rest) = rest else {
         return false;
     };
+    // "I believe in second chances" says what the speaker holds to, not what they think
+    // of something in passing.
+    if rest.starts_with("in ") {
+        return false;
+    }
     let rest = rest.strip_prefix("that ").unwrap_or(rest);
     let any_day = chrono::NaiveDate::from_ymd_opt(2001, 1, 10).expect("a valid date");
     let about_the_speaker = rest.split_whitespace().next().is_some_and(|w| {
