@@ -183,6 +183,41 @@ fn every_line_the_offline_path_writes_is_a_verbatim_span_of_an_owner_statement()
 }
 
 #[test]
+fn a_chat_marker_before_the_owners_words_is_left_out_not_read_as_a_greeting() {
+    // Chat writes its markers without a comma ("btw", "so", "anyway"); the words after
+    // them are the person's, and kept as said.
+    let env = Env::new();
+    env.init();
+    env.write_inbox(
+        "chat.jsonl",
+        &(event(
+            "2026-11-02T10:00:00Z",
+            "s1",
+            "btw my sister Priya is getting married in Lisbon in March",
+        ) + &event(
+            "2026-11-02T10:05:00Z",
+            "s1",
+            "so I'm moving to Paddington with Tom in June",
+        )),
+    );
+    env.run_cycle("2026-11-02T21:00:00Z");
+    let facts = env.facts();
+    for said in [
+        "my sister Priya is getting married in Lisbon in March",
+        "I'm moving to Paddington with Tom in June",
+    ] {
+        let line = facts
+            .iter()
+            .find(|f| f.contains(said))
+            .unwrap_or_else(|| panic!("{said:?} is not kept: {facts:#?}"));
+        assert!(
+            !line.contains("btw ") && !line.contains("so I'm"),
+            "the marker is kept as the person's words: {line}"
+        );
+    }
+}
+
+#[test]
 fn a_fact_said_on_several_days_short_of_the_durable_rule_is_a_card_not_an_episode() {
     let env = Env::new();
     env.init();

@@ -886,6 +886,38 @@ const LEAD_INS: &[&str] = &[
     "hi",
     "hello",
 ];
+/// Chat's discourse markers, written without a comma before the speaker's own words
+/// ("btw my sister is getting married in March", "lol I fell asleep on the bus", "anyway
+/// I'm vegetarian now"): a lead-in when a first-person word follows them
+/// ([`FIRST_PERSON_AFTER_MARKER`]). Without that word they may be the sentence's own
+/// ("so much happened", "well done", "plus size").
+const BARE_MARKERS: &[&str] = &[
+    "by the way",
+    "btw",
+    "fyi",
+    "anyway",
+    "anyways",
+    "also",
+    "plus",
+    "lol",
+    "lmao",
+    "haha",
+    "hahaha",
+    "omg",
+    "ok",
+    "okay",
+    "yeah",
+    "so",
+    "well",
+];
+
+/// First-person words that, right after a [`BARE_MARKERS`] word, open the speaker's own
+/// sentence.
+const FIRST_PERSON_AFTER_MARKER: &[&str] = &[
+    "i", "i'm", "i’m", "im", "i've", "i’ve", "ive", "i'd", "i’d", "i'll", "i’ll", "my", "we",
+    "we're", "we’re", "we've", "we’ve", "our", "me",
+];
+
 /// Lead-ins that need no punctuation after them.
 const LEAD_INS_THAT: &[&str] = &[
     "don't forget that ",
@@ -931,6 +963,21 @@ pub fn lead_in(sentence: &str) -> &str {
                     s = rest.trim_start();
                     break;
                 }
+            }
+        }
+        for p in BARE_MARKERS {
+            let Some(rest) = after(s, p).and_then(|r| r.strip_prefix(' ')) else {
+                continue;
+            };
+            let next = rest.split_whitespace().next().unwrap_or("");
+            let next = next.trim_end_matches([',', '!', '.', ':']);
+            if FIRST_PERSON_AFTER_MARKER
+                .iter()
+                .any(|w| next.eq_ignore_ascii_case(w))
+                && rest.split_whitespace().nth(1).is_some()
+            {
+                s = rest.trim_start();
+                break;
             }
         }
         // A name it addresses ("Mel, that sounds great"): one capitalised word and a
@@ -1807,6 +1854,19 @@ mod tests {
             "Yesterday, I went there."
         );
         assert_eq!(lead_in("Reminder,"), "Reminder,");
+        // Chat's markers without a comma, before the speaker's own words.
+        assert_eq!(
+            lead_in("btw my sister Priya is getting married in March"),
+            "my sister Priya is getting married in March"
+        );
+        assert_eq!(
+            lead_in("lol I fell asleep on the bus"),
+            "I fell asleep on the bus"
+        );
+        assert_eq!(lead_in("Anyway I'm vegetarian now"), "I'm vegetarian now");
+        assert_eq!(lead_in("So much has happened"), "So much has happened");
+        assert_eq!(lead_in("well done"), "well done");
+        assert_eq!(lead_in("also I"), "also I");
         for s in [
             "I sold my old bike to Marta.",
             "We shipped version 2.4 yesterday.",
