@@ -52,6 +52,13 @@ fn corpus() -> Vec<(&'static str, String, String)> {
         ("bearer", "Authorization: Bearer abcdefghijklmnopqrstuvwxyz123456", "abcdefghijklmnopqrstuvwxyz123456"),
         ("url-credentials", "postgres://app:s3cretpw9@db.internal/app", "s3cretpw9"),
         ("x-api-key", "x-api-key: abcdef0123456789abcdef", "abcdef0123456789abcdef"),
+        ("url-credentials-no-user", "redis://:myRedisPass9@cache.example.com:6379/0", "myRedisPass9"),
+        ("password-prose", "the password for the staging box is Tr0ub4dor&3horse", "Tr0ub4dor&3horse"),
+        ("netrc", "machine api.example.com login me password 0a1b2c3d-4e5f-6789-abcd-ef0123456789", "0a1b2c3d-4e5f-6789-abcd-ef0123456789"),
+        ("mysql", "mysql -u root -pS3cretPassw0rd -h localhost", "S3cretPassw0rd"),
+        ("door-code", "the door code is 58203917#", "58203917#"),
+        ("us-ssn", "SSN 219-09-9999", "219-09-9999"),
+        ("iban", "IBAN GB82 WEST 1234 5698 7654 32", "GB82 WEST 1234 5698 7654 32"),
         ("private-key", "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA0Z3VS5JJcds3xfn/ygWyF8PbnGy0AHB7MhgHcTz6sE2I2yPB\n-----END RSA PRIVATE KEY-----", "MIIEowIBAAKCAQEA0Z3VS5JJcds3xfn"),
     ];
     let mut out: Vec<(&'static str, String, String)> = raw

@@ -24,6 +24,11 @@ struct Detector {
     /// for shapes a pattern alone would confuse with ordinary text: given `(text, start,
     /// match)`, the byte range of the secret within the match, if there is one.
     check: Option<Check>,
+    /// Words one of which a text must hold (ASCII case ignored) for this detector to be
+    /// tried, as gitleaks' rules have: a pattern that needs the word around its value
+    /// ("password", "ssn") is then run only on the texts that have it, instead of joining
+    /// the set every text is scanned with, where each pattern slows every text.
+    keywords: &'static [&'static str],
 }
 
 /// Names of environment-style variables whose value is a secret: the name ends with one
@@ -39,26 +44,34 @@ static DETECTORS: LazyLock<Vec<Detector>> = LazyLock::new(|| {
         re: Regex::new(pattern).expect("detector pattern compiles"),
         group,
         check: None,
+        keywords: &[],
     };
     let checked = |name, pattern: &str, group, check| Detector {
         check: Some(check),
         ..d(name, pattern, group)
     };
+    let keyed = |keywords, det: Detector| Detector { keywords, ..det };
     vec![
-        d(
-            "private-key",
-            r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----[\s\S]*?(?:-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|$)",
-            0,
+        keyed(
+            &["private key"],
+            d(
+                "private-key",
+                r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----[\s\S]*?(?:-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|$)",
+                0,
+            ),
         ),
         d(
             "aws-access-key",
             r"(?-u:\b)(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|APKA)[0-9A-Z]{16}(?-u:\b)",
             0,
         ),
-        d(
-            "aws-secret-key",
-            r#"(?i)aws_?secret_?(?:access_?)?key["']?\s*[:=]\s*["']?([A-Za-z0-9/+=]{40})"#,
-            1,
+        keyed(
+            &["aws"],
+            d(
+                "aws-secret-key",
+                r#"(?i)aws_?secret_?(?:access_?)?key["']?\s*[:=]\s*["']?([A-Za-z0-9/+=]{40})"#,
+                1,
+            ),
         ),
         d("anthropic-key", r"(?-u:\b)sk-ant-[A-Za-z0-9_\-]{20,}", 0),
         d(
@@ -81,15 +94,21 @@ static DETECTORS: LazyLock<Vec<Detector>> = LazyLock::new(|| {
             r"(?-u:\b)xox[abposre]-[A-Za-z0-9-]{10,}(?-u:\b)",
             0,
         ),
-        d(
-            "slack-webhook",
-            r"https?://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/\-]{8,}",
-            0,
+        keyed(
+            &["hooks.slack.com"],
+            d(
+                "slack-webhook",
+                r"https?://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/\-]{8,}",
+                0,
+            ),
         ),
-        d(
-            "discord-webhook",
-            r"https?://(?:[a-z]+\.)?discord(?:app)?\.com/api/webhooks/[0-9]+/[A-Za-z0-9_\-]{20,}",
-            0,
+        keyed(
+            &["discord"],
+            d(
+                "discord-webhook",
+                r"https?://(?:[a-z]+\.)?discord(?:app)?\.com/api/webhooks/[0-9]+/[A-Za-z0-9_\-]{20,}",
+                0,
+            ),
         ),
         d(
             "stripe-key",
@@ -112,10 +131,13 @@ static DETECTORS: LazyLock<Vec<Detector>> = LazyLock::new(|| {
             0,
         ),
         d("npm-token", r"(?-u:\b)npm_[A-Za-z0-9]{36}(?-u:\b)", 0),
-        d(
-            "pypi-token",
-            r"(?-u:\b)pypi-AgEIcHlwaS5vcmc[A-Za-z0-9_\-]{40,}",
-            0,
+        keyed(
+            &["pypi-"],
+            d(
+                "pypi-token",
+                r"(?-u:\b)pypi-AgEIcHlwaS5vcmc[A-Za-z0-9_\-]{40,}",
+                0,
+            ),
         ),
         d(
             "sendgrid-key",
@@ -155,39 +177,54 @@ static DETECTORS: LazyLock<Vec<Detector>> = LazyLock::new(|| {
             0,
         ),
         d("vault-token", r"(?-u:\b)hv[sbr]\.[A-Za-z0-9_\-]{24,}", 0),
-        d(
-            "age-secret-key",
-            r"(?-u:\b)AGE-SECRET-KEY-1[0-9A-Z]{58}(?-u:\b)",
-            0,
+        keyed(
+            &["age-secret-key"],
+            d(
+                "age-secret-key",
+                r"(?-u:\b)AGE-SECRET-KEY-1[0-9A-Z]{58}(?-u:\b)",
+                0,
+            ),
         ),
-        d(
-            "azure-storage-key",
-            r"(?i)(?:AccountKey|SharedAccessKey)\s*=\s*([A-Za-z0-9+/]{20,}={0,2})",
-            1,
+        keyed(
+            &["accountkey", "sharedaccesskey"],
+            d(
+                "azure-storage-key",
+                r"(?i)(?:AccountKey|SharedAccessKey)\s*=\s*([A-Za-z0-9+/]{20,}={0,2})",
+                1,
+            ),
         ),
-        d(
-            "azure-sas-signature",
-            r"(?i)(?-u:\b)sig=([A-Za-z0-9%+/]{30,}(?:%3D|=)*)",
-            1,
+        keyed(
+            &["sig="],
+            d(
+                "azure-sas-signature",
+                r"(?i)(?-u:\b)sig=([A-Za-z0-9%+/]{30,}(?:%3D|=)*)",
+                1,
+            ),
         ),
         d(
             "jwt",
             r"(?-u:\b)eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}",
             0,
         ),
-        d(
-            "bearer-token",
-            r"(?i)(?-u:\b)bearer\s+([A-Za-z0-9_\-\.=+/]{20,})",
-            1,
+        keyed(
+            &["bearer"],
+            d(
+                "bearer-token",
+                r"(?i)(?-u:\b)bearer\s+([A-Za-z0-9_\-\.=+/]{20,})",
+                1,
+            ),
         ),
-        d(
-            "basic-auth",
-            r"(?i)authorization[\x22']?\s*[:=]\s*[\x22']?basic\s+([A-Za-z0-9+/]{8,}={0,2})",
-            1,
+        keyed(
+            &["authorization"],
+            d(
+                "basic-auth",
+                r"(?i)authorization[\x22']?\s*[:=]\s*[\x22']?basic\s+([A-Za-z0-9+/]{8,}={0,2})",
+                1,
+            ),
         ),
         d(
             "url-credentials",
-            r"(?i)(?-u:\b)[a-z][a-z0-9+.-]*://[^/\s:@]+:([^/\s@]{3,})@",
+            r"(?i)(?-u:\b)[a-z][a-z0-9+.-]*://[^/\s:@]*:([^/\s@]{3,})@",
             1,
         ),
         d(
@@ -197,11 +234,87 @@ static DETECTORS: LazyLock<Vec<Detector>> = LazyLock::new(|| {
             ),
             1,
         ),
-        checked(
-            "password",
-            r#"(?i)(?:(?-u:\b)|_)(?:password|passwd|pwd|passphrase)["']?\s*(?:[:=]|(?-u:\b)is(?-u:\b))\s*["']?([^\s"',;$][^\s"',;]{3,})"#,
-            1,
-            password_value,
+        keyed(
+            &["password", "passwd", "pwd", "passphrase"],
+            checked(
+                "password",
+                r#"(?i)(?:(?-u:\b)|_)(?:password|passwd|pwd|passphrase)["']?\s*(?:[:=]|(?-u:\b)is(?-u:\b))\s*["']?([^\s"',;$][^\s"',;]{3,})"#,
+                1,
+                password_value,
+            ),
+        ),
+        // "the password for the staging box is ...", "the wifi password to the flat is ...".
+        keyed(
+            &["password", "passwd", "passphrase"],
+            checked(
+                "password",
+                r#"(?i)(?-u:\b)(?:password|passwd|passphrase)\s+(?:for|of|to|on|at)(?:\s+[A-Za-z0-9_.@\-']+){1,4}?\s+is\s+["']?([^\s"',;$][^\s"',;]{3,})"#,
+                1,
+                password_value,
+            ),
+        ),
+        // No separator at all, as a `.netrc` line ("machine ... login me password s3cr3t")
+        // or prose ("ssh in with password hunter2hunter2") write it: only a value no word
+        // could be (see `bare_password`).
+        keyed(
+            &["password", "passwd"],
+            checked(
+                "password",
+                r#"(?i)(?-u:\b)(?:password|passwd)\s+([^\s"',;$][^\s"',;]{5,})"#,
+                1,
+                bare_password,
+            ),
+        ),
+        // The MySQL and MariaDB clients take the password glued to -p ("mysql -u root -ps3cr3t").
+        keyed(
+            &["mysql", "mariadb"],
+            d(
+                "mysql-password",
+                r#"(?-u:\b)(?:mysql|mysqldump|mysqladmin|mariadb|mariadb-dump)(?-u:\b)[^\n]*?\s-p([^\s'"\-][^\s'"]{3,})"#,
+                1,
+            ),
+        ),
+        // A PIN or a door, alarm or card security code said with its value.
+        keyed(
+            &[
+                "pin",
+                "passcode",
+                "door code",
+                "gate code",
+                "alarm code",
+                "lock code",
+                "safe code",
+                "garage code",
+                "entry code",
+                "access code",
+                "security code",
+            ],
+            d(
+                "pin-code",
+                r"(?i)(?-u:\b)(?:pin(?: code| number)?|passcode|(?:door|gate|alarm|lock|safe|garage|entry|access|security) code)\s*(?:is|:|=)\s*([0-9]{3,10}[#*]?)(?:$|[^0-9A-Za-z.,])",
+                1,
+            ),
+        ),
+        // A US Social Security number, with the words that say it is one.
+        keyed(
+            &["ssn", "social security"],
+            checked(
+                "us-ssn",
+                r"(?i)(?-u:\b)(?:ssn|social security(?: number| no\.?| #)?)[^0-9\n]{0,20}?([0-9]{3}-[0-9]{2}-[0-9]{4})(?-u:\b)",
+                1,
+                us_ssn,
+            ),
+        ),
+        // An international bank account number named as one ("IBAN"): its ISO 13616 check
+        // digits must hold.
+        keyed(
+            &["iban"],
+            checked(
+                "iban",
+                r"(?-u:\b)[A-Z]{2}[0-9]{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,3})?(?-u:\b)",
+                0,
+                iban,
+            ),
         ),
         checked(
             "secret-assignment",
@@ -314,6 +427,47 @@ fn password_value(text: &str, start: usize, s: &str) -> Option<(usize, usize)> {
     Some((0, s.len()))
 }
 
+/// A password written with no separator: at least six characters, a digit in them, and a
+/// letter or a symbol ("hunter2hunter2", a UUID), so "password manager", "password reset"
+/// and "password 2024" are left alone.
+fn bare_password(_: &str, _: usize, s: &str) -> Option<(usize, usize)> {
+    let digit = s.bytes().any(|b| b.is_ascii_digit());
+    let other = s.bytes().any(|b| !b.is_ascii_digit());
+    (s.len() >= 6 && digit && other).then_some((0, s.len()))
+}
+
+/// A Social Security number that can be one: area neither 000, 666 nor 900 to 999, group
+/// not 00, serial not 0000.
+fn us_ssn(_: &str, _: usize, s: &str) -> Option<(usize, usize)> {
+    let part = |r: std::ops::Range<usize>| s.get(r).and_then(|p| p.parse::<u32>().ok());
+    let (area, group, serial) = (part(0..3)?, part(4..6)?, part(7..11)?);
+    (area != 0 && area != 666 && area < 900 && group != 0 && serial != 0).then_some((0, s.len()))
+}
+
+/// An IBAN: 15 to 34 characters once spaces are left out, whose check digits hold (the
+/// number read with its first four characters moved to the end, letters as 10 to 35, is 1
+/// modulo 97).
+fn iban(_: &str, _: usize, s: &str) -> Option<(usize, usize)> {
+    let compact: Vec<u8> = s.bytes().filter(|b| *b != b' ').collect();
+    if !(15..=34).contains(&compact.len()) {
+        return None;
+    }
+    let mut rem: u32 = 0;
+    for &b in compact[4..].iter().chain(&compact[..4]) {
+        let v = match b {
+            b'0'..=b'9' => u32::from(b - b'0'),
+            b'A'..=b'Z' => u32::from(b - b'A') + 10,
+            _ => return None,
+        };
+        rem = if v >= 10 {
+            (rem * 100 + v) % 97
+        } else {
+            (rem * 10 + v) % 97
+        };
+    }
+    (rem == 1).then_some((0, s.len()))
+}
+
 /// A payment card number: 13 to 19 digits (spaces or dashes between groups), a known
 /// issuer prefix, and a valid Luhn checksum. The run of digit groups the pattern found
 /// may hold more than the card (`order 12 4111 1111 1111 1111`): the longest run of whole
@@ -402,15 +556,52 @@ const MARKER_PREFIX: &str = "[redacted:";
 
 /// Every detector in one automaton: one pass over a text says which detectors can match,
 /// and almost every text matches none.
-static ANY: LazyLock<RegexSet> = LazyLock::new(|| {
-    RegexSet::new(DETECTORS.iter().map(|d| d.re.as_str())).expect("detector patterns compile")
+/// The detectors without keywords, as one set every text is scanned with, and their
+/// indices in [`DETECTORS`].
+static ANY: LazyLock<(RegexSet, Vec<usize>)> = LazyLock::new(|| {
+    let open: Vec<usize> = (0..DETECTORS.len())
+        .filter(|&i| DETECTORS[i].keywords.is_empty())
+        .collect();
+    let set = RegexSet::new(open.iter().map(|&i| DETECTORS[i].re.as_str()))
+        .expect("detector patterns compile");
+    (set, open)
 });
+
+/// The keywords of the detectors that have them, and for each keyword its detector.
+static KEYWORDS: LazyLock<(aho_corasick::AhoCorasick, Vec<usize>)> = LazyLock::new(|| {
+    let mut words = Vec::new();
+    let mut owner = Vec::new();
+    for (i, d) in DETECTORS.iter().enumerate() {
+        for w in d.keywords {
+            words.push(*w);
+            owner.push(i);
+        }
+    }
+    let ac = aho_corasick::AhoCorasick::builder()
+        .ascii_case_insensitive(true)
+        .build(words)
+        .expect("the detectors' keywords build an automaton");
+    (ac, owner)
+});
+
+/// The detectors worth trying on a text, in [`DETECTORS`]' order: those of the set that
+/// match it, and those one of whose keywords it holds.
+fn candidates(text: &str) -> Vec<usize> {
+    let (set, open) = &*ANY;
+    let mut out: Vec<usize> = set.matches(text).iter().map(|i| open[i]).collect();
+    let (ac, owner) = &*KEYWORDS;
+    for m in ac.find_overlapping_iter(text) {
+        out.push(owner[m.pattern().as_usize()]);
+    }
+    out.sort_unstable();
+    out.dedup();
+    out
+}
 
 /// Every secret in a text, leftmost first, without overlaps.
 pub fn find(text: &str) -> Vec<Finding> {
     let mut found: Vec<Finding> = Vec::new();
-    let candidates = ANY.matches(text);
-    for det in candidates.iter().map(|i| &DETECTORS[i]) {
+    for det in candidates(text).into_iter().map(|i| &DETECTORS[i]) {
         for caps in det.re.captures_iter(text) {
             let Some(m) = caps.get(det.group) else {
                 continue;
@@ -728,6 +919,16 @@ mod tests {
             ("x-api-key: abcdef0123456789abcdef", "secret-assignment"),
             ("-----BEGIN PGP PRIVATE KEY BLOCK-----\nlQOYBF\n-----END PGP PRIVATE KEY BLOCK-----", "private-key"),
             ("-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA", "private-key"),
+            ("cache at redis://:myRedisPass123@cache.example.com:6379/0", "url-credentials"),
+            ("my password for the staging box is Tr0ub4dor&3horse", "password"),
+            ("machine api.example.com login me@example.com password 01234567-89ab-cdef-0123-456789abcdef", "password"),
+            ("ssh root@10.0.0.5 with password hunter2hunter2", "password"),
+            ("mysql -u root -pS3cretPassw0rd -h localhost", "mysql-password"),
+            ("my bank PIN is 4821", "pin-code"),
+            ("the door code is 7734#, ring twice", "pin-code"),
+            ("my SSN is 123-45-6789", "us-ssn"),
+            ("pay it to IBAN GB82 WEST 1234 5698 7654 32 by Friday", "iban"),
+            ("IBAN: DE89370400440532013000", "iban"),
         ];
         for (input, detector) in table {
             let (clean, names) = redact(input);
@@ -791,6 +992,16 @@ mod tests {
             "The database password is stored in the DB_PASSWORD environment variable.",
             "const csrfToken = document.querySelector('meta[name=csrf]')",
             "see https://www.news-press.com/story/news/local/2023/Ab12cd3ef4g5h6-48d9 today",
+            "the password for the admin account is stored in the vault",
+            "I changed my password 3 times this year",
+            "the password policy changed in 2024",
+            "a password-protected zip, password reset links, password hashing with bcrypt",
+            "mysql -u root -p mydb",
+            "the pin is 2.54 mm wide",
+            "order GB82WEST12345698765433 is not a valid IBAN",
+            "ticket 123-45-6789 was closed",
+            "my SSN is 000-12-3456 in the example form",
+            "http://localhost:8080/api and ftp://files.example.com/pub",
         ] {
             assert_eq!(redact(text), (text.to_string(), vec![]), "{text}");
         }
