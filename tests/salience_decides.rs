@@ -3,7 +3,7 @@
 //! (its most salient), the review queue holds at most `review.max_new_cards` cards with the
 //! rest waiting for room, and a person decides cards in batches.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::util::{event, stdout, Env};
 
@@ -707,4 +707,90 @@ fn an_undo_gives_back_what_waited_and_takes_back_what_a_cycle_set_waiting() {
 #[test]
 fn a_hedged_verdict_said_on_five_days_is_never_kept() {
     never_kept("hedged verdict");
+}
+
+/// Hand-written chat between friends, every message labelled (`fixtures/probes/`): replayed
+/// one evening cycle a day, memory holds only messages a careful person would keep, and
+/// most of those. The people in it are both owners, as in an export of a group chat.
+#[test]
+fn a_chat_between_friends_keeps_only_what_a_careful_person_would() {
+    let probe = include_str!("../fixtures/probes/chat-friends.txt");
+    let mut rows: BTreeMap<&str, Vec<(u32, &str, bool, &str)>> = BTreeMap::new();
+    for line in probe
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+    {
+        let f: Vec<&str> = line.splitn(5, '|').collect();
+        rows.entry(f[0])
+            .or_default()
+            .push((f[1].parse().unwrap(), f[2], f[3] == "K", f[4]));
+    }
+    let mut report = Vec::new();
+    for (conversation, messages) in &rows {
+        let env = Env::new();
+        env.init();
+        let days: BTreeSet<u32> = messages.iter().map(|m| m.0).collect();
+        for day in days {
+            let mut lines = String::new();
+            for (i, (_, speaker, _, text)) in messages.iter().enumerate().filter(|m| m.1 .0 == day)
+            {
+                lines += &(serde_json::json!({
+                    "ts": format!("2026-11-{:02}T18:{:02}:00Z", day + 1, i % 60),
+                    "kind": "message",
+                    "actor": speaker,
+                    "trust": "owner",
+                    "session": format!("{conversation}-{day}"),
+                    "text": text,
+                })
+                .to_string()
+                    + "\n");
+            }
+            env.write_inbox(&format!("day{day}.jsonl"), &lines);
+            env.run_cycle(&format!("2026-11-{:02}T22:00:00Z", day + 1));
+        }
+        let kept: Vec<String> = env.facts().into_iter().chain(env.cards()).collect();
+        let mut found = BTreeSet::new();
+        for line in &kept {
+            let text = line.trim_start_matches("- ");
+            let text = text.split(" <!--").next().unwrap();
+            // The words as said: without the day, the speaker's name and a relative
+            // date's day that the line writes beside them.
+            let body = dream_core::memory::episode_body(text);
+            let body = body.split_once(": ").map_or(body, |(who, rest)| {
+                if messages.iter().any(|m| m.1 == who) {
+                    rest
+                } else {
+                    body
+                }
+            });
+            let mut words = body.to_string();
+            while let (Some(a), Some(b)) = (words.find(" ["), words.find(']')) {
+                if b < a {
+                    break;
+                }
+                words.replace_range(a..=b, "");
+            }
+            let said = messages
+                .iter()
+                .find(|m| m.3.contains(words.as_str()))
+                .unwrap_or_else(|| panic!("{conversation}: {words:?} is no message's words"));
+            assert!(
+                said.2,
+                "{conversation}: memory keeps a message labelled not worth keeping: {text}"
+            );
+            found.insert(said.3);
+        }
+        let worth = messages.iter().filter(|m| m.2).count();
+        report.push(format!(
+            "{conversation}: {} lines, all worth keeping; {} of {worth} messages worth keeping",
+            kept.len(),
+            found.len()
+        ));
+        assert!(
+            found.len() * 10 >= worth * 6,
+            "{conversation}: only {} of {worth} messages worth keeping are kept: {kept:#?}",
+            found.len()
+        );
+    }
+    println!("{}", report.join("\n"));
 }
