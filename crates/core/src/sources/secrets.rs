@@ -265,12 +265,13 @@ static DETECTORS: LazyLock<Vec<Detector>> = LazyLock::new(|| {
                 bare_password,
             ),
         ),
-        // The MySQL and MariaDB clients take the password glued to -p ("mysql -u root -ps3cr3t").
+        // The MySQL and MariaDB clients take the password glued to -p ("mysql -u root
+        // -ps3cr3t"), in the same command (no `;`, `|` or `&` between).
         keyed(
             &["mysql", "mariadb"],
             d(
                 "mysql-password",
-                r#"(?-u:\b)(?:mysql|mysqldump|mysqladmin|mariadb|mariadb-dump)(?-u:\b)[^\n]*?\s-p([^\s'"\-][^\s'"]{3,})"#,
+                r#"(?-u:\b)(?:mysql|mysqldump|mysqladmin|mariadb|mariadb-dump)(?-u:\b)[^\n;|&]*?\s-p([^\s'"\-][^\s'"]{3,})"#,
                 1,
             ),
         ),
@@ -997,6 +998,7 @@ mod tests {
             "the password policy changed in 2024",
             "a password-protected zip, password reset links, password hashing with bcrypt",
             "mysql -u root -p mydb",
+            "start mysql; then build with gcc -pthread main.c",
             "the pin is 2.54 mm wide",
             "order GB82WEST12345698765433 is not a valid IBAN",
             "ticket 123-45-6789 was closed",
