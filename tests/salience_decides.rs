@@ -794,3 +794,44 @@ fn a_chat_between_friends_keeps_only_what_a_careful_person_would() {
     }
     println!("{}", report.join("\n"));
 }
+
+/// How the person likes their work done, said plainly and naming nothing, is what the
+/// salience model scores lowest among what is worth keeping: a stated preference of one
+/// thing over another is kept whatever its score, said in three sessions it is durable,
+/// and `dream explain` and `dream verify` say why.
+#[test]
+fn a_stated_preference_is_kept_whatever_its_score() {
+    let said = "I prefer tabs over spaces.";
+    let env = Env::new();
+    env.init();
+    for day in 2..=4u32 {
+        env.write_inbox(
+            &format!("d{day}.jsonl"),
+            &event(
+                &format!("2026-11-{day:02}T10:00:00Z"),
+                &format!("s{day}"),
+                said,
+            ),
+        );
+        env.run_cycle(&format!("2026-11-{day:02}T21:00:00Z"));
+    }
+    let human = env.read("memory/human.md");
+    assert!(
+        human.lines().any(|l| l.starts_with(&format!("- {said}"))),
+        "a preference said in three sessions is not a durable fact:\n{human}"
+    );
+    let id = env
+        .facts()
+        .iter()
+        .find(|l| l.contains(said))
+        .and_then(|l| l.split("id=").nth(1))
+        .map(|r| r.split_whitespace().next().unwrap().to_string())
+        .expect("the fact's id");
+    let out = env.dream(&["explain", &id]);
+    let text = stdout(&out);
+    assert!(
+        out.status.success() && text.contains("a stated preference"),
+        "{text}"
+    );
+    assert!(env.dream(&["verify"]).status.success());
+}

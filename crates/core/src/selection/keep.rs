@@ -47,7 +47,9 @@ pub trait Scorer {
 /// commit recorded, not against rules it did not have. 2: an instruction's words must read
 /// as one ("Always good to hear!", "You're the best", "You should come and join me
 /// sometime" are not), and a habit ("I drink green tea every morning") is kept like one.
-pub const RULES_REVISION: u32 = 2;
+/// 3: a stated preference of one thing over another ("I prefer tabs over spaces") is kept
+/// like one too.
+pub const RULES_REVISION: u32 = 3;
 
 /// The compiled-in salience model's identity: the first 12 hex digits of the SHA-256 of
 /// its weights and the phrase rules' revision ([`RULES_REVISION`]). A commit records it
@@ -215,6 +217,9 @@ pub struct Worth {
     /// What the speaker does habitually ([`crate::text::phrases::routine`]): kept whatever
     /// its score, like an instruction.
     pub habit: bool,
+    /// A preference of one thing over another ([`crate::text::phrases::stated_preference`]):
+    /// kept whatever its score, like an instruction.
+    pub preference: bool,
 }
 
 impl Worth {
@@ -226,11 +231,13 @@ impl Worth {
             moment: moment(statement),
             instruction: crate::text::phrases::instruction(statement),
             habit: crate::text::phrases::routine(statement),
+            preference: crate::text::phrases::stated_preference(statement),
         }
     }
 
     pub fn keeps(&self) -> bool {
-        (self.score >= self.needed || self.instruction || self.habit) && self.moment.is_none()
+        (self.score >= self.needed || self.instruction || self.habit || self.preference)
+            && self.moment.is_none()
     }
 
     /// Why it adds no line (`None` when it keeps one).
@@ -252,7 +259,7 @@ impl Worth {
     /// What the row says its threshold is.
     pub fn threshold(&self) -> String {
         format!(
-            ">= {} (salience::KEEP), a standing instruction or a habit, and not said in passing, to add a line; a restatement reinforces whatever its score",
+            ">= {} (salience::KEEP), a standing instruction, a habit or a stated preference, and not said in passing, to add a line; a restatement reinforces whatever its score",
             self.needed
         )
     }
@@ -267,8 +274,10 @@ impl Worth {
                 self.score,
                 if self.instruction {
                     "a standing instruction"
-                } else {
+                } else if self.habit {
                     "a habit"
+                } else {
+                    "a preference"
                 }
             )
         }
@@ -291,6 +300,8 @@ pub fn row(worth: Worth, statement: &str) -> GateResult {
             "; a standing instruction: kept whatever its score"
         } else if worth.habit {
             "; a habit: kept whatever its score"
+        } else if worth.preference {
+            "; a stated preference: kept whatever its score"
         } else {
             ""
         }

@@ -678,6 +678,51 @@ pub fn routine(sentence: &str) -> bool {
     opens_with_speaker(&s) && HABIT_FREQUENCY.is_match(&s)
 }
 
+/// Whether a sentence states a preference of its speaker (or their team) for one thing
+/// over another: it opens with "I prefer", "I'd rather", "I would rather", "we prefer" or
+/// "we'd rather", and a comparison ("over",
+/// "than", "to", "instead of") has words worth keeping on both sides ("I prefer tabs over
+/// spaces", "I'd rather have a failing test than a skipped one"). How the person likes
+/// their work done, said plainly and naming nothing, is what the salience model scores
+/// lowest among the statements worth keeping; "I prefer the second option" (no
+/// comparison) and "I'd rather not" (nothing compared) are not preferences of this kind.
+pub fn stated_preference(sentence: &str) -> bool {
+    let s = measures::normalize(lead_in(sentence));
+    let Some(rest) = PREFERENCE_OPENERS.iter().find_map(|o| s.strip_prefix(o)) else {
+        return false;
+    };
+    let words: Vec<&str> = rest.split_whitespace().collect();
+    words.iter().enumerate().any(|(i, w)| {
+        let compares = match *w {
+            "over" | "than" | "to" => true,
+            "instead" => words.get(i + 1) == Some(&"of"),
+            _ => false,
+        };
+        let skip = usize::from(*w == "instead") + 1;
+        compares
+            && words[..i].iter().any(|b| !measures::is_stopword(b))
+            && words
+                .get(i + skip..)
+                .is_some_and(|a| a.iter().any(|b| !measures::is_stopword(b)))
+    })
+}
+
+/// How a [`stated_preference`] opens, normalised (apostrophes dropped).
+const PREFERENCE_OPENERS: &[&str] = &[
+    "i prefer ",
+    "i much prefer ",
+    "i always prefer ",
+    "i d rather ",
+    "id rather ",
+    "i would rather ",
+    "i d much rather ",
+    "id much rather ",
+    "we prefer ",
+    "we d rather ",
+    "wed rather ",
+    "we would rather ",
+];
+
 /// Whether a sentence is a standing instruction to the agent ("Always run the tests before
 /// pushing", "Never force-push to main", "I want you to answer in French"): how the person
 /// wants their work done, for as long as they do not say otherwise.
@@ -1650,6 +1695,31 @@ pub fn about_a_codebase(text: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_stated_preference_compares_two_things() {
+        for s in [
+            "I prefer tabs over spaces.",
+            "I'd rather have a failing test than a skipped one.",
+            "I prefer Python over Perl for new services.",
+            "btw I prefer trains to planes",
+            "I would rather use Postgres instead of MySQL here.",
+            "We prefer squash merges over merge commits.",
+        ] {
+            assert!(stated_preference(s), "{s}");
+        }
+        for s in [
+            "I prefer the second option.",
+            "I prefer to work alone.",
+            "I'd rather not talk about it.",
+            "I'd rather not.",
+            "I love tabs more than spaces",
+            "I prefer over",
+            "",
+        ] {
+            assert!(!stated_preference(s), "{s}");
+        }
+    }
 
     #[test]
     fn a_routine_is_the_speaker_and_a_stated_frequency() {

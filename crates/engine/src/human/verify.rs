@@ -423,7 +423,7 @@ impl Auditor {
     fn salience_lines(&mut self, c: &HistoryCommit, after: &Snap) -> Result<()> {
         static RECORDED: LazyLock<Regex> = LazyLock::new(|| {
             Regex::new(
-                r"salience (\d+\.\d+)(?: >= (\d+(?:\.\d+)?)|, (a standing instruction|a habit))",
+                r"salience (\d+\.\d+)(?: >= (\d+(?:\.\d+)?)|, (a standing instruction|a habit|a preference))",
             )
             .unwrap()
         });
@@ -479,12 +479,13 @@ impl Auditor {
                         let said = keep::statement(&t);
                         if !dream_core::text::phrases::instruction(&said)
                             && !dream_core::text::phrases::routine(&said)
+                            && !dream_core::text::phrases::stated_preference(&said)
                         {
                             self.push(problem(
                                 "salience",
                                 Some(&short),
                                 Some(&id),
-                                format!("{id} was kept at salience {score:.3} as a standing instruction or a habit, but its words give neither"),
+                                format!("{id} was kept at salience {score:.3} as a standing instruction, a habit or a preference, but its words give none of them"),
                             ));
                             continue;
                         }
