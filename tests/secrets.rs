@@ -59,6 +59,11 @@ fn corpus() -> Vec<(&'static str, String, String)> {
         ("door-code", "the door code is 58203917#", "58203917#"),
         ("us-ssn", "SSN 219-09-9999", "219-09-9999"),
         ("iban", "IBAN GB82 WEST 1234 5698 7654 32", "GB82 WEST 1234 5698 7654 32"),
+        ("named-token", "my api key is 7c9e2f4a1b8d6e3c0f5a9b2d4e7c1a8f", "7c9e2f4a1b8d6e3c0f5a9b2d4e7c1a8f"),
+        ("pass", "wifi: HomeNet / pass: sunflower2024x", "sunflower2024x"),
+        ("mailchimp", "0123456789abcdef0123456789abcdef-us21", "0123456789abcdef0123456789abcdef-us21"),
+        ("recovery-phrase", "recovery phrase: abandon ability able about above absent absorb abstract absurd abuse access accident", "absorb abstract absurd"),
+        ("backup-codes", "backup codes: 8273-1928, 1827-3746, 9182-7364", "1827-3746"),
         ("private-key", "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA0Z3VS5JJcds3xfn/ygWyF8PbnGy0AHB7MhgHcTz6sE2I2yPB\n-----END RSA PRIVATE KEY-----", "MIIEowIBAAKCAQEA0Z3VS5JJcds3xfn"),
     ];
     let mut out: Vec<(&'static str, String, String)> = raw

@@ -306,6 +306,45 @@ static DETECTORS: LazyLock<Vec<Detector>> = LazyLock::new(|| {
                 us_ssn,
             ),
         ),
+        // "pass: ..." as a login is written down (a letter and a digit or a symbol in it, so
+        // a test runner's "pass: 12" or "pass: true" is not one).
+        keyed(
+            &["pass"],
+            checked(
+                "password",
+                r#"(?i)(?-u:\b)pass\s*[:=]\s*["']?([^\s"',;$][^\s"',;]{5,})"#,
+                1,
+                mixed_value,
+            ),
+        ),
+        // A Mailchimp API key: 32 hexadecimal digits and its data centre.
+        keyed(
+            &["-us"],
+            d(
+                "mailchimp-key",
+                r"(?-u:\b)[0-9a-f]{32}-us[0-9]{1,2}(?-u:\b)",
+                0,
+            ),
+        ),
+        // A wallet's recovery phrase: 12 to 24 lower-case words after the words naming it.
+        keyed(
+            &["phrase", "mnemonic", "seed words"],
+            d(
+                "recovery-phrase",
+                r"(?i)(?-u:\b)(?:recovery|seed|mnemonic|backup|secret|wallet)\s+(?:phrase|words)\s*(?:is|are|:|=)?\s*((?:[a-z]{3,8}[ ,]+){11,23}[a-z]{3,8})(?-u:\b)",
+                1,
+            ),
+        ),
+        // Two-factor backup or recovery codes given with their name.
+        keyed(
+            &["backup code", "recovery code"],
+            checked(
+                "backup-codes",
+                r"(?i)(?-u:\b)(?:backup|recovery)\s+codes?\s*(?:is|are|:|=)?\s*((?:[0-9a-z]{4,5}-?[0-9a-z]{3,5}(?:,\s*|\s+|$)){1,16})",
+                1,
+                mixed_value,
+            ),
+        ),
         // An international bank account number named as one ("IBAN"): its ISO 13616 check
         // digits must hold.
         keyed(
@@ -322,6 +361,28 @@ static DETECTORS: LazyLock<Vec<Detector>> = LazyLock::new(|| {
             r#"(?i)(?-u:\b)[a-z0-9_\-]*(?:api[_\-]?key|secret|token|access[_\-]?key|client[_\-]?secret)["']?\s*[:=]\s*["']?([A-Za-z0-9_\-\./+=]{16,})"#,
             1,
             not_a_name,
+        ),
+        // A key or token named in words and given in prose ("my api key is ...", "the
+        // access token 9f8e..."): only a value no word could be (`key_like`).
+        keyed(
+            &[
+                "api key",
+                "api-key",
+                "access token",
+                "access-token",
+                "auth token",
+                "auth-token",
+                "secret key",
+                "secret-key",
+                "refresh token",
+                "app password",
+            ],
+            checked(
+                "named-token",
+                r#"(?i)(?-u:\b)(?:api[ \-]key|access[ \-]token|auth[ \-]token|secret[ \-]key|refresh[ \-]token|app password)(?:\s+is|\s*[:=])?\s+["']?([A-Za-z0-9_\-\.=+/]{16,})"#,
+                1,
+                key_like,
+            ),
         ),
         // Shapes the vendored gitleaks rules (secret_rules.rs) do not have.
         d("groq-api-key", r"(?-u:\b)gsk_[A-Za-z0-9]{48,56}(?-u:\b)", 0),
@@ -435,6 +496,24 @@ fn bare_password(_: &str, _: usize, s: &str) -> Option<(usize, usize)> {
     let digit = s.bytes().any(|b| b.is_ascii_digit());
     let other = s.bytes().any(|b| !b.is_ascii_digit());
     (s.len() >= 6 && digit && other).then_some((0, s.len()))
+}
+
+/// A key's value, not a word or a name: a digit and a letter in it.
+fn key_like(_: &str, _: usize, s: &str) -> Option<(usize, usize)> {
+    let digit = s.bytes().any(|b| b.is_ascii_digit());
+    let letter = s.bytes().any(|b| b.is_ascii_alphabetic());
+    (digit && letter).then_some((0, s.len()))
+}
+
+/// A value with a digit in it and a letter or a symbol, so neither a word nor a count.
+fn mixed_value(_: &str, _: usize, s: &str) -> Option<(usize, usize)> {
+    let t = s.trim_end();
+    let digit = t.bytes().any(|b| b.is_ascii_digit());
+    let other = t.bytes().any(|b| {
+        b.is_ascii_alphabetic()
+            || !(b.is_ascii_alphanumeric() || b.is_ascii_whitespace() || b == b',')
+    });
+    (digit && other).then_some((0, t.len()))
 }
 
 /// A Social Security number that can be one: area neither 000, 666 nor 900 to 999, group
@@ -930,6 +1009,13 @@ mod tests {
             ("my SSN is 123-45-6789", "us-ssn"),
             ("pay it to IBAN GB82 WEST 1234 5698 7654 32 by Friday", "iban"),
             ("IBAN: DE89370400440532013000", "iban"),
+            ("my api key is 7c9e2f4a1b8d6e3c0f5a9b2d4e7c1a8f", "named-token"),
+            ("the access token is 9f8e7d6c5b4a39281706f5e4d3c2b1a0", "named-token"),
+            ("here's the auth token 4f3c2b1a0e9d8c7b6a5f4e3d2c1b0a9f for the SMS account", "named-token"),
+            ("wifi: HomeNet / pass: sunflower2024", "password"),
+            ("Mailchimp key 0123456789abcdef0123456789abcdef-us21", "mailchimp-key"),
+            ("the recovery phrase is abandon ability able about above absent absorb abstract absurd abuse access accident", "recovery-phrase"),
+            ("my 2FA backup codes are 8273-1928, 1827-3746, 9182-7364", "backup-codes"),
         ];
         for (input, detector) in table {
             let (clean, names) = redact(input);
@@ -1004,6 +1090,13 @@ mod tests {
             "ticket 123-45-6789 was closed",
             "my SSN is 000-12-3456 in the example form",
             "http://localhost:8080/api and ftp://files.example.com/pub",
+            "the api key is stored in the OPENAI_API_KEY environment variable",
+            "an access token expires after 3600 seconds",
+            "pass: 12 fail: 0",
+            "pass: true",
+            "the secret key is rotated every 90 days",
+            "that phrase is one of my favourite things about the whole book today",
+            "I printed my backup codes and put them in the drawer",
         ] {
             assert_eq!(redact(text), (text.to_string(), vec![]), "{text}");
         }
