@@ -755,23 +755,9 @@ fn a_chat_between_friends_keeps_only_what_a_careful_person_would() {
         for line in &kept {
             let text = line.trim_start_matches("- ");
             let text = text.split(" <!--").next().unwrap();
-            // The words as said: without the day, the speaker's name and a relative
-            // date's day that the line writes beside them.
-            let body = dream_core::memory::episode_body(text);
-            let body = body.split_once(": ").map_or(body, |(who, rest)| {
-                if messages.iter().any(|m| m.1 == who) {
-                    rest
-                } else {
-                    body
-                }
-            });
-            let mut words = body.to_string();
-            while let (Some(a), Some(b)) = (words.find(" ["), words.find(']')) {
-                if b < a {
-                    break;
-                }
-                words.replace_range(a..=b, "");
-            }
+            // The words as said: without the day, the speaker's name, a relative date's
+            // day written beside them, or a lead-in.
+            let words = dream_core::selection::keep::statement(text);
             let said = messages
                 .iter()
                 .find(|m| m.3.contains(words.as_str()))

@@ -222,6 +222,16 @@ pub struct Worth {
     pub preference: bool,
 }
 
+/// Whether a statement is kept whatever its score: a standing instruction, a habit or a
+/// preference of one thing over another (how the person wants their work done, which the
+/// score ranks like small talk). [`Worth`] records which; `dream verify` asks this of a
+/// line kept below the threshold.
+pub fn kept_whatever_its_score(statement: &str) -> bool {
+    crate::text::phrases::instruction(statement)
+        || crate::text::phrases::routine(statement)
+        || crate::text::phrases::stated_preference(statement)
+}
+
 impl Worth {
     /// A statement's worth, held to the threshold a line asks.
     pub fn of(score: f32, statement: &str) -> Worth {

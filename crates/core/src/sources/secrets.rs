@@ -254,15 +254,16 @@ static DETECTORS: LazyLock<Vec<Detector>> = LazyLock::new(|| {
             ),
         ),
         // No separator at all, as a `.netrc` line ("machine ... login me password s3cr3t")
-        // or prose ("ssh in with password hunter2hunter2") write it: only a value no word
-        // could be (see `bare_password`).
+        // or prose ("ssh in with password hunter2hunter2") write it: only a value of six or
+        // more characters that no word or count could be (`mixed_value`), so "password
+        // manager" and "password 2024" are left alone.
         keyed(
             &["password", "passwd"],
             checked(
                 "password",
                 r#"(?i)(?-u:\b)(?:password|passwd)\s+([^\s"',;$][^\s"',;]{5,})"#,
                 1,
-                bare_password,
+                mixed_value,
             ),
         ),
         // The MySQL and MariaDB clients take the password glued to -p ("mysql -u root
@@ -489,15 +490,6 @@ fn password_value(text: &str, start: usize, s: &str) -> Option<(usize, usize)> {
     Some((0, s.len()))
 }
 
-/// A password written with no separator: at least six characters, a digit in them, and a
-/// letter or a symbol ("hunter2hunter2", a UUID), so "password manager", "password reset"
-/// and "password 2024" are left alone.
-fn bare_password(_: &str, _: usize, s: &str) -> Option<(usize, usize)> {
-    let digit = s.bytes().any(|b| b.is_ascii_digit());
-    let other = s.bytes().any(|b| !b.is_ascii_digit());
-    (s.len() >= 6 && digit && other).then_some((0, s.len()))
-}
-
 /// A key's value, not a word or a name: a digit and a letter in it.
 fn key_like(_: &str, _: usize, s: &str) -> Option<(usize, usize)> {
     let digit = s.bytes().any(|b| b.is_ascii_digit());
@@ -505,7 +497,8 @@ fn key_like(_: &str, _: usize, s: &str) -> Option<(usize, usize)> {
     (digit && letter).then_some((0, s.len()))
 }
 
-/// A value with a digit in it and a letter or a symbol, so neither a word nor a count.
+/// A value with a digit in it and a letter or a symbol, so neither a word nor a count
+/// (spaces and commas between backup codes do not count as symbols).
 fn mixed_value(_: &str, _: usize, s: &str) -> Option<(usize, usize)> {
     let t = s.trim_end();
     let digit = t.bytes().any(|b| b.is_ascii_digit());

@@ -712,13 +712,10 @@ const PREFERENCE_OPENERS: &[&str] = &[
     "i prefer ",
     "i much prefer ",
     "i always prefer ",
-    "i d rather ",
     "id rather ",
     "i would rather ",
-    "i d much rather ",
     "id much rather ",
     "we prefer ",
-    "we d rather ",
     "wed rather ",
     "we would rather ",
 ];
@@ -933,8 +930,8 @@ const LEAD_INS: &[&str] = &[
 ];
 /// Chat's discourse markers, written without a comma before the speaker's own words
 /// ("btw my sister is getting married in March", "lol I fell asleep on the bus", "anyway
-/// I'm vegetarian now"): a lead-in when a first-person word follows them
-/// ([`FIRST_PERSON_AFTER_MARKER`]). Without that word they may be the sentence's own
+/// I'm vegetarian now"): a lead-in when a first-person word follows them (one of
+/// [`SPEAKER_STARTS`] or [`PERSON_SUBJECTS`]). Without that word they may be the sentence's own
 /// ("so much happened", "well done", "plus size").
 const BARE_MARKERS: &[&str] = &[
     "by the way",
@@ -954,13 +951,6 @@ const BARE_MARKERS: &[&str] = &[
     "yeah",
     "so",
     "well",
-];
-
-/// First-person words that, right after a [`BARE_MARKERS`] word, open the speaker's own
-/// sentence.
-const FIRST_PERSON_AFTER_MARKER: &[&str] = &[
-    "i", "i'm", "i’m", "im", "i've", "i’ve", "ive", "i'd", "i’d", "i'll", "i’ll", "my", "we",
-    "we're", "we’re", "we've", "we’ve", "our", "me",
 ];
 
 /// Lead-ins that need no punctuation after them.
@@ -1014,11 +1004,9 @@ pub fn lead_in(sentence: &str) -> &str {
             let Some(rest) = after(s, p).and_then(|r| r.strip_prefix(' ')) else {
                 continue;
             };
-            let next = rest.split_whitespace().next().unwrap_or("");
-            let next = next.trim_end_matches([',', '!', '.', ':']);
-            if FIRST_PERSON_AFTER_MARKER
-                .iter()
-                .any(|w| next.eq_ignore_ascii_case(w))
+            let next = measures::normalize(rest.split_whitespace().next().unwrap_or(""));
+            let next = next.trim();
+            if (SPEAKER_STARTS.contains(&next) || PERSON_SUBJECTS.contains(&next))
                 && rest.split_whitespace().nth(1).is_some()
             {
                 s = rest.trim_start();

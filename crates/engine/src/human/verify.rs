@@ -477,10 +477,7 @@ impl Auditor {
                     let text = after.facts.get(&id).map(|(_, f)| f.text.clone());
                     if let Some(t) = text {
                         let said = keep::statement(&t);
-                        if !dream_core::text::phrases::instruction(&said)
-                            && !dream_core::text::phrases::routine(&said)
-                            && !dream_core::text::phrases::stated_preference(&said)
-                        {
+                        if !keep::kept_whatever_its_score(&said) {
                             self.push(problem(
                                 "salience",
                                 Some(&short),
