@@ -1057,6 +1057,50 @@ mod tests {
         assert_eq!(names, vec!["gcp-private-key-id"], "{clean}");
     }
 
+    /// Secrets said in prose, inside hostile text: direction overrides, zero-width spaces,
+    /// emoji, JSON escapes, and a long line of them with keywords everywhere. Every one is
+    /// redacted whole, twice over gives the same text, and nothing panics.
+    #[test]
+    fn secrets_said_in_hostile_text_are_redacted_whole() {
+        let said = [
+            (
+                "the password for the staging box is Tr0ub4dor&3horse",
+                "Tr0ub4dor&3horse",
+            ),
+            ("my bank PIN is 4821", "4821"),
+            (
+                "my api key is 7c9e2f4a1b8d6e3c0f5a9b2d4e7c1a8f",
+                "7c9e2f4a1b8d6e3c0f5a9b2d4e7c1a8f",
+            ),
+            ("SSN 219-09-9999", "219-09-9999"),
+            (
+                "IBAN GB82 WEST 1234 5698 7654 32",
+                "GB82 WEST 1234 5698 7654 32",
+            ),
+        ];
+        for (text, core) in said {
+            for hostile in [
+                format!("\u{202e}{text}\u{202c} 🎉"),
+                format!("\u{200b}{text}\u{200b}\u{200b}"),
+                format!("{{\\\"note\\\": \\\"{text}\\\"}}"),
+                format!(
+                    "{} {text} {}",
+                    "password PIN iban api key ".repeat(2_000),
+                    "ssn ".repeat(500)
+                ),
+            ] {
+                let (clean, names) = redact(&hostile);
+                assert!(
+                    !clean.contains(core),
+                    "{core} kept in {:?}",
+                    &clean[..clean.len().min(200)]
+                );
+                assert!(!names.is_empty());
+                assert_eq!(redact(&clean).0, clean, "redacting twice changes it");
+            }
+        }
+    }
+
     #[test]
     fn lookalikes_are_left_alone() {
         for text in [
