@@ -902,6 +902,17 @@ const LEAD_INS: &[&str] = &[
     "reminder",
     "heads up",
     "just so you know",
+    "i didn't tell you",
+    "i didnt tell you",
+    "i forgot to tell you",
+    "did i tell you",
+    "guess what",
+    "big news",
+    "news",
+    "update",
+    "oh my god",
+    "omg",
+    "wait",
     "fyi",
     "btw",
     "by the way",
@@ -951,6 +962,7 @@ const BARE_MARKERS: &[&str] = &[
     "yeah",
     "so",
     "well",
+    "wait",
 ];
 
 /// Lead-ins that need no punctuation after them.
@@ -1004,10 +1016,15 @@ pub fn lead_in(sentence: &str) -> &str {
             let Some(rest) = after(s, p).and_then(|r| r.strip_prefix(' ')) else {
                 continue;
             };
-            let next = measures::normalize(rest.split_whitespace().next().unwrap_or(""));
-            let next = next.trim();
-            if (SPEAKER_STARTS.contains(&next) || PERSON_SUBJECTS.contains(&next))
-                && rest.split_whitespace().nth(1).is_some()
+            // Markers come in runs ("omg wait I ...", "ok so I ..."): past them, the
+            // speaker's first-person word.
+            let mut words = rest
+                .split_whitespace()
+                .map(|w| measures::normalize(w).trim().to_string())
+                .skip_while(|w| BARE_MARKERS.contains(&w.as_str()));
+            let next = words.next().unwrap_or_default();
+            if (SPEAKER_STARTS.contains(&next.as_str()) || PERSON_SUBJECTS.contains(&next.as_str()))
+                && words.next().is_some()
             {
                 s = rest.trim_start();
                 break;
@@ -1067,6 +1084,45 @@ const DATE_WORDS: &[&str] = &[
     "weekends",
 ];
 
+/// Whether a lowercased sentence opens with "we're" (with its apostrophe, or typed "were"
+/// before what is not a question's subject, as chat writes it: "were hoping to visit my
+/// family"): normalised, it reads as the question's "were", and it is not one.
+fn we_are(raw: &str) -> bool {
+    if raw.starts_with("we're ") {
+        return true;
+    }
+    let mut words = raw.split_whitespace();
+    words.next() == Some("were")
+        && words.next().is_some_and(|w| {
+            !matches!(
+                w.trim_matches(|c: char| !c.is_alphanumeric()),
+                "you"
+                    | "they"
+                    | "there"
+                    | "we"
+                    | "he"
+                    | "she"
+                    | "it"
+                    | "i"
+                    | "the"
+                    | "your"
+                    | "their"
+                    | "his"
+                    | "her"
+                    | "those"
+                    | "these"
+                    | "any"
+                    | "all"
+                    | "both"
+                    | "people"
+                    | "a"
+                    | "an"
+                    | "ya"
+                    | "u"
+            )
+        })
+}
+
 /// Why a sentence is not a fact (see [`Chatter`]), judged on the sentence without its
 /// lead-in; `None` when it may be one.
 pub fn chatter(sentence: &str) -> Option<Chatter> {
@@ -1080,7 +1136,7 @@ pub fn chatter(sentence: &str) -> Option<Chatter> {
     }
     let s = format!("{} ", measures::normalize(&raw));
     let starts = |list: &[&str]| list.iter().any(|p| s.starts_with(p));
-    if raw.ends_with('?') || starts(QUESTION_STARTS) {
+    if raw.ends_with('?') || (starts(QUESTION_STARTS) && !we_are(&raw)) {
         return Some(Chatter::Question);
     }
     if starts(GREETING_STARTS) {
@@ -1407,19 +1463,43 @@ pub fn feeling(sentence: &str) -> bool {
     names_nothing(s) && crate::text::when::relatives(&now_words, any_day).is_empty()
 }
 
+/// A stretch of this very day: "for 6 hours", "for an hour", "for 40 mins", "all
+/// morning". Group 1 is a rate after it ("for 5 hours a week"), which makes it a habit.
+static TODAY_SPAN: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+    regex::Regex::new(
+        r"\b(?:for (?:(?:like|about|around|almost|nearly|over|literally) )?(?:\d+|an?|one|two|three|four|five|six|seven|eight|nine|ten|twelve|a few|a couple|a couple of|several) (?:hours?|hrs?|minutes?|mins?)|all (?:day|morning|afternoon|evening|night))\b( (?:a|an|per|each|every) \w+)?",
+    )
+    .expect("a valid pattern")
+});
+
 /// Whether a sentence says what its speaker is or does at this moment ("I'm at my desk
-/// going through emails right now", "I'm working from home today"): it opens with "I'm"
-/// and holds a word for now ([`RIGHT_NOW`]), and it names no one and nothing, so "I'm at
-/// the Lisbon office today" stays an event.
+/// going through emails right now", "I'm working from home today", "I've been cutting
+/// balsa wood for 6 hours"): it opens with "I'm" or "I've been" and holds a word for now
+/// ([`RIGHT_NOW`]) or a stretch of the day ("for 6 hours", "all morning"; not "for 5
+/// hours a week", a habit), and it names no one and nothing besides, so "I'm at the
+/// Lisbon office today" stays an event.
 pub fn right_now(sentence: &str) -> bool {
     let s = lead_in(sentence);
     let n = measures::normalize(s);
     let opens = matches!(
-        n.split_whitespace().take(2).collect::<Vec<_>>().as_slice(),
-        ["im", ..] | ["i", "am"]
+        n.split_whitespace().take(3).collect::<Vec<_>>().as_slice(),
+        ["im", ..] | ["i", "am", ..] | ["ive", "been", ..] | ["i", "have", "been"]
     );
+    if !opens {
+        return false;
+    }
     let padded = format!(" {n} ");
-    opens && names_nothing(s) && RIGHT_NOW.iter().any(|w| padded.contains(&format!(" {w} ")))
+    if RIGHT_NOW.iter().any(|w| padded.contains(&format!(" {w} "))) {
+        return names_nothing(s);
+    }
+    // A stretch of the day: its number is the only one the sentence may hold.
+    TODAY_SPAN.captures(&n).is_some_and(|c| {
+        let span = c.get(0).expect("the whole match");
+        let rest = format!("{} {}", &n[..span.start()], &n[span.end()..]);
+        c.get(1).is_none()
+            && !rest.chars().any(|ch| ch.is_ascii_digit())
+            && measures::proper_nouns(s).is_empty()
+    })
 }
 
 /// Words that hedge a judgement: at its start ("I think the pasta was salty") or its end
@@ -1499,6 +1579,39 @@ pub fn block_of_category(category: &str) -> Option<Block> {
     }
 }
 
+/// What a person is, in body or diet, that whoever cooks, plans or books for them needs
+/// to know: the first word after "I'm", "I am" or "I'm a" ("I'm lactose intolerant", "I'm
+/// a vegetarian", "I am diabetic").
+const CONDITIONS: &[&str] = &[
+    "vegetarian",
+    "vegan",
+    "pescatarian",
+    "lactose",
+    "gluten",
+    "coeliac",
+    "celiac",
+    "diabetic",
+    "allergic",
+    "intolerant",
+    "asthmatic",
+    "epileptic",
+    "pregnant",
+    "deaf",
+    "colorblind",
+    "colourblind",
+    "dyslexic",
+    "teetotal",
+    "kosher",
+    "halal",
+];
+
+/// Whether a sentence says what its speaker is in body or diet ([`CONDITIONS`]).
+fn condition(text: &str) -> bool {
+    after_i_am(&measures::normalize(lead_in(text)))
+        .and_then(|rest| rest.first().copied())
+        .is_some_and(|w| CONDITIONS.contains(&w))
+}
+
 /// Category and block of a fact, by phrase rules checked in this order: persona,
 /// commitments, preferences, identity, events, project; anything else is `knowledge` in
 /// scratch.
@@ -1573,10 +1686,9 @@ pub fn classify(text: &str) -> (&'static str, Block) {
         " i am from ",
         " i'm based ",
         " i am based ",
-        " i work at ",
-        " i work as ",
-        " i work for ",
-        " i work on ",
+        " i work ",
+        " i study ",
+        " i teach ",
         " my job ",
         " my role ",
         " my pronouns ",
@@ -1609,7 +1721,8 @@ pub fn classify(text: &str) -> (&'static str, Block) {
         " i am the ",
         " i'm the ",
         " allergic to ",
-    ]) {
+    ]) || condition(text)
+    {
         return ("identity", Block::Human);
     }
     if has(&[
@@ -1925,6 +2038,22 @@ mod tests {
         assert_eq!(lead_in("So much has happened"), "So much has happened");
         assert_eq!(lead_in("well done"), "well done");
         assert_eq!(lead_in("also I"), "also I");
+        // Runs of markers, and the words that announce news.
+        assert_eq!(
+            lead_in("omg wait I didn't tell you, I got into the masters program at Edinburgh!!"),
+            "I got into the masters program at Edinburgh!!"
+        );
+        assert_eq!(lead_in("ok so I moved to Leeds"), "I moved to Leeds");
+        assert_eq!(lead_in("Guess what! We got the flat"), "We got the flat");
+        assert_eq!(lead_in("so well done"), "so well done");
+        assert_eq!(lead_in("wait for me"), "wait for me");
+        // "we're" is not the question's "were".
+        assert_eq!(
+            chatter("we're hoping to visit my family in Taipei over Lunar New Year"),
+            None
+        );
+        assert_eq!(chatter("were hoping to visit my family in Taipei"), None);
+        assert_eq!(chatter("were you at the match"), Some(Chatter::Question));
         for s in [
             "I sold my old bike to Marta.",
             "We shipped version 2.4 yesterday.",
@@ -1956,5 +2085,48 @@ mod tests {
         assert!(specific("I drink green tea every morning."));
         assert!(about_speaker("I am learning to play the cello."));
         assert!(!about_speaker("That tree pic looks awesome!"));
+    }
+
+    #[test]
+    fn what_someone_works_at_or_is_in_body_or_diet_names_nothing_and_is_specific() {
+        for s in [
+            "i work night shifts at the hospital pharmacy so my sleep is all over the place",
+            "I work from home most of the time.",
+            "I teach maths at the local secondary school.",
+            "I'm lactose intolerant so no cheese for me sadly",
+            "I'm a vegetarian.",
+            "Anyway I am diabetic, so no dessert",
+        ] {
+            assert!(specific(s), "{s}");
+            assert_eq!(classify(s).0, "identity", "{s}");
+        }
+        for s in [
+            "I'm so tired of this.",
+            "I'm intolerable before coffee.",
+            "we work well together",
+        ] {
+            assert!(!specific(s), "{s}");
+        }
+    }
+
+    #[test]
+    fn a_stretch_of_the_day_is_the_moment_and_a_weekly_one_is_a_habit() {
+        for s in [
+            "I've been cutting balsa wood for 6 hours",
+            "I've been on hold with the bank for 40 mins",
+            "I'm stuck in traffic for like an hour",
+            "I have been cleaning the flat all morning",
+        ] {
+            assert!(right_now(s), "{s}");
+        }
+        for s in [
+            "I've been volunteering at the shelter for 5 hours a week",
+            "I've been at the Lisbon office all day",
+            "I've been learning Japanese for 3 years",
+            "I've been on 2 calls for an hour",
+            "I ran for 2 hours",
+        ] {
+            assert!(!right_now(s), "{s}");
+        }
     }
 }
