@@ -1721,6 +1721,12 @@ pub fn classify(text: &str) -> (&'static str, Block) {
         " i am the ",
         " i'm the ",
         " allergic to ",
+        " i don't eat ",
+        " i dont eat ",
+        " i do not eat ",
+        " i don't drink ",
+        " i dont drink ",
+        " i do not drink ",
     ]) || condition(text)
     {
         return ("identity", Block::Human);
@@ -2096,6 +2102,7 @@ mod tests {
             "I'm lactose intolerant so no cheese for me sadly",
             "I'm a vegetarian.",
             "Anyway I am diabetic, so no dessert",
+            "i dont eat pork btw so i used chicken stock",
         ] {
             assert!(specific(s), "{s}");
             assert_eq!(classify(s).0, "identity", "{s}");
