@@ -724,19 +724,20 @@ pub fn entities_gate(c: &Candidate<'_>, _: &Config) -> Check {
 }
 
 /// The numbers of `text` that are part of a date: a day beside a month's name ("3
-/// November", "November 3rd", "the 3rd of November") and a year after one ("November
-/// 2026", "November 3, 2026").
+/// November", "November 3rd", "the 3rd of November"), a year after one ("November
+/// 2026", "November 3, 2026"), and a year alone in the brackets a relative date is
+/// written out in ("last year [2022]").
 pub fn date_numbers(text: &str) -> HashSet<&str> {
     static DATE: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
         let month = "(?:january|february|march|april|may|june|july|august|september|october|november|december|jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec)";
         regex::Regex::new(&format!(
-            r"(?i)\b(?P<d1>\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{month}\b(?:\s+(?P<y1>\d{{4}}))?|\b{month}\.?\s+(?:(?P<d2>\d{{1,2}})(?:st|nd|rd|th)?\b,?\s*)?(?P<y2>\d{{4}})?"
+            r"(?i)\b(?P<d1>\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{month}\b(?:\s+(?P<y1>\d{{4}}))?|\b{month}\.?\s+(?:(?P<d2>\d{{1,2}})(?:st|nd|rd|th)?\b,?\s*)?(?P<y2>\d{{4}})?|\[(?P<y3>\d{{4}})\]"
         ))
         .expect("a valid pattern")
     });
     let mut out = HashSet::new();
     for caps in DATE.captures_iter(text) {
-        for name in ["d1", "y1", "d2", "y2"] {
+        for name in ["d1", "y1", "d2", "y2", "y3"] {
             if let Some(m) = caps.name(name) {
                 out.insert(m.as_str());
             }
@@ -1283,6 +1284,42 @@ mod tests {
             &config,
         );
         assert!(g.refused.unwrap().contains("invented number \"3\""));
+        // "last year" is written out as the year alone, and traces to the day it was said;
+        // a year in brackets that no relative date gives is still invented.
+        let mut last_year = ev(
+            "e2",
+            8,
+            "s1",
+            Trust::Owner,
+            true,
+            "I painted that lake sunrise last year!",
+        );
+        last_year.actor = "Caroline".into();
+        last_year.ts = "2023-05-08T13:56:00Z".parse().unwrap();
+        let evs2 = vec![last_year];
+        let evidence2 = Evidence::new(&evs2, &none).owned_by(&names);
+        let g = gate_proposal(
+            &proposal("Caroline: I painted that lake sunrise last year!", &["e2"]),
+            &evidence2,
+            &config,
+        );
+        assert_eq!(g.refused, None, "{:?}", g.gates);
+        assert_eq!(
+            g.text,
+            "Caroline: I painted that lake sunrise last year [2022]!"
+        );
+        let g = gate_proposal(
+            &proposal("Caroline: I painted that lake sunrise [2019]!", &["e2"]),
+            &evidence2,
+            &config,
+        );
+        assert!(
+            g.refused
+                .as_deref()
+                .is_some_and(|r| r.contains("invented number \"2019\"")),
+            "{:?}",
+            g.refused
+        );
         // The day's number traces only as part of a date: 8 cats are not 8 May.
         let g = gate_proposal(
             &proposal("Caroline met Andrew and his 8 cats.", &["e1"]),
