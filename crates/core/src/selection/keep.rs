@@ -496,6 +496,11 @@ mod tests {
                 Some(Moment::Opinion),
             ),
             ("I bet the new series will flop.", Some(Moment::Opinion)),
+            (
+                "I reckon they win the league this year",
+                Some(Moment::Opinion),
+            ),
+            ("I think the concert was last Friday.", None),
             ("I believe in second chances.", None),
             ("I think I'll move to Berlin.", None),
             ("I think my sister moves to Berlin on 3 May.", None),

@@ -112,9 +112,15 @@ pub fn s6_agrees(
 }
 
 /// Whether a candidate restates a fact (and so reinforces it): the S6 measures agree
-/// ([`s6_agrees`], and the two state the same numbers: `agree` says both), and either the two share their content words (S6 similarity >=
-/// `promote.reinforce_similarity`) or their vectors lie within the embedder's restatement
+/// ([`s6_agrees`], and the two state the same numbers: `agree` says both), and either the
+/// two share their content words (S6 similarity >= `promote.reinforce_similarity`) or
+/// they share one at least and their vectors lie within the embedder's restatement
 /// distance (`within`; none for an embedder whose distances were never measured).
+///
+/// Two texts with no content word in common are never a restatement, however close their
+/// vectors: a short remark in general words ("We can all do something to make a
+/// difference.") lies near the middle of the space, within the distance of sentences
+/// about anything ("we had to say goodbye to Max", 0.76), and took their support.
 pub fn restates(
     agree: bool,
     similarity: f64,
@@ -124,7 +130,7 @@ pub fn restates(
 ) -> bool {
     agree
         && (similarity >= reinforce_similarity
-            || matches!((distance, within), (Some(d), Some(w)) if d <= w))
+            || (similarity > 0.0 && matches!((distance, within), (Some(d), Some(w)) if d <= w)))
 }
 
 /// What routing compares of a text it meets again and again in one stage (an active
@@ -962,6 +968,7 @@ mod tests {
             ("My home is in Lisbon, with my partner.", [0.8, 0.6]),
             ("I live in Porto with my partner.", [0.8, 0.6]),
             ("Far away in meaning, with my partner.", [0.0, 1.0]),
+            ("We had to say goodbye to our old dog.", [0.8, 0.6]),
         ]
         .into_iter()
         .map(|(t, v)| (t.to_string(), v.to_vec()))
@@ -997,6 +1004,10 @@ mod tests {
         // As close, but another city: never.
         let n = nearest(&memory, "I live in Porto with my partner.", 5, &rule);
         assert!(!n[0].restates, "{n:?}");
+        // As close, but no content word in common: close vectors alone say the two are
+        // near in meaning, not that one says the other again.
+        let n = nearest(&memory, "We had to say goodbye to our old dog.", 5, &rule);
+        assert!(n.iter().all(|n| !n.restates), "{n:?}");
         // Far in meaning, though words are shared: near by S6, no restatement.
         let n = nearest(&memory, "Far away in meaning, with my partner.", 5, &rule);
         assert!(!n[0].restates && n[0].distance == Some(1.414), "{n:?}");

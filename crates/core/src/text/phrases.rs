@@ -1557,10 +1557,15 @@ pub fn passing_opinion(sentence: &str) -> bool {
     let about_the_speaker = rest.split_whitespace().next().is_some_and(|w| {
         SPEAKER_STARTS.contains(&w) || matches!(w, "ill" | "id" | "me" | "us" | "myself")
     });
+    // A day pins what is said to a happening ("I think the concert was on 3 May"); the
+    // period it is said in does not ("I reckon they win the league this year").
+    let pins_a_day = crate::text::when::relatives(sentence, any_day)
+        .iter()
+        .any(|r| !r.key.starts_with("this ") && !matches!(r.key.as_str(), "today" | "tonight"));
     !about_the_speaker
         && !rest.is_empty()
         && !sentence.chars().any(|c| c.is_ascii_digit())
-        && crate::text::when::relatives(sentence, any_day).is_empty()
+        && !pins_a_day
 }
 
 /// What the offline reflector keeps from a sentence said once: a fact that is specific.

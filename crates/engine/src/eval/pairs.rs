@@ -308,7 +308,7 @@ pub fn render(name: &str, r: &PairsReport, verbose: bool) -> String {
     row(
         &mut o,
         &match r.rule_within {
-            Some(w) => format!("rule: S6 agree, and S6 >= 0.9 or distance <= {w}"),
+            Some(w) => format!("rule: S6 agree, and S6 >= 0.9 or a shared word and distance <= {w}"),
             None => "rule: S6 agree and S6 >= 0.9 (no vector distance)".into(),
         },
         &r.rule,
@@ -361,7 +361,7 @@ mod tests {
         let (minilm, builtin) = (MiniLm::new(), Builtin::new(256));
         let m = run(SHIPPED, &minilm);
         assert_eq!(m.rule_within, Some(0.8));
-        assert_eq!(m.rule.accuracy, 0.926, "{}", render("shipped", &m, true));
+        assert_eq!(m.rule.accuracy, 0.92, "{}", render("shipped", &m, true));
         assert_eq!(m.vectors.accuracy, 0.772);
         assert_eq!(m.s6_only.accuracy, 0.679);
         let h = run(HELD_OUT, &minilm);
