@@ -917,8 +917,8 @@ pub enum EvalCommand {
     /// subject ("I live in Lisbon" / "I live in Porto") or unrelated. Printed: the share
     /// of pairs called right by the vectors alone at the best distance for the set, by the
     /// rule a cycle uses to let a candidate reinforce a fact (the S6 measures agree, and
-    /// the texts share their content words or their vectors lie within the embedder's
-    /// restatement distance), and by the S6 measures alone. Without PATH the shipped set
+    /// the texts share their content words, or share one at least and their vectors lie
+    /// within the embedder's restatement distance), and by the S6 measures alone. Without PATH the shipped set
     /// is used (fixtures/pairs.tsv; --held-out: fixtures/pairs-heldout.tsv). The embedder
     /// is the default one, or that of --config, or --embedder: measure a local Ollama
     /// model with a --config that sets embed.provider = "openai".

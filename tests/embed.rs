@@ -181,7 +181,7 @@ fn eval_pairs_measures_the_default_and_builtin_on_the_shipped_set() {
     let text = stdout(&out);
     assert!(
         text.contains("embedder minilm-l6-v2-m2v-128-v1")
-            && text.contains("rule: S6 agree, and S6 >= 0.9 or distance <= 0.8"),
+            && text.contains("rule: S6 agree, and S6 >= 0.9 or a shared word and distance <= 0.8"),
         "{text}"
     );
     let out = env.dream(&[

@@ -501,6 +501,15 @@ mod tests {
                 Some(Moment::Opinion),
             ),
             ("I think the concert was last Friday.", None),
+            ("I found it a bit long.", Some(Moment::Opinion)),
+            (
+                "I found out recently I'm allergic to cockroaches as well.",
+                None,
+            ),
+            (
+                "I found this opportunity on a fantasy lit forum and thought it'd be perfect.",
+                None,
+            ),
             ("I believe in second chances.", None),
             ("I think I'll move to Berlin.", None),
             ("I think my sister moves to Berlin on 3 May.", None),

@@ -1517,7 +1517,8 @@ const HEDGES: &[&str] = &[
     "id say",
     "i feel like",
     "i find",
-    "i found",
+    "i found it",
+    "i found them",
     "in my opinion",
     "imo",
     "honestly",
@@ -1548,8 +1549,8 @@ pub fn passing_opinion(sentence: &str) -> bool {
         return false;
     };
     // "I believe in second chances" says what the speaker holds to, not what they think
-    // of something in passing.
-    if rest.starts_with("in ") {
+    // of something in passing; "I find out on Friday" is no judgement.
+    if rest.starts_with("in ") || rest.starts_with("out ") {
         return false;
     }
     let rest = rest.strip_prefix("that ").unwrap_or(rest);

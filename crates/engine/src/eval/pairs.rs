@@ -11,8 +11,9 @@
 //!   these vectors can do, since it is chosen on the set itself);
 //! - **the rule**: [`dream_core::selection::route::restates`], which a cycle applies to decide that a
 //!   candidate reinforces a fact: the S6 measures agree (polarity, names and numbers) and
-//!   the texts share their content words or their vectors lie within the embedder's
-//!   stated restatement distance (no search: the distance is the embedder's).
+//!   the texts share their content words, or share one at least and their vectors lie
+//!   within the embedder's stated restatement distance (no search: the distance is the
+//!   embedder's).
 //!
 //! The shipped set is `fixtures/pairs.tsv` (compiled in, so `dream eval pairs` measures any
 //! configured embedder, an Ollama model too, with no file at hand); `fixtures/pairs-heldout.tsv`
@@ -308,7 +309,9 @@ pub fn render(name: &str, r: &PairsReport, verbose: bool) -> String {
     row(
         &mut o,
         &match r.rule_within {
-            Some(w) => format!("rule: S6 agree, and S6 >= 0.9 or a shared word and distance <= {w}"),
+            Some(w) => {
+                format!("rule: S6 agree, and S6 >= 0.9 or a shared word and distance <= {w}")
+            }
             None => "rule: S6 agree and S6 >= 0.9 (no vector distance)".into(),
         },
         &r.rule,
