@@ -709,13 +709,18 @@ fn a_hedged_verdict_said_on_five_days_is_never_kept() {
     never_kept("hedged verdict");
 }
 
-/// Hand-written chat between friends and colleagues, every message labelled
-/// (`fixtures/probes/`): replayed one evening cycle a day, memory holds only messages a
-/// careful person would keep (probe-1 and probe-2 every line, the later ones at least 85%
-/// of their lines), and most of those. The people in it are both owners, as in an export of a group chat.
+/// Hand-written chat between friends and colleagues, and an owner's messages in coding
+/// sessions, every message labelled (`fixtures/probes/`): replayed one evening cycle a day,
+/// memory holds only messages a careful person would keep (probe-1, probe-2 and the coding
+/// sessions every line, the later chats at least 85% of their lines), and most of those,
+/// as written. The people in a chat are both owners, as in an export of a group chat.
 #[test]
 fn a_chat_between_friends_keeps_only_what_a_careful_person_would() {
-    let probe = include_str!("../fixtures/probes/chat-friends.txt");
+    let probe = [
+        include_str!("../fixtures/probes/chat-friends.txt"),
+        include_str!("../fixtures/probes/coding-owner.txt"),
+    ]
+    .concat();
     let mut rows: BTreeMap<&str, Vec<(u32, &str, bool, &str)>> = BTreeMap::new();
     for line in probe
         .lines()
@@ -768,9 +773,13 @@ fn a_chat_between_friends_keeps_only_what_a_careful_person_would() {
                 junk.push(text.to_string());
             }
         }
-        // probe-1 and probe-2 keep no line not worth keeping; each later probe keeps one,
-        // left as found (the fixture's header), and is held to precision 0.85.
-        let allowed = if matches!(*conversation, "probe-1" | "probe-2") {
+        // probe-1, probe-2 and the coding sessions keep no line not worth keeping; each
+        // later chat keeps one, left as found (the fixture's header), and is held to
+        // precision 0.85.
+        let allowed = if matches!(
+            *conversation,
+            "probe-1" | "probe-2" | "coding-1" | "coding-2"
+        ) {
             0
         } else {
             kept.len() * 15 / 100

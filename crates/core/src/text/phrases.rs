@@ -497,17 +497,88 @@ const INSTRUCTIONS: &[&str] = &[
 /// reads as an instruction ([`instructed`]), not a reaction, a compliment, a guess about
 /// the listener or an invitation, which open the same way in talk between people.
 fn instructs(s: &str) -> bool {
-    INSTRUCTIONS.iter().any(|p| {
-        let at = if s.starts_with(p) {
-            Some(0)
-        } else if matches!(*p, "always " | "never ") {
-            None
-        } else {
-            s.find(&format!(" {p}")).map(|i| i + 1)
-        };
-        at.is_some_and(|i| instructed(p, &s[i + p.len()..], s))
-    })
+    let forbids_a_way_of_working = ["dont ever ", "do not ever ", "dont ", "do not "]
+        .iter()
+        .any(|p| {
+            s.strip_prefix(p)
+                .and_then(|r| r.split_whitespace().next())
+                .is_some_and(|w| WORK_VERBS.contains(&w))
+        });
+    forbids_a_way_of_working
+        || INSTRUCTIONS
+            .iter()
+            .filter(|p| !matches!(**p, "dont ever" | "do not ever"))
+            .any(|p| {
+                let at = if s.starts_with(p) {
+                    Some(0)
+                } else if matches!(*p, "always " | "never ") {
+                    None
+                } else {
+                    s.find(&format!(" {p}")).map(|i| i + 1)
+                };
+                at.is_some_and(|i| instructed(p, &s[i + p.len()..], s))
+            })
 }
+
+/// Verbs of how work is done: "don't" or "do not" before one at a sentence's start forbids
+/// a way of working ("Don't use semicolons in the TypeScript code", "do not touch the
+/// migrations folder"), where before another it comforts or reminds ("don't worry",
+/// "don't forget").
+const WORK_VERBS: &[&str] = &[
+    "use",
+    "add",
+    "commit",
+    "push",
+    "run",
+    "touch",
+    "change",
+    "delete",
+    "remove",
+    "modify",
+    "edit",
+    "rename",
+    "merge",
+    "deploy",
+    "install",
+    "upgrade",
+    "downgrade",
+    "mock",
+    "skip",
+    "disable",
+    "enable",
+    "create",
+    "write",
+    "print",
+    "log",
+    "reformat",
+    "rewrite",
+    "refactor",
+    "introduce",
+    "import",
+    "hardcode",
+    "bump",
+    "amend",
+    "squash",
+    "rebase",
+    "ship",
+    "format",
+    "generate",
+    "comment",
+    "mix",
+    "call",
+    "rely",
+    "depend",
+    "expose",
+    "store",
+    "cache",
+    "pin",
+    "vendor",
+    "force",
+    "publish",
+    "release",
+    "upload",
+    "wrap",
+];
 
 /// Words after which "Always" or "Never" opens a reaction or a description ("Always good
 /// to hear!", "Always up for something sweet", "Never a dull moment", "never again"), not
@@ -1136,7 +1207,8 @@ pub fn chatter(sentence: &str) -> Option<Chatter> {
     }
     let s = format!("{} ", measures::normalize(&raw));
     let starts = |list: &[&str]| list.iter().any(|p| s.starts_with(p));
-    if raw.ends_with('?') || (starts(QUESTION_STARTS) && !we_are(&raw)) {
+    if raw.ends_with('?') || (starts(QUESTION_STARTS) && !we_are(&raw) && !s.starts_with("do not "))
+    {
         return Some(Chatter::Question);
     }
     if starts(GREETING_STARTS) {
@@ -1331,6 +1403,20 @@ pub fn specific(sentence: &str) -> bool {
     if s.chars().any(|c| c.is_ascii_digit()) || !measures::proper_nouns(s).is_empty() {
         return true;
     }
+    // What a coding session names: a path, a URL, an address, an identifier, a host. Two
+    // words with a slash between them ("and/or", "advice/assistance") are no path.
+    let named = measures::entities(s).iter().any(|e| match e.kind {
+        measures::EntityKind::ProperNoun | measures::EntityKind::Number => false,
+        measures::EntityKind::Path => {
+            e.text.contains('.')
+                || e.text.starts_with(['/', '~'])
+                || e.text.matches('/').count() >= 2
+        }
+        _ => true,
+    });
+    if named || HOST.is_match(s) || instruction(s) {
+        return true;
+    }
     // Relative dates are read against any day: only whether there is one matters.
     let any_day = chrono::NaiveDate::from_ymd_opt(2001, 1, 10).expect("a valid date");
     if !crate::text::when::relatives(s, any_day).is_empty() {
@@ -1338,6 +1424,15 @@ pub fn specific(sentence: &str) -> bool {
     }
     habit(s) || classify(s).0 != "knowledge"
 }
+
+/// A host's name ("staging.acme.dev", "db.internal"): words joined by dots, ending in a
+/// common top-level or private domain.
+static HOST: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+    regex::Regex::new(
+        r"\b[a-z0-9-]+(?:\.[a-z0-9-]+)*\.(?:dev|com|io|org|net|app|cloud|internal|local|lan|co|ai|sh|xyz|tech)\b",
+    )
+    .expect("a valid pattern")
+});
 
 /// Whether a sentence is about its speaker: it opens with "I", "my", "we" or "our" (after
 /// any lead-in). Said again in other sessions, such a sentence is a fact about a person
@@ -1618,11 +1713,38 @@ fn condition(text: &str) -> bool {
         .is_some_and(|w| CONDITIONS.contains(&w))
 }
 
+/// Chat's contractions typed without their apostrophe ("im a nurse", "ive been", "dont"),
+/// written with it, so the phrase lists read them; only forms that are no other word
+/// ("ill", "were", "its" and "id" are).
+fn with_apostrophes(padded: &str) -> String {
+    const FORMS: &[(&str, &str)] = &[
+        (" im ", " i'm "),
+        (" ive ", " i've "),
+        (" dont ", " don't "),
+        (" didnt ", " didn't "),
+        (" doesnt ", " doesn't "),
+        (" cant ", " can't "),
+        (" isnt ", " isn't "),
+        (" arent ", " aren't "),
+        (" wasnt ", " wasn't "),
+        (" havent ", " haven't "),
+        (" youre ", " you're "),
+        (" theyre ", " they're "),
+        (" weve ", " we've "),
+    ];
+    let mut out = padded.to_string();
+    for (bare, with) in FORMS {
+        // Twice: a replaced form's closing space is the next one's opening space.
+        out = out.replace(bare, with).replace(bare, with);
+    }
+    out
+}
+
 /// Category and block of a fact, by phrase rules checked in this order: persona,
 /// commitments, preferences, identity, events, project; anything else is `knowledge` in
 /// scratch.
 pub fn classify(text: &str) -> (&'static str, Block) {
-    let s = format!(" {} ", lower(text));
+    let s = with_apostrophes(&format!(" {} ", lower(text)));
     let has = |phrases: &[&str]| phrases.iter().any(|p| s.contains(p));
     let starts = |phrases: &[&str]| phrases.iter().any(|p| s.trim_start().starts_with(p));
     if starts(&[
@@ -2066,6 +2188,14 @@ mod tests {
         );
         assert_eq!(chatter("were hoping to visit my family in Taipei"), None);
         assert_eq!(chatter("were you at the match"), Some(Chatter::Question));
+        assert_eq!(
+            chatter("do not add new dependencies without checking with me"),
+            None
+        );
+        assert_eq!(
+            chatter("do you know a good mechanic"),
+            Some(Chatter::Question)
+        );
         for s in [
             "I sold my old bike to Marta.",
             "We shipped version 2.4 yesterday.",
@@ -2109,6 +2239,8 @@ mod tests {
             "I'm a vegetarian.",
             "Anyway I am diabetic, so no dessert",
             "i dont eat pork btw so i used chicken stock",
+            "im the only backend dev here, maria does the design",
+            "im a nurse in the icu",
         ] {
             assert!(specific(s), "{s}");
             assert_eq!(classify(s).0, "identity", "{s}");
@@ -2120,6 +2252,34 @@ mod tests {
         ] {
             assert!(!specific(s), "{s}");
         }
+    }
+
+    #[test]
+    fn what_a_coding_session_names_is_specific_and_dont_use_is_an_instruction() {
+        for s in [
+            "our staging server is staging.acme.dev and deploys go through github actions",
+            "the config lives in src/config.rs",
+            "we name the db columns in snake_case, like created_at",
+            "dont use semicolons in the typescript code, we follow standard style",
+            "Do not touch the migrations folder.",
+            "Don't ever force push to main.",
+            "the fixtures are under tests/data/golden",
+        ] {
+            assert!(specific(s), "{s}");
+        }
+        assert!(instruction("don't use semicolons in the typescript code"));
+        for s in [
+            "don't worry about it",
+            "dont forget the milk",
+            "do not know what happened there",
+            "You got this, and don't ever forget that you have people cheering you on.",
+            "I got lots of help from this adoption advice/assistance group.",
+            "e.g. the one we talked about",
+        ] {
+            assert!(!instruction(s), "{s}");
+            assert!(!specific(s), "{s}");
+        }
+        assert!(!instruction("Don't ever give up on your dreams!"));
     }
 
     #[test]
