@@ -71,6 +71,13 @@ const KINDS: &[Kind] = &[
         text: "Always nice to hear from you!",
         chatter: true,
     },
+    // A fact, in a language the phrase rules and the score do not read: its names and
+    // numbers alone would have made it an episode, then a durable fact.
+    Kind {
+        name: "statement in another language",
+        text: "Mi hermana llega el 20 de diciembre desde Madrid con sus dos hijos.",
+        chatter: false,
+    },
 ];
 
 /// Said once, specific, about the person: an episode.
@@ -707,6 +714,40 @@ fn an_undo_gives_back_what_waited_and_takes_back_what_a_cycle_set_waiting() {
 #[test]
 fn a_hedged_verdict_said_on_five_days_is_never_kept() {
     never_kept("hedged verdict");
+}
+
+/// A statement in a language dream does not read is not judged, and the refusal says so
+/// rather than giving a score that rests on its names and numbers alone.
+#[test]
+fn a_statement_in_another_language_is_refused_for_that_and_said_so() {
+    never_kept("statement in another language");
+    let env = Env::new();
+    env.init();
+    let text = KINDS
+        .iter()
+        .find(|k| k.name == "statement in another language")
+        .unwrap()
+        .text;
+    env.write_inbox("d2.jsonl", &event("2026-11-02T10:00:00Z", "s2", text));
+    let report = env.run_cycle("2026-11-02T21:00:00Z");
+    let reason = report["decisions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["text"] == text)
+        .and_then(|d| d["reason"].as_str())
+        .expect("a decision about the statement")
+        .to_string();
+    assert!(
+        reason.contains("not written in English") && reason.contains("Spanish"),
+        "{reason}"
+    );
+    let out = env.dream(&["explain", &dream_core::memory::text_id("k", text)]);
+    assert!(
+        stdout(&out).contains("not written in English"),
+        "{}",
+        stdout(&out)
+    );
 }
 
 /// Hand-written chat between friends and colleagues, and an owner's messages in coding

@@ -6,7 +6,8 @@
 //! lead-in (and, given the day it was said, with its relative dates written out as the
 //! gates write them), why it is chatter (or null), whether it is specific enough to keep
 //! when said once, and whether the offline extractor leaves it out for leaning on what was
-//! said before (`leans`).
+//! said before (`leans`), and the language it is in when the rules cannot read it
+//! (`language`, null for English).
 //!
 //! `cargo run -p dream-core --example phrase_rules < texts.jsonl`
 
@@ -20,7 +21,7 @@
 
 use std::io::{BufRead, Write};
 
-use dream_core::text::{phrases, when};
+use dream_core::text::{language, phrases, when};
 
 fn main() {
     let stdin = std::io::stdin();
@@ -48,6 +49,7 @@ fn main() {
                     "chatter": phrases::chatter(s).map(|c| c.as_str()),
                     "specific": phrases::specific(s),
                     "leans": phrases::leans_on_its_object(s),
+                    "language": language::not_english(phrases::lead_in(s)),
                 })
             })
             .collect();

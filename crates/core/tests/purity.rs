@@ -42,6 +42,7 @@ const PURE: &[(&str, &str)] = &[
     ("shell-words", "splits a command line held as text"),
     ("struson", "streaming JSON from any `Read` the engine hands in"),
     ("thiserror", "error types"),
+    ("whatlang", "which language a text in memory is written in, from trigram tables compiled in"),
     ("toml", "TOML text in memory"),
     ("yaml-rust2", "YAML text in memory"),
 ];

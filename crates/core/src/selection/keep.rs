@@ -48,8 +48,9 @@ pub trait Scorer {
 /// as one ("Always good to hear!", "You're the best", "You should come and join me
 /// sometime" are not), and a habit ("I drink green tea every morning") is kept like one.
 /// 3: a stated preference of one thing over another ("I prefer tabs over spaces") is kept
-/// like one too.
-pub const RULES_REVISION: u32 = 3;
+/// like one too. 4: a statement in a language these rules do not read is not judged, so
+/// not kept ([`crate::text::language`]), and "don't use ..." is an instruction.
+pub const RULES_REVISION: u32 = 4;
 
 /// The compiled-in salience model's identity: the first 12 hex digits of the SHA-256 of
 /// its weights and the phrase rules' revision ([`RULES_REVISION`]). A commit records it
@@ -220,6 +221,9 @@ pub struct Worth {
     /// A preference of one thing over another ([`crate::text::phrases::stated_preference`]):
     /// kept whatever its score, like an instruction.
     pub preference: bool,
+    /// The language it is written in when the rules and the score cannot read it
+    /// ([`crate::text::language::not_english`]): never kept, whatever its score.
+    pub language: Option<&'static str>,
 }
 
 /// Whether a statement is kept whatever its score: a standing instruction, a habit or a
@@ -242,18 +246,25 @@ impl Worth {
             instruction: crate::text::phrases::instruction(statement),
             habit: crate::text::phrases::routine(statement),
             preference: crate::text::phrases::stated_preference(statement),
+            language: crate::text::language::not_english(statement),
         }
     }
 
     pub fn keeps(&self) -> bool {
         (self.score >= self.needed || self.instruction || self.habit || self.preference)
             && self.moment.is_none()
+            && self.language.is_none()
     }
 
     /// Why it adds no line (`None` when it keeps one).
     pub fn refusal(&self) -> Option<String> {
         match self.moment {
             _ if self.keeps() => None,
+            _ if self.language.is_some() => Some(format!(
+                "not written in English (it reads most like {}), and dream's phrase rules and salience model read English only: not judged, so not kept (its salience {:.3} rests on its names and numbers alone)",
+                self.language.unwrap_or_default(),
+                self.score
+            )),
             Some(m) => Some(format!(
                 "said in passing ({}): not worth a line in memory or a person's time however often it is said (salience {:.3})",
                 m.as_str(),

@@ -4,11 +4,13 @@
 //! each explainable in one sentence: the S6 tokens, similarity, coverage and entities
 //! (`measures`), the phrase rules about one sentence (`phrases`: where sentences end, what
 //! is chatter, what is specific, which block a fact belongs to), relative dates read
-//! against the day they were written (`when`), and the `key=value` words of metadata and
-//! commit lines (`kv`). Nothing here knows about events, memory or models; every later
+//! against the day they were written (`when`), whether a statement is in a language these
+//! rules read (`language`), and the `key=value` words of metadata and commit lines (`kv`).
+//! Nothing here knows about events, memory or models; every later
 //! stage builds on it.
 
 pub mod kv;
+pub mod language;
 pub mod measures;
 pub mod phrases;
 pub mod when;
