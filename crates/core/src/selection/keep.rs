@@ -122,7 +122,9 @@ pub const MAX_SCORED: usize = 12;
 /// recall-side threshold under which about a twentieth of what is worth keeping scores.
 /// What scores below it (greetings, reactions, "ok", "thanks", "run it again") could not
 /// become a line without being said again, and a model paid to read it proposes nothing
-/// the gates would keep. An event the scorer cannot score is sent, as before salience.
+/// the gates would keep. Nor is a sentence in a language the rules do not read
+/// ([`crate::text::language`]): it is never kept. An event the scorer cannot score is
+/// sent, as before salience.
 pub fn worth_sending(text: &str, scorer: &dyn Scorer) -> bool {
     let mut scored = false;
     for s in crate::text::phrases::sentences(text)
@@ -131,6 +133,11 @@ pub fn worth_sending(text: &str, scorer: &dyn Scorer) -> bool {
     {
         let said = statement(s);
         if said.trim().is_empty() {
+            continue;
+        }
+        // What no rule reads is never kept, whatever a model proposes from it.
+        if crate::text::language::not_english(&said).is_some() {
+            scored = true;
             continue;
         }
         match scorer.score(&said) {
@@ -622,6 +629,11 @@ mod tests {
         // Nothing to score, or a scorer that fails: sent, as before salience.
         assert!(worth_sending("", &Words));
         assert!(worth_sending("Ok. This is broken.", &Words));
+        // A sentence in another language is never kept, so never worth a model's reading.
+        assert!(!worth_sending(
+            "Ok. Me mudo a Porto en marzo con mi novia y nuestros dos gatos.",
+            &Words
+        ));
         // Only the first sentences are scored.
         let long = format!("{}I moved to Porto.", "Ok. ".repeat(MAX_SCORED));
         assert!(!worth_sending(&long, &Words));

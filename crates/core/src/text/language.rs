@@ -8,8 +8,8 @@
 //! Two signals must agree, so an English sentence full of names is never taken for
 //! another language: few of its words are English function words (a share below
 //! [`ENGLISH_SHARE`]; English prose rarely falls under it), and `whatlang`'s trigram model
-//! (a published, maintained detector) names another language for it and calls that
-//! reliable. Four words or fewer tell too little to judge by, and a command, a log line or
+//! (a published, maintained detector) names another language for it, and is sure of it
+//! against English alone. Four words or fewer tell too little to judge by, and a command, a log line or
 //! code (fewer than seven in ten of its tokens words) is not prose in any language.
 
 use crate::text::measures;
@@ -62,9 +62,17 @@ pub fn not_english(statement: &str) -> Option<&'static str> {
     if prose < 5 || prose * 10 < tokens.len() * 7 {
         return None;
     }
-    let info = whatlang::detect(statement)?;
-    let sure = info.is_reliable() || (english == 0 && prose >= 6);
-    (info.lang() != whatlang::Lang::Eng && sure).then(|| info.lang().eng_name())
+    let found = whatlang::detect_lang(statement)?;
+    if found == whatlang::Lang::Eng {
+        return None;
+    }
+    // What matters is "not English", not which language: the detector's confidence in its
+    // best language against English alone (Spanish against Portuguese is a close call,
+    // Spanish against English is not).
+    let versus =
+        whatlang::Detector::with_allowlist(vec![whatlang::Lang::Eng, found]).detect(statement)?;
+    let sure = versus.is_reliable() || (english == 0 && prose >= 6);
+    (versus.lang() == found && sure).then(|| found.eng_name())
 }
 
 #[cfg(test)]
@@ -80,6 +88,8 @@ mod tests {
             "Ich ziehe im März mit meiner Freundin nach Hamburg",
             "je commence mon nouveau travail à Lyon lundi prochain",
             "mere papa ka birthday 12 ko hai yaar",
+            "jajaja sí, mañana a las 8 en el café de siempre",
+            "Me mudo a Porto en marzo con mi novia y nuestros dos gatos.",
         ] {
             assert!(not_english(s).is_some(), "{s}");
         }
