@@ -796,7 +796,12 @@ const PREFERENCE_OPENERS: &[&str] = &[
 /// wants their work done, for as long as they do not say otherwise.
 pub fn instruction(sentence: &str) -> bool {
     let s = format!("{} ", measures::normalize(lead_in(sentence).trim()));
-    instructs(&s)
+    // "Please always ...", "please don't ...": the same instruction, asked politely.
+    let s = ["please ", "pls "]
+        .iter()
+        .find_map(|p| s.strip_prefix(p))
+        .unwrap_or(&s);
+    instructs(s)
 }
 
 /// How a sentence that only says how the speaker feels starts, and the feelings.
@@ -1214,7 +1219,9 @@ pub fn chatter(sentence: &str) -> Option<Chatter> {
     if starts(GREETING_STARTS) {
         return Some(Chatter::Greeting);
     }
-    if starts(REQUEST_STARTS) || s.contains(" please ") {
+    // A request, unless it asks for a way of working that stands ("please never push to
+    // main"): that is an instruction, asked politely.
+    if (starts(REQUEST_STARTS) || s.contains(" please ")) && !instruction(sentence) {
         return Some(Chatter::Request);
     }
     if starts(THOUGHT_STARTS) || s.contains(" not sure ") {
@@ -1234,8 +1241,7 @@ pub fn chatter(sentence: &str) -> Option<Chatter> {
     if starts(REACTION_STARTS) || REACTION_STARTS.iter().any(|p| plain.starts_with(p)) {
         return Some(Chatter::Reaction);
     }
-    let instructs = instructs(&s);
-    if !instructs && words.iter().any(|w| LISTENER.contains(w)) {
+    if !instruction(sentence) && words.iter().any(|w| LISTENER.contains(w)) {
         return Some(Chatter::Reaction);
     }
     if starts(FEELING_STARTS) && !specific(sentence) {
@@ -2268,6 +2274,18 @@ mod tests {
             assert!(specific(s), "{s}");
         }
         assert!(instruction("don't use semicolons in the typescript code"));
+        for s in [
+            "please always run the linter before you push",
+            "Please never push to main on a Friday.",
+            "pls dont add new dependencies without asking",
+        ] {
+            assert!(instruction(s), "{s}");
+            assert_eq!(chatter(s), None, "{s}");
+        }
+        for s in ["please run the tests again", "please don't worry about it"] {
+            assert!(!instruction(s), "{s}");
+            assert_eq!(chatter(s), Some(Chatter::Request), "{s}");
+        }
         for s in [
             "don't worry about it",
             "dont forget the milk",
