@@ -795,13 +795,21 @@ const PREFERENCE_OPENERS: &[&str] = &[
 /// pushing", "Never force-push to main", "I want you to answer in French"): how the person
 /// wants their work done, for as long as they do not say otherwise.
 pub fn instruction(sentence: &str) -> bool {
-    let s = format!("{} ", measures::normalize(lead_in(sentence).trim()));
-    // "Please always ...", "please don't ...": the same instruction, asked politely.
-    let s = ["please ", "pls "]
-        .iter()
-        .find_map(|p| s.strip_prefix(p))
-        .unwrap_or(&s);
-    instructs(s)
+    instructs_politely(&format!(
+        "{} ",
+        measures::normalize(lead_in(sentence).trim())
+    ))
+}
+
+/// [`instructs`], with "please" or "pls" before it left out: "Please always ...", "please
+/// don't ..." are the same instruction, asked politely.
+fn instructs_politely(s: &str) -> bool {
+    instructs(
+        ["please ", "pls "]
+            .iter()
+            .find_map(|p| s.strip_prefix(p))
+            .unwrap_or(s),
+    )
 }
 
 /// How a sentence that only says how the speaker feels starts, and the feelings.
@@ -1221,7 +1229,8 @@ pub fn chatter(sentence: &str) -> Option<Chatter> {
     }
     // A request, unless it asks for a way of working that stands ("please never push to
     // main"): that is an instruction, asked politely.
-    if (starts(REQUEST_STARTS) || s.contains(" please ")) && !instruction(sentence) {
+    let instructs = instructs_politely(&s);
+    if (starts(REQUEST_STARTS) || s.contains(" please ")) && !instructs {
         return Some(Chatter::Request);
     }
     if starts(THOUGHT_STARTS) || s.contains(" not sure ") {
@@ -1241,7 +1250,7 @@ pub fn chatter(sentence: &str) -> Option<Chatter> {
     if starts(REACTION_STARTS) || REACTION_STARTS.iter().any(|p| plain.starts_with(p)) {
         return Some(Chatter::Reaction);
     }
-    if !instruction(sentence) && words.iter().any(|w| LISTENER.contains(w)) {
+    if !instructs && words.iter().any(|w| LISTENER.contains(w)) {
         return Some(Chatter::Reaction);
     }
     if starts(FEELING_STARTS) && !specific(sentence) {
