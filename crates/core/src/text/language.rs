@@ -110,4 +110,26 @@ mod tests {
             assert_eq!(not_english(s), None, "{s}");
         }
     }
+
+    #[test]
+    fn hostile_text_is_read_without_a_panic_and_english_stays_english() {
+        let long = "I moved to Lisbon with my partner and two cats. ".repeat(5_000);
+        for s in [
+            "",
+            "🎉🎉🎉 🙌 🥹",
+            "\u{202e}I live in Lisbon\u{202c} with my partner and our cat",
+            "I\u{200b} live\u{200b} in\u{200b} Lisbon\u{200b} with\u{200b} my partner",
+            "\u{0}\u{1}\u{7f} \u{fffd}\u{fffd}",
+            long.as_str(),
+        ] {
+            assert_eq!(
+                not_english(s),
+                None,
+                "{:?}",
+                s.chars().take(40).collect::<String>()
+            );
+        }
+        // Another script, long and mixed with emoji, is still told.
+        assert!(not_english("Я переезжаю в Москву в марте вместе с моей семьёй 🎉").is_some());
+    }
 }
