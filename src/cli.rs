@@ -449,7 +449,7 @@ pub struct BackfillArgs {
 
 /// Validate events (JSON Lines, one object per line) and append them to the inbox.
 ///
-/// Each line needs `ts` (RFC 3339), `kind` and `text`; see README.md for every field.
+/// Each line needs `ts` (RFC 3339), `kind` and `text`; see docs/sources.md for every field.
 /// Secrets are redacted before anything is written. Valid lines are appended to
 /// events/ingest-<date>.jsonl; invalid ones are listed with their line number and reason,
 /// and the exit code is 1 when there were any.

@@ -8,6 +8,7 @@ mod agents;
 mod backfill;
 mod crash;
 mod deploy;
+mod docs;
 mod doctor;
 mod embed;
 mod episodes;

@@ -91,7 +91,7 @@ fn find(root: &std::path::Path, config: &Config, name: &str) -> Result<Skill> {
 fn table(all: &[Skill]) -> String {
     if all.is_empty() {
         return "no skills yet: an evening cycle drafts one when the same procedure recurs on several days \
-                across sessions (see the Skills section of README.md)\n"
+                across sessions (see docs/skills.md)\n"
             .into();
     }
     let width = all.iter().map(|s| s.name.len()).max().unwrap_or(4).max(4);

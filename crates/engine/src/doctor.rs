@@ -409,7 +409,7 @@ fn sources_checks(root: &Path, config: &Config, checks: &mut Vec<Check>) {
             "sources",
             "nothing feeds this memory yet: no event file in the inbox and no [[inbox.sources]] entry that exists",
             format!(
-                "point your agent at {} (README.md, Events), or add [[inbox.sources]] for Claude Code, Codex, Gemini CLI, opencode or Copilot CLI to dream.toml (docs/sources.md)",
+                "point your agent at {} or add [[inbox.sources]] for Claude Code, Codex, Gemini CLI, opencode or Copilot CLI to dream.toml (docs/sources.md)",
                 dir.display()
             ),
         ));

@@ -594,7 +594,7 @@ retry_backoff_ms = 500          # first wait before a retry when the server name
 [embed]
 provider = "minilm"             # minilm (static model inside dream: meaning-level, offline)
                                 # | builtin (hashed bag of words, offline) | openai (/embeddings:
-                                # OpenAI, or a local server: Ollama, llama.cpp; see README.md)
+                                # OpenAI, or a local server: Ollama, llama.cpp; docs/models.md)
 model = "text-embedding-3-small"   # the openai embedder's model (Ollama: nomic-embed-text)
 dim = 256                       # vector size of the builtin embedder
 batch_size = 64                 # texts per /embeddings request

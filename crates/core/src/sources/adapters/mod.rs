@@ -34,7 +34,7 @@ use crate::sources::event::{self, hex, Parsed, Trust};
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Format {
-    /// dream's own events, one JSON object per line (README "Events").
+    /// dream's own events, one JSON object per line (docs/sources.md).
     #[default]
     Jsonl,
     /// Claude Code session files (`~/.claude/projects/<project>/*.jsonl`).
@@ -172,7 +172,7 @@ pub fn reads_jsonl(rel: &std::path::Path) -> bool {
 /// dream's own events.
 static JSONL: Descriptor = Descriptor {
     name: "jsonl",
-    about: "dream's own events, one JSON object per line (README \"Events\")",
+    about: "dream's own events, one JSON object per line (docs/sources.md)",
     default_path: "events.jsonl",
     reads: reads_jsonl,
     reads_what: "*.jsonl files",
