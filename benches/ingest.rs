@@ -23,7 +23,7 @@ use std::time::Instant;
 
 use serde_json::json;
 
-use dream_core::operations::config::{Config, Source};
+use dream_core::schema::settings::{Config, Source};
 use dream_core::sources::adapters::Format;
 use dream_engine::edges::state::{self, State};
 

@@ -188,7 +188,7 @@ fn median(mut v: Vec<Duration>) -> Duration {
 }
 
 fn main() {
-    let t = Thresholds::from(&dream_core::operations::config::Config::default().skills);
+    let t = Thresholds::from(&dream_core::schema::settings::Config::default().skills);
     println!(
         "{:>10} {:>10} {:>10} {:>10} {:>12} {:>12}",
         "tool calls", "instances", "procedures", "recurring", "instances", "group"

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
-use dream_core::operations::config::CycleKind;
+use dream_core::schema::settings::CycleKind;
 use dream_core::sources::adapters::Format;
 pub use dream_engine::agents::hooks::{Harness, HookMethod};
 
@@ -1230,7 +1230,7 @@ pub struct SkillsDiscardArgs {
     pub reason: String,
 }
 
-/// `--cycle`: the cycle kinds of `dream_core::operations::config`, by name.
+/// `--cycle`: the cycle kinds of `dream_core::schema::settings`, by name.
 fn cycle_kind() -> impl TypedValueParser<Value = CycleKind> {
     PossibleValuesParser::new(CycleKind::ALL.map(|k| PossibleValue::new(k.as_str())))
         // Only listed names reach `map`, and every listed name parses.

@@ -32,8 +32,8 @@ use rmcp::{tool, tool_handler, tool_router, ServerHandler, ServiceExt};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use dream_core::operations::config::Config;
 use dream_core::recall::context;
+use dream_core::schema::settings::Config;
 
 use dream_engine::agents::context::VectorCache;
 use dream_engine::agents::uses;
@@ -269,7 +269,7 @@ const COMPACT_CHARS: usize = 120;
 /// events behind it, the gates that failed, the last commit; and how to get the rest.
 fn compact(ex: &dream_engine::human::trail::Explanation) -> String {
     use std::fmt::Write as _;
-    let short = |t: &str| dream_core::memory::excerpt(t, COMPACT_CHARS);
+    let short = |t: &str| dream_core::schema::excerpt(t, COMPACT_CHARS);
     let mut o = String::new();
     let mut support: Vec<String> = Vec::new();
     for f in &ex.facts {

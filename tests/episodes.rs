@@ -35,7 +35,7 @@ fn durable(env: &Env) -> Vec<String> {
 }
 
 fn says(fact_line: &str, label: &str) -> bool {
-    let body = dream_core::memory::episode_body(text(fact_line));
+    let body = dream_core::schema::episode_body(text(fact_line));
     dream_core::text::measures::similarity(label, body) >= 0.9
 }
 

@@ -457,11 +457,11 @@ fn the_morning_cycle_writes_and_commits_a_digest_once_a_day() {
     at("1 new event arrived since the last evening cycle");
     // Pending cards, best first (the most salient, then the oldest), each with why it was
     // queued.
-    let mut cards: Vec<dream_core::memory::Card> = std::fs::read_dir(env.repo.join("review"))
+    let mut cards: Vec<dream_core::schema::Card> = std::fs::read_dir(env.repo.join("review"))
         .unwrap()
         .map(|e| e.unwrap().path())
         .filter(|p| p.extension().is_some_and(|e| e == "md"))
-        .map(|p| dream_core::memory::Card::parse(&std::fs::read_to_string(p).unwrap()).unwrap())
+        .map(|p| dream_core::schema::Card::parse(&std::fs::read_to_string(p).unwrap()).unwrap())
         .collect();
     cards.sort_by(dream_core::selection::keep::card_rank);
     assert_eq!(cards.len(), 2);

@@ -163,7 +163,7 @@ fn every_line_the_offline_path_writes_is_a_verbatim_span_of_an_owner_statement()
     for line in &memory {
         let text = line.trim_start_matches("- ");
         let text = text.split(" <!--").next().unwrap();
-        let body = dream_core::memory::episode_body(text);
+        let body = dream_core::schema::episode_body(text);
         assert!(
             sources.iter().any(|s| s.contains(body)),
             "not a verbatim span of what was said: {body:?}"

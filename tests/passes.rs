@@ -9,10 +9,11 @@
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
-use dream_core::llm::{
-    ChatCall, JudgeReply, JudgeRequest, Llm, LlmError, ReflectReply, ReflectRequest, Reply, Usage,
+use dream_core::llm::Llm;
+use dream_core::schema::contract::{
+    ChatCall, JudgeReply, JudgeRequest, LlmError, ReflectReply, ReflectRequest, Reply, Usage,
 };
-use dream_core::operations::config::CycleKind;
+use dream_core::schema::settings::CycleKind;
 use dream_engine::cycle::{self, Options};
 
 use crate::util::{stdout, Env};
@@ -162,13 +163,13 @@ pub fn placement(env: &Env) -> BTreeMap<String, String> {
 /// Queue a pending card proposing to supersede `fact`, as a contradiction would.
 fn pin(env: &Env, card_id: &str, fact: &str) {
     let at: chrono::DateTime<chrono::Utc> = "2026-11-01T21:00:00Z".parse().unwrap();
-    let card = dream_core::memory::Card {
+    let card = dream_core::schema::Card {
         id: card_id.into(),
         created: at,
         updated: at,
         cycle: "20261101T210000Z-evening".into(),
         text: "The new VPN needs no restarts.".into(),
-        block: dream_core::memory::Block::Scratch,
+        block: dream_core::schema::Block::Scratch,
         category: "knowledge".into(),
         confidence: 0.9,
         reason: format!("the judge found a possible contradiction with {fact}"),
@@ -177,7 +178,7 @@ fn pin(env: &Env, card_id: &str, fact: &str) {
         supersedes: Some(fact.into()),
         supersedes_text: None,
         supporting_event_ids: vec![format!("e_{fact}")],
-        measures: dream_core::memory::Measures::default(),
+        measures: dream_core::schema::Measures::default(),
         gates: Vec::new(),
         excerpts: Vec::new(),
         decision: None,

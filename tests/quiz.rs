@@ -9,10 +9,11 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-use dream_core::llm::{
-    ChatCall, JudgeReply, JudgeRequest, Llm, LlmError, ReflectReply, ReflectRequest, Reply, Usage,
+use dream_core::llm::Llm;
+use dream_core::schema::contract::{
+    ChatCall, JudgeReply, JudgeRequest, LlmError, ReflectReply, ReflectRequest, Reply, Usage,
 };
-use dream_core::operations::config::CycleKind;
+use dream_core::schema::settings::CycleKind;
 use dream_engine::cycle::{self, Options};
 use dream_testkit::fake_llm::{Answer, FakeLlm};
 

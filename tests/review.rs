@@ -264,7 +264,7 @@ fn the_interactive_review_accepts_and_rejects_with_single_keys() {
     assert!(line.contains("by=review"), "{line}");
     assert!(pending(&env).is_empty());
     let rejected = env.read("review/decided/c_3fbed39b.md");
-    let card = dream_core::memory::Card::parse(&rejected).unwrap();
+    let card = dream_core::schema::Card::parse(&rejected).unwrap();
     let d = card.decision.unwrap();
     assert_eq!(
         (d.verdict.as_str(), d.reason.as_str()),

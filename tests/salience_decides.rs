@@ -154,7 +154,7 @@ fn what_is_said_in_passing_is_never_kept_however_often_and_a_specific_statement_
     }
     // The refusal shows its reason and the gate's row in `dream explain`.
     let feeling = KINDS[0].text;
-    let id = dream_core::memory::text_id("k", feeling);
+    let id = dream_core::schema::text_id("k", feeling);
     let out = env.dream(&["explain", &id, "--json"]);
     assert!(out.status.success(), "{}", stdout(&out));
     let text = stdout(&out);
@@ -216,7 +216,7 @@ fn never_kept(name: &str) {
         );
         let out = env.dream(&[
             "explain",
-            &dream_core::memory::text_id("k", k.text),
+            &dream_core::schema::text_id("k", k.text),
             "--json",
         ]);
         assert!(out.status.success(), "{}", stdout(&out));
@@ -742,7 +742,7 @@ fn a_statement_in_another_language_is_refused_for_that_and_said_so() {
         reason.contains("not written in English") && reason.contains("Spanish"),
         "{reason}"
     );
-    let out = env.dream(&["explain", &dream_core::memory::text_id("k", text)]);
+    let out = env.dream(&["explain", &dream_core::schema::text_id("k", text)]);
     assert!(
         stdout(&out).contains("not written in English"),
         "{}",

@@ -126,7 +126,7 @@ fn the_sample_stream_is_consolidated_as_labelled() {
         .read("memory/episodes.md")
         .lines()
         .filter(|l| l.starts_with("- "))
-        .map(|l| dream_core::memory::episode_body(fact_text(l)).to_string())
+        .map(|l| dream_core::schema::episode_body(fact_text(l)).to_string())
         .collect();
     for l in &labels.episodes {
         assert!(

@@ -200,14 +200,14 @@ impl Env {
     }
 
     /// Pending review cards, parsed.
-    pub fn pending(&self) -> Vec<dream_core::memory::Card> {
+    pub fn pending(&self) -> Vec<dream_core::schema::Card> {
         let dir = self.repo.join("review");
         let mut out = Vec::new();
         for entry in std::fs::read_dir(dir).unwrap() {
             let p = entry.unwrap().path();
             if p.extension().is_some_and(|e| e == "md") {
                 let text = std::fs::read_to_string(&p).unwrap();
-                out.push(dream_core::memory::Card::parse(&text).unwrap());
+                out.push(dream_core::schema::Card::parse(&text).unwrap());
             }
         }
         out

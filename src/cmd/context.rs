@@ -1,6 +1,6 @@
 //! `dream context`: what an agent loads at session start, within a token budget.
 
-use dream_core::operations::config::MIN_CONTEXT_BUDGET;
+use dream_core::schema::settings::MIN_CONTEXT_BUDGET;
 
 use crate::cli::{ContextArgs, ContextFormat, Global};
 use dream_engine::agents::context::{self, Options};

@@ -3,7 +3,7 @@
 //! `dream eval sessions PATH...`: replay real transcripts and read back what memory kept.
 
 use crate::cli::{EvalCommand, Global};
-use dream_core::operations::config::Config;
+use dream_core::schema::settings::Config;
 use dream_engine::error::{Context, Error, Result, EXIT_OK};
 use dream_engine::eval::{self, Options};
 

@@ -1,7 +1,7 @@
 //! `dream explain ID`: everything known about a fact, a card or a candidate.
 
 use crate::cli::{ExplainArgs, Global};
-use dream_core::memory::{excerpt, Card, GateResult};
+use dream_core::schema::{excerpt, Card, GateResult};
 use dream_core::selection::veto::Veto;
 use dream_engine::error::{Result, EXIT_OK};
 use dream_engine::human::trail::{self, CandidateInfo, CommitInfo, EventInfo, FactInfo, QuizInfo};

@@ -7,7 +7,7 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use crate::cli::{BatchArgs, Global, ReviewAction, ReviewArgs};
-use dream_core::memory::{excerpt, Card, Decision, Excerpt, GateResult, Measures};
+use dream_core::schema::{excerpt, Card, Decision, Excerpt, GateResult, Measures};
 use dream_engine::error::{Error, Result, EXIT_OK};
 use dream_engine::human::oversight::{Decided, Desk, Request, Selector};
 

@@ -28,7 +28,7 @@ pub fn run(g: &Global, a: &RunArgs) -> Result<i32> {
 /// than the window that no cycle has looked at.
 pub fn backfill(g: &Global, a: &BackfillArgs) -> Result<i32> {
     let run = RunArgs {
-        cycle: dream_core::operations::config::CycleKind::Evening,
+        cycle: dream_core::schema::settings::CycleKind::Evening,
         dry_run: a.dry_run,
         json: a.json,
         budget: a.budget,

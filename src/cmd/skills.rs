@@ -1,8 +1,8 @@
 //! `dream skills list|show|promote|discard`: the skills drafted from recurring procedures.
 
 use crate::cli::{Global, SkillsAction, SkillsArgs};
-use dream_core::memory::excerpt;
-use dream_core::operations::config::Config;
+use dream_core::schema::excerpt;
+use dream_core::schema::settings::Config;
 use dream_engine::error::{Error, Result, EXIT_OK};
 use dream_engine::human::skills::{self as manage, Decided};
 use dream_engine::stages::skills::{self, Skill, Status};

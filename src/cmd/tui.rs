@@ -16,8 +16,8 @@ use crossterm::terminal::{self, Clear, ClearType, EnterAlternateScreen, LeaveAlt
 use crossterm::{execute, queue};
 use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
 
-use dream_core::llm::EventView;
-use dream_core::memory::{excerpt, Card};
+use dream_core::schema::contract::EventView;
+use dream_core::schema::{excerpt, Card};
 use dream_engine::error::{Error, Result};
 use dream_engine::human::oversight::{self, Desk, Request};
 

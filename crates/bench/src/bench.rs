@@ -31,8 +31,9 @@ use chrono::{DateTime, Duration, NaiveTime, Utc};
 use ndarray::Array2;
 use serde::Serialize;
 
-use dream_core::llm::{prompts, EventView, ReflectRequest};
-use dream_core::operations::config::{Config, CycleKind};
+use dream_core::llm::prompts;
+use dream_core::schema::contract::{EventView, ReflectRequest};
+use dream_core::schema::settings::{Config, CycleKind};
 use dream_core::selection::cluster::{self, SignLsh};
 use dream_core::sources::event::Event;
 use dream_engine::cycle::{self, Options as CycleOptions};
@@ -300,7 +301,7 @@ pub(crate) fn new_repo(dir: &Path) -> Result<()> {
 
 /// Set keys of a repository's dream.toml (`section.key` = TOML value).
 pub(crate) fn set_config(dir: &Path, keys: &[(&str, toml::Value)]) -> Result<()> {
-    let path = dir.join(dream_core::operations::config::FILE);
+    let path = dir.join(dream_core::schema::settings::FILE);
     let text = std::fs::read_to_string(&path).context(|| format!("reading {}", path.display()))?;
     let mut table: toml::Table = text
         .parse()
@@ -1490,7 +1491,7 @@ fn tokens_at(
 /// A repository of `n` facts (distinct sentences across the blocks, a fifth of them
 /// episodes) written straight into its block files, as years of cycles would leave them.
 fn facts_repo(dir: &Path, n: usize) -> Result<()> {
-    use dream_core::memory::{Block, BlockFile, Fact, Origin};
+    use dream_core::schema::{Block, BlockFile, Fact, Origin};
     new_repo(dir)?;
     let today = now().date_naive();
     let topics = [
@@ -1519,7 +1520,7 @@ fn facts_repo(dir: &Path, n: usize) -> Result<()> {
         );
         let last = today - Duration::days((i % 90) as i64);
         let fact = Fact {
-            id: dream_core::memory::text_id("f", &text),
+            id: dream_core::schema::text_id("f", &text),
             text,
             category: ["knowledge", "preferences", "project", "event"][i % 4].into(),
             origin: Origin::Auto,

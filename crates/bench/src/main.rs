@@ -162,13 +162,13 @@ fn recall_bench(a: &RecallArgs) -> Result<i32> {
     let config = match &a.config {
         Some(p) => {
             let t = std::fs::read_to_string(p).context(|| format!("reading {}", p.display()))?;
-            dream_core::operations::config::Config::parse(
+            dream_core::schema::settings::Config::parse(
                 &t,
                 &p.display().to_string(),
                 &Default::default(),
             )?
         }
-        None => dream_core::operations::config::Config::default(),
+        None => dream_core::schema::settings::Config::default(),
     };
     let r = recall::measure_recall(&config, a.facts, a.questions, a.seed)?;
     println!("{}", serde_json::to_string_pretty(&r).unwrap_or_default());

@@ -21,8 +21,8 @@ use std::sync::{Arc, Mutex};
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use dream_core::memory::Block;
-use dream_core::operations::config::{Config, CycleKind};
+use dream_core::schema::settings::{Config, CycleKind};
+use dream_core::schema::Block;
 use dream_core::text::measures;
 use dream_engine::cycle::{self, Options as CycleOptions};
 use dream_engine::edges::fsutil::write_atomic;
@@ -157,7 +157,7 @@ impl Reference {
                     continue;
                 }
                 served.insert(i);
-                let (category, block) = dream_core::text::phrases::classify(&o.text);
+                let (category, block) = dream_core::schema::classify(&o.text);
                 candidates.push(json!({
                     "text": o.text,
                     "category": category,
@@ -369,7 +369,7 @@ pub struct AgentQuality {
 /// A memory text's body: what it says without the date and speaker an episode starts
 /// with.
 fn body(text: &str) -> &str {
-    dream_core::memory::episode_body(text)
+    dream_core::schema::episode_body(text)
 }
 
 fn matches(label: &str, fact: &str) -> bool {
@@ -402,10 +402,7 @@ pub fn agent(o: &AgentOptions) -> Result<Vec<AgentQuality>> {
         }
         dream_engine::edges::repo::create(&dir)?;
         if let Some(t) = &config_text {
-            write_atomic(
-                &dir.join(dream_core::operations::config::FILE),
-                t.as_bytes(),
-            )?;
+            write_atomic(&dir.join(dream_core::schema::settings::FILE), t.as_bytes())?;
         }
         let config: Config = dream_engine::config::load(&dir)?;
         let llm = dream_engine::providers::llm(&config)?;

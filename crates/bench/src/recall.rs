@@ -15,9 +15,9 @@ use std::time::Instant;
 use chrono::NaiveDate;
 use serde::Serialize;
 
-use dream_core::memory::{Block, BlockFile, Memory};
-use dream_core::operations::config::Config;
 use dream_core::recall::quiz::{self, Expect};
+use dream_core::schema::settings::Config;
+use dream_core::schema::{Block, BlockFile, Memory};
 use dream_engine::agents::context::VectorCache;
 use dream_engine::error::Result;
 
@@ -48,7 +48,7 @@ pub fn measure_recall(
         .events
         .iter()
         .filter(|e| e.actor.as_deref() == Some("user"))
-        .map(|e| dream_core::memory::one_line(&e.text))
+        .map(|e| dream_core::schema::one_line(&e.text))
         .filter(|t| t.len() > 12 && quiz::cloze(t).is_some() && seen.insert(t.to_lowercase()))
         .take(facts)
         .collect();

@@ -24,7 +24,7 @@ use std::path::Path;
 
 use chrono::{DateTime, Duration, NaiveTime, Utc};
 
-use dream_core::memory::Block;
+use dream_core::schema::Block;
 use dream_core::sources::event::Event;
 use dream_engine::error::{Context, Error, Result};
 use dream_engine::eval::locomo;

@@ -23,6 +23,9 @@
 // The words every stage measures.
 pub mod text;
 
+// The shapes every stage shares: settings, memory's files, gate rows, the model contracts.
+pub mod schema;
+
 // The pipeline, stage by stage.
 pub mod memory;
 pub mod recall;

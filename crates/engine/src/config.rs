@@ -1,11 +1,11 @@
 //! Reading `dream.toml` (SPEC S13): the file at the repository root and the process
 //! environment's `DREAM_<SECTION>_<KEY>` overrides, handed to the pure parser in
-//! `dream_core::operations::config`, which knows every key, default and cross-key rule.
+//! `dream_core::schema::settings`, which knows every key, default and cross-key rule.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use dream_core::operations::config::{Config, ConfigError, FILE};
+use dream_core::schema::settings::{Config, ConfigError, FILE};
 
 use crate::error::{Error, Result};
 
@@ -37,7 +37,7 @@ pub fn environment() -> Result<BTreeMap<String, String>> {
             Ok(v) => {
                 env.insert(k, v);
             }
-            Err(_) if dream_core::operations::config::is_config_var(&k) => {
+            Err(_) if dream_core::schema::settings::is_config_var(&k) => {
                 return Err(Error::Config {
                     file: format!("environment variable {k}"),
                     message: "its value is not valid UTF-8".into(),

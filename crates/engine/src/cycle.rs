@@ -22,11 +22,11 @@ use rusqlite::Connection;
 
 use dream_core::llm::budget::Budget;
 use dream_core::llm::Llm;
-use dream_core::memory::{Block, Memory};
-use dream_core::operations::commit::Stage;
-use dream_core::operations::config::{Config, Profile};
 use dream_core::operations::heartbeat::Seen;
 use dream_core::operations::report::{Calibration, CommitRow, Degraded, Ran, Report, Tokens};
+use dream_core::schema::settings::{Config, Profile};
+use dream_core::schema::Stage;
+use dream_core::schema::{Block, Memory};
 
 use crate::edges::state::{self, State};
 use crate::edges::store::{Batch, Change, Point, Store};
@@ -379,7 +379,7 @@ fn run_locked(
     // the idle run stays a few milliseconds.
     let changed = plan.reflect || plan.passes;
     if config.quiz.enabled
-        && opts.kind == dream_core::operations::config::CycleKind::Evening
+        && opts.kind == dream_core::schema::settings::CycleKind::Evening
         && changed
     {
         ctx.progress.stage("quiz");
@@ -834,8 +834,8 @@ fn adopt_hand_written(ctx: &Ctx<'_>, work: &mut Work, committed: Option<&Memory>
                 let reworded = committed
                     .get(&f.id)
                     .is_some_and(|(_, old)| old.text != f.text);
-                if reworded && f.origin != dream_core::memory::Origin::Owner {
-                    f.origin = dream_core::memory::Origin::Owner;
+                if reworded && f.origin != dream_core::schema::Origin::Owner {
+                    f.origin = dream_core::schema::Origin::Owner;
                     lines.push(format!(
                         "owned      {}  (reworded by hand: now trusted as an owner fact)",
                         f.id

@@ -17,8 +17,8 @@ use std::time::Instant;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
-use dream_core::llm::{ChatCall, LlmErrorKind};
-use dream_core::operations::config::{Config, CycleKind};
+use dream_core::schema::contract::{ChatCall, LlmErrorKind};
+use dream_core::schema::settings::{Config, CycleKind};
 
 use crate::edges::state::{self, State};
 use crate::edges::store::Store;

@@ -25,7 +25,7 @@ use chrono::{DateTime, Duration, NaiveTime, TimeZone};
 use regex::Regex;
 use serde::Serialize;
 
-use dream_core::operations::config::CycleKind;
+use dream_core::schema::settings::CycleKind;
 
 /// The two daily cycles, in the order they are listed.
 pub const CYCLES: [CycleKind; 2] = [CycleKind::Morning, CycleKind::Evening];

@@ -2,16 +2,21 @@
 //! on a layer; a module may use its own items and anything on a lower layer, never one on
 //! its own layer or above. This test reads every source file with `syn` (so comments,
 //! strings and macros' text are not mistaken for code), resolves each `crate::`, `super::`
-//! and `use` path to the top-level module it names, and fails naming the file, the line
-//! and the two modules. The crate graph keeps the rest: the engine cannot name the command
+//! and `use` path to the top-level module it names (`crates/core/tests/support/
+//! import_paths.rs`, shared with the core's `tests/floors.rs`), and fails naming the file,
+//! the line and the two modules. The crate graph keeps the rest: the engine cannot name the command
 //! line (`dream`) at all, and the core (`dream-core`) cannot name the engine.
 //!
 //! The same reading keeps a second wall: the engine never prints. Its `lib.rs` denies
 //! clippy's print lints too, but clippy over the engine's dependency tree costs CI minutes a
 //! test run already spends building them, so this test is the check CI relies on.
 
+#[path = "../../core/tests/support/import_paths.rs"]
+mod import_paths;
+
 use std::path::{Path, PathBuf};
 
+use import_paths::{module_of, rust_files, Paths};
 use syn::visit::Visit;
 
 /// The layers, lowest first. A module may use modules of lower layers only.
@@ -38,126 +43,6 @@ fn layer(module: &str) -> Option<usize> {
     LAYERS.iter().position(|l| l.contains(&module))
 }
 
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(dir).expect("the engine's sources") {
-        let path = entry.expect("a folder entry").path();
-        if path.is_dir() {
-            rust_files(&path, out);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            out.push(path);
-        }
-    }
-}
-
-/// The module path of a file: `stages/quiz.rs` is `[stages, quiz]`, `stages/mod.rs` is
-/// `[stages]`, `lib.rs` is `[]`.
-fn module_of(src: &Path, file: &Path) -> Vec<String> {
-    let rel = file.strip_prefix(src).expect("under src");
-    let mut parts: Vec<String> = rel
-        .with_extension("")
-        .iter()
-        .map(|p| p.to_string_lossy().into_owned())
-        .collect();
-    if matches!(parts.last().map(String::as_str), Some("mod" | "lib")) {
-        parts.pop();
-    }
-    parts
-}
-
-/// One use of another module: the line and the top-level module named.
-struct Use {
-    line: usize,
-    top: String,
-}
-
-/// Collects the top-level module every path of a file names.
-struct Paths {
-    /// The module the visitor is in (the file's, plus inline `mod`s).
-    module: Vec<String>,
-    found: Vec<Use>,
-}
-
-impl Paths {
-    /// Resolve a path's leading `crate`/`super`/`self` segments to a top-level module.
-    fn resolve(&mut self, segments: &[String], line: usize) {
-        let mut here = self.module.clone();
-        let mut rest = segments;
-        match rest.first().map(String::as_str) {
-            Some("crate") => {
-                here.clear();
-                rest = &rest[1..];
-            }
-            Some("super") | Some("self") => {
-                while let Some(s) = rest.first() {
-                    match s.as_str() {
-                        "super" => {
-                            here.pop();
-                        }
-                        "self" => {}
-                        _ => break,
-                    }
-                    rest = &rest[1..];
-                }
-            }
-            _ => return,
-        }
-        if let Some(top) = here.first().or(rest.first()) {
-            self.found.push(Use {
-                line,
-                top: top.clone(),
-            });
-        }
-    }
-
-    fn use_tree(&mut self, prefix: &mut Vec<String>, tree: &syn::UseTree) {
-        match tree {
-            syn::UseTree::Path(p) => {
-                prefix.push(p.ident.to_string());
-                self.use_tree(prefix, &p.tree);
-                prefix.pop();
-            }
-            syn::UseTree::Name(n) => {
-                prefix.push(n.ident.to_string());
-                self.resolve(&prefix.clone(), n.ident.span().start().line);
-                prefix.pop();
-            }
-            syn::UseTree::Rename(r) => {
-                prefix.push(r.ident.to_string());
-                self.resolve(&prefix.clone(), r.ident.span().start().line);
-                prefix.pop();
-            }
-            syn::UseTree::Glob(g) => {
-                self.resolve(&prefix.clone(), g.star_token.spans[0].start().line);
-            }
-            syn::UseTree::Group(g) => {
-                for t in &g.items {
-                    self.use_tree(prefix, t);
-                }
-            }
-        }
-    }
-}
-
-impl<'ast> Visit<'ast> for Paths {
-    fn visit_item_mod(&mut self, m: &'ast syn::ItemMod) {
-        self.module.push(m.ident.to_string());
-        syn::visit::visit_item_mod(self, m);
-        self.module.pop();
-    }
-
-    fn visit_item_use(&mut self, u: &'ast syn::ItemUse) {
-        self.use_tree(&mut Vec::new(), &u.tree);
-    }
-
-    fn visit_path(&mut self, p: &'ast syn::Path) {
-        let segments: Vec<String> = p.segments.iter().map(|s| s.ident.to_string()).collect();
-        if let Some(first) = p.segments.first() {
-            self.resolve(&segments, first.ident.span().start().line);
-        }
-        syn::visit::visit_path(self, p);
-    }
-}
-
 /// Every source file under `src`, in order, parsed; one that does not parse is a line in
 /// `wrong` instead.
 fn parsed(src: &Path, wrong: &mut Vec<String>) -> Vec<(PathBuf, syn::File)> {
@@ -179,7 +64,7 @@ fn parsed(src: &Path, wrong: &mut Vec<String>) -> Vec<(PathBuf, syn::File)> {
 fn upward_uses(src: &Path) -> Vec<String> {
     let mut wrong = Vec::new();
     for (file, ast) in parsed(src, &mut wrong) {
-        let module = module_of(src, &file);
+        let module = module_of(file.strip_prefix(src).expect("under src"));
         let Some(own) = module.first().cloned() else {
             continue; // lib.rs declares the modules
         };

@@ -43,8 +43,8 @@ use std::time::{Duration, Instant};
 use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
 
+use dream_core::schema::classify;
 use dream_core::selection::embed::Builtin;
-use dream_core::text::phrases::classify;
 
 /// Decides the answer to one call of a stage.
 pub type Handler = Arc<dyn Fn(&Call) -> Answer + Send + Sync>;
@@ -1057,7 +1057,8 @@ mod tests {
 
     #[test]
     fn a_reflect_prompt_reads_back_as_a_model_sees_it_and_echo_cites_its_labels() {
-        use dream_core::llm::{prompts, EventView, Known, ReflectPart, ReflectPrompt};
+        use dream_core::llm::prompts;
+        use dream_core::schema::contract::{EventView, Known, ReflectPart, ReflectPrompt};
         let e = |id: &str,
                  ts: &str,
                  actor: &str,

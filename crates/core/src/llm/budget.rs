@@ -34,7 +34,7 @@ use std::sync::Mutex;
 
 use serde::Serialize;
 
-use super::contract::Usage;
+use crate::schema::contract::Usage;
 
 /// The token count dream charges for a text before any calibration: half its bytes,
 /// rounded up. Any tokenizer whose tokens average two bytes or more counts no more than
@@ -278,7 +278,7 @@ impl Budget {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::llm::{LlmError, LlmErrorKind, Reply};
+    use crate::schema::contract::{LlmError, LlmErrorKind, Reply};
 
     #[test]
     fn a_call_that_could_cross_the_cap_is_not_started() {

@@ -1,7 +1,7 @@
 //! The model seam (SPEC S7): what the cycle asks a model, and what it may answer.
 //!
 //! The model proposes, the code applies: every method here returns a *proposal* in the
-//! JSON contract of SPEC S4 ([`contract`]), which the gates then re-derive from the data.
+//! JSON contract of SPEC S4 (`schema::contract`), which the gates then re-derive from the data.
 //! A provider never sees the store and never decides anything. `none` is the offline
 //! provider ([`offline`]: extractive reflector, similarity judge) and the default; the
 //! `openai` provider (in `dream-engine`'s `providers/openai.rs`, where HTTP lives)
@@ -9,17 +9,17 @@
 //! accounting goes through [`budget::Budget`], outside the providers.
 
 pub mod budget;
-pub mod contract;
 pub mod offline;
 pub mod pass_prompts;
-pub mod passes;
 pub mod plan;
 pub mod prompts;
 pub mod skill;
 
 use serde_json::Value;
 
-pub use contract::*;
+use crate::schema::contract::*;
+use crate::schema::pass_contract as passes;
+use crate::schema::skill_contract;
 
 /// A model provider. Each method is one call; the engine reserves budget before it.
 pub trait Llm: Send + Sync {
@@ -93,13 +93,16 @@ pub trait Llm: Send + Sync {
     }
 
     /// As [`Llm::estimate_reflect`], for drafting a skill.
-    fn estimate_skill(&self, req: &skill::SkillRequest) -> u64 {
+    fn estimate_skill(&self, req: &skill_contract::SkillRequest) -> u64 {
         self.estimate_chat(&skill::call(req))
     }
 
     /// Draft a skill from the instances of one recurring procedure (SPEC S10). The default
     /// builds the prompt and sends it through [`Llm::chat_json`] (see `skill.rs`).
-    fn draft_skill(&self, req: &skill::SkillRequest) -> Result<Reply<skill::SkillReply>, LlmError> {
+    fn draft_skill(
+        &self,
+        req: &skill_contract::SkillRequest,
+    ) -> Result<Reply<skill_contract::SkillReply>, LlmError> {
         ask(self, &skill::call(req), |v| {
             skill::parse_reply(v).map_err(|message| LlmError {
                 kind: LlmErrorKind::Garbled,

@@ -23,10 +23,11 @@ use super::{
     EventView, JudgeReply, JudgeRequest, Llm, LlmError, Proposal, ReflectReply, ReflectRequest,
     Reply, Verdict,
 };
-use crate::operations::config::Config;
+use crate::schema::classify;
+use crate::schema::settings::Config;
 use crate::text::measures::{self, Entity};
 use crate::text::phrases::{
-    about_speaker, classify, lead_in, leans_on_its_object, not_a_fact, sentences, specific,
+    about_speaker, lead_in, leans_on_its_object, not_a_fact, sentences, specific,
     worth_keeping_once,
 };
 
@@ -472,7 +473,7 @@ impl Offline {
                 }
             } else if sim >= SAME_SUBJECT_SIMILARITY
                 && (polarity_differs || names_differ)
-                && n.block != crate::memory::Block::Episodes.as_str()
+                && n.block != crate::schema::Block::Episodes.as_str()
             {
                 // An episode is what was said on its day ("I won my first tournament last
                 // week"): another happening of the same kind, with other names or numbers
@@ -545,37 +546,37 @@ impl Llm for Offline {
 
     fn dedupe(
         &self,
-        _req: &super::passes::DedupeRequest,
-    ) -> Result<Reply<super::passes::DedupeReply>, LlmError> {
+        _req: &crate::schema::pass_contract::DedupeRequest,
+    ) -> Result<Reply<crate::schema::pass_contract::DedupeReply>, LlmError> {
         Ok(Reply::free(Default::default()))
     }
 
     fn merge(
         &self,
-        _req: &super::passes::MergeRequest,
-    ) -> Result<Reply<super::passes::MergeReply>, LlmError> {
+        _req: &crate::schema::pass_contract::MergeRequest,
+    ) -> Result<Reply<crate::schema::pass_contract::MergeReply>, LlmError> {
         Ok(Reply::free(Default::default()))
     }
 
     fn promote(
         &self,
-        _req: &super::passes::PromoteRequest,
-    ) -> Result<Reply<super::passes::PromoteReply>, LlmError> {
+        _req: &crate::schema::pass_contract::PromoteRequest,
+    ) -> Result<Reply<crate::schema::pass_contract::PromoteReply>, LlmError> {
         Ok(Reply::free(Default::default()))
     }
 
     fn forget(
         &self,
-        _req: &super::passes::ForgetRequest,
-    ) -> Result<Reply<super::passes::ForgetReply>, LlmError> {
+        _req: &crate::schema::pass_contract::ForgetRequest,
+    ) -> Result<Reply<crate::schema::pass_contract::ForgetReply>, LlmError> {
         Ok(Reply::free(Default::default()))
     }
 
     /// The plain draft of SPEC S10, from the most typical instance.
     fn draft_skill(
         &self,
-        req: &super::skill::SkillRequest,
-    ) -> Result<Reply<super::skill::SkillReply>, LlmError> {
+        req: &crate::schema::skill_contract::SkillRequest,
+    ) -> Result<Reply<crate::schema::skill_contract::SkillReply>, LlmError> {
         Ok(Reply::free(super::skill::offline_draft(req)))
     }
 }
@@ -583,7 +584,7 @@ impl Llm for Offline {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::llm::{FactView, JudgeItem};
+    use crate::schema::contract::{FactView, JudgeItem};
     use crate::sources::event::Trust;
 
     fn ev(id: &str, day: u32, session: &str, text: &str, new: bool) -> EventView {
@@ -983,5 +984,33 @@ mod tests {
             (v[2].contradicts.as_ref(), v[2].duplicate_of.as_ref()),
             (None, None)
         );
+    }
+
+    #[test]
+    fn the_offline_provider_takes_no_prompts_and_drafts_a_skill_plainly() {
+        use crate::schema::skill_contract::{SkillRequest, StepView};
+        let offline = Offline::new(&Config::default());
+        let req = SkillRequest {
+            procedure: "s_1".into(),
+            instances: Vec::new(),
+            steps: vec![StepView {
+                tool: "Bash".into(),
+                shown: "cargo test".into(),
+                example: "cargo test".into(),
+                stable: true,
+                common: true,
+            }],
+            total_instances: 3,
+            days: 2,
+            sessions: 3,
+            max_tokens: 512,
+        };
+        assert!(
+            offline.chat_json(&crate::llm::skill::call(&req)).is_err(),
+            "the offline provider takes no prompts"
+        );
+        let draft = offline.draft_skill(&req).unwrap().value;
+        assert_eq!(draft, crate::llm::skill::offline_draft(&req));
+        assert_eq!(draft.name, "cargo-test");
     }
 }

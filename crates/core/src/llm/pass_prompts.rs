@@ -12,8 +12,8 @@
 
 use serde_json::{Map, Value};
 
-use crate::llm::contract::{ChatCall, LlmError, LlmErrorKind};
-use crate::llm::passes::{
+use crate::schema::contract::{ChatCall, LlmError, LlmErrorKind};
+use crate::schema::pass_contract::{
     DedupeReply, DedupeRequest, Drop, Forget, ForgetReply, ForgetRequest, Merge, MergeReply,
     MergeRequest, Promote, PromoteReply, PromoteRequest,
 };
@@ -245,7 +245,7 @@ pub fn parse_forget(value: &Value) -> Result<ForgetReply, LlmError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::llm::passes::PassFact;
+    use crate::schema::pass_contract::PassFact;
     use serde_json::json;
 
     #[test]

@@ -14,7 +14,7 @@
 
 use serde_json::{Map, Value};
 
-use super::contract::{
+use crate::schema::contract::{
     ChatCall, EventView, JudgeReply, JudgeRequest, LlmError, LlmErrorKind, Proposal, ReflectPrompt,
     ReflectReply, ReflectRequest, Verdict,
 };
@@ -495,7 +495,7 @@ pub fn parse_judge(value: &Value) -> Result<JudgeReply, LlmError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::llm::{Known, ReflectPart};
+    use crate::schema::contract::{Known, ReflectPart};
     use crate::sources::event::Trust;
     use serde_json::json;
 
@@ -592,7 +592,7 @@ mod tests {
 
     #[test]
     fn a_judge_prompt_is_a_line_per_candidate_and_per_neighbour() {
-        use crate::llm::{FactView, JudgeItem, JudgeRequest};
+        use crate::schema::contract::{FactView, JudgeItem, JudgeRequest};
         let fact = |id: &str, text: &str| FactView {
             id: id.into(),
             block: "human".into(),

@@ -1,92 +1,12 @@
-//! Draft a skill (SPEC S10): what the skills stage asks a model about one recurring
-//! procedure, the prompt that asks it, the defensive parse of the reply, and the offline
-//! provider's plain draft. The reply is a proposal; `skills::gate` re-derives it from the
-//! instances before anything is written.
-//!
-//! Contract: `{"name","description","steps":[{"text","tool","command"}],"confidence","reason"}`.
+//! Draft a skill (SPEC S10): the prompt that asks a model about one recurring procedure
+//! (the request and reply are `schema::skill_contract`), the defensive parse of the reply,
+//! and the offline provider's plain draft. The reply is a proposal; `skills::gate`
+//! re-derives it from the instances before anything is written.
 
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::contract::ChatCall;
-
-/// One tool call of an instance, as the model sees it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct CallView {
-    pub event_id: String,
-    pub tool: String,
-    pub input: String,
-}
-
-/// One instance of the procedure.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct InstanceView {
-    pub session: String,
-    pub day: String,
-    /// The owner's request that started it, when there was one.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub request: Option<String>,
-    pub calls: Vec<CallView>,
-}
-
-/// One normalised step of the most typical instance.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct StepView {
-    pub tool: String,
-    /// A command with its one-off values as `<arg>`, or a kind of file (`*.rs`), or empty.
-    pub shown: String,
-    /// The command exactly as the most typical instance ran it (empty for other tools).
-    pub example: String,
-    /// True when a command step ran exactly like this in most instances.
-    pub stable: bool,
-    /// True when most instances have this step (a step only some have is left out).
-    pub common: bool,
-}
-
-/// Draft a skill from the instances of one procedure (the most typical first).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct SkillRequest {
-    /// The procedure's id (`s_...`).
-    pub procedure: String,
-    pub instances: Vec<InstanceView>,
-    /// The steps of the most typical instance, in order.
-    pub steps: Vec<StepView>,
-    /// How many instances there are in all (the request may show fewer).
-    pub total_instances: usize,
-    pub days: usize,
-    pub sessions: usize,
-    /// The most tokens the reply may use (`llm.max_tokens`).
-    #[serde(skip)]
-    pub max_tokens: u64,
-}
-
-/// One proposed step.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct SkillStep {
-    #[serde(default)]
-    pub text: String,
-    #[serde(default)]
-    pub tool: String,
-    #[serde(default)]
-    pub command: String,
-}
-
-/// The proposed skill.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct SkillReply {
-    #[serde(default)]
-    pub name: String,
-    #[serde(default)]
-    pub description: String,
-    #[serde(default)]
-    pub steps: Vec<SkillStep>,
-    /// The model's own confidence (0..1), when it gives one; it can only lower the
-    /// measured one.
-    #[serde(default)]
-    pub confidence: Option<f64>,
-    #[serde(default)]
-    pub reason: String,
-}
+use crate::schema::contract::ChatCall;
+use crate::schema::skill_contract::{SkillReply, SkillRequest, SkillStep, StepView};
 
 const SYSTEM: &str = "You turn a procedure an AI agent carried out again and again into a skill in the \
 Agent Skills format. You get the instances of the procedure (the tool calls that served one request \
@@ -238,7 +158,7 @@ pub fn offline_draft(req: &SkillRequest) -> SkillReply {
         .instances
         .first()
         .and_then(|i| i.request.as_deref())
-        .map(|r| crate::memory::excerpt(r, 160));
+        .map(|r| crate::schema::excerpt(r, 160));
     let when = match request {
         Some(r) => format!("Use when a request like this comes up again: \"{r}\""),
         None => "Use when this procedure comes up again.".to_string(),
@@ -287,7 +207,11 @@ fn name_from(heads: &[String]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::llm::{Llm, LlmError, LlmErrorKind, Reply};
+    use crate::llm::Llm;
+    use crate::schema::contract::{
+        JudgeReply, JudgeRequest, LlmError, LlmErrorKind, ReflectReply, ReflectRequest, Reply,
+    };
+    use crate::schema::skill_contract::{CallView, InstanceView};
     use std::sync::Mutex;
 
     fn req() -> SkillRequest {
@@ -388,16 +312,10 @@ mod tests {
         fn name(&self) -> String {
             "scripted".into()
         }
-        fn reflect(
-            &self,
-            _: &super::super::ReflectRequest,
-        ) -> Result<Reply<super::super::ReflectReply>, LlmError> {
+        fn reflect(&self, _: &ReflectRequest) -> Result<Reply<ReflectReply>, LlmError> {
             unreachable!()
         }
-        fn judge(
-            &self,
-            _: &super::super::JudgeRequest,
-        ) -> Result<Reply<super::super::JudgeReply>, LlmError> {
+        fn judge(&self, _: &JudgeRequest) -> Result<Reply<JudgeReply>, LlmError> {
             unreachable!()
         }
         fn chat_json(&self, call: &ChatCall) -> Result<Reply<Value>, LlmError> {
@@ -427,15 +345,7 @@ mod tests {
             garbled.draft_skill(&req()).unwrap_err().kind,
             LlmErrorKind::Garbled
         );
-        let offline =
-            super::super::offline::Offline::new(&crate::operations::config::Config::default());
-        assert!(
-            offline.chat_json(&call(&req())).is_err(),
-            "the offline provider takes no prompts"
-        );
-        assert_eq!(
-            offline.draft_skill(&req()).unwrap().value.name,
-            "cargo-fmt-git-commit"
-        );
+        // The offline provider drafts without a prompt (`offline::Offline::draft_skill`).
+        assert_eq!(offline_draft(&req()).name, "cargo-fmt-git-commit");
     }
 }

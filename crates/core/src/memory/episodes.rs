@@ -18,9 +18,9 @@
 
 use chrono::NaiveDate;
 
-use crate::llm::EventView;
-use crate::memory::{Block, Memory, Origin};
-use crate::operations::config::Episodes;
+use crate::schema::contract::EventView;
+use crate::schema::settings::Episodes;
+use crate::schema::{Block, Memory, Origin};
 use crate::text::phrases::{not_a_fact, sentences};
 use crate::text::when;
 
@@ -123,7 +123,7 @@ pub fn expiring(memory: &Memory, today: NaiveDate, cfg: &Episodes) -> Vec<Expiry
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::memory::{BlockFile, Fact};
+    use crate::schema::{BlockFile, Fact};
     use std::collections::BTreeMap;
 
     fn d(s: &str) -> NaiveDate {
@@ -174,7 +174,7 @@ mod tests {
             text(day, "I sold my bike."),
             text(day, "Ana: I sold my bike."),
         ] {
-            assert!(crate::memory::episode_body(&t).ends_with("I sold my bike."));
+            assert!(crate::schema::episode_body(&t).ends_with("I sold my bike."));
         }
     }
 

@@ -1,14 +1,10 @@
-//! Memory: what a cycle keeps, as rows of Markdown, and the person's decisions over it.
+//! Memory: the episodic tier, and a person's decisions over memory.
 //!
-//! In: routed candidates, review decisions, commits to revert. Out: the text of the block
-//! files, the episodes, the archive and the review cards. `rows` is the file format (facts
-//! as Markdown lines with a metadata comment, blocks that keep unknown lines verbatim, the
-//! archive, cards), re-exported here so `memory::Fact` reads as what it is; `episodes` is the
-//! dated tier of single mentions; `review` applies a person's accept, reject, edit and undo;
-//! `revert` undoes a commit fact by fact.
-
-mod rows;
-pub use rows::*;
+//! In: routed candidates, review decisions, commits to revert. Out: the episodes (`episodes`:
+//! the dated tier of single mentions, its pre-filter and its expiry), memory, the archive and
+//! the cards after a person's accept, reject, edit or undo (`review`), and a commit undone
+//! fact by fact (`revert`). The file format itself (rows, blocks, the archive, cards) is
+//! `schema`.
 
 pub mod episodes;
 pub mod revert;

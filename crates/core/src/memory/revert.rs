@@ -23,7 +23,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use chrono::{DateTime, NaiveDate, Utc};
 
 use crate::memory::review::{archive_push, parse_archive};
-use crate::memory::{self, excerpt, Archived, Block, BlockFile, Card, Fact, Memory};
+use crate::schema::{self, excerpt, Archived, Block, BlockFile, Card, Fact, Memory};
 use crate::selection::veto::Veto;
 
 /// File contents by repo-relative path; `None` is an absent file.
@@ -55,7 +55,7 @@ pub struct Reverted {
 /// The files that hold facts: every block, and the archive.
 pub fn fact_paths() -> Vec<String> {
     let mut v: Vec<String> = Block::ALL.iter().map(|b| b.path()).collect();
-    v.push(memory::ARCHIVE.to_string());
+    v.push(schema::ARCHIVE.to_string());
     v
 }
 
@@ -86,7 +86,7 @@ pub fn revert_commit(
             continue;
         }
         let card = |text: &Option<String>| text.as_deref().and_then(|t| Card::parse(t).ok());
-        let decided = path.starts_with(memory::DECIDED_DIR);
+        let decided = path.starts_with(schema::DECIDED_DIR);
         let line = match (&p, &c) {
             (None, Some(_)) => {
                 let was = card(&c);
@@ -170,7 +170,7 @@ fn world(files: &Files, today: NaiveDate) -> World {
         .collect();
     World {
         memory: Memory::new(blocks),
-        archive: parse_archive(files.get(memory::ARCHIVE).cloned().flatten().as_deref()),
+        archive: parse_archive(files.get(schema::ARCHIVE).cloned().flatten().as_deref()),
     }
 }
 
@@ -361,9 +361,9 @@ fn revert_facts(
         }
     }
     let new = h.archive.render();
-    let had = head.get(memory::ARCHIVE).cloned().flatten();
-    if had.as_deref() != Some(new.as_str()) && !(had.is_none() && new == memory::archive_header()) {
-        head.insert(memory::ARCHIVE.to_string(), Some(new));
+    let had = head.get(schema::ARCHIVE).cloned().flatten();
+    if had.as_deref() != Some(new.as_str()) && !(had.is_none() && new == schema::archive_header()) {
+        head.insert(schema::ARCHIVE.to_string(), Some(new));
     }
 }
 

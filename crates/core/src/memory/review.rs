@@ -19,12 +19,12 @@ use std::collections::{BTreeMap, HashSet};
 
 use chrono::{DateTime, NaiveDate, Utc};
 
-use crate::llm::{EventView, Proposal};
-use crate::memory::{
+use crate::schema::contract::{EventView, Proposal};
+use crate::schema::settings::Config;
+use crate::schema::{
     self, archive_header, excerpt, text_id, unique_id, Archived, Block, BlockFile, Card, Decision,
     Fact, Memory, Origin,
 };
-use crate::operations::config::Config;
 use crate::selection::gates::{self, Evidence, Gated};
 use crate::selection::route;
 use crate::selection::veto::Veto;
@@ -253,7 +253,7 @@ fn apply_fact(
     let id = unique_id(text_id("f", text), &taken);
     let mut fact = Fact {
         id: id.clone(),
-        text: memory::one_line(text),
+        text: schema::one_line(text),
         category: card.category.clone(),
         origin,
         support: support.to_vec(),
@@ -487,7 +487,7 @@ pub fn stem(id: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::memory::{Excerpt, Measures};
+    use crate::schema::{Excerpt, Measures};
 
     fn day(s: &str) -> NaiveDate {
         s.parse().unwrap()

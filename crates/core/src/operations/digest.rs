@@ -11,7 +11,7 @@ use chrono::{DateTime, Datelike, Duration, NaiveDate, Utc, Weekday};
 use regex::Regex;
 use serde_json::Value;
 
-use crate::memory::{excerpt, Block, Card, Memory};
+use crate::schema::{excerpt, Block, Card, Memory};
 
 /// Folder of digests, relative to the repo root.
 pub const DIR: &str = "digests";
@@ -330,8 +330,8 @@ pub fn due_commitments(memory: &Memory, today: NaiveDate, horizon: u32) -> (Vec<
         }
         // An episode starts with the day it happened ("10 July 2026: ..."): that is when it
         // was said, not when it is due.
-        let said = if block == crate::memory::Block::Episodes {
-            crate::memory::episode_body(&f.text)
+        let said = if block == crate::schema::Block::Episodes {
+            crate::schema::episode_body(&f.text)
         } else {
             &f.text
         };
@@ -843,7 +843,7 @@ impl Digest {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::memory::{BlockFile, Fact, Origin};
+    use crate::schema::{BlockFile, Fact, Origin};
     use std::collections::BTreeMap;
 
     fn day(s: &str) -> NaiveDate {

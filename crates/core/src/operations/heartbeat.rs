@@ -42,8 +42,8 @@ use chrono::{DateTime, Duration, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::operations::config::Heartbeat;
-use crate::selection::gates::GateName;
+use crate::schema::settings::Heartbeat;
+use crate::schema::GateName;
 
 /// The rules, in the order their warnings are listed.
 pub const RULES: [&str; 10] = [
@@ -387,7 +387,7 @@ fn quiet(reflecting: &[&Seen], n: usize, min_events: u64, out: &mut Vec<Warning>
 /// What to look at when one gate refuses nearly everything. Every gate has its advice:
 /// the match is exhaustive, so a new gate cannot be left without one.
 fn gate_fix(gate: &str) -> String {
-    use crate::selection::gates::GateName as G;
+    use crate::schema::GateName as G;
     let what = match G::parse(gate) {
         Some(G::Coverage) => "the model words facts beyond the events (promote.min_coverage sets how far); a model that paraphrases less, or its prompt, is the fix",
         Some(G::Entities) => "the model adds names, numbers or dates the events do not hold",

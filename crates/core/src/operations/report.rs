@@ -10,7 +10,7 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use crate::llm::budget::Spend;
-use crate::memory::excerpt;
+use crate::schema::excerpt;
 use crate::sources::ingested::Ingested;
 
 #[derive(Debug, Clone, Default, Serialize)]

@@ -13,9 +13,9 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use chrono::NaiveDate;
 
-use crate::llm::passes::{Drop, Forget, Merge, Promote};
-use crate::memory::{one_line, Block, Fact, GateResult, Memory, Origin};
-use crate::operations::config::Retention;
+use crate::schema::pass_contract::{Drop, Forget, Merge, Promote};
+use crate::schema::settings::Retention;
+use crate::schema::{one_line, Block, Fact, GateResult, Memory, Origin};
 use crate::sources::secrets;
 use crate::text::measures::{self, round3, EntityKind};
 
@@ -942,13 +942,13 @@ fn keep_rank(
 /// The block the engine moves a scratch fact to, by category: identity, preferences and
 /// commitments to human, events to episodes, facts about the assistant to persona.
 pub fn engine_target(category: &str) -> Option<Block> {
-    crate::text::phrases::block_of_category(category)
+    crate::schema::block_of_category(category)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::memory::BlockFile;
+    use crate::schema::BlockFile;
 
     fn day(s: &str) -> NaiveDate {
         s.parse().unwrap()

@@ -21,8 +21,8 @@
 //! (`Dream-Loss-Guard: on` or `lifted`), and `dream verify` restates these rules against
 //! every commit that says `on`.
 
-use crate::memory::{Fact, GateResult};
-use crate::operations::config::Retention;
+use crate::schema::settings::Retention;
+use crate::schema::{Fact, GateResult};
 use crate::text::measures;
 
 use super::gates::protection;
@@ -152,7 +152,7 @@ fn gate(name: &str, value: &str, threshold: &str, passed: bool) -> GateResult {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::memory::Origin;
+    use crate::schema::Origin;
     use chrono::NaiveDate;
     use std::collections::BTreeMap;
 

@@ -10,7 +10,7 @@ pub mod loss;
 pub mod record;
 pub mod review;
 
-use crate::operations::commit::Stage;
+use crate::schema::Stage;
 
 /// The four maintenance passes, in the order they run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -18,8 +18,8 @@ use std::collections::BTreeSet;
 use chrono::NaiveDate;
 
 use super::gates::{self, Before, Ledger};
-use crate::memory::{Block, Memory};
-use crate::operations::config::Retention;
+use crate::schema::settings::Retention;
+use crate::schema::{Block, Memory};
 use crate::text::measures;
 
 /// The ids of the facts of `now` that `start` does not hold in the same block with the
@@ -105,7 +105,7 @@ pub fn forget_scope(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::memory::{BlockFile, Fact, Origin};
+    use crate::schema::{BlockFile, Fact, Origin};
 
     fn fact(id: &str, text: &str) -> Fact {
         let day = chrono::NaiveDate::from_ymd_opt(2026, 3, 1).unwrap();

@@ -31,9 +31,9 @@ use chrono::NaiveDate;
 use serde::Serialize;
 
 use crate::llm::budget::estimate_tokens;
-use crate::memory::{Block, Fact, Memory, MAX_CITED};
-use crate::operations::config::Retention;
 use crate::passes::gates::salience;
+use crate::schema::settings::Retention;
+use crate::schema::{Block, Fact, Memory, MAX_CITED};
 use crate::text::measures;
 
 // The marker lives with events, which are stored as recalled when they carry it.
@@ -107,7 +107,7 @@ pub fn vector_text(text: &str) -> std::borrow::Cow<'_, str> {
     static BRACKETED_DAY: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
         regex::Regex::new(r" ?\[[^\[\]]*\d{4}[^\[\]]*\]").expect("a valid pattern")
     });
-    let body = crate::memory::episode_body(text);
+    let body = crate::schema::episode_body(text);
     let body = match body.split_once(": ") {
         Some((speaker, rest)) if is_speaker(speaker) => rest,
         _ => body,
@@ -177,7 +177,7 @@ impl Entry {
             Section::Durable => format!("- {} [{}]", self.text, self.id),
             // An episode kept by the episodic tier names its own day ("8 May 2023, Ana:
             // ..."); any other is shown with the day it was last seen.
-            Section::Episodes if crate::memory::episode_body(&self.text) != self.text => {
+            Section::Episodes if crate::schema::episode_body(&self.text) != self.text => {
                 format!("- {} [{}]", self.text, self.id)
             }
             Section::Episodes => format!("- {}: {} [{}]", self.last_seen, self.text, self.id),
@@ -255,7 +255,7 @@ fn ranked(req: &Request<'_>) -> Vec<Entry> {
         .filter(|(_, f)| !f.id.is_empty())
         .map(|(block, f)| Entry {
             id: f.id.clone(),
-            text: crate::memory::one_line(&f.text),
+            text: crate::schema::one_line(&f.text),
             section: Section::of(block),
             block,
             category: f.category.clone(),
@@ -361,7 +361,7 @@ fn render(ctx: &Context, left_out: Option<LeftOut>) -> String {
     }
     out.push_str(HEADER);
     if let Some(q) = &ctx.query {
-        let _ = writeln!(out, "Ranked for: {}", crate::memory::one_line(q));
+        let _ = writeln!(out, "Ranked for: {}", crate::schema::one_line(q));
     }
     let mut section = None;
     for e in &ctx.facts {
@@ -461,7 +461,7 @@ pub fn render_hits(query: &str, hits: &[Hit]) -> String {
         let _ = writeln!(
             out,
             "No fact in memory matches {:?}.",
-            crate::memory::one_line(query)
+            crate::schema::one_line(query)
         );
         return out;
     }
@@ -469,7 +469,7 @@ pub fn render_hits(query: &str, hits: &[Hit]) -> String {
         let _ = writeln!(
             out,
             "- {} [{}] ({}, {}, last seen {}, score {:.2})",
-            crate::memory::one_line(&h.text),
+            crate::schema::one_line(&h.text),
             h.id,
             h.block.as_str(),
             h.category,
@@ -522,7 +522,7 @@ pub fn cited_ids(text: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::memory::{BlockFile, Origin};
+    use crate::schema::{BlockFile, Origin};
 
     fn day(s: &str) -> NaiveDate {
         s.parse().unwrap()

@@ -19,7 +19,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
-use crate::memory::{Archived, Block, Fact, Memory};
+use crate::schema::{Archived, Block, Fact, Memory};
 use crate::text::measures::{self, EntityKind};
 
 /// What the cloze blank stands in for.
@@ -134,7 +134,7 @@ impl Outcome {
         format!(
             "{} {verdict}: {:?} -> {:?} ({}, {}{touched})",
             q.fact,
-            crate::memory::one_line(&q.prompt),
+            crate::schema::one_line(&q.prompt),
             q.answer,
             q.why,
             kind_word(q.kind)
@@ -589,7 +589,7 @@ pub fn of_store(
         (max / 4).max(1)
     };
     recent.truncate(removed_room);
-    let before_blocks: Vec<crate::memory::BlockFile> = {
+    let before_blocks: Vec<crate::schema::BlockFile> = {
         let mut blocks = memory.blocks.clone();
         for a in &recent {
             if let Some(bf) = blocks.iter_mut().find(|b| b.block == a.block) {
@@ -774,7 +774,7 @@ impl Quiz {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::memory::BlockFile;
+    use crate::schema::BlockFile;
     use chrono::NaiveDate;
 
     fn fact(id: &str, text: &str) -> Fact {

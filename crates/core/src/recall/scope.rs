@@ -16,7 +16,7 @@
 
 use std::collections::BTreeSet;
 
-use crate::memory::{Fact, Memory};
+use crate::schema::{Fact, Memory};
 
 /// The metadata key of a fact's scope.
 pub const KEY: &str = "scope";

@@ -21,104 +21,15 @@ use std::rc::Rc;
 
 use chrono::NaiveDate;
 
-use crate::llm::{EventView, Proposal};
-use crate::memory::{one_line, Block, GateResult, Measures};
-use crate::operations::config::Config;
+use crate::schema::contract::{EventView, Proposal};
+use crate::schema::settings::Config;
+use crate::schema::{classify, one_line, Block, GateName, GateResult, Measures};
 use crate::selection::keep::{self, Scorer};
 use crate::sources::secrets;
 use crate::text::measures::{self, round3};
-use crate::text::phrases::classify;
 
 /// Longest fact text accepted, in characters.
 pub const MAX_TEXT_CHARS: usize = 500;
-
-/// The name of every row selection records for a candidate, as the cycle report, the
-/// heartbeat's `gate` warning and `dream explain` write it: the gates of [`GATES`] and
-/// [`defaults`] here, a person's veto (`veto`), and routing's rows (`route`). Code that
-/// reads a row by its name matches on this exhaustively, so a new gate cannot be passed
-/// over silently (the heartbeat's advice for it, explain's re-measure of it).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum GateName {
-    Text,
-    Ids,
-    Recalled,
-    Floor,
-    Trust,
-    NewEvidence,
-    Secret,
-    Entities,
-    Coverage,
-    Block,
-    Dates,
-    Veto,
-    Confidence,
-    Support,
-    Days,
-    Traceable,
-    Owner,
-    Judge,
-    Salience,
-}
-
-impl GateName {
-    pub const ALL: [GateName; 19] = [
-        GateName::Text,
-        GateName::Ids,
-        GateName::Recalled,
-        GateName::Floor,
-        GateName::Trust,
-        GateName::NewEvidence,
-        GateName::Secret,
-        GateName::Entities,
-        GateName::Coverage,
-        GateName::Block,
-        GateName::Dates,
-        GateName::Veto,
-        GateName::Confidence,
-        GateName::Support,
-        GateName::Days,
-        GateName::Traceable,
-        GateName::Owner,
-        GateName::Judge,
-        GateName::Salience,
-    ];
-
-    /// The name as rows, reports and cards store it.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            GateName::Text => "text",
-            GateName::Ids => "ids",
-            GateName::Recalled => "recalled",
-            GateName::Floor => "floor",
-            GateName::Trust => "trust",
-            GateName::NewEvidence => "new evidence",
-            GateName::Secret => "secret",
-            GateName::Entities => "entities",
-            GateName::Coverage => "coverage",
-            GateName::Block => "block",
-            GateName::Dates => "dates",
-            GateName::Veto => "veto",
-            GateName::Confidence => "confidence",
-            GateName::Support => "support",
-            GateName::Days => "days",
-            GateName::Traceable => "traceable",
-            GateName::Owner => "owner",
-            GateName::Judge => "judge",
-            GateName::Salience => "salience",
-        }
-    }
-
-    /// The gate a stored name says (`None`: a name from an older or newer dream).
-    pub fn parse(name: &str) -> Option<GateName> {
-        GateName::ALL.into_iter().find(|g| g.as_str() == name)
-    }
-}
-
-impl std::fmt::Display for GateName {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
 
 /// The events a proposal was made from.
 pub struct Evidence<'a> {
@@ -471,7 +382,7 @@ pub fn defaults(p: &Proposal, text: &str) -> (Block, String, Vec<String>) {
     let block = match Block::parse(p.block.trim().to_lowercase().as_str()) {
         Some(b) => b,
         None => {
-            let (b, how) = match crate::text::phrases::block_of_category(&category) {
+            let (b, how) = match crate::schema::block_of_category(&category) {
                 Some(b) => (b, format!("from category {category}")),
                 None => (ruled_block, "by the phrase rules".to_string()),
             };

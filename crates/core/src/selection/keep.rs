@@ -28,8 +28,8 @@ use std::cmp::Ordering;
 
 use sha2::{Digest, Sha256};
 
-use crate::memory::{episode_body, Card, GateResult};
-use crate::selection::gates::GateName;
+use crate::schema::GateName;
+use crate::schema::{episode_body, Card, GateResult};
 use crate::selection::salience;
 use crate::text::phrases::lead_in;
 
@@ -323,7 +323,7 @@ pub fn row(worth: Worth, statement: &str) -> GateResult {
     )
     .detail(format!(
         "scored: {:?}{}",
-        crate::memory::excerpt(statement, 120),
+        crate::schema::excerpt(statement, 120),
         if worth.instruction {
             "; a standing instruction: kept whatever its score"
         } else if worth.habit {
@@ -367,7 +367,7 @@ pub fn over_cap(session: &str, kept: usize, max: usize, score: Option<f32>) -> O
     (kept >= max).then(|| {
         format!(
             "session {} already added {kept} episodes, the most salient first (episodes.max_per_session = {max}){}",
-            crate::memory::excerpt(session, 40),
+            crate::schema::excerpt(session, 40),
             score.map(|s| format!("; this one scores {s:.3}")).unwrap_or_default()
         )
     })
@@ -398,7 +398,7 @@ pub fn offer(candidates: &[&Card], pending: usize, max: usize) -> (Vec<usize>, V
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::memory::{Block, Measures};
+    use crate::schema::{Block, Measures};
     use chrono::TimeZone;
 
     #[test]

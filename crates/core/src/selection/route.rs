@@ -20,10 +20,10 @@ use std::collections::{BTreeSet, HashMap};
 
 use rustc_hash::FxHashMap;
 
-use crate::llm::Verdict;
-use crate::memory::{episode_body, Block, GateResult, Memory};
-use crate::operations::config::{Config, Promote};
-use crate::selection::gates::{GateName, Gated};
+use crate::schema::contract::Verdict;
+use crate::schema::settings::{Config, Promote};
+use crate::schema::{episode_body, Block, GateName, GateResult, Memory};
+use crate::selection::gates::Gated;
 use crate::text::measures::{self, round3};
 
 #[derive(Debug, Clone, PartialEq)]
@@ -749,7 +749,7 @@ fn salience_rule(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::memory::Measures;
+    use crate::schema::Measures;
     use crate::selection::keep;
 
     fn gated(support: usize, days: usize, confidence: f64, coverage: f64) -> Gated {
@@ -945,7 +945,7 @@ mod tests {
 
     #[test]
     fn a_restatement_by_meaning_reinforces_only_when_the_s6_measures_agree() {
-        use crate::memory::{BlockFile, Fact, Memory, Origin};
+        use crate::schema::{BlockFile, Fact, Memory, Origin};
         let day = chrono::NaiveDate::from_ymd_opt(2026, 11, 2).unwrap();
         let fact = |id: &str, text: &str| Fact {
             id: id.into(),

@@ -13,9 +13,9 @@
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use crate::memory::GateResult;
-use crate::operations::config::Config;
-use crate::selection::gates::GateName;
+use crate::schema::settings::Config;
+use crate::schema::GateName;
+use crate::schema::GateResult;
 use crate::selection::route::Outcome;
 use crate::text::measures::{self, round3};
 
@@ -168,7 +168,7 @@ pub fn cap(outcome: Outcome, hit: Option<&Hit>) -> Outcome {
 }
 
 fn measures_excerpt(text: &str) -> String {
-    crate::memory::excerpt(text, 80)
+    crate::schema::excerpt(text, 80)
 }
 
 #[cfg(test)]

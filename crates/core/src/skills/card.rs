@@ -1,7 +1,7 @@
 //! A skill proposal as a review card (SPEC S9, S10): a draft the gates passed but whose
 //! confidence is below `skills.min_confidence`. It lives beside the fact cards as
 //! `review/<id>.md` with TOML front matter saying `kind = "skill"` (fact cards say no kind,
-//! see `memory::CardKind`), holds the whole proposed `SKILL.md`, and is decided with
+//! see `schema::CardKind`), holds the whole proposed `SKILL.md`, and is decided with
 //! `dream skills promote NAME` (activate it) or `dream skills discard NAME`.
 
 use std::fmt::Write as _;
@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use crate::memory::{self, CardKind, Decision, Excerpt, GateResult};
+use crate::schema::{self, CardKind, Decision, Excerpt, GateResult};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SkillCard {
@@ -45,7 +45,7 @@ pub struct SkillCard {
 
 impl SkillCard {
     pub fn path(&self) -> String {
-        memory::card_path(&self.id, self.decision.is_some())
+        schema::card_path(&self.id, self.decision.is_some())
     }
 
     /// TOML front matter for machines, then a page a person can read.
@@ -53,7 +53,7 @@ impl SkillCard {
         let front = toml::to_string(self).expect("cards serialize");
         let mut out = format!("+++\n{front}+++\n\n");
         let _ = writeln!(out, "# Skill proposal: {}\n", self.name);
-        memory::write_decision(&mut out, self.decision.as_ref());
+        schema::write_decision(&mut out, self.decision.as_ref());
         let _ = writeln!(out, "{}\n", self.description);
         let _ = writeln!(
             out,
@@ -64,7 +64,7 @@ impl SkillCard {
         if !self.proposer_reason.is_empty() {
             let _ = writeln!(out, "- Proposer: {}", self.proposer_reason);
         }
-        memory::write_gates(&mut out, &self.gates);
+        schema::write_gates(&mut out, &self.gates);
         let _ = writeln!(
             out,
             "\n## The proposed SKILL.md\n\n~~~~markdown\n{}~~~~\n",
@@ -83,7 +83,7 @@ impl SkillCard {
                     } else {
                         e.session.as_str()
                     },
-                    memory::excerpt(&e.text, 200)
+                    schema::excerpt(&e.text, 200)
                 );
             }
         }
@@ -98,7 +98,7 @@ impl SkillCard {
     }
 
     pub fn parse(text: &str) -> Result<SkillCard, String> {
-        let card: SkillCard = toml::from_str(memory::card_front(text)?)
+        let card: SkillCard = toml::from_str(schema::card_front(text)?)
             .map_err(|e| format!("bad skill card front matter: {e}"))?;
         if card.kind != CardKind::Skill {
             return Err("not a skill card".into());
@@ -110,7 +110,7 @@ impl SkillCard {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::memory::Card;
+    use crate::schema::Card;
 
     #[test]
     fn a_skill_card_round_trips_and_is_told_apart_from_fact_cards() {
@@ -138,7 +138,7 @@ mod tests {
         };
         let text = card.render();
         assert_eq!(SkillCard::parse(&text).unwrap(), card);
-        assert_eq!(memory::card_kind(&text), CardKind::Skill);
+        assert_eq!(schema::card_kind(&text), CardKind::Skill);
         assert!(Card::parse(&text).unwrap_err().contains("skill proposal"));
         assert!(text.contains("dream skills promote run-checks"));
     }

@@ -20,8 +20,8 @@
 
 use std::collections::{BTreeSet, HashSet};
 
-use crate::llm::skill::SkillReply;
-use crate::memory::GateResult;
+use crate::schema::skill_contract::SkillReply;
+use crate::schema::GateResult;
 use crate::selection::gates::Check;
 use crate::text::measures::{self, EntityKind};
 
@@ -537,7 +537,7 @@ pub fn gate(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::llm::skill::SkillStep;
+    use crate::schema::skill_contract::SkillStep;
     use crate::skills::procedure::{steps_of, Call};
 
     fn instance(session: &str, day: u32, calls: &[(&str, &str)]) -> Instance {

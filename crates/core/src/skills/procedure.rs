@@ -635,8 +635,8 @@ pub struct Thresholds {
     pub same_procedure: f64,
 }
 
-impl From<&crate::operations::config::Skills> for Thresholds {
-    fn from(c: &crate::operations::config::Skills) -> Self {
+impl From<&crate::schema::settings::Skills> for Thresholds {
+    fn from(c: &crate::schema::settings::Skills) -> Self {
         Thresholds {
             min_instances: c.min_instances,
             min_days: c.min_days,
@@ -693,7 +693,7 @@ impl Procedure {
 
     /// A stable id for the procedure: a hash of the typical instance's steps.
     pub fn id(&self, instances: &[Instance]) -> String {
-        crate::memory::text_id("s", &instances[self.typical].seq.join(" | "))
+        crate::schema::text_id("s", &instances[self.typical].seq.join(" | "))
     }
 }
 

@@ -1183,4 +1183,24 @@ mod tests {
         );
         assert_eq!(gate("I like tea"), None);
     }
+
+    #[test]
+    fn every_loaded_rule_finds_an_example_of_its_own_shape_and_redaction_removes_it() {
+        let mut missing = Vec::new();
+        for (i, rule) in secret_rules::RULES.rules.iter().enumerate() {
+            match secret_rules::found_example(i) {
+                None => missing.push(rule.id),
+                Some((text, secret)) => {
+                    let (clean, names) = redact(&text);
+                    assert!(!names.is_empty(), "{}: {text:?}", rule.id);
+                    assert!(
+                        !clean.contains(&secret),
+                        "{}: {clean:?} keeps {secret:?}",
+                        rule.id
+                    );
+                }
+            }
+        }
+        assert!(missing.is_empty(), "no example found for {missing:?}");
+    }
 }

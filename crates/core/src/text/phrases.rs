@@ -3,12 +3,11 @@
 //! what is not a fact at all and why ([`chatter`]: questions, requests, greetings,
 //! thinking aloud, reactions, a thing's passing status, sentences that lean on what was
 //! said before), what is specific enough to keep when said only once ([`specific`]), and
-//! which block and category a fact belongs to ([`classify`]). The offline reflector
-//! proposes with them, the cycle uses [`not_a_fact`] to choose which single mentions a
-//! model is shown, and the gates use [`classify`] for the default block of a candidate
-//! that names none. None of them counts anything: repetition is not durability.
+//! which category a fact belongs to ([`category`]; `schema::classify` adds its block). The
+//! offline reflector proposes with them, the cycle uses [`not_a_fact`] to choose which
+//! single mentions a model is shown, and the gates use the category for the default block
+//! of a candidate that names none. None of them counts anything: repetition is not durability.
 
-use crate::memory::Block;
 use crate::text::measures;
 
 /// Longest sentence the reflector will turn into a fact.
@@ -1411,7 +1410,7 @@ pub fn not_a_fact(sentence: &str) -> bool {
 /// Whether a sentence is specific enough to keep when it was said only once: it names
 /// someone or something (a capitalised name, a number, a date or a relative date such as
 /// "yesterday"), it states a habit of the speaker ([`habit`]), or one of the phrase rules
-/// of [`classify`] places it (a fact about the speaker, a preference, a plan or
+/// of [`category`] places it (a fact about the speaker, a preference, a plan or
 /// commitment, an event, the project).
 pub fn specific(sentence: &str) -> bool {
     let s = lead_in(sentence);
@@ -1437,7 +1436,7 @@ pub fn specific(sentence: &str) -> bool {
     if !crate::text::when::relatives(s, any_day).is_empty() {
         return true;
     }
-    habit(s) || classify(s).0 != "knowledge"
+    habit(s) || category(s) != "knowledge"
 }
 
 /// A host's name ("staging.acme.dev", "db.internal"): words joined by dots, ending in a
@@ -1684,17 +1683,6 @@ pub fn worth_keeping_once(sentence: &str) -> bool {
     !not_a_fact(sentence) && specific(sentence)
 }
 
-/// The block a fact of this category belongs in, for the categories that name one:
-/// identity, preferences and commitments in human, event in episodes, persona in persona.
-pub fn block_of_category(category: &str) -> Option<Block> {
-    match category {
-        "identity" | "preferences" | "commitments" => Some(Block::Human),
-        "event" => Some(Block::Episodes),
-        "persona" => Some(Block::Persona),
-        _ => None,
-    }
-}
-
 /// What a person is, in body or diet, that whoever cooks, plans or books for them needs
 /// to know: the first word after "I'm", "I am" or "I'm a" ("I'm lactose intolerant", "I'm
 /// a vegetarian", "I am diabetic").
@@ -1755,10 +1743,10 @@ fn with_apostrophes(padded: &str) -> String {
     out
 }
 
-/// Category and block of a fact, by phrase rules checked in this order: persona,
-/// commitments, preferences, identity, events, project; anything else is `knowledge` in
-/// scratch.
-pub fn classify(text: &str) -> (&'static str, Block) {
+/// The category of a fact, by phrase rules checked in this order: persona, commitments,
+/// preferences, identity, events, project; anything else is `knowledge`. Which block a
+/// category belongs in is `schema::block_of_category` (`schema::classify` gives both).
+pub fn category(text: &str) -> &'static str {
     let s = with_apostrophes(&format!(" {} ", lower(text)));
     let has = |phrases: &[&str]| phrases.iter().any(|p| s.contains(p));
     let starts = |phrases: &[&str]| phrases.iter().any(|p| s.trim_start().starts_with(p));
@@ -1771,7 +1759,7 @@ pub fn classify(text: &str) -> (&'static str, Block) {
         "as my assistant",
         "call yourself",
     ]) {
-        return ("persona", Block::Persona);
+        return "persona";
     }
     if has(&[
         " i will ",
@@ -1792,7 +1780,7 @@ pub fn classify(text: &str) -> (&'static str, Block) {
         " scheduled ",
         " i committed ",
     ]) {
-        return ("commitments", Block::Human);
+        return "commitments";
     }
     if has(&[
         " i prefer ",
@@ -1816,7 +1804,7 @@ pub fn classify(text: &str) -> (&'static str, Block) {
         " i'd like you to ",
     ]) || starts(&["always ", "never ", "don't ever ", "do not ever "])
     {
-        return ("preferences", Block::Human);
+        return "preferences";
     }
     if has(&[
         " my name is ",
@@ -1872,7 +1860,7 @@ pub fn classify(text: &str) -> (&'static str, Block) {
         " i do not drink ",
     ]) || condition(text)
     {
-        return ("identity", Block::Human);
+        return "identity";
     }
     if has(&[
         " yesterday",
@@ -1898,12 +1886,12 @@ pub fn classify(text: &str) -> (&'static str, Block) {
         " attended ",
         " graduated ",
     ]) {
-        return ("event", Block::Episodes);
+        return "event";
     }
     if has(&PROJECT_PHRASES) {
-        return ("project", Block::Scratch);
+        return "project";
     }
-    ("knowledge", Block::Scratch)
+    "knowledge"
 }
 
 /// The phrases that make a fact about a project (a codebase, its stack, its team).
@@ -1922,7 +1910,7 @@ const PROJECT_PHRASES: [&str; 11] = [
 ];
 
 /// Whether a sentence is about a codebase (its stack, repository, team, deployment) by the
-/// same phrases `classify` files under `project`: a preference that is stays with its
+/// same phrases [`category`] files under `project`: a preference that is stays with its
 /// project (`scope`).
 pub fn about_a_codebase(text: &str) -> bool {
     let words: String = lower(text)
@@ -2258,7 +2246,7 @@ mod tests {
             "im a nurse in the icu",
         ] {
             assert!(specific(s), "{s}");
-            assert_eq!(classify(s).0, "identity", "{s}");
+            assert_eq!(category(s), "identity", "{s}");
         }
         for s in [
             "I'm so tired of this.",

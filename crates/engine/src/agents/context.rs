@@ -9,9 +9,9 @@ use std::path::Path;
 
 use chrono::NaiveDate;
 
-use dream_core::memory::{self, Block, BlockFile, Memory};
-use dream_core::operations::config::Config;
 use dream_core::recall::context::{self, Context, Request, Waiting};
+use dream_core::schema::settings::Config;
+use dream_core::schema::{self, Block, BlockFile, Memory};
 
 use crate::edges::store::{Change, Store};
 use crate::error::{Context as _, Error, Result};
@@ -51,7 +51,7 @@ pub fn waiting(root: &Path) -> Result<Waiting> {
         Ok(n)
     };
     Ok(Waiting {
-        cards: count(&root.join(memory::REVIEW_DIR), &|p| {
+        cards: count(&root.join(schema::REVIEW_DIR), &|p| {
             p.is_file() && p.extension().is_some_and(|e| e == "md")
         })?,
         skill_drafts: count(&root.join(dream_core::skills::DRAFTS_DIR), &|p| {
@@ -203,7 +203,7 @@ pub fn waiting_after<'a>(
     let (mut cards, mut drafts) = (on_disk.cards as i64, on_disk.skill_drafts as i64);
     for (path, exists_after) in last {
         let is_card = path
-            .strip_prefix(&format!("{}/", memory::REVIEW_DIR))
+            .strip_prefix(&format!("{}/", schema::REVIEW_DIR))
             .is_some_and(|rest| !rest.contains('/') && rest.ends_with(".md"));
         let is_draft = path
             .strip_prefix(&format!("{DRAFTS_DIR}/"))

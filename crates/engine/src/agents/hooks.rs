@@ -464,7 +464,7 @@ fn apply_file(fc: &FileChange, keep_backup: bool) -> Result<()> {
 /// The harness's transcripts as an `[[inbox.sources]]` entry, unless dream.toml already
 /// reads them.
 fn planned_source(h: Harness, home: &Home, root: &Path, install: bool) -> Result<FileChange> {
-    let path = root.join(dream_core::operations::config::FILE);
+    let path = root.join(dream_core::schema::settings::FILE);
     let before = read_opt(&path)?.unwrap_or_default();
     let format = h.as_str();
     let folder = home.transcripts(h);
@@ -562,13 +562,13 @@ fn commit_repo(root: &Path, writes: Vec<(String, String)>, subject: &str, now: N
     let session = format!("hooks-{}", now.format("%Y%m%dT%H%M%SZ"));
     let lines = vec![format!(
         "edited     {}  ({subject})",
-        dream_core::operations::config::FILE
+        dream_core::schema::settings::FILE
     )];
     change.message = dream_core::operations::commit::Message::new(
         subject,
         lines,
         &session,
-        dream_core::operations::commit::Stage::Manual,
+        dream_core::schema::Stage::Manual,
     )
     .render();
     store.apply(&change)?;
@@ -600,7 +600,7 @@ pub fn install(
     let mut repo_writes = Vec::new();
     if source.changed() {
         repo_writes.push((
-            dream_core::operations::config::FILE.to_string(),
+            dream_core::schema::settings::FILE.to_string(),
             source.after.clone().unwrap_or_default(),
         ));
     }
@@ -640,13 +640,13 @@ pub fn install(
     let committed = if source.changed() {
         format!(
             "{} now reads the {} transcripts (committed)",
-            dream_core::operations::config::FILE,
+            dream_core::schema::settings::FILE,
             h.as_str()
         )
     } else {
         format!(
             "{} already read the {} transcripts",
-            dream_core::operations::config::FILE,
+            dream_core::schema::settings::FILE,
             h.as_str()
         )
     };
@@ -804,7 +804,7 @@ pub fn uninstall(h: Harness, root: &Path, home: &Home, dry_run: bool, now: Now) 
         commit_repo(
             root,
             vec![(
-                dream_core::operations::config::FILE.to_string(),
+                dream_core::schema::settings::FILE.to_string(),
                 source.after.clone().unwrap_or_default(),
             )],
             &format!(

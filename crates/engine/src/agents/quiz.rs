@@ -18,11 +18,12 @@ use chrono::NaiveDate;
 use serde_json::json;
 
 use dream_core::llm::budget::{Budget, CallError};
-use dream_core::llm::{ChatCall, Llm};
-use dream_core::memory::Memory;
-use dream_core::operations::config::Config;
+use dream_core::llm::Llm;
 use dream_core::recall::context::{self, Waiting};
 use dream_core::recall::quiz::{self, Attempt, Expect, Outcome, Question};
+use dream_core::schema::contract::ChatCall;
+use dream_core::schema::settings::Config;
+use dream_core::schema::Memory;
 
 use crate::agents::context::{of_memory, Options, VectorCache};
 use crate::error::Result;
@@ -217,7 +218,7 @@ impl Asker<'_> {
         let Some(answer) = reply.value.get("answer").and_then(|v| v.as_str()) else {
             return Ok(Err(format!(
                 "its reply has no \"answer\" string: {}",
-                dream_core::memory::excerpt(&reply.value.to_string(), 120)
+                dream_core::schema::excerpt(&reply.value.to_string(), 120)
             )));
         };
         self.model_answered = true;
@@ -228,7 +229,7 @@ impl Asker<'_> {
             query: query.to_string(),
             score,
             hit,
-            note: format!("answered {:?}", dream_core::memory::excerpt(answer, 120)),
+            note: format!("answered {:?}", dream_core::schema::excerpt(answer, 120)),
         }))
     }
 }
@@ -245,12 +246,13 @@ pub fn of_repo(
     max: usize,
     model: Option<Model<'_>>,
 ) -> Result<(quiz::Quiz, Option<String>)> {
-    use dream_core::memory::{self, Archived};
+    use dream_core::schema;
+    use dream_core::schema::Archived;
     let timer = std::time::Instant::now();
     let store = crate::edges::store::Store::open(root)?;
     let memory = store.load_memory(today)?;
     let archive: Vec<Archived> = store
-        .read(memory::ARCHIVE)?
+        .read(schema::ARCHIVE)?
         .unwrap_or_default()
         .lines()
         .filter_map(Archived::parse)

@@ -12,8 +12,8 @@ use chrono::{DateTime, Utc};
 use rusqlite::Connection;
 use serde::{Deserialize, Serialize};
 
-use dream_core::operations::config::{Config, CycleKind};
 use dream_core::operations::heartbeat::{self, Inputs, Seen, Source, Warning};
+use dream_core::schema::settings::{Config, CycleKind};
 use dream_core::sources::ingested::Ingested;
 
 use crate::edges::state;

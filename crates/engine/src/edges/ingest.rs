@@ -14,7 +14,7 @@ use rusqlite::Connection;
 use crate::edges::inbox::{self, file_key};
 use crate::edges::state;
 use crate::error::{Error, Result};
-use dream_core::operations::config::Config;
+use dream_core::schema::settings::Config;
 
 pub use dream_core::sources::ingested::Ingested;
 use dream_core::sources::secrets;

@@ -15,8 +15,8 @@
 
 use std::path::Path;
 
-use dream_core::memory::{self, Block};
-use dream_core::operations::config::{self, TEMPLATE};
+use dream_core::schema::settings::{self, TEMPLATE};
+use dream_core::schema::{self, Block};
 
 use chrono::{DateTime, Utc};
 
@@ -61,7 +61,7 @@ pub fn create_at(dir: &Path, now: DateTime<Utc>) -> Result<Created> {
     if dir.exists() {
         sweep_init_temp(dir);
     }
-    if dir.join(config::FILE).is_file() {
+    if dir.join(settings::FILE).is_file() {
         if complete(dir) {
             // A temporary file a killed command left in `.dream` (its lock note) goes.
             fsutil::sweep_temp(&dir.join(".dream"));
@@ -121,7 +121,7 @@ pub fn create_at(dir: &Path, now: DateTime<Utc>) -> Result<Created> {
             made.push(dream_dir.clone());
         }
         let _writer = guard::begin(dir, now, None)?;
-        if dir.join(config::FILE).is_file() {
+        if dir.join(settings::FILE).is_file() {
             // The interrupted init's first commit was finished by the recovery.
             finish_local(dir)?;
             return Ok(Created::Finished);
@@ -143,13 +143,13 @@ pub fn create_at(dir: &Path, now: DateTime<Utc>) -> Result<Created> {
 /// The files of a new repository, as one change.
 fn first_commit() -> Change {
     let mut change = Change::default();
-    change.write(config::FILE, TEMPLATE.to_string());
+    change.write(settings::FILE, TEMPLATE.to_string());
     change.write(".gitignore", GITIGNORE.to_string());
     change.write("README.md", REPO_README.to_string());
     for b in Block::ALL {
         change.write(b.path(), b.empty_file());
     }
-    change.write(memory::ARCHIVE, memory::archive_header());
+    change.write(schema::ARCHIVE, schema::archive_header());
     for keep in [
         "review/decided/.gitkeep",
         "skills/drafts/.gitkeep",

@@ -24,7 +24,7 @@ use crate::edges::inbox::file_key;
 use crate::edges::inbox::{self, RawLine, Scanned};
 use crate::edges::state;
 use crate::error::{Context, Result};
-use dream_core::operations::config::{Config, Source};
+use dream_core::schema::settings::{Config, Source};
 use dream_core::sources::adapters::{self, capped, Counts, FileCtx, Format, Layout};
 use dream_core::sources::event::Parsed;
 use dream_core::sources::ingested::{Ingested, SourceReport, Watermark};

@@ -1450,7 +1450,7 @@ pub fn vetoes(conn: &Connection) -> Result<Vec<dream_core::selection::veto::Veto
 /// Cards waiting for room in the review queue, best first (the most salient, then the
 /// oldest). A row that no longer parses as a card (written by another version) is left out
 /// and named in the second list.
-pub fn waiting(conn: &Connection) -> Result<(Vec<dream_core::memory::Card>, Vec<String>)> {
+pub fn waiting(conn: &Connection) -> Result<(Vec<dream_core::schema::Card>, Vec<String>)> {
     let mut stmt = conn
         .prepare_cached("SELECT id, card FROM waiting ORDER BY salience DESC, updated, id")
         .context(|| "reading the waiting cards".into())?;
@@ -1488,7 +1488,7 @@ pub fn waiting_count(conn: &Connection) -> Result<usize> {
 }
 
 /// Keep a card waiting (or update the one waiting with its id).
-pub fn put_waiting(conn: &Connection, card: &dream_core::memory::Card) -> Result<()> {
+pub fn put_waiting(conn: &Connection, card: &dream_core::schema::Card) -> Result<()> {
     let salience = dream_core::selection::keep::recorded(&card.gates).map(f64::from);
     conn.prepare_cached(
         "INSERT OR REPLACE INTO waiting (id, card, salience, updated) VALUES (?1, ?2, ?3, ?4)",

@@ -26,8 +26,7 @@ use crate::edges::crash;
 use crate::edges::fsutil::{self, write_atomic};
 use crate::edges::journal::{self, CommitPoint, Journal};
 use crate::error::{Context, Error, Result};
-use dream_core::memory::{self, Block, BlockFile, Card, Memory};
-use dream_core::operations::config;
+use dream_core::schema::{self, settings, Block, BlockFile, Card, Memory};
 
 /// Files to write (`Some`) or delete (`None`), relative to the repo root, and the message
 /// of the commit that records them.
@@ -119,7 +118,7 @@ const MODE_LINK: u32 = 0o120000;
 /// holding `dream.toml` (as git finds `.git`).
 pub fn discover(explicit: Option<&Path>, start: &Path) -> Result<PathBuf> {
     if let Some(dir) = explicit {
-        if dir.join(config::FILE).is_file() {
+        if dir.join(settings::FILE).is_file() {
             return Ok(dir.to_path_buf());
         }
         return Err(Error::NotARepo {
@@ -128,7 +127,7 @@ pub fn discover(explicit: Option<&Path>, start: &Path) -> Result<PathBuf> {
     }
     let mut dir = Some(start);
     while let Some(d) = dir {
-        if d.join(config::FILE).is_file() {
+        if d.join(settings::FILE).is_file() {
             return Ok(d.to_path_buf());
         }
         dir = d.parent();
@@ -934,12 +933,12 @@ impl Store {
     /// archive holding conflict markers would be read as facts from both sides.
     pub fn refuse_conflicts(&self) -> Result<()> {
         let mut files: Vec<String> = Block::ALL.iter().map(|b| b.path()).collect();
-        files.push(memory::ARCHIVE.into());
+        files.push(schema::ARCHIVE.into());
         for rel in files {
             let Some(text) = self.read(&rel)? else {
                 continue;
             };
-            if let Some((line, marker)) = memory::conflict_marker(&text) {
+            if let Some((line, marker)) = schema::conflict_marker(&text) {
                 return Err(Error::Input(format!(
                     "{rel} line {line} is a merge-conflict marker ({marker:?}): resolve the conflict \
                      (keep the lines you want, delete the marker lines), then run again; nothing was changed"
@@ -965,7 +964,7 @@ impl Store {
     /// Pending review cards, oldest first. A card that does not parse is reported, not
     /// fatal: the cycle goes on without it.
     pub fn pending_cards(&self) -> Result<(Vec<Card>, Vec<String>)> {
-        let dir = self.root.join(memory::REVIEW_DIR);
+        let dir = self.root.join(schema::REVIEW_DIR);
         let mut cards = Vec::new();
         let mut problems = Vec::new();
         if !dir.exists() {
@@ -980,7 +979,7 @@ impl Store {
             }
             let text =
                 std::fs::read_to_string(&path).context(|| format!("reading {}", path.display()))?;
-            if memory::card_kind(&text) == memory::CardKind::Skill {
+            if schema::card_kind(&text) == schema::CardKind::Skill {
                 continue; // skill proposals are read by `skills`
             }
             match Card::parse(&text) {
@@ -1066,7 +1065,7 @@ impl Store {
             .and_then(|c| c.tree())
             .context(|| format!("reading the tree of {commit}"))?;
         let mut pinned = BTreeSet::new();
-        let Ok(entry) = tree.get_path(Path::new(memory::REVIEW_DIR)) else {
+        let Ok(entry) = tree.get_path(Path::new(schema::REVIEW_DIR)) else {
             return Ok(pinned);
         };
         let Ok(review) = self.repo.find_tree(entry.id()) else {

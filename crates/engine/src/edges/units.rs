@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use dream_core::operations::config::CycleKind;
+use dream_core::schema::settings::CycleKind;
 
 use crate::error::{Context, Error, Result};
 use crate::schedule::{self, Scheduler, TimeOfDay, CYCLES};

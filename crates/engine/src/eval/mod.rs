@@ -23,9 +23,9 @@ use crate::edges::fsutil::write_atomic;
 use crate::edges::store::Store;
 use crate::error::{Context, Error, Result};
 use crate::providers::{self};
-use dream_core::memory::{Block, Memory};
-use dream_core::operations::config::{Config, CycleKind};
 use dream_core::operations::report::DecisionRow;
+use dream_core::schema::settings::{Config, CycleKind};
+use dream_core::schema::{Block, Memory};
 use std::collections::BTreeMap;
 
 use locomo::{Counts, Figures, Item};
@@ -283,10 +283,7 @@ fn prepare_replay(
     }
     crate::edges::repo::create(&dir)?;
     if let Some(t) = &config_text {
-        write_atomic(
-            &dir.join(dream_core::operations::config::FILE),
-            t.as_bytes(),
-        )?;
+        write_atomic(&dir.join(dream_core::schema::settings::FILE), t.as_bytes())?;
     }
     let mut config = crate::config::load(&dir)?;
     // The two speakers are the people this memory belongs to, as a user names

@@ -26,7 +26,7 @@ use serde::Serialize;
 
 use crate::error::{Error, Result};
 use crate::providers::embed::Embedder;
-use dream_core::operations::config::Config;
+use dream_core::schema::settings::Config;
 use dream_core::selection::route;
 use dream_core::text::measures::{self, Prepared};
 

@@ -25,8 +25,8 @@ use crate::edges::state::{self, State};
 use crate::edges::store::Store;
 use crate::error::{Context, Error, Result};
 use crate::providers;
-use dream_core::memory::{is_verbatim, Block};
-use dream_core::operations::config::{Config, CycleKind};
+use dream_core::schema::settings::{Config, CycleKind};
+use dream_core::schema::{is_verbatim, Block};
 use dream_core::sources::adapters::Format;
 
 /// One line of memory as the replay left it.
@@ -169,15 +169,12 @@ pub fn run_sessions(paths: &[PathBuf], opts: &super::Options) -> Result<Sessions
     if let Some(p) = &opts.config {
         let t = std::fs::read_to_string(p).context(|| format!("reading {}", p.display()))?;
         Config::parse(&t, &p.display().to_string(), &Default::default())?;
-        write_atomic(
-            &dir.join(dream_core::operations::config::FILE),
-            t.as_bytes(),
-        )?;
+        write_atomic(&dir.join(dream_core::schema::settings::FILE), t.as_bytes())?;
     }
     // The sources a user's `dream hooks install` would add, pointing at the replay's
     // growing copies.
     let feeds = scratch.path().join("feeds");
-    let mut toml = std::fs::read_to_string(dir.join(dream_core::operations::config::FILE))
+    let mut toml = std::fs::read_to_string(dir.join(dream_core::schema::settings::FILE))
         .context(|| "reading dream.toml".into())?;
     for format in [Format::ClaudeCode, Format::Codex] {
         let folder = feeds.join(format.as_str());
@@ -189,7 +186,7 @@ pub fn run_sessions(paths: &[PathBuf], opts: &super::Options) -> Result<Sessions
         ));
     }
     write_atomic(
-        &dir.join(dream_core::operations::config::FILE),
+        &dir.join(dream_core::schema::settings::FILE),
         toml.as_bytes(),
     )?;
     let config = crate::config::load(&dir)?;

@@ -13,8 +13,8 @@ use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Utc};
 
-use dream_core::operations::config::CycleKind;
 use dream_core::operations::report::Report;
+use dream_core::schema::settings::CycleKind;
 
 use crate::cycle::{self, Options};
 use crate::edges::fsutil::write_atomic;

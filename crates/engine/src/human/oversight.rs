@@ -22,17 +22,17 @@ use std::path::{Path, PathBuf};
 use chrono::{DateTime, Utc};
 
 use dream_core::operations::audit;
-use dream_core::operations::config::Config;
+use dream_core::schema::settings::Config;
 
 use crate::edges::state::{self, State};
 use crate::edges::store::{Batch, Change, Point, Store};
 use crate::edges::{crash, guard, lock};
 use crate::error::{Context, Error, Result};
-use dream_core::llm::EventView;
 use dream_core::memory::revert::{self, Files, Reverted};
 use dream_core::memory::review::{self, Applied, Choice};
-use dream_core::memory::{self, Card, Memory};
-use dream_core::operations::commit::{self, Message, Stage};
+use dream_core::operations::commit::{self, Message};
+use dream_core::schema::contract::EventView;
+use dream_core::schema::{self, Card, Memory, Stage};
 use dream_core::selection::veto::Veto;
 
 /// Commits looked at when searching history (a memory repo makes a few a day).
@@ -200,7 +200,7 @@ impl Desk {
         let today = self.now.date_naive();
         let before = self.store.load_memory(today)?;
         let mut memory = before.clone();
-        let archive_before = self.store.read(memory::ARCHIVE)?;
+        let archive_before = self.store.read(schema::ARCHIVE)?;
         let mut archive = review::parse_archive(archive_before.as_deref());
         let applied = review::decide(
             &mut memory,
@@ -474,7 +474,7 @@ impl Desk {
         let today = self.now.date_naive();
         let before = self.store.load_memory(today)?;
         let mut memory = before.clone();
-        let archive_before = self.store.read(memory::ARCHIVE)?;
+        let archive_before = self.store.read(schema::ARCHIVE)?;
         let mut archive = review::parse_archive(archive_before.as_deref());
         let mut used = decided_ids(&self.store)?;
         let mut lines = Vec::new();
@@ -522,7 +522,7 @@ impl Desk {
         let subject = format!(
             "dream: review: {verdict} {} cards ({})",
             out.decided.len(),
-            memory::excerpt(&out.selector, 80)
+            schema::excerpt(&out.selector, 80)
         );
         change.message = Message::new(subject, lines, &self.session, Stage::Review).render();
         out.commit = commit_decisions(
@@ -601,7 +601,7 @@ fn base(id: &str) -> &str {
 
 /// Every card under `review/decided/`.
 pub fn decided_cards(store: &Store) -> Vec<Card> {
-    let dir = store.root.join(memory::DECIDED_DIR);
+    let dir = store.root.join(schema::DECIDED_DIR);
     let Ok(entries) = std::fs::read_dir(&dir) else {
         return Vec::new();
     };
@@ -620,7 +620,7 @@ pub fn decided_cards(store: &Store) -> Vec<Card> {
 }
 
 fn decided_ids(store: &Store) -> Result<Vec<String>> {
-    let dir = store.root.join(memory::DECIDED_DIR);
+    let dir = store.root.join(schema::DECIDED_DIR);
     let mut out = Vec::new();
     if let Ok(entries) = std::fs::read_dir(&dir) {
         for e in entries.flatten() {
@@ -672,10 +672,10 @@ fn memory_change(
     let mut change = Change::blocks(before, after);
     let unchanged = match archive_before {
         Some(t) => t == archive_after,
-        None => archive_after == memory::archive_header(),
+        None => archive_after == schema::archive_header(),
     };
     if !unchanged {
-        change.write(memory::ARCHIVE, archive_after.to_string());
+        change.write(schema::ARCHIVE, archive_after.to_string());
     }
     change
 }
@@ -816,7 +816,7 @@ pub fn undo_item(
     }
     let before = store.load_memory(today)?;
     let mut memory = before.clone();
-    let archive_before = store.read(memory::ARCHIVE)?;
+    let archive_before = store.read(schema::ARCHIVE)?;
     let mut archive = review::parse_archive(archive_before.as_deref());
     let why = match reason {
         Some(r) if !r.trim().is_empty() => format!("undone by a person: {}", r.trim()),
@@ -863,7 +863,7 @@ fn begin(root: &Path, dry_run: bool) -> Result<lock::Lock> {
 
 /// The error for an id that is not an active fact, saying where it is and what to undo.
 fn not_active(store: &Store, id: &str) -> Error {
-    let archive = store.read(memory::ARCHIVE).ok().flatten();
+    let archive = store.read(schema::ARCHIVE).ok().flatten();
     let entry = review::archived(&review::parse_archive(archive.as_deref()))
         .into_iter()
         .rfind(|a| a.fact.id == id || review::stem(&a.fact.id) == review::stem(id));
@@ -947,7 +947,7 @@ fn undo_rejection(
     change.write(requeued.path(), requeued.render());
     let subject = format!(
         "dream: undo the rejection of {original}: {}",
-        memory::excerpt(&card.text, 50)
+        schema::excerpt(&card.text, 50)
     );
     let lines = vec![format!(
         "requeued   {original}  {}  (its rejection is withdrawn)",
@@ -1074,7 +1074,7 @@ pub fn undo_cycle(
         lines.push(format!(
             "rewaits    {}  back to waiting for room in the review queue: {}",
             c.id,
-            memory::excerpt(&c.text, 100)
+            schema::excerpt(&c.text, 100)
         ));
     }
     let mut change = Change::default();
@@ -1161,12 +1161,12 @@ fn requeue_after_undo(targets: &[&audit::CommitNote], original: &Files, head: &F
         rewait: Vec::new(),
     };
     for id in ids("offered") {
-        if let Some(c) = removed(&format!("{}/{id}.md", memory::REVIEW_DIR)) {
+        if let Some(c) = removed(&format!("{}/{id}.md", schema::REVIEW_DIR)) {
             out.rewait.push(c);
         }
     }
     for (path, _) in original.iter() {
-        if !path.starts_with(memory::DECIDED_DIR) {
+        if !path.starts_with(schema::DECIDED_DIR) {
             continue;
         }
         let Some(mut c) = removed(path) else { continue };

@@ -19,7 +19,7 @@ use crate::edges::state::{self, State};
 use crate::edges::store::{Point, Purged, Store};
 use crate::edges::{guard, inbox, lock};
 use crate::error::{Error, Result};
-use dream_core::operations::config::Config;
+use dream_core::schema::settings::Config;
 
 /// What replaces the string.
 pub const REPLACEMENT: &str = "[purged]";

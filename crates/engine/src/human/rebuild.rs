@@ -17,9 +17,9 @@ use crate::edges::store::Store;
 use crate::edges::{guard, inbox, lock};
 use crate::error::{Context, Error, Result};
 use crate::human::oversight;
-use dream_core::memory;
 use dream_core::memory::review;
-use dream_core::operations::config::Config;
+use dream_core::schema;
+use dream_core::schema::settings::Config;
 use dream_core::selection::veto::Veto;
 
 #[derive(Debug, Clone, Default)]
@@ -189,7 +189,7 @@ fn vetoes(store: &Store, now: DateTime<Utc>) -> Result<Vec<Veto>> {
         });
     }
     let memory = store.load_memory(now.date_naive())?;
-    let archive = store.read(memory::ARCHIVE)?;
+    let archive = store.read(schema::ARCHIVE)?;
     for a in review::archived(&review::parse_archive(archive.as_deref())) {
         if a.why != "undone" || memory.get(&a.fact.id).is_some() {
             continue;

@@ -18,8 +18,8 @@ use crate::edges::fsutil::write_atomic;
 use crate::edges::guard;
 use crate::edges::store::{Change, Store};
 use crate::error::{Context, Error, Result};
-use dream_core::memory::Decision;
-use dream_core::operations::config::Config;
+use dream_core::schema::settings::Config;
+use dream_core::schema::Decision;
 
 use crate::stages::skills::{
     expand_home, proposals, ACTIVE_DIR, DISCARDED_DIR, DRAFTS_DIR, SKILL_FILE,

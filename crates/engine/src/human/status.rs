@@ -13,10 +13,10 @@ use std::path::{Path, PathBuf};
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
-use dream_core::memory::Block;
-use dream_core::operations::config::Config;
 use dream_core::operations::heartbeat::Warning;
 use dream_core::recall::quiz;
+use dream_core::schema::settings::Config;
+use dream_core::schema::Block;
 use dream_core::sources::ingested::{Quarantined, Watermark};
 
 use crate::edges::inbox::{self, file_key};

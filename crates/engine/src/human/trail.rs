@@ -21,12 +21,12 @@ use crate::edges::state::{self, State};
 use crate::edges::store::Store;
 use crate::error::{Error, Result};
 use crate::human::oversight::{self, HISTORY_LIMIT};
-use dream_core::llm::{EventView, Proposal};
 use dream_core::memory::review;
-use dream_core::memory::{self, Block, Card, Fact, GateResult};
 use dream_core::operations::audit::{self, CycleLog, Mutation};
-use dream_core::operations::config::Config;
-use dream_core::selection::gates::{self, Evidence, GateName};
+use dream_core::schema::contract::{EventView, Proposal};
+use dream_core::schema::settings::Config;
+use dream_core::schema::{self, Block, Card, Fact, GateName, GateResult};
+use dream_core::selection::gates::{self, Evidence};
 use dream_core::selection::veto::Veto;
 
 /// A fact as `explain` shows it: active or archived.
@@ -227,7 +227,7 @@ fn facts_of(store: &Store, today: NaiveDate, stem: &str) -> Result<Vec<FactInfo>
     for (b, f) in memory.facts().filter(|(_, f)| same_stem(&f.id, stem)) {
         facts.push(fact_info(f, b, None));
     }
-    let archive = review::parse_archive(store.read(memory::ARCHIVE)?.as_deref());
+    let archive = review::parse_archive(store.read(schema::ARCHIVE)?.as_deref());
     for a in review::archived(&archive)
         .into_iter()
         .filter(|a| same_stem(&a.fact.id, stem))
@@ -292,7 +292,7 @@ fn candidates_of(
         .chain(cards.iter().map(|c| c.id.as_str()));
     for t in targets {
         for (cycle, route, r) in state::candidates_targeting(conn, t)? {
-            let id = memory::text_id("k", r["text"].as_str().unwrap_or_default());
+            let id = schema::text_id("k", r["text"].as_str().unwrap_or_default());
             push(&id, cycle, route, r);
         }
     }
@@ -358,7 +358,7 @@ fn stored_events(
             kind: s.event.kind.clone(),
             trust: s.event.trust.as_str().into(),
             actor: s.event.actor.clone().unwrap_or_default(),
-            text: memory::excerpt(&s.event.text, 300),
+            text: schema::excerpt(&s.event.text, 300),
         });
     }
     Ok(whole)
@@ -536,7 +536,7 @@ pub fn log(root: &Path) -> Result<Vec<CycleLog>> {
                         text: format!(
                             "{}  {:?}  -- {}",
                             d["candidate"].as_str().unwrap_or_default(),
-                            memory::excerpt(d["text"].as_str().unwrap_or_default(), 120),
+                            schema::excerpt(d["text"].as_str().unwrap_or_default(), 120),
                             d["reason"].as_str().unwrap_or_default()
                         ),
                     })

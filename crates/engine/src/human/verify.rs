@@ -38,8 +38,8 @@ use serde::Serialize;
 use crate::edges::state::{self, State};
 use crate::edges::store::{HistoryCommit, Store};
 use crate::error::Result;
-use dream_core::memory::{self, Archived, Block, BlockFile, Fact, Memory, Origin};
-use dream_core::operations::config::{self, Config, Retention};
+use dream_core::schema::settings::{self, Config, Retention};
+use dream_core::schema::{self, Archived, Block, BlockFile, Fact, Memory, Origin};
 use dream_core::selection::keep;
 use dream_core::sources::secrets;
 use dream_core::text::measures::{self, EntityKind};
@@ -168,7 +168,7 @@ impl Snap {
         let env: BTreeMap<String, String> = crate::config::environment().unwrap_or_default();
         let config = match config_text {
             None => Config::default(),
-            Some(t) => Config::parse(&t, config::FILE, &env).unwrap_or_else(|e| {
+            Some(t) => Config::parse(&t, settings::FILE, &env).unwrap_or_else(|e| {
                 notes.push(format!(
                     "{at}: dream.toml does not load ({e}); audited with the defaults"
                 ));
@@ -259,8 +259,8 @@ impl Auditor {
 
     fn snap_at(&mut self, id: Oid) -> Result<Snap> {
         let memory = self.store.memory_at(id, NaiveDate::MIN)?;
-        let archive = self.store.read_at(id, memory::ARCHIVE)?;
-        let config = self.store.read_at(id, config::FILE)?;
+        let archive = self.store.read_at(id, schema::ARCHIVE)?;
+        let config = self.store.read_at(id, settings::FILE)?;
         let at = id.to_string()[..10].to_string();
         let mut snap = Snap::new(memory, archive, config, &mut self.v.notes, &at);
         snap.at = Some(id);
@@ -269,8 +269,8 @@ impl Auditor {
 
     fn snap_worktree(&mut self) -> Result<Snap> {
         let memory = self.store.load_memory(NaiveDate::MIN)?;
-        let archive = self.store.read(memory::ARCHIVE)?;
-        let config = self.store.read(config::FILE)?;
+        let archive = self.store.read(schema::ARCHIVE)?;
+        let config = self.store.read(settings::FILE)?;
         Ok(Snap::new(
             memory,
             archive,
@@ -297,8 +297,8 @@ impl Auditor {
             }
             let Some(parent) = c.parent else { continue };
             let is_pass = stage.as_deref().is_some_and(|s| PASS_STAGES.contains(&s));
-            let archive_changed = self.store.blob_at(c.id, memory::ARCHIVE)?
-                != self.store.blob_at(parent, memory::ARCHIVE)?;
+            let archive_changed = self.store.blob_at(c.id, schema::ARCHIVE)?
+                != self.store.blob_at(parent, schema::ARCHIVE)?;
             if !(by_cycle || archive_changed) {
                 continue;
             }
@@ -1111,7 +1111,7 @@ impl Auditor {
         let mut blocks = Vec::new();
         for b in Block::ALL {
             if let Some(text) = self.store.read(&b.path())? {
-                if let Some((line, marker)) = memory::conflict_marker(&text) {
+                if let Some((line, marker)) = schema::conflict_marker(&text) {
                     self.push(problem(
                         "conflict",
                         None,
@@ -1126,8 +1126,8 @@ impl Auditor {
                 blocks.push(BlockFile::parse(b, &text, NaiveDate::MIN));
             }
         }
-        if let Some(text) = self.store.read(memory::ARCHIVE)? {
-            self.secret_lines(memory::ARCHIVE, &text);
+        if let Some(text) = self.store.read(schema::ARCHIVE)? {
+            self.secret_lines(schema::ARCHIVE, &text);
         }
         // An invalid dream.toml is a finding: every cycle would refuse to run on it.
         let config = match crate::config::load(root) {
@@ -1478,7 +1478,7 @@ fn durable_rule(
     f: &Fact,
     block: Block,
     events: &[state::Stored],
-    p: &dream_core::operations::config::Promote,
+    p: &dream_core::schema::settings::Promote,
 ) -> Vec<String> {
     if block == Block::Episodes || !matches!(f.origin, Origin::Auto | Origin::Pass) {
         return Vec::new();

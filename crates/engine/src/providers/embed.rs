@@ -41,7 +41,7 @@ pub trait Embedder: Send + Sync {
 pub const DEFAULT_EPS: f64 = 0.8;
 
 /// The radius a cycle clusters at: `cluster.eps` when set, else the embedder's own.
-pub fn eps(config: &dream_core::operations::config::Config, embedder: &dyn Embedder) -> f64 {
+pub fn eps(config: &dream_core::schema::settings::Config, embedder: &dyn Embedder) -> f64 {
     config.cluster.eps.unwrap_or_else(|| embedder.eps())
 }
 

@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 use super::embed::Embedder;
 use crate::error::{Error, Result};
 use crate::providers::openai::{excerpt, Endpoint};
-use dream_core::operations::config::Config;
+use dream_core::schema::settings::Config;
 
 pub struct OpenAiEmbedder {
     endpoint: Endpoint,
@@ -35,7 +35,7 @@ impl OpenAiEmbedder {
         };
         if e.model.trim().is_empty() {
             return Err(Error::Config {
-                file: dream_core::operations::config::FILE.into(),
+                file: dream_core::schema::settings::FILE.into(),
                 message: "key `embed.model`: name the embedding model (for example text-embedding-3-small, or nomic-embed-text on Ollama)".into(),
             });
         }
@@ -62,7 +62,7 @@ impl Embedder for OpenAiEmbedder {
             .endpoint
             .post("/embeddings", "embed", &body)
             .map_err(|e| match e.kind {
-                dream_core::llm::LlmErrorKind::Auth => Error::Auth(e.message),
+                dream_core::schema::contract::LlmErrorKind::Auth => Error::Auth(e.message),
                 _ => fail(format!("{}{}", e.message, hint(&e.message))),
             })?;
         if !(200..300).contains(&reply.status) {

@@ -14,7 +14,7 @@ pub mod salience;
 
 use dream_core::llm::offline::Offline;
 use dream_core::llm::Llm;
-use dream_core::operations::config::Config;
+use dream_core::schema::settings::Config;
 use dream_core::selection::embed::Builtin;
 
 use embed::Embedder;
@@ -27,7 +27,7 @@ pub fn llm(config: &Config) -> Result<Box<dyn Llm>> {
         "none" => Ok(Box::new(Offline::new(config))),
         "openai" => Ok(Box::new(openai::OpenAi::from_config(config)?)),
         other => Err(Error::Config {
-            file: dream_core::operations::config::FILE.into(),
+            file: dream_core::schema::settings::FILE.into(),
             message: format!("key `llm.provider`: {other:?} is not available in this build"),
         }),
     }
@@ -40,7 +40,7 @@ pub fn embedder(config: &Config) -> Result<Box<dyn Embedder>> {
         "builtin" => Ok(Box::new(Builtin::new(config.embed.dim))),
         "openai" => Ok(Box::new(embed_openai::OpenAiEmbedder::from_config(config)?)),
         other => Err(Error::Config {
-            file: dream_core::operations::config::FILE.into(),
+            file: dream_core::schema::settings::FILE.into(),
             message: format!("key `embed.provider`: {other:?} is not available in this build"),
         }),
     }

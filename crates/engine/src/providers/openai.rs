@@ -30,11 +30,12 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use crate::error::{Error, Result};
-use dream_core::llm::{
-    prompts, ChatCall, JudgeReply, JudgeRequest, Llm, LlmError, LlmErrorKind, ReflectPrompt,
-    ReflectReply, ReflectRequest, Reply, Usage,
+use dream_core::llm::{prompts, Llm};
+use dream_core::schema::contract::{
+    ChatCall, JudgeReply, JudgeRequest, LlmError, LlmErrorKind, ReflectPrompt, ReflectReply,
+    ReflectRequest, Reply, Usage,
 };
-use dream_core::operations::config::Config;
+use dream_core::schema::settings::Config;
 
 /// The longest `Retry-After` dream waits; a server asking for more fails the call.
 pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
@@ -85,7 +86,7 @@ pub struct HttpReply {
 
 fn config_error(message: String) -> Error {
     Error::Config {
-        file: dream_core::operations::config::FILE.into(),
+        file: dream_core::schema::settings::FILE.into(),
         message,
     }
 }

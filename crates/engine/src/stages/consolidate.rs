@@ -21,20 +21,21 @@ use crate::stages::queue::{self, CardWrite};
 use crate::stages::{parallel_map, reflect_plan, Archive, Ctx, Work};
 use dream_core::llm::budget::CallError;
 use dream_core::llm::plan::{self, Failure};
-use dream_core::llm::{
-    EventView, FactView, JudgeItem, JudgeRequest, Llm, LlmErrorKind, Proposal, ReflectReply, Reply,
+use dream_core::llm::Llm;
+use dream_core::memory::episodes;
+use dream_core::operations::commit::Message;
+use dream_core::operations::report::{DecisionRow, Degraded};
+use dream_core::schema::contract::{
+    EventView, FactView, JudgeItem, JudgeRequest, LlmErrorKind, Proposal, ReflectReply, Reply,
     Verdict,
 };
-use dream_core::memory::episodes;
-use dream_core::memory::{
-    self, text_id, unique_id, Archived, Block, Card, Decision, Excerpt, Fact, GateResult, Memory,
-    Origin,
+use dream_core::schema::settings::Config;
+use dream_core::schema::{
+    self, text_id, unique_id, Archived, Block, Card, Decision, Excerpt, Fact, GateName, GateResult,
+    Memory, Origin, Stage,
 };
-use dream_core::operations::commit::{Message, Stage};
-use dream_core::operations::config::Config;
-use dream_core::operations::report::{DecisionRow, Degraded};
 use dream_core::selection::cluster;
-use dream_core::selection::gates::{self, Evidence, GateName, Gated};
+use dream_core::selection::gates::{self, Evidence, Gated};
 use dream_core::selection::keep::{self, Scorer};
 use dream_core::selection::route::{self, Outcome};
 use dream_core::selection::veto;
@@ -127,7 +128,7 @@ pub fn consolidate_window(ctx: &Ctx<'_>, tx: &Connection, work: &mut Work) -> Re
             if defaulted.1.is_none() {
                 defaulted.1 = Some(format!(
                     "{:?}: {}",
-                    memory::excerpt(&g.text, 60),
+                    schema::excerpt(&g.text, 60),
                     g.notes.join("; ")
                 ));
             }
@@ -181,7 +182,7 @@ pub fn consolidate_window(ctx: &Ctx<'_>, tx: &Connection, work: &mut Work) -> Re
     crate::stages::scope::assign(tx, &before, &mut work.memory)?;
     let mut change = Change::blocks(&before, &work.memory);
     if let Some(text) = expired {
-        change.write(memory::ARCHIVE, text);
+        change.write(schema::ARCHIVE, text);
     }
     let pending: HashMap<String, &Card> = work.cards.iter().map(|c| (c.path(), c)).collect();
     for (path, write) in card_writes {
@@ -372,7 +373,7 @@ fn expire(ctx: &Ctx<'_>, work: &mut Work, lines: &mut Vec<String>) -> Result<Opt
         lines.push(format!(
             "expired    {}  {}  -- {}",
             e.id,
-            memory::excerpt(&fact.text, 100),
+            schema::excerpt(&fact.text, 100),
             e.reason
         ));
         work.report.episodes_expired += 1;
@@ -404,7 +405,7 @@ fn meaning_vectors(
     ctx.embedder.restates()?;
     let mut wanted: Vec<&str> = memory
         .facts()
-        .map(|(_, f)| memory::episode_body(&f.text))
+        .map(|(_, f)| schema::episode_body(&f.text))
         .collect();
     wanted.extend(
         gated
@@ -614,7 +615,7 @@ fn plan_calls(
                 .parts
                 .iter()
                 .flat_map(|p| &p.events)
-                .map(|e| memory::excerpt(&e.text, 60))
+                .map(|e| schema::excerpt(&e.text, 60))
                 .collect();
             tracing::debug!(
                 cluster = %call.label,
@@ -1096,7 +1097,7 @@ struct Decided {
     outcome: Outcome,
     judge_text: String,
     /// Every gate's row: the proposal's gates, then routing's.
-    gates: Vec<dream_core::memory::GateResult>,
+    gates: Vec<dream_core::schema::GateResult>,
     /// The supporting events, and for a reinforcement that must choose which ids to cite,
     /// the events the fact already cites.
     stored: Vec<Rc<Stored>>,
@@ -1198,7 +1199,7 @@ fn decide(
     let stored = events.by_ids(&g.support)?;
     let older = match &outcome {
         Outcome::Reinforce { fact_id } => match work.memory.get(fact_id) {
-            Some((_, fact)) if fact.support.len() + g.support.len() > memory::MAX_CITED => {
+            Some((_, fact)) if fact.support.len() + g.support.len() > schema::MAX_CITED => {
                 let fresh: HashSet<&str> = g.support.iter().map(String::as_str).collect();
                 let older: Vec<String> = fact
                     .support
@@ -1247,7 +1248,7 @@ fn merge_into_episode(
         return Ok(None);
     }
     let proposal = Proposal {
-        text: memory::episode_body(&ep.text).to_string(),
+        text: schema::episode_body(&ep.text).to_string(),
         category: ep.category.clone(),
         block: home.as_str().into(),
         supporting_event_ids: ids,
@@ -1376,7 +1377,7 @@ fn apply(
         Outcome::Refuse { reason } => {
             lines.push(format!(
                 "refused    {cand_id}  {:?}  -- {reason}",
-                memory::excerpt(&g.text, 120)
+                schema::excerpt(&g.text, 120)
             ));
             (None, reason.clone())
         }
@@ -1530,7 +1531,7 @@ fn apply_episode(
     // The day it starts with traces to its first event: keep citing that one.
     if let Some(e) = stored.iter().min_by_key(|s| s.event.ts) {
         if !support.contains(&e.event.id) {
-            support.truncate(memory::MAX_CITED - 1);
+            support.truncate(schema::MAX_CITED - 1);
             support.insert(0, e.event.id.clone());
         }
     }
@@ -1654,7 +1655,7 @@ fn apply_reinforcement(
         }
     }
     let added = fact.support.len() - before;
-    if fact.support.len() > memory::MAX_CITED {
+    if fact.support.len() > schema::MAX_CITED {
         fact.support = cite(&fact.text, &fact.support, stored.iter().chain(older));
     }
     let saying = events.iter().filter(|e| g.establishing.contains(&e.id));
@@ -1816,7 +1817,7 @@ fn excerpts(stored: &[Rc<Stored>]) -> Vec<Excerpt> {
     stored.iter().map(|s| Excerpt::of(&s.event)).collect()
 }
 
-/// The ids a fact with this text cites out of `ids` (at most [`memory::MAX_CITED`]: those
+/// The ids a fact with this text cites out of `ids` (at most [`schema::MAX_CITED`]: those
 /// that trace it, then recent ones), from the events in `stored`. An id with no stored
 /// event (which verify would report) is kept, so nothing hides it.
 fn cite<'a>(
@@ -1824,7 +1825,7 @@ fn cite<'a>(
     ids: &[String],
     stored: impl IntoIterator<Item = &'a Rc<Stored>>,
 ) -> Vec<String> {
-    if ids.len() <= memory::MAX_CITED {
+    if ids.len() <= schema::MAX_CITED {
         return ids.to_vec();
     }
     let by_id: HashMap<&str, &Stored> = stored
@@ -1846,7 +1847,7 @@ fn cite<'a>(
         .cloned()
         .collect();
     let ids = if owners.is_empty() { ids } else { &owners[..] };
-    if ids.len() <= memory::MAX_CITED {
+    if ids.len() <= schema::MAX_CITED {
         return ids.to_vec();
     }
     let (found, lost): (Vec<&String>, Vec<&String>) =
@@ -1861,7 +1862,7 @@ fn cite<'a>(
             }
         })
         .collect();
-    let room = memory::MAX_CITED.saturating_sub(lost.len());
+    let room = schema::MAX_CITED.saturating_sub(lost.len());
     let keep: HashSet<usize> = dream_core::text::measures::cited(text, &events, room)
         .into_iter()
         .collect();

@@ -15,7 +15,7 @@
 //! After the commits, [`refresh_codex`] rewrites the body of dream's managed block in
 //! Codex's AGENTS.md when `dream hooks install codex` put one there for this repository.
 
-use dream_core::operations::commit::Stage;
+use dream_core::schema::Stage;
 
 use crate::agents::context::{file_view, waiting_after};
 use crate::edges::store::Change;

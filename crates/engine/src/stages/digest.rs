@@ -25,9 +25,9 @@ use crate::edges::state;
 use crate::edges::store::Change;
 use crate::error::Result;
 use crate::stages::{Ctx, Work};
-use dream_core::memory::Card;
-use dream_core::operations::commit::Stage;
 use dream_core::operations::digest::*;
+use dream_core::schema::Card;
+use dream_core::schema::Stage;
 
 /// Build the digest from what the cycle holds and add it as a stage (one commit).
 pub fn write_digest(ctx: &Ctx<'_>, tx: &Connection, work: &mut Work) -> Result<()> {

@@ -29,11 +29,12 @@ use std::time::Instant;
 use chrono::{DateTime, NaiveDate, Utc};
 
 use dream_core::llm::budget::{Budget, CallError};
-use dream_core::llm::{Llm, LlmError, LlmErrorKind, Reply};
-use dream_core::memory::{self, Archived, Card, Memory};
-use dream_core::operations::commit::{Message, Stage};
-use dream_core::operations::config::{Config, CycleKind};
+use dream_core::llm::Llm;
+use dream_core::operations::commit::Message;
 use dream_core::operations::report::Report;
+use dream_core::schema::contract::{LlmError, LlmErrorKind, Reply};
+use dream_core::schema::settings::{Config, CycleKind};
+use dream_core::schema::{self, Archived, Card, Memory, Stage};
 
 use crate::edges::state;
 use crate::edges::store::{Change, Store};
@@ -151,8 +152,8 @@ impl Archive {
             return Ok(a.clone());
         }
         let text = Store::open(ctx.root)?
-            .read(memory::ARCHIVE)?
-            .unwrap_or_else(memory::archive_header);
+            .read(schema::ARCHIVE)?
+            .unwrap_or_else(schema::archive_header);
         let ids = text
             .lines()
             .filter_map(Archived::parse)

@@ -1,7 +1,7 @@
 //! The maintenance passes (SPEC S4 step 9): Dedupe, Merge, Promote and Forget, in that
 //! order, over durable memory, each its own stage and commit when it changed something.
 //!
-//! Each pass asks the model for mutations in its JSON contract (`llm::passes`), checks
+//! Each pass asks the model for mutations in its JSON contract (`schema::pass_contract`), checks
 //! every one with the pure gates of [`gates`] against memory as the pass found it and what
 //! earlier mutations of the pass consumed, applies those that pass, and records the rest
 //! with their reasons. Then the engine applies the rules it can derive from the data alone
@@ -26,15 +26,15 @@ use crate::edges::store::{Change, Store};
 use crate::error::Result;
 use crate::stages::{Archive, Ctx, Work};
 use dream_core::llm::budget::CallError;
-use dream_core::llm::passes::{
-    CandidatePair, DedupeRequest, Drop, Forget, ForgetFact, ForgetRequest, Merge, MergeRequest,
-    PassFact, Promote, PromoteRequest,
-};
-use dream_core::llm::{LlmError, Reply};
-use dream_core::memory::{self, one_line, Archived, Block, BlockFile, Fact, Memory, Origin};
 use dream_core::operations::commit::Message;
 use dream_core::operations::report::{Degraded, MutationRow, PassSummary};
 use dream_core::passes::{review, Pass};
+use dream_core::schema::contract::{LlmError, Reply};
+use dream_core::schema::pass_contract::{
+    CandidatePair, DedupeRequest, Drop, Forget, ForgetFact, ForgetRequest, Merge, MergeRequest,
+    PassFact, Promote, PromoteRequest,
+};
+use dream_core::schema::{self, one_line, Archived, Block, BlockFile, Fact, Memory, Origin};
 
 use dream_core::passes::gates::{
     self, Before, Checked, Ledger, DUPLICATE_SIMILARITY, TARGET_BLOCKS,
@@ -291,7 +291,7 @@ pub fn run_passes(ctx: &Ctx<'_>, tx: &Connection, work: &mut Work) -> Result<()>
         let tokens = ctx.budget.spend().spent.saturating_sub(spent);
         let mut change = Change::blocks(&memory_before, &work.memory);
         if archive.text != archive_before {
-            change.write(memory::ARCHIVE, archive.text.clone());
+            change.write(schema::ARCHIVE, archive.text.clone());
         }
         let c = out.counts;
         tracing::info!(
@@ -531,7 +531,7 @@ fn apply_drop(
     let detail = if checked.passed() {
         format!(
             "drop as a duplicate of {kept} (similarity {sim}): {}",
-            memory::excerpt(&text, 60)
+            schema::excerpt(&text, 60)
         )
     } else {
         format!("drop as a duplicate of {kept}")
@@ -611,7 +611,7 @@ fn merge(
         let detail = format!(
             "merge {} into {into}: {}",
             from.join(", "),
-            memory::excerpt(&text, 60)
+            schema::excerpt(&text, 60)
         );
         out.record(true, &checked, line, detail, &p.reason);
     }
@@ -763,7 +763,7 @@ fn apply_promote(
         .with("reason", one_line(&p.reason))
         .with("text", text.clone());
     let detail = if checked.passed() {
-        format!("move {from} -> {to}: {}", memory::excerpt(&text, 60))
+        format!("move {from} -> {to}: {}", schema::excerpt(&text, 60))
     } else {
         format!("move to {:?}", p.to_block)
     };
@@ -975,7 +975,7 @@ fn apply_forget(
             "forget under {} ({}): {}",
             v.policy,
             v.detail,
-            memory::excerpt(&text, 50)
+            schema::excerpt(&text, 50)
         );
         line = line
             .with("policy", v.policy.clone())

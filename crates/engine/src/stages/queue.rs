@@ -22,8 +22,7 @@ use crate::edges::state;
 use crate::edges::store::{Change, Store};
 use crate::error::Result;
 use crate::stages::{Ctx, Work};
-use dream_core::memory::{self, Card};
-use dream_core::operations::commit::Stage;
+use dream_core::schema::{self, Card, Stage};
 use dream_core::selection::keep;
 
 /// What a cycle's routing does to a card's file. A pending card changed by several
@@ -151,7 +150,7 @@ pub fn settle(
             expired.len(),
             cfg.retention_days,
             cfg.max_facts,
-            memory::excerpt(&expired[0].text, 60)
+            schema::excerpt(&expired[0].text, 60)
         ));
     }
     work.report.review.expired += expired.len();

@@ -16,10 +16,10 @@ use std::time::Instant;
 
 use rusqlite::Connection;
 
-use dream_core::memory::{Archived, Memory};
 use dream_core::operations::report::Degraded;
 use dream_core::passes::gates::protection;
 use dream_core::recall::quiz::{self, Pool, Quiz};
+use dream_core::schema::{Archived, Memory};
 
 use crate::agents::quiz::{ask, Model};
 use crate::edges::state;
@@ -186,7 +186,7 @@ fn mutations(work: &Work, start: &Start<'_>) -> BTreeMap<String, String> {
                 p.pass,
                 m.op,
                 m.item,
-                dream_core::memory::excerpt(&m.detail, 120)
+                dream_core::schema::excerpt(&m.detail, 120)
             );
             for id in ids {
                 out.entry(id).or_insert_with(|| label.clone());

@@ -22,9 +22,10 @@ use rusqlite::Connection;
 use crate::edges::state::{self, Stored};
 use crate::error::Result;
 use dream_core::llm::plan;
-use dream_core::llm::{EventView, Known, Llm, Proposal, ReflectPart, ReflectPrompt};
-use dream_core::memory::{self, Card, Memory};
-use dream_core::operations::config::Config;
+use dream_core::llm::Llm;
+use dream_core::schema::contract::{EventView, Known, Proposal, ReflectPart, ReflectPrompt};
+use dream_core::schema::settings::Config;
+use dream_core::schema::{self, Card, Memory};
 use dream_core::selection::gates::{self, Evidence};
 use dream_core::selection::keep;
 
@@ -202,7 +203,7 @@ fn model_calls(
     model: &str,
 ) -> Result<Planned> {
     let window = input.window;
-    let facts: Vec<(memory::Block, &memory::Fact)> = input.memory.facts().collect();
+    let facts: Vec<(schema::Block, &schema::Fact)> = input.memory.facts().collect();
     let index = plan::FactIndex::new(facts.iter().map(|(_, f)| f.text.as_str()));
     let items: Vec<(&str, &str, bool, &[String])> = facts
         .iter()
@@ -299,7 +300,7 @@ fn cluster_rows(
 /// facts taken.
 fn take_restatements(
     tx: &Connection,
-    facts: &[(memory::Block, &memory::Fact)],
+    facts: &[(schema::Block, &schema::Fact)],
     index: &plan::FactIndex,
     config: &Config,
     events: &[(i64, EventView)],
@@ -405,7 +406,7 @@ fn known_items(
         .iter()
         .map(|(_, e)| dream_core::text::measures::content_tokens(&e.text))
         .collect();
-    let found = supports.known(&earlier_ids, memory::MAX_CITED, |item| {
+    let found = supports.known(&earlier_ids, schema::MAX_CITED, |item| {
         plan::bears_on(items[item].1, &words)
     });
     let mut need: Vec<i64> = found

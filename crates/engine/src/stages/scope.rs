@@ -8,8 +8,8 @@ use std::collections::BTreeSet;
 
 use rusqlite::Connection;
 
-use dream_core::memory::Memory;
 use dream_core::recall::scope;
+use dream_core::schema::Memory;
 
 use crate::edges::state;
 use crate::error::Result;

@@ -31,11 +31,12 @@ use crate::edges::store::Change;
 use crate::error::{Context, Result};
 use crate::stages::{parallel_map, Ctx, Work};
 use dream_core::llm::budget::CallError;
-use dream_core::llm::skill::{CallView, InstanceView, SkillReply, SkillRequest, StepView};
-use dream_core::llm::Reply;
-use dream_core::memory::{self, text_id, CardKind, Excerpt, REVIEW_DIR};
-use dream_core::operations::commit::Stage;
 use dream_core::operations::report::Degraded;
+use dream_core::schema::contract::Reply;
+use dream_core::schema::skill_contract::{
+    CallView, InstanceView, SkillReply, SkillRequest, StepView,
+};
+use dream_core::schema::{self, text_id, CardKind, Excerpt, Stage, REVIEW_DIR};
 use dream_core::sources::event::Event;
 
 use card::SkillCard;
@@ -204,7 +205,7 @@ pub fn proposals(root: &Path) -> Result<(Vec<SkillCard>, Vec<String>)> {
             continue;
         }
         let text = read(&path)?;
-        if memory::card_kind(&text) != CardKind::Skill {
+        if schema::card_kind(&text) != CardKind::Skill {
             continue;
         }
         match SkillCard::parse(&text) {
@@ -218,7 +219,7 @@ pub fn proposals(root: &Path) -> Result<(Vec<SkillCard>, Vec<String>)> {
 
 /// The installed skill folders: `skills.installed` and `skills.install_to`, `~` expanded,
 /// each once.
-pub fn installed_dirs(config: &dream_core::operations::config::Config) -> Vec<PathBuf> {
+pub fn installed_dirs(config: &dream_core::schema::settings::Config) -> Vec<PathBuf> {
     let mut out: Vec<PathBuf> = Vec::new();
     let s = &config.skills;
     for d in s
@@ -239,7 +240,7 @@ pub fn installed_dirs(config: &dream_core::operations::config::Config) -> Vec<Pa
 /// skills, and (with `installed`) the skills in the installed folders.
 pub fn list(
     root: &Path,
-    config: &dream_core::operations::config::Config,
+    config: &dream_core::schema::settings::Config,
     installed: bool,
 ) -> Result<Vec<Skill>> {
     let mut out = awaiting(root)?;
@@ -365,7 +366,7 @@ fn request(p: &Procedure, id: &str, instances: &[Instance], max_tokens: u64) -> 
             request: i
                 .request
                 .as_ref()
-                .map(|(_, t)| memory::excerpt(t, SHOWN_CHARS)),
+                .map(|(_, t)| schema::excerpt(t, SHOWN_CHARS)),
             calls: i
                 .calls
                 .iter()
@@ -373,7 +374,7 @@ fn request(p: &Procedure, id: &str, instances: &[Instance], max_tokens: u64) -> 
                 .map(|c| CallView {
                     event_id: c.event_id.clone(),
                     tool: c.tool.clone(),
-                    input: memory::excerpt(&c.input, SHOWN_CHARS),
+                    input: schema::excerpt(&c.input, SHOWN_CHARS),
                 })
                 .collect(),
         })

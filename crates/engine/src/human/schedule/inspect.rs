@@ -13,7 +13,7 @@ use std::path::Path;
 use chrono::{DateTime, Local, Utc};
 use serde::Serialize;
 
-use dream_core::operations::config::{CycleKind, FILE};
+use dream_core::schema::settings::{CycleKind, FILE};
 
 use super::install::chosen;
 use crate::edges::units::{self, read_installed, unit_dir};

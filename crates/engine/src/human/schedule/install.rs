@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Local, Utc};
 
-use dream_core::operations::config::CycleKind;
+use dream_core::schema::settings::CycleKind;
 
 use crate::edges::units::{self, read_installed, run_all, run_command, uid, unit_dir, write_unit};
 use crate::error::{Context, Error, Result};

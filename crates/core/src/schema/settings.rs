@@ -1106,7 +1106,7 @@ impl Config {
 }
 
 fn memory_block_path(path: &str) -> bool {
-    crate::memory::Block::ALL
+    crate::schema::Block::ALL
         .iter()
         .any(|b| b.path() == path.trim_start_matches("./"))
 }
