@@ -61,12 +61,25 @@ pub struct SessionsReport {
     pub repo: Option<String>,
 }
 
-/// Every `*.jsonl` file under the paths, with the format its first lines say.
+/// The transcript formats a replay feeds, in the order its `[[inbox.sources]]` name them:
+/// the harnesses whose sessions `dream hooks install` points a user's cycle at.
+const REPLAYED: [Format; 2] = [Format::ClaudeCode, Format::Codex];
+
+/// What says a line is of a replayed format, tried in this order on each line: a Codex
+/// rollout puts each record under `payload` (or opens with a bare `record_type` header);
+/// Claude Code lines carry `sessionId` or `uuid`.
+const SIGNS: [(Format, &[&str]); 2] = [
+    (Format::Codex, &["payload", "record_type"]),
+    (Format::ClaudeCode, &["sessionId", "uuid"]),
+];
+
+/// Every file under the paths that a replayed format reads (`Descriptor::reads`), with
+/// the format its first lines say.
 fn transcripts(paths: &[PathBuf]) -> Result<Vec<(PathBuf, Format)>> {
     let mut files = Vec::new();
     for p in paths {
         if p.is_dir() {
-            let mut found: Vec<PathBuf> = walk(p)?;
+            let mut found: Vec<PathBuf> = walk(p, p)?;
             found.sort();
             files.extend(found);
         } else if p.is_file() {
@@ -93,33 +106,36 @@ fn transcripts(paths: &[PathBuf]) -> Result<Vec<(PathBuf, Format)>> {
     Ok(out)
 }
 
-fn walk(dir: &Path) -> Result<Vec<PathBuf>> {
+/// The files under `dir` (a folder under `root`, the folder given) that a replayed format
+/// reads, as its descriptor says.
+fn walk(root: &Path, dir: &Path) -> Result<Vec<PathBuf>> {
     let mut out = Vec::new();
     for entry in std::fs::read_dir(dir).context(|| format!("reading {}", dir.display()))? {
         let path = entry
             .context(|| format!("reading {}", dir.display()))?
             .path();
         if path.is_dir() {
-            out.extend(walk(&path)?);
-        } else if path.extension().is_some_and(|e| e == "jsonl") {
-            out.push(path);
+            out.extend(walk(root, &path)?);
+        } else {
+            let rel = path.strip_prefix(root).unwrap_or(&path);
+            if REPLAYED.iter().any(|f| f.reads(rel)) {
+                out.push(path);
+            }
         }
     }
     Ok(out)
 }
 
-/// Codex rollouts put each record under `payload` (or open with a `session_meta` or a
-/// bare header); Claude Code lines carry `sessionId` or `uuid`.
+/// The replayed format the first lines of a transcript say ([`SIGNS`]).
 fn format_of(text: &str) -> Option<Format> {
     for line in text.lines().take(20) {
         let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else {
             continue;
         };
-        if v.get("payload").is_some() || v.get("record_type").is_some() {
-            return Some(Format::Codex);
-        }
-        if v.get("sessionId").is_some() || v.get("uuid").is_some() {
-            return Some(Format::ClaudeCode);
+        for (format, keys) in SIGNS {
+            if keys.iter().any(|k| v.get(k).is_some()) {
+                return Some(format);
+            }
         }
     }
     None
@@ -179,12 +195,13 @@ pub fn run_sessions(paths: &[PathBuf], opts: &super::Options) -> Result<Sessions
     let feeds = scratch.path().join("feeds");
     let mut toml = std::fs::read_to_string(dir.join(dream_core::operations::config::FILE))
         .context(|| "reading dream.toml".into())?;
-    for format in [Format::ClaudeCode, Format::Codex] {
-        let folder = feeds.join(format.as_str());
+    for format in REPLAYED {
+        let name = format.descriptor().name;
+        let folder = feeds.join(name);
         std::fs::create_dir_all(&folder).context(|| format!("creating {}", folder.display()))?;
         toml.push_str(&format!(
             "\n[[inbox.sources]]\nformat = \"{}\"\npath = {:?}\n",
-            format.as_str(),
+            name,
             folder.display().to_string()
         ));
     }
@@ -210,7 +227,7 @@ pub fn run_sessions(paths: &[PathBuf], opts: &super::Options) -> Result<Sessions
                 "{i:03}-{}",
                 f.file_name().unwrap_or_default().to_string_lossy()
             );
-            let target = feeds.join(format.as_str()).join(name);
+            let target = feeds.join(format.descriptor().name).join(name);
             let upto = dated[i]
                 .iter()
                 .take_while(|(d, _)| d.is_none_or(|d| d <= *day))
