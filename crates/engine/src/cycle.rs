@@ -18,7 +18,6 @@ use std::sync::OnceLock;
 use std::time::{Duration as Elapsed, Instant};
 
 use chrono::{DateTime, Duration, Utc};
-use rusqlite::Connection;
 
 use dream_core::llm::budget::Budget;
 use dream_core::llm::Llm;
@@ -28,10 +27,10 @@ use dream_core::operations::config::{Config, Profile};
 use dream_core::operations::heartbeat::Seen;
 use dream_core::operations::report::{Calibration, CommitRow, Degraded, Ran, Report, Tokens};
 
-use crate::edges::state::{self, State};
+use crate::edges::state::{self, Connection, State};
 use crate::edges::store::{Batch, Change, Point, Store};
-use crate::edges::{crash, guard, heartbeat, ingest, lock};
-use crate::error::{Context, Error, Result};
+use crate::edges::{guard, heartbeat, ingest, lock};
+use crate::error::{Error, Result};
 use crate::providers::embed::Embedder;
 use crate::stages::{
     consolidate, context, digest, oplog, passes, quiz, skills, Ctx, Progress, Silent, StageCommit,
@@ -314,10 +313,7 @@ fn run_locked(
     // person's hand edits.
     let edited = work.memory.clone();
 
-    let tx = state
-        .conn
-        .transaction()
-        .context(|| "starting the state transaction".into())?;
+    let tx = state.begin()?;
     // Estimates start from what this model's server counted in earlier cycles.
     if let Some(key) = llm.tokenizer_key() {
         if let Some(ratio) = state::last_calibration(&tx, &key)? {
@@ -412,8 +408,7 @@ fn run_locked(
     work.lap("heartbeat");
     finish(&ctx, &tx, &mut work, started, wall.elapsed())?;
     if opts.dry_run {
-        tx.rollback()
-            .context(|| "discarding the dry run's scratch state".into())?;
+        state::rollback(tx, "discarding the dry run's scratch state")?;
         return Ok(work.report);
     }
     // The commit point: the state transaction records the last commit, then the branch
@@ -427,10 +422,7 @@ fn run_locked(
             if let Some(t) = target {
                 state::put_applied(&tx, &t.to_string(), &cycle_id, now)?;
             }
-            crash::point("commit the state")
-                .context(|| "committing the state transaction".into())?;
-            tx.commit()
-                .context(|| "committing the state transaction".into())
+            state::commit(tx, "committing the state transaction")
         })),
     )?;
     crate::agents::uses::finish(root);

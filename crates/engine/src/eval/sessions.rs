@@ -266,20 +266,7 @@ pub fn run_sessions(paths: &[PathBuf], opts: &super::Options) -> Result<Sessions
     let memory = store.load_memory(today)?;
     let (cards, _) = store.pending_cards()?;
     let st = State::open(&dir)?;
-    let mut events = BTreeMap::new();
-    {
-        let mut stmt = st
-            .conn
-            .prepare("SELECT kind, COUNT(*) FROM events GROUP BY kind")
-            .context(|| "counting events".into())?;
-        let rows = stmt
-            .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))
-            .context(|| "counting events".into())?;
-        for r in rows {
-            let (k, n) = r.context(|| "counting events".into())?;
-            events.insert(k, n as usize);
-        }
-    }
+    let events = state::events_by_kind(&st.conn)?;
     let measure = |block: &str, text: &str, ids: &[String]| -> Result<Line> {
         let cited = state::events_by_ids(&st.conn, ids)?;
         let mut kinds = BTreeMap::new();

@@ -26,8 +26,8 @@ use dream_core::operations::config::Config;
 
 use crate::edges::state::{self, State};
 use crate::edges::store::{Batch, Change, Point, Store};
-use crate::edges::{crash, guard, lock};
-use crate::error::{Context, Error, Result};
+use crate::edges::{guard, lock};
+use crate::error::{Error, Result};
 use dream_core::llm::EventView;
 use dream_core::memory::revert::{self, Files, Reverted};
 use dream_core::memory::review::{self, Applied, Choice};
@@ -745,10 +745,7 @@ fn commit_decisions(
             .collect();
         let kind = kind.to_string();
         Point::State(Box::new(move |target| {
-            let tx = st
-                .conn
-                .transaction()
-                .context(|| "starting the state transaction".into())?;
+            let tx = st.begin()?;
             for v in &add {
                 state::put_veto(&tx, v)?;
             }
@@ -764,8 +761,7 @@ fn commit_decisions(
             if let Some(t) = target {
                 state::put_applied(&tx, &t.to_string(), &kind, Utc::now())?;
             }
-            crash::point("commit the state").context(|| "committing the vetoes".into())?;
-            tx.commit().context(|| "committing the vetoes".into())
+            state::commit(tx, "committing the vetoes")
         }))
     };
     store.publish(batch, kind, point)?;

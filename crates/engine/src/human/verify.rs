@@ -1506,7 +1506,7 @@ fn owner_statements(events: &[state::Stored]) -> impl Iterator<Item = &state::St
     })
 }
 
-fn trace(f: &Fact, block: Block, conn: &rusqlite::Connection, config: &Config) -> Result<Vec<String>> {
+fn trace(f: &Fact, block: Block, conn: &state::Connection, config: &Config) -> Result<Vec<String>> {
     let mut found = Vec::new();
     if f.support.is_empty() {
         found.push(format!(

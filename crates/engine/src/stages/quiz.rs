@@ -15,8 +15,6 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Instant;
 
-use rusqlite::Connection;
-
 use dream_core::llm::budget::CallError;
 use dream_core::llm::{LlmError, Reply};
 use dream_core::memory::{Archived, Memory};
@@ -25,7 +23,7 @@ use dream_core::passes::gates::protection;
 use dream_core::recall::quiz::{self, Pool, Quiz};
 
 use crate::agents::quiz::{ask, Caller, Model};
-use crate::edges::state;
+use crate::edges::state::{self, Connection};
 use crate::error::Result;
 use crate::stages::{Ctx, Work};
 
