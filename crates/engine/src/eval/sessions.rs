@@ -181,7 +181,38 @@ pub fn run_sessions(paths: &[PathBuf], opts: &super::Options) -> Result<Sessions
         }
         None => scratch.path().join("repo"),
     };
-    crate::edges::repo::create(&dir)?;
+    let feeds = scratch.path().join("feeds");
+    replay_repo(&dir, &feeds, opts)?;
+    let (days, cycles) = replay(&dir, &feeds, &files)?;
+    let today = days.last().copied().unwrap_or_default();
+    let Kept {
+        events,
+        facts,
+        episodes,
+        cards,
+    } = read_back(&dir, today)?;
+    let kept = facts.iter().chain(&episodes);
+    let not_verbatim = kept.clone().filter(|l| !l.verbatim).count();
+    let without_owner = kept.filter(|l| l.owner_statements == 0).count();
+    Ok(SessionsReport {
+        files: files.iter().map(|(f, _)| f.display().to_string()).collect(),
+        days: days.len(),
+        cycles,
+        events,
+        facts,
+        episodes,
+        cards,
+        not_verbatim,
+        without_owner,
+        repo: opts.keep.as_ref().map(|d| d.display().to_string()),
+    })
+}
+
+/// The replay repository at `dir`: created, with `opts.config`'s keys when given, and the
+/// sources a user's `dream hooks install` would add, pointing at the replay's growing
+/// copies under `feeds`.
+fn replay_repo(dir: &Path, feeds: &Path, opts: &super::Options) -> Result<()> {
+    crate::edges::repo::create(dir)?;
     if let Some(p) = &opts.config {
         let t = std::fs::read_to_string(p).context(|| format!("reading {}", p.display()))?;
         Config::parse(&t, &p.display().to_string(), &Default::default())?;
@@ -190,9 +221,6 @@ pub fn run_sessions(paths: &[PathBuf], opts: &super::Options) -> Result<Sessions
             t.as_bytes(),
         )?;
     }
-    // The sources a user's `dream hooks install` would add, pointing at the replay's
-    // growing copies.
-    let feeds = scratch.path().join("feeds");
     let mut toml = std::fs::read_to_string(dir.join(dream_core::operations::config::FILE))
         .context(|| "reading dream.toml".into())?;
     for format in REPLAYED {
@@ -208,8 +236,17 @@ pub fn run_sessions(paths: &[PathBuf], opts: &super::Options) -> Result<Sessions
     write_atomic(
         &dir.join(dream_core::operations::config::FILE),
         toml.as_bytes(),
-    )?;
-    let config = crate::config::load(&dir)?;
+    )
+}
+
+/// Play `files` forward day by day into their copies under `feeds`, one evening cycle at
+/// 23:00 of each day; returns the days and the cycles run.
+fn replay(
+    dir: &Path,
+    feeds: &Path,
+    files: &[(PathBuf, Format)],
+) -> Result<(BTreeSet<NaiveDate>, usize)> {
+    let config = crate::config::load(dir)?;
     let provider = providers::llm(&config)?;
     let embedder = providers::embedder(&config)?;
 
@@ -252,7 +289,7 @@ pub fn run_sessions(paths: &[PathBuf], opts: &super::Options) -> Result<Sessions
             now,
         };
         cycle::run_cycle(
-            &dir,
+            dir,
             &config,
             provider.as_ref(),
             embedder.as_ref(),
@@ -260,12 +297,25 @@ pub fn run_sessions(paths: &[PathBuf], opts: &super::Options) -> Result<Sessions
         )?;
         cycles += 1;
     }
+    Ok((days, cycles))
+}
 
-    let today = days.last().copied().unwrap_or_default();
-    let store = Store::open(&dir)?;
+/// What a replay left in its repository.
+struct Kept {
+    /// Stored events by kind.
+    events: BTreeMap<String, usize>,
+    facts: Vec<Line>,
+    episodes: Vec<Line>,
+    cards: Vec<Line>,
+}
+
+/// What the replay left, read back on `today`: stored events by kind, and every durable
+/// fact, episode and pending card measured against the events it cites.
+fn read_back(dir: &Path, today: NaiveDate) -> Result<Kept> {
+    let store = Store::open(dir)?;
     let memory = store.load_memory(today)?;
     let (cards, _) = store.pending_cards()?;
-    let st = State::open(&dir)?;
+    let st = State::open(dir)?;
     let events = state::events_by_kind(&st.conn)?;
     let measure = |block: &str, text: &str, ids: &[String]| -> Result<Line> {
         let cited = state::events_by_ids(&st.conn, ids)?;
@@ -302,20 +352,11 @@ pub fn run_sessions(paths: &[PathBuf], opts: &super::Options) -> Result<Sessions
     for c in &cards {
         card_lines.push(measure("card", &c.text, &c.supporting_event_ids)?);
     }
-    let kept = facts.iter().chain(&episodes);
-    let not_verbatim = kept.clone().filter(|l| !l.verbatim).count();
-    let without_owner = kept.filter(|l| l.owner_statements == 0).count();
-    Ok(SessionsReport {
-        files: files.iter().map(|(f, _)| f.display().to_string()).collect(),
-        days: days.len(),
-        cycles,
+    Ok(Kept {
         events,
         facts,
         episodes,
         cards: card_lines,
-        not_verbatim,
-        without_owner,
-        repo: opts.keep.as_ref().map(|d| d.display().to_string()),
     })
 }
 
