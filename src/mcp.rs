@@ -271,6 +271,66 @@ fn compact(ex: &dream_engine::human::trail::Explanation) -> String {
     use std::fmt::Write as _;
     let short = |t: &str| dream_core::schema::excerpt(t, COMPACT_CHARS);
     let mut o = String::new();
+    let mut support = compact_items(ex, &mut o);
+    if let Some(k) = ex.candidates.last() {
+        let failed: Vec<String> = k
+            .gates
+            .iter()
+            .filter(|g| !g.passed)
+            .map(|g| format!("{} {} (needs {})", g.gate, g.value, g.threshold))
+            .collect();
+        let _ = writeln!(
+            o,
+            "  last decided: {} in cycle {}{}",
+            k.route,
+            k.cycle,
+            if failed.is_empty() {
+                "; every gate passed".to_string()
+            } else {
+                format!("; failed: {}", failed.join(", "))
+            }
+        );
+    }
+    support.sort();
+    support.dedup();
+    compact_support(ex, &support, &mut o);
+    if !ex.vetoes.is_empty() {
+        let _ = writeln!(
+            o,
+            "  {} rejections or undos say no to this",
+            ex.vetoes.len()
+        );
+    }
+    if let Some(c) = ex.commits.last() {
+        let _ = writeln!(
+            o,
+            "  {} commits; the latest {} ({}): {}",
+            ex.commits.len(),
+            c.head.short,
+            c.head.time.date_naive(),
+            short(&c.head.subject)
+        );
+    }
+    if o.is_empty() {
+        let _ = writeln!(
+            o,
+            "nothing in memory, the review queue or the state has the id {}",
+            ex.query
+        );
+    }
+    let _ = writeln!(
+        o,
+        "The whole trail: call explain with full=true, or run `dream explain {}`.",
+        ex.query
+    );
+    o
+}
+
+/// [`compact`]'s first lines: each fact and card the id names (else its last candidate),
+/// written to `o`; returns the events they cite.
+fn compact_items(ex: &dream_engine::human::trail::Explanation, o: &mut String) -> Vec<String> {
+    use std::fmt::Write as _;
+    let short = |t: &str| dream_core::memory::excerpt(t, COMPACT_CHARS);
     let mut support: Vec<String> = Vec::new();
     for f in &ex.facts {
         let _ = writeln!(
@@ -316,83 +376,44 @@ fn compact(ex: &dream_engine::human::trail::Explanation) -> String {
             support.extend(k.supporting_event_ids.iter().cloned());
         }
     }
-    if let Some(k) = ex.candidates.last() {
-        let failed: Vec<String> = k
-            .gates
-            .iter()
-            .filter(|g| !g.passed)
-            .map(|g| format!("{} {} (needs {})", g.gate, g.value, g.threshold))
-            .collect();
+    support
+}
+
+/// [`compact`]'s supporting events: how many, and the first [`COMPACT_EVENTS`] of them.
+fn compact_support(
+    ex: &dream_engine::human::trail::Explanation,
+    support: &[String],
+    o: &mut String,
+) {
+    use std::fmt::Write as _;
+    if support.is_empty() {
+        return;
+    }
+    let short = |t: &str| dream_core::memory::excerpt(t, COMPACT_CHARS);
+    let _ = writeln!(o, "  supported by {} events:", support.len());
+    for e in ex
+        .events
+        .iter()
+        .filter(|e| support.contains(&e.id))
+        .take(COMPACT_EVENTS)
+    {
+        let who = if e.actor.is_empty() {
+            &e.trust
+        } else {
+            &e.actor
+        };
         let _ = writeln!(
             o,
-            "  last decided: {} in cycle {}{}",
-            k.route,
-            k.cycle,
-            if failed.is_empty() {
-                "; every gate passed".to_string()
-            } else {
-                format!("; failed: {}", failed.join(", "))
-            }
+            "    {} {} ({}): {}",
+            e.ts.date_naive(),
+            e.id,
+            who,
+            short(&e.text)
         );
     }
-    support.sort();
-    support.dedup();
-    if !support.is_empty() {
-        let _ = writeln!(o, "  supported by {} events:", support.len());
-        for e in ex
-            .events
-            .iter()
-            .filter(|e| support.contains(&e.id))
-            .take(COMPACT_EVENTS)
-        {
-            let who = if e.actor.is_empty() {
-                &e.trust
-            } else {
-                &e.actor
-            };
-            let _ = writeln!(
-                o,
-                "    {} {} ({}): {}",
-                e.ts.date_naive(),
-                e.id,
-                who,
-                short(&e.text)
-            );
-        }
-        if support.len() > COMPACT_EVENTS {
-            let _ = writeln!(o, "    ... and {} more", support.len() - COMPACT_EVENTS);
-        }
+    if support.len() > COMPACT_EVENTS {
+        let _ = writeln!(o, "    ... and {} more", support.len() - COMPACT_EVENTS);
     }
-    if !ex.vetoes.is_empty() {
-        let _ = writeln!(
-            o,
-            "  {} rejections or undos say no to this",
-            ex.vetoes.len()
-        );
-    }
-    if let Some(c) = ex.commits.last() {
-        let _ = writeln!(
-            o,
-            "  {} commits; the latest {} ({}): {}",
-            ex.commits.len(),
-            c.head.short,
-            c.head.time.date_naive(),
-            short(&c.head.subject)
-        );
-    }
-    if o.is_empty() {
-        let _ = writeln!(
-            o,
-            "nothing in memory, the review queue or the state has the id {}",
-            ex.query
-        );
-    }
-    let _ = writeln!(
-        o,
-        "The whole trail: call explain with full=true, or run `dream explain {}`.",
-        ex.query
-    );
-    o
 }
 
 /// Run blocking work off the runtime thread, as a tool result (text, or an error result).

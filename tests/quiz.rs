@@ -474,3 +474,52 @@ fn with_a_model_it_answers_from_the_context_a_miss_is_reasked_once_and_a_failure
         "no call after the first failure"
     );
 }
+
+#[test]
+fn a_cycle_whose_reflect_finds_the_server_unavailable_asks_the_quiz_no_model() {
+    let fake = FakeLlm::start();
+    let env = Env::new();
+    seed(&env, 100);
+    model_env(&env, &fake);
+    // New events on topics no fact says, so reflect asks the model; its first call outlasts
+    // the timeout: the server is unavailable for the rest of the cycle, the quiz included.
+    env.write_inbox(
+        "topics.jsonl",
+        &dream_testkit::fake_llm::topic_events(3, 2, "2026-11-03T09:00:00Z".parse().unwrap()),
+    );
+    env.set_var("DREAM_LLM_TIMEOUT_SECS", "1");
+    env.set_var("DREAM_LLM_CONCURRENCY", "1");
+    fake.on("reflect", |c| {
+        dream_testkit::fake_llm::echo_reflect(c).delayed(std::time::Duration::from_millis(2500))
+    });
+    fake.on("quiz", |_| {
+        Answer::json(serde_json::json!({"answer": "anything"}))
+    });
+    let out = env.dream(&["run", "--now", NOW, "--json"]);
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(matches!(out.status.code(), Some(0) | Some(10)), "{r}");
+    assert_eq!(fake.calls("reflect").len(), 1, "{r}");
+    assert!(r["quiz"]["asked"].as_u64().unwrap() > 0, "{}", r["quiz"]);
+    assert_eq!(
+        fake.calls("quiz").len(),
+        0,
+        "no quiz call after reflect found the server unavailable: {}",
+        r["quiz"]
+    );
+    assert_eq!(r["quiz"]["via"], "recall", "{}", r["quiz"]);
+    let quiz: Vec<&serde_json::Value> = r["degraded"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["stage"] == "quiz")
+        .collect();
+    assert_eq!(quiz.len(), 1, "{}", r["degraded"]);
+    assert!(
+        quiz[0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("an earlier call found the server unavailable"),
+        "{}",
+        quiz[0]
+    );
+}

@@ -22,7 +22,7 @@ pub fn run(g: &Global, a: &QuizArgs) -> Result<i32> {
         .with_cached_discount(config.llm.cached_discount);
     let model = llm.as_deref().map(|llm| Model {
         llm,
-        budget: &budget,
+        calls: &budget,
     });
     let (quiz, model_failed) = of_repo(&root, &config, embedder.as_ref(), today, max, model)?;
     let ok = quiz.summary.failed() == 0;

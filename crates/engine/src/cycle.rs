@@ -18,7 +18,6 @@ use std::sync::OnceLock;
 use std::time::{Duration as Elapsed, Instant};
 
 use chrono::{DateTime, Duration, Utc};
-use rusqlite::Connection;
 
 use dream_core::llm::budget::Budget;
 use dream_core::llm::Llm;
@@ -28,10 +27,10 @@ use dream_core::schema::settings::{Config, Profile};
 use dream_core::schema::Stage;
 use dream_core::schema::{Block, Memory};
 
-use crate::edges::state::{self, State};
+use crate::edges::state::{self, Connection, State};
 use crate::edges::store::{Batch, Change, Point, Store};
-use crate::edges::{crash, guard, heartbeat, ingest, lock};
-use crate::error::{Context, Error, Result};
+use crate::edges::{guard, heartbeat, ingest, lock};
+use crate::error::{Error, Result};
 use crate::providers::embed::Embedder;
 use crate::stages::{
     consolidate, context, digest, oplog, passes, quiz, skills, Ctx, Progress, Silent, StageCommit,
@@ -259,7 +258,6 @@ fn run_locked(
     } else {
         State::open(root)?
     };
-    let now = opts.now;
     let ctx = Ctx {
         root,
         config,
@@ -267,32 +265,13 @@ fn run_locked(
         embedder,
         opts,
         cycle_id: unique_cycle_id(&state.conn, opts, resuming)?,
-        today: now.date_naive(),
+        today: opts.now.date_naive(),
         budget: Budget::new(config.budget.tokens_per_cycle)
             .with_cached_discount(config.llm.cached_discount),
         progress: tracked,
         unavailable: OnceLock::new(),
     };
-    let mut report = Report {
-        cycle: ctx.cycle_id.clone(),
-        kind: opts.kind.as_str().into(),
-        now,
-        dry_run: opts.dry_run,
-        provider: llm.name(),
-        embedder: embedder.id(),
-        ..Report::default()
-    };
-    report.window.days = config.cluster.window_days;
-    report.notes.extend(repaired);
-    tracing::info!(
-        cycle = %ctx.cycle_id,
-        kind = opts.kind.as_str(),
-        repo = %root.display(),
-        dry_run = opts.dry_run,
-        provider = %report.provider,
-        "{} cycle started",
-        opts.kind.as_str()
-    );
+    let mut report = start_report(&ctx, repaired);
 
     // Hand edits first, so they are never clobbered and the audit trail shows them apart.
     let committed = record_hand_edits(&ctx, &store, &mut batch, &mut report)?;
@@ -313,25 +292,108 @@ fn run_locked(
     // What the quiz compares the cycle's memory with: the last commit's, and after the
     // person's hand edits.
     let edited = work.memory.clone();
+    let start = quiz::Start {
+        committed: committed.as_ref().unwrap_or(&edited),
+        edited: &edited,
+    };
 
-    let tx = state
-        .conn
-        .transaction()
-        .context(|| "starting the state transaction".into())?;
+    let tx = state.begin()?;
+    take_in(&ctx, &tx, &mut work, restart)?;
+    let view = run_stages(&ctx, &tx, &mut work, &store, &mut batch, restart, &start)?;
+    count_tokens(&ctx, &mut work);
+    ctx.progress.stage("commit");
+    commit_stages(&ctx, &store, &mut batch, &mut work, Keep::None)?;
+    work.lap("commit");
+    raise_warnings(&ctx, &tx, &mut work)?;
+    work.lap("heartbeat");
+    finish(&ctx, &tx, &mut work, started, wall.elapsed())?;
+    if opts.dry_run {
+        state::rollback(tx, "discarding the dry run's scratch state")?;
+        return Ok(work.report);
+    }
+    // The commit point: the state transaction records the last commit, then the branch
+    // moves and the files are written (see `journal`).
+    let published = !batch.is_empty();
+    let cycle_id = ctx.cycle_id.clone();
+    let now = opts.now;
+    store.publish(
+        batch,
+        "cycle",
+        Point::State(Box::new(move |target| {
+            if let Some(t) = target {
+                state::put_applied(&tx, &t.to_string(), &cycle_id, now)?;
+            }
+            state::commit(tx, "committing the state transaction")
+        })),
+    )?;
+    crate::agents::uses::finish(root);
+    context::refresh_codex(&ctx, &view);
+    if published {
+        store.settle_index();
+    }
+    Ok(work.report)
+}
+
+/// The report a cycle starts with (what it is, what it runs with, what the way in
+/// repaired), and the journal's line that it started.
+fn start_report(ctx: &Ctx<'_>, repaired: Vec<String>) -> Report {
+    let opts = ctx.opts;
+    let mut report = Report {
+        cycle: ctx.cycle_id.clone(),
+        kind: opts.kind.as_str().into(),
+        now: opts.now,
+        dry_run: opts.dry_run,
+        provider: ctx.llm.name(),
+        embedder: ctx.embedder.id(),
+        ..Report::default()
+    };
+    report.window.days = ctx.config.cluster.window_days;
+    report.notes.extend(repaired);
+    tracing::info!(
+        cycle = %ctx.cycle_id,
+        kind = opts.kind.as_str(),
+        repo = %ctx.root.display(),
+        dry_run = opts.dry_run,
+        provider = %report.provider,
+        "{} cycle started",
+        opts.kind.as_str()
+    );
+    report
+}
+
+/// What the cycle takes in before any stage: the model's calibration from earlier cycles,
+/// the new inbox and source lines (embedded), and the agents' uses of facts.
+fn take_in(ctx: &Ctx<'_>, tx: &Connection, work: &mut Work, restart: bool) -> Result<()> {
     // Estimates start from what this model's server counted in earlier cycles.
-    if let Some(key) = llm.tokenizer_key() {
-        if let Some(ratio) = state::last_calibration(&tx, &key)? {
-            llm.set_calibration(ratio);
+    if let Some(key) = ctx.llm.tokenizer_key() {
+        if let Some(ratio) = state::last_calibration(tx, &key)? {
+            ctx.llm.set_calibration(ratio);
         }
     }
-    ingest_and_embed(&ctx, &tx, &mut work, restart)?;
-    let uses = crate::agents::uses::take(&tx, root, opts.dry_run)?;
+    ingest_and_embed(ctx, tx, work, restart)?;
+    let uses = crate::agents::uses::take(tx, ctx.root, ctx.opts.dry_run)?;
     if uses > 0 {
         tracing::info!(uses, "counted uses of facts by agents");
     }
+    Ok(())
+}
 
+/// The stages `plan` picks, in the cycle's order: backfill and consolidate (then skills),
+/// or the waiting cards offered; the passes; the digest; the agents' view; the recall quiz.
+/// Returns the agents' view, which the cycle refreshes in a harness's file once committed.
+fn run_stages(
+    ctx: &Ctx<'_>,
+    tx: &Connection,
+    work: &mut Work,
+    store: &Store,
+    batch: &mut Batch,
+    restart: bool,
+    start: &quiz::Start<'_>,
+) -> Result<String> {
+    let config = ctx.config;
+    let kind = ctx.opts.kind;
     let hand_edited = work.report.commits.iter().any(|c| c.stage == "manual");
-    let plan = plan(config.profile(opts.kind), work.idle, hand_edited);
+    let plan = plan(config.profile(kind), work.idle, hand_edited);
     work.report.plan = Ran {
         reflect: plan.reflect,
         passes: plan.passes,
@@ -350,95 +412,61 @@ fn run_locked(
     }
     if plan.reflect {
         let new_tool_calls = dream_core::skills::procedure::new_tool_call(&work.window.procedure);
-        backfill(&ctx, &tx, &mut work, restart, &store, &mut batch)?;
+        backfill(ctx, tx, work, restart, store, batch)?;
         ctx.progress.stage("consolidate");
-        consolidate_counted(&ctx, &tx, &mut work, None)?;
+        consolidate_counted(ctx, tx, work, None)?;
         if new_tool_calls {
             ctx.progress.stage("skills");
-            skills::draft_skills(&ctx, &tx, &mut work)?;
+            skills::draft_skills(ctx, tx, work)?;
         }
     }
     // An evening with nothing new still fills the room a person's decisions made in the
     // review queue from the cards waiting for it.
-    if config.profile(opts.kind).reflect && !plan.reflect {
-        crate::stages::queue::offer_waiting(&ctx, &tx, &mut work, &store)?;
+    if config.profile(kind).reflect && !plan.reflect {
+        crate::stages::queue::offer_waiting(ctx, tx, work, store)?;
     }
     if plan.passes {
         ctx.progress.stage("passes");
-        passes::run_passes(&ctx, &tx, &mut work)?;
+        passes::run_passes(ctx, tx, work)?;
     }
     // The digest comes last, so it shows what this cycle left for a person.
     if plan.digest {
         ctx.progress.stage("digest");
-        digest::write_digest(&ctx, &tx, &mut work)?;
+        digest::write_digest(ctx, tx, work)?;
     }
     // The agents' view last, so it shows memory and the queue as this cycle leaves them.
-    let view = context::refresh_context(&ctx, &mut work)?;
+    let view = context::refresh_context(ctx, work)?;
     // Then the recall quiz: does memory, as this cycle leaves it, still answer what it held?
     // Not after an idle cycle with no hand edit: memory is what the last quiz asked, and
     // the idle run stays a few milliseconds.
     let changed = plan.reflect || plan.passes;
-    if config.quiz.enabled
-        && opts.kind == dream_core::schema::settings::CycleKind::Evening
-        && changed
+    if config.quiz.enabled && kind == dream_core::schema::settings::CycleKind::Evening && changed
     {
         ctx.progress.stage("quiz");
-        let start = quiz::Start {
-            committed: committed.as_ref().unwrap_or(&edited),
-            edited: &edited,
-        };
-        quiz::quiz_cycle(&ctx, &tx, &mut work, &start)?;
+        quiz::quiz_cycle(ctx, tx, work, start)?;
         work.lap("quiz");
     }
+    Ok(view)
+}
 
+/// The cycle's spend into the report: tokens against the cap, by stage, and the model's
+/// calibration (a warning when the server counted more than the budget reserved).
+fn count_tokens(ctx: &Ctx<'_>, work: &mut Work) {
     let spend = ctx.budget.spend();
     if spend.overrun {
         tracing::warn!(
             spent = spend.spent,
-            cap = config.budget.tokens_per_cycle,
+            cap = ctx.config.budget.tokens_per_cycle,
             "token budget overrun: the server counted more tokens than estimated; later estimates are scaled up"
         );
     }
-    work.report.tokens = Tokens::from_spend(config.budget.tokens_per_cycle, spend);
+    work.report.tokens = Tokens::from_spend(ctx.config.budget.tokens_per_cycle, spend);
     work.report.tokens.stages = ctx.budget.stages();
-    work.report.tokens.calibration = llm
+    work.report.tokens.calibration = ctx
+        .llm
         .tokenizer_key()
-        .zip(llm.calibration())
+        .zip(ctx.llm.calibration())
         .map(|(model, ratio)| Calibration { model, ratio });
-    ctx.progress.stage("commit");
-    commit_stages(&ctx, &store, &mut batch, &mut work, Keep::None)?;
-    work.lap("commit");
-    raise_warnings(&ctx, &tx, &mut work)?;
-    work.lap("heartbeat");
-    finish(&ctx, &tx, &mut work, started, wall.elapsed())?;
-    if opts.dry_run {
-        tx.rollback()
-            .context(|| "discarding the dry run's scratch state".into())?;
-        return Ok(work.report);
-    }
-    // The commit point: the state transaction records the last commit, then the branch
-    // moves and the files are written (see `journal`).
-    let published = !batch.is_empty();
-    let cycle_id = ctx.cycle_id.clone();
-    store.publish(
-        batch,
-        "cycle",
-        Point::State(Box::new(move |target| {
-            if let Some(t) = target {
-                state::put_applied(&tx, &t.to_string(), &cycle_id, now)?;
-            }
-            crash::point("commit the state")
-                .context(|| "committing the state transaction".into())?;
-            tx.commit()
-                .context(|| "committing the state transaction".into())
-        })),
-    )?;
-    crate::agents::uses::finish(root);
-    context::refresh_codex(&ctx, &view);
-    if published {
-        store.settle_index();
-    }
-    Ok(work.report)
 }
 
 /// Commit a dirty tree as the person's hand edits, the first commit of the cycle's batch

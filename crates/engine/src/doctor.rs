@@ -245,14 +245,8 @@ fn state_check(root: &Path, checks: &mut Vec<Check>) -> Option<State> {
             None
         }
         Ok(Some(st)) => {
-            let version: i64 = st
-                .conn
-                .pragma_query_value(None, "user_version", |r| r.get(0))
-                .unwrap_or(0);
-            let integrity: String = st
-                .conn
-                .query_row("PRAGMA quick_check(1)", [], |r| r.get(0))
-                .unwrap_or_else(|e| e.to_string());
+            let version = state::schema_version(&st.conn);
+            let integrity = state::integrity(&st.conn);
             let c = if integrity != "ok" {
                 fail(
                     "state",

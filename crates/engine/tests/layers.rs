@@ -10,6 +10,10 @@
 //! The same reading keeps a second wall: the engine never prints. Its `lib.rs` denies
 //! clippy's print lints too, but clippy over the engine's dependency tree costs CI minutes a
 //! test run already spends building them, so this test is the check CI relies on.
+//!
+//! And a third: the state database is an edge. Only `edges/` names the database library
+//! (`rusqlite`) or calls the methods that run SQL; everything above hands a
+//! `edges::state::Connection` to `edges::state`'s functions, which hold every statement.
 
 #[path = "../../core/tests/support/import_paths.rs"]
 mod import_paths;
@@ -246,4 +250,217 @@ mod inner { use super::super::agents::context; }
         })
         .collect();
     assert_eq!(tops, ["cycle", "stages", "human", "agents"], "{wrong:#?}");
+}
+
+/// The database library, which only `edges/` may name.
+const DATABASE: &str = "rusqlite";
+
+/// The methods of a database connection or statement that run SQL: a call of one of these
+/// names outside `edges/` is SQL outside the edge, however the connection was named.
+const SQL_METHODS: &[&str] = &[
+    "prepare",
+    "prepare_cached",
+    "execute",
+    "execute_batch",
+    "query_row",
+    "query_map",
+    "query_and_then",
+    "pragma_query",
+    "pragma_query_value",
+    "pragma_update",
+    "transaction",
+    "unchecked_transaction",
+    "rollback",
+];
+
+/// Files outside `edges/` that may still name the database library, each with why. Every
+/// entry must still need to be here (`an_exception_to_the_sql_wall_is_still_needed`).
+const DATABASE_NAMED: &[(&str, &str)] = &[
+    (
+        "error.rs",
+        "the one error type, below the edges, keeps the database's error as the source of \
+         `Error::State`, and its hint reads the error's code",
+    ),
+    (
+        "stages/consolidate.rs",
+        "names the transaction's type by the library's path; to be \
+         `edges::state::Connection` once the consolidation policy has moved to the core",
+    ),
+    (
+        "stages/passes.rs",
+        "names the transaction's type by the library's path; to be \
+         `edges::state::Connection` once the pass policy has moved to the core",
+    ),
+];
+
+/// Collects every path naming the database library and every call of a method that runs
+/// SQL.
+struct Sql {
+    found: Vec<(usize, String)>,
+}
+
+impl<'ast> Visit<'ast> for Sql {
+    fn visit_use_path(&mut self, u: &'ast syn::UsePath) {
+        if u.ident == DATABASE {
+            self.found
+                .push((u.ident.span().start().line, format!("use {DATABASE}")));
+        }
+        syn::visit::visit_use_path(self, u);
+    }
+
+    fn visit_use_name(&mut self, u: &'ast syn::UseName) {
+        if u.ident == DATABASE {
+            self.found
+                .push((u.ident.span().start().line, format!("use {DATABASE}")));
+        }
+    }
+
+    fn visit_item_extern_crate(&mut self, c: &'ast syn::ItemExternCrate) {
+        if c.ident == DATABASE {
+            self.found.push((
+                c.ident.span().start().line,
+                format!("extern crate {DATABASE}"),
+            ));
+        }
+    }
+
+    fn visit_path(&mut self, p: &'ast syn::Path) {
+        if let Some(first) = p.segments.first().filter(|s| s.ident == DATABASE) {
+            self.found
+                .push((first.ident.span().start().line, format!("{DATABASE}::")));
+        }
+        syn::visit::visit_path(self, p);
+    }
+
+    fn visit_expr_method_call(&mut self, m: &'ast syn::ExprMethodCall) {
+        let name = m.method.to_string();
+        if SQL_METHODS.contains(&name.as_str()) {
+            self.found
+                .push((m.method.span().start().line, format!(".{name}(..)")));
+        }
+        syn::visit::visit_expr_method_call(self, m);
+    }
+
+    fn visit_macro(&mut self, m: &'ast syn::Macro) {
+        syn::visit::visit_macro(self, m);
+        // A call inside a macro's arguments (`format!("{}", conn.execute(..)?)`).
+        if let Ok(inner) = m.parse_body_with(
+            syn::punctuated::Punctuated::<syn::Expr, syn::Token![,]>::parse_terminated,
+        ) {
+            for e in &inner {
+                self.visit_expr(e);
+            }
+        }
+    }
+}
+
+/// Every file under `src`, relative to it, with each use of the database library in it.
+fn database_uses(src: &Path) -> Vec<(String, Vec<(usize, String)>)> {
+    let mut wrong = Vec::new();
+    let mut out = Vec::new();
+    for (file, ast) in parsed(src, &mut wrong) {
+        assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+        let rel = file
+            .strip_prefix(src)
+            .expect("under src")
+            .to_string_lossy()
+            .replace('\\', "/");
+        let mut v = Sql { found: Vec::new() };
+        v.visit_file(&ast);
+        out.push((rel, v.found));
+    }
+    out
+}
+
+/// Every use of the database library outside `edges/` and the files `allowed` names, as
+/// `file:line: what`.
+fn sql_outside_edges(src: &Path, allowed: &[(&str, &str)]) -> Vec<String> {
+    let mut wrong = Vec::new();
+    for (rel, found) in database_uses(src) {
+        if rel.starts_with("edges/") || allowed.iter().any(|(f, _)| *f == rel) {
+            continue;
+        }
+        for (line, what) in found {
+            wrong.push(format!("{}:{line}: {what}", src.join(&rel).display()));
+        }
+    }
+    wrong
+}
+
+#[test]
+fn only_the_edges_speak_sql() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let wrong = sql_outside_edges(&src, DATABASE_NAMED);
+    assert!(
+        wrong.is_empty(),
+        "SQL or the database library outside crates/engine/src/edges/ (write a function in \
+         edges/state.rs, or an edge file of its own, and call it):\n{}",
+        wrong.join("\n")
+    );
+}
+
+#[test]
+fn an_exception_to_the_sql_wall_is_still_needed() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let uses = database_uses(&src);
+    for (file, why) in DATABASE_NAMED {
+        let found = uses.iter().find(|(rel, _)| rel == file);
+        assert!(
+            found.is_some_and(|(_, f)| !f.is_empty()),
+            "{file} is listed in DATABASE_NAMED ({why}) but no longer names the database: \
+             remove it from the list"
+        );
+    }
+}
+
+#[test]
+fn sql_outside_the_edges_is_found_however_it_is_written() {
+    let dir = tempfile::tempdir().expect("a scratch folder");
+    let dir = dir.path();
+    std::fs::create_dir_all(dir.join("edges")).unwrap();
+    std::fs::create_dir_all(dir.join("stages")).unwrap();
+    std::fs::write(dir.join("lib.rs"), "pub mod edges; pub mod stages;").unwrap();
+    std::fs::write(
+        dir.join("edges/mod.rs"),
+        "use rusqlite::Connection; fn f(c: &Connection) { c.execute(\"x\", []).ok(); }",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("stages/mod.rs"),
+        r#"
+// rusqlite in a comment, and conn.execute(..) too, are not code
+use crate::edges::state::Connection;
+use rusqlite::{params, OptionalExtension};
+fn f(c: &Connection) -> String {
+    let _ = "rusqlite::Connection in a string";
+    let n: i64 = c.query_row("SELECT 1", [], |r| r.get(0)).unwrap();
+    let e: Option<::rusqlite::Error> = None;
+    format!("{n} {e:?} {}", c.execute_batch("VACUUM").is_ok())
+}
+"#,
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("stages/allowed.rs"),
+        "fn g(e: rusqlite::Error) -> rusqlite::Error { e }",
+    )
+    .unwrap();
+    let found: Vec<String> = sql_outside_edges(dir, &[("stages/allowed.rs", "a test")])
+        .iter()
+        .map(|w| {
+            let (place, what) = w.rsplit_once(": ").unwrap();
+            let line = place.rsplit(':').next().unwrap();
+            format!("{line} {what}")
+        })
+        .collect();
+    assert_eq!(
+        found,
+        [
+            "4 use rusqlite",
+            "7 .query_row(..)",
+            "8 rusqlite::",
+            "9 .execute_batch(..)"
+        ],
+        "{found:#?}"
+    );
 }

@@ -710,53 +710,9 @@ pub fn uninstall(h: Harness, root: &Path, home: &Home, dry_run: bool, now: Now) 
         h => home.block_file(h).into_iter().collect(),
     };
     for path in targets {
-        let Some(before) = read_opt(&path)? else {
-            continue;
-        };
-        let removed = if path.extension().is_some_and(|e| e == "json") {
-            edit::claude_uninstall(&before)
-                .map_err(|m| Error::Input(format!("{}: {m}", path.display())))?
-        } else {
-            edit::block_remove(&before)
-        };
-        let backup = backup_path(&path);
-        let Some(removed) = removed else {
-            // Nothing of dream's left, and the backup holds exactly the file: an uninstall
-            // restored it and was stopped before removing the backup, which is finished now.
-            if !dry_run && read_opt(&backup)?.as_deref() == Some(before.as_str()) {
-                crate::edges::fsutil::remove_file(&backup, &home_dir_of(&backup))?;
-            }
-            continue;
-        };
-        let saved = read_opt(&backup)?;
-        let created = saved.is_none()
-            && (removed.trim().is_empty()
-                || serde_json::from_str::<serde_json::Value>(&removed)
-                    .is_ok_and(|v| v == serde_json::json!({})));
-        let (after, what) = match (&saved, created) {
-            (_, true) => (None, "removes the file dream created".to_string()),
-            (Some(s), _) if *s == removed => (
-                Some(removed),
-                "restored byte for byte as it was before install".into(),
-            ),
-            _ => {
-                notes.push(format!(
-                    "{} changed since install: only dream's part was taken out; the copy from before install stays at {}",
-                    path.display(),
-                    backup.display()
-                ));
-                (
-                    Some(removed),
-                    "takes out dream's part, keeps the rest".into(),
-                )
-            }
-        };
-        files.push(FileChange {
-            path,
-            before: Some(before),
-            after,
-            what,
-        });
+        if let Some(fc) = removal(path, dry_run, &mut notes)? {
+            files.push(fc);
+        }
     }
     let source = planned_source(h, home, root, false)?;
     if files.is_empty() {
@@ -774,32 +730,7 @@ pub fn uninstall(h: Harness, root: &Path, home: &Home, dry_run: bool, now: Now) 
             notes,
         });
     }
-    let mut done: Vec<String> = Vec::new();
-    for fc in &files[..files.len() - 1] {
-        let so_far = |done: &[String]| {
-            let d = done.to_vec();
-            move |e: Error| {
-                if d.is_empty() {
-                    e
-                } else {
-                    Error::partial(format!("{} had dream's part taken out", d.join(" and ")))(e)
-                }
-            }
-        };
-        apply_file(fc, false).map_err(so_far(&done))?;
-        done.push(fc.path.display().to_string());
-        let backup = backup_path(&fc.path);
-        let restored = fc.what.starts_with("restored") || fc.after.is_none();
-        if restored && backup.exists() {
-            crate::edges::fsutil::remove_file(&backup, &home_dir_of(&backup))
-                .map_err(so_far(&done))?;
-        }
-    }
-    let done = if done.is_empty() {
-        None
-    } else {
-        Some(format!("{} had dream's part taken out", done.join(" and ")))
-    };
+    let done = remove_installed(&files[..files.len() - 1])?;
     if source.changed() {
         commit_repo(
             root,
@@ -823,6 +754,89 @@ pub fn uninstall(h: Harness, root: &Path, home: &Home, dry_run: bool, now: Now) 
         harness: h.as_str(),
         files,
         notes,
+    })
+}
+
+/// What uninstalling does to one file install edited: `None` when nothing of dream's is in
+/// it (an interrupted uninstall's backup, left identical to the file, is removed then).
+fn removal(path: PathBuf, dry_run: bool, notes: &mut Vec<String>) -> Result<Option<FileChange>> {
+    let Some(before) = read_opt(&path)? else {
+        return Ok(None);
+    };
+    let removed = if path.extension().is_some_and(|e| e == "json") {
+        edit::claude_uninstall(&before)
+            .map_err(|m| Error::Input(format!("{}: {m}", path.display())))?
+    } else {
+        edit::block_remove(&before)
+    };
+    let backup = backup_path(&path);
+    let Some(removed) = removed else {
+        // Nothing of dream's left, and the backup holds exactly the file: an uninstall
+        // restored it and was stopped before removing the backup, which is finished now.
+        if !dry_run && read_opt(&backup)?.as_deref() == Some(before.as_str()) {
+            crate::edges::fsutil::remove_file(&backup, &home_dir_of(&backup))?;
+        }
+        return Ok(None);
+    };
+    let saved = read_opt(&backup)?;
+    let created = saved.is_none()
+        && (removed.trim().is_empty()
+            || serde_json::from_str::<serde_json::Value>(&removed)
+                .is_ok_and(|v| v == serde_json::json!({})));
+    let (after, what) = match (&saved, created) {
+        (_, true) => (None, "removes the file dream created".to_string()),
+        (Some(s), _) if *s == removed => (
+            Some(removed),
+            "restored byte for byte as it was before install".into(),
+        ),
+        _ => {
+            notes.push(format!(
+                "{} changed since install: only dream's part was taken out; the copy from before install stays at {}",
+                path.display(),
+                backup.display()
+            ));
+            (
+                Some(removed),
+                "takes out dream's part, keeps the rest".into(),
+            )
+        }
+    };
+    Ok(Some(FileChange {
+        path,
+        before: Some(before),
+        after,
+        what,
+    }))
+}
+
+/// Write each file's removal (and drop its backup once the file is restored); returns what
+/// is done, for the error of a later step.
+fn remove_installed(files: &[FileChange]) -> Result<Option<String>> {
+    let mut done: Vec<String> = Vec::new();
+    for fc in files {
+        let so_far = |done: &[String]| {
+            let d = done.to_vec();
+            move |e: Error| {
+                if d.is_empty() {
+                    e
+                } else {
+                    Error::partial(format!("{} had dream's part taken out", d.join(" and ")))(e)
+                }
+            }
+        };
+        apply_file(fc, false).map_err(so_far(&done))?;
+        done.push(fc.path.display().to_string());
+        let backup = backup_path(&fc.path);
+        let restored = fc.what.starts_with("restored") || fc.after.is_none();
+        if restored && backup.exists() {
+            crate::edges::fsutil::remove_file(&backup, &home_dir_of(&backup))
+                .map_err(so_far(&done))?;
+        }
+    }
+    Ok(if done.is_empty() {
+        None
+    } else {
+        Some(format!("{} had dream's part taken out", done.join(" and ")))
     })
 }
 

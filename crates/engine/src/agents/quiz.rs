@@ -10,7 +10,9 @@
 //! scored is still only what memory returned, or what the model answered), and the second
 //! attempt is recorded as such. A model call that fails is never the quiz's failure: the
 //! question is answered by recall instead, the reason kept, and no later question of the
-//! quiz calls the model.
+//! quiz calls the model. Every model call goes out through a [`Caller`]: in a cycle,
+//! `stages::Ctx::call` (the budget, and no call once an earlier call of the cycle found the
+//! server unavailable); for `dream quiz`, its own [`Budget`].
 //!
 //! Read-only: no use is counted (the quiz is not an agent), nothing is written.
 
@@ -19,6 +21,7 @@ use serde_json::json;
 
 use dream_core::llm::budget::{Budget, CallError};
 use dream_core::llm::Llm;
+use dream_core::schema::contract::{LlmError, Reply};
 use dream_core::recall::context::{self, Waiting};
 use dream_core::recall::quiz::{self, Attempt, Expect, Outcome, Question};
 use dream_core::schema::contract::ChatCall;
@@ -40,10 +43,33 @@ then a sentence with a blank (____). Fill the blank using only the memory; do no
 Reply with one JSON object: {\"answer\": \"<the words for the blank>\"}, or \
 {\"answer\": \"not recalled\"} when the memory does not hold it.";
 
-/// The model the quiz may ask, and the budget its calls are charged to.
+/// The model the quiz may ask, and the way its calls go out.
 pub struct Model<'a> {
     pub llm: &'a dyn Llm,
-    pub budget: &'a Budget,
+    pub calls: &'a dyn Caller,
+}
+
+/// How the quiz's model calls are made: each one booked to `stage` under a budget, or not
+/// started (`CallError`) when the caller says so.
+pub trait Caller {
+    fn call(
+        &self,
+        stage: &str,
+        estimate: u64,
+        send: &dyn Fn() -> std::result::Result<Reply<serde_json::Value>, LlmError>,
+    ) -> std::result::Result<Reply<serde_json::Value>, CallError>;
+}
+
+/// Outside a cycle (`dream quiz`): under this budget alone.
+impl Caller for Budget {
+    fn call(
+        &self,
+        stage: &str,
+        estimate: u64,
+        send: &dyn Fn() -> std::result::Result<Reply<serde_json::Value>, LlmError>,
+    ) -> std::result::Result<Reply<serde_json::Value>, CallError> {
+        Budget::call(self, stage, estimate, send)
+    }
 }
 
 /// What asking the questions gave.
@@ -210,7 +236,7 @@ impl Asker<'_> {
             return Ok(Err("no model".into()));
         };
         let estimate = m.llm.estimate_chat(&call);
-        let reply = match m.budget.call(STAGE, estimate, || m.llm.chat_json(&call)) {
+        let reply = match m.calls.call(STAGE, estimate, &|| m.llm.chat_json(&call)) {
             Ok(r) => r,
             Err(CallError::Failed(e)) => return Ok(Err(e.message)),
             Err(e) => return Ok(Err(e.to_string())),

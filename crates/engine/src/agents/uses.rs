@@ -14,10 +14,9 @@ use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Utc};
 use fs2::FileExt;
-use rusqlite::Connection;
 use serde::{Deserialize, Serialize};
 
-use crate::edges::state;
+use crate::edges::state::{self, Connection};
 use crate::error::{Context as _, Result};
 
 #[derive(Debug, Serialize, Deserialize)]

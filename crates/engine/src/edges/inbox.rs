@@ -268,32 +268,19 @@ pub fn for_each_new(
     let meta = file.metadata().context(ctx)?;
     let ident = identity(&meta);
     let size = meta.len();
-
-    let mut start = 0u64;
-    let mut line_no = 0u64;
-    let mut restarted = None;
-    if let Some(w) = prev {
-        if w.identity != ident {
-            restarted = Some("the file was replaced".to_string());
-        } else if size < w.offset {
-            restarted = Some(format!(
-                "the file shrank below its watermark ({} < {} bytes)",
-                size, w.offset
-            ));
-        } else if w.offset > 0 && prefix_hash(&mut file, w.offset).context(ctx)? != w.prefix_hash {
-            restarted = Some("the file was rewritten in place".to_string());
-        } else if w.offset == size {
-            // Nothing new: skip the read and the second prefix hash.
-            return Ok(Scanned {
-                watermark: w.clone(),
-                restarted: None,
-                partial_bytes: 0,
-            });
-        } else {
-            start = w.offset;
-            line_no = w.line;
-        }
-    }
+    let (start, mut line_no, restarted) =
+        match resume(&mut file, prev, &ident, size).context(ctx)? {
+            Resume::Unchanged(w) => {
+                // Nothing new: skip the read and the second prefix hash.
+                return Ok(Scanned {
+                    watermark: w.clone(),
+                    restarted: None,
+                    partial_bytes: 0,
+                });
+            }
+            Resume::At { offset, line } => (offset, line, None),
+            Resume::Again(why) => (0, 0, Some(why)),
+        };
 
     file.seek(SeekFrom::Start(start)).context(ctx)?;
     // Read no further than the size seen at open: bytes a writer appends meanwhile wait
@@ -302,32 +289,7 @@ pub fn for_each_new(
     let mut offset = start;
     let partial_bytes;
     loop {
-        let mut bytes = Vec::new();
-        let mut len = 0u64;
-        let mut complete = false;
-        loop {
-            let buf = reader.fill_buf().context(ctx)?;
-            if buf.is_empty() {
-                break;
-            }
-            let (take, found) = match memchr::memchr(b'\n', buf) {
-                Some(i) => (i + 1, true),
-                None => (buf.len(), false),
-            };
-            let content = if found {
-                &buf[..take - 1]
-            } else {
-                &buf[..take]
-            };
-            let room = (max_line + 1).saturating_sub(bytes.len());
-            bytes.extend_from_slice(&content[..content.len().min(room)]);
-            len += content.len() as u64;
-            reader.consume(take);
-            if found {
-                complete = true;
-                break;
-            }
-        }
+        let (mut bytes, mut len, complete) = next_line(&mut reader, max_line).context(ctx)?;
         if !complete {
             if len as usize > max_line {
                 // An endless last line (a 100 MB paste, a sparse file of zeros): waiting for
@@ -394,6 +356,75 @@ pub fn for_each_new(
         restarted,
         partial_bytes,
     })
+}
+
+/// Where a read of a file resumes, from its watermark.
+enum Resume<'a> {
+    /// Nothing was added since the watermark.
+    Unchanged(&'a Watermark),
+    /// After the watermark's line, at its offset.
+    At { offset: u64, line: u64 },
+    /// From the start, and why (the file was replaced, shrank or was rewritten).
+    Again(String),
+}
+
+/// Where to read `file` (of identity `ident` and `size` bytes at open) from, given its
+/// watermark `prev` (none: the start).
+fn resume<'a>(
+    file: &mut File,
+    prev: Option<&'a Watermark>,
+    ident: &str,
+    size: u64,
+) -> std::io::Result<Resume<'a>> {
+    let Some(w) = prev else {
+        return Ok(Resume::At { offset: 0, line: 0 });
+    };
+    Ok(if w.identity != ident {
+        Resume::Again("the file was replaced".to_string())
+    } else if size < w.offset {
+        Resume::Again(format!(
+            "the file shrank below its watermark ({} < {} bytes)",
+            size, w.offset
+        ))
+    } else if w.offset > 0 && prefix_hash(file, w.offset)? != w.prefix_hash {
+        Resume::Again("the file was rewritten in place".to_string())
+    } else if w.offset == size {
+        Resume::Unchanged(w)
+    } else {
+        Resume::At {
+            offset: w.offset,
+            line: w.line,
+        }
+    })
+}
+
+/// The next line of `reader`: its first `max_line + 1` bytes (without the newline), its
+/// whole length, and whether a newline ended it (`false`: the read reached the end first).
+fn next_line(reader: &mut impl BufRead, max_line: usize) -> std::io::Result<(Vec<u8>, u64, bool)> {
+    let mut bytes = Vec::new();
+    let mut len = 0u64;
+    loop {
+        let buf = reader.fill_buf()?;
+        if buf.is_empty() {
+            return Ok((bytes, len, false));
+        }
+        let (take, found) = match memchr::memchr(b'\n', buf) {
+            Some(i) => (i + 1, true),
+            None => (buf.len(), false),
+        };
+        let content = if found {
+            &buf[..take - 1]
+        } else {
+            &buf[..take]
+        };
+        let room = (max_line + 1).saturating_sub(bytes.len());
+        bytes.extend_from_slice(&content[..content.len().min(room)]);
+        len += content.len() as u64;
+        reader.consume(take);
+        if found {
+            return Ok((bytes, len, true));
+        }
+    }
 }
 
 /// Append events to a file in the inbox as JSON Lines, under an exclusive lock on that file

@@ -79,7 +79,18 @@ pub fn read(root: &Path) -> Result<Option<Journal>> {
     })
 }
 
+/// Remove the journal: the change it records is finished. An error is placed by what
+/// happened, read back: once the journal is gone (the unlink happened and only the flush
+/// of its folder failed), no later command can see it, so the change is finished and the
+/// failed flush is a warning, never a failure of a change that happened (were the journal
+/// to come back after a power cut, the next command would find the change already done).
 pub fn remove(root: &Path) -> Result<()> {
     let p = path(root);
-    fsutil::remove_file(&p, &root.join(".dream"))
+    match fsutil::remove_file(&p, &root.join(".dream")) {
+        Err(e) if !p.exists() => {
+            tracing::warn!("{e}; the journal is gone all the same, so the change is finished");
+            Ok(())
+        }
+        done => done,
+    }
 }

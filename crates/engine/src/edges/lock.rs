@@ -85,23 +85,17 @@ pub fn left_by_a_killed_holder(root: &Path) -> bool {
 }
 
 impl Lock {
-    /// Say in the note what the cycle is doing now (`reflect (3 of 22 calls)`). Best
-    /// effort and not synced: the note only informs `dream status` and a refused run.
+    /// Say in the note what the cycle is doing now (`reflect (3 of 22 calls)`), written as
+    /// every file is ([`write_atomic`]: a temporary file, flushed, renamed into place). Best
+    /// effort: the note only informs `dream status` and a refused run, so a failed write
+    /// is logged and the cycle goes on.
     pub fn note(&self, doing: &str) {
         let Some((path, head)) = &self.info else {
             return;
         };
         let _guard = self.writing.lock();
-        // Named as dream's temporary files are, so the sweeps remove one a kill left.
-        let tmp = path.with_file_name(format!(
-            "{}{}-lock.info",
-            crate::edges::fsutil::TMP_PREFIX,
-            std::process::id()
-        ));
-        let text = format!("{head}, stage {doing}");
-        // Best effort, and nothing left behind when it fails.
-        if std::fs::write(&tmp, text).is_err() || std::fs::rename(&tmp, path).is_err() {
-            let _ = std::fs::remove_file(&tmp);
+        if let Err(e) = write_atomic(path, format!("{head}, stage {doing}").as_bytes()) {
+            tracing::debug!("the lock's note was not updated ({e}); the cycle goes on");
         }
     }
 }

@@ -13,7 +13,15 @@ use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Utc};
 use dream_core::sources::ingested::{Quarantined, Watermark};
-use rusqlite::{params, Connection, OptionalExtension};
+use rusqlite::{params, OptionalExtension};
+
+/// A connection to the state database, or a transaction on it (which derefs to one): what
+/// stages and commands hand to this module's functions. Only `edges` names the database
+/// library (`crates/engine/tests/layers.rs` holds every other module to that).
+pub use rusqlite::Connection;
+/// The state transaction a cycle or a decision fills and commits at its commit point
+/// ([`State::begin`], [`commit`]).
+pub use rusqlite::Transaction;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Context, Error, Result};
@@ -276,6 +284,13 @@ impl State {
             path,
             _scratch: None,
         }))
+    }
+
+    /// Start the state transaction a change fills and [`commit`]s at its commit point.
+    pub fn begin(&mut self) -> Result<Transaction<'_>> {
+        self.conn
+            .transaction()
+            .context(|| "starting the state transaction".into())
     }
 
     fn prepare(&self) -> Result<()> {
@@ -883,10 +898,102 @@ pub fn quarantined(conn: &Connection, limit: usize) -> Result<Vec<Quarantined>> 
         .context(|| "reading quarantine".into())
 }
 
-pub fn count(conn: &Connection, sql: &str) -> Result<u64> {
+fn count(conn: &Connection, sql: &str) -> Result<u64> {
     conn.query_row(sql, [], |r| r.get::<_, i64>(0))
         .map(|n| n as u64)
         .context(|| "counting rows".into())
+}
+
+/// How many events the state holds.
+pub fn events_stored(conn: &Connection) -> Result<u64> {
+    count(conn, "SELECT COUNT(*) FROM events")
+}
+
+/// How many stored events no reflect call has shown yet.
+pub fn events_unreflected(conn: &Connection) -> Result<u64> {
+    count(
+        conn,
+        "SELECT COUNT(*) FROM events WHERE reflected_cycle IS NULL",
+    )
+}
+
+/// How many lines are in quarantine.
+pub fn quarantined_count(conn: &Connection) -> Result<u64> {
+    count(conn, "SELECT COUNT(*) FROM quarantine")
+}
+
+/// Stored events by kind (`message`, `paste`, `tool_result`, ...), counted.
+pub fn events_by_kind(conn: &Connection) -> Result<std::collections::BTreeMap<String, usize>> {
+    let mut stmt = conn
+        .prepare("SELECT kind, COUNT(*) FROM events GROUP BY kind")
+        .context(|| "counting events".into())?;
+    let rows = stmt
+        .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))
+        .context(|| "counting events".into())?;
+    let mut events = std::collections::BTreeMap::new();
+    for r in rows {
+        let (k, n) = r.context(|| "counting events".into())?;
+        events.insert(k, n as usize);
+    }
+    Ok(events)
+}
+
+/// Whether the state holds the `vetoes` table (a state database older than the vetoes
+/// does not).
+pub fn has_vetoes(conn: &Connection) -> bool {
+    conn.query_row(
+        "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'vetoes'",
+        [],
+        |r| r.get::<_, i64>(0),
+    )
+    .map(|n| n > 0)
+    .unwrap_or(false)
+}
+
+/// The schema version the database at hand says (`PRAGMA user_version`; 0 when it cannot
+/// be read).
+pub fn schema_version(conn: &Connection) -> i64 {
+    conn.pragma_query_value(None, "user_version", |r| r.get(0))
+        .unwrap_or(0)
+}
+
+/// SQLite's own integrity check, stopped at the first problem: `ok`, or what is wrong.
+pub fn integrity(conn: &Connection) -> String {
+    conn.query_row("PRAGMA quick_check(1)", [], |r| r.get(0))
+        .unwrap_or_else(|e| e.to_string())
+}
+
+/// What is wrong with the state database at `path`, opened read-only and checked whole;
+/// `None` when it checks as sound.
+pub fn damage(path: &Path) -> Option<String> {
+    let conn = match Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY) {
+        Ok(c) => c,
+        Err(e) => return Some(e.to_string()),
+    };
+    match conn.query_row("PRAGMA quick_check", [], |r| r.get::<_, String>(0)) {
+        Ok(s) if s == "ok" => None,
+        Ok(s) => Some(s),
+        Err(e) => Some(e.to_string()),
+    }
+}
+
+/// Move everything the write-ahead log holds into the database file and empty the log, so
+/// the file alone is the database; `what` names the write for an error.
+pub fn checkpoint(conn: &Connection, what: &str) -> Result<()> {
+    conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);")
+        .context(|| what.into())
+}
+
+/// Drop a state transaction's changes (a dry run's); `what` names it for an error.
+pub fn rollback(tx: Transaction<'_>, what: &str) -> Result<()> {
+    tx.rollback().context(|| what.into())
+}
+
+/// Commit a state transaction, the crash point `commit the state` first; `what` names the
+/// commit for an error (`committing the vetoes`).
+pub fn commit(tx: Transaction<'_>, what: &str) -> Result<()> {
+    crate::edges::crash::point("commit the state").context(|| what.into())?;
+    tx.commit().context(|| what.into())
 }
 
 /// A finished cycle.

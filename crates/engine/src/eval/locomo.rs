@@ -665,6 +665,33 @@ pub fn measure(
         events: texts.len(),
         ..Counts::default()
     };
+    count_retention(conv, facts, cards, &mut c);
+    c.memory_words = facts.iter().map(|f| words(&f.text)).sum();
+    c.transcript_words = conv.events().map(|e| words(&e.text)).sum();
+    count_evidence(conv, facts, cards, &mut c);
+    c.fact_support_total = facts.iter().map(|f| f.support.len()).sum();
+    c.card_support_total = cards.iter().map(|f| f.support.len()).sum();
+    c.traceable_facts = facts
+        .iter()
+        .filter(|f| {
+            let sources: Option<Vec<&str>> = f
+                .support
+                .iter()
+                .map(|id| traced.get(id.as_str()).map(String::as_str))
+                .collect();
+            match sources {
+                Some(s) if !s.is_empty() => measures::coverage(&f.text, s).value >= 1.0,
+                _ => false,
+            }
+        })
+        .count();
+    c
+}
+
+/// Answer retention: the questions of [`RETENTION_CATEGORIES`] whose answer memory (the
+/// durable facts; with episodes; with cards) holds in one line, and holds in a line citing
+/// one of the question's evidence turns.
+fn count_retention(conv: &Conversation, facts: &[Item], cards: &[Item], c: &mut Counts) {
     let vocab = |t: &str| measures::vocabulary([t]);
     let fact_vocab: Vec<_> = facts
         .iter()
@@ -707,9 +734,11 @@ pub fn measure(
             c.retained_cited += 1;
         }
     }
-    c.memory_words = facts.iter().map(|f| words(&f.text)).sum();
-    c.transcript_words = conv.events().map(|e| words(&e.text)).sum();
+}
 
+/// Evidence recall and precision: the questions' evidence turns (invalid ids counted), and
+/// which of them the facts (and the cards) cite.
+fn count_evidence(conv: &Conversation, facts: &[Item], cards: &[Item], c: &mut Counts) {
     let prefix = format!("{}:", conv.sample_id);
     let turns: HashSet<String> = conv
         .events()
@@ -748,23 +777,6 @@ pub fn measure(
         .count();
     c.cited_events = by_facts.len();
     c.cited_evidence = by_facts.iter().filter(|e| evidence.contains(*e)).count();
-    c.fact_support_total = facts.iter().map(|f| f.support.len()).sum();
-    c.card_support_total = cards.iter().map(|f| f.support.len()).sum();
-    c.traceable_facts = facts
-        .iter()
-        .filter(|f| {
-            let sources: Option<Vec<&str>> = f
-                .support
-                .iter()
-                .map(|id| traced.get(id.as_str()).map(String::as_str))
-                .collect();
-            match sources {
-                Some(s) if !s.is_empty() => measures::coverage(&f.text, s).value >= 1.0,
-                _ => false,
-            }
-        })
-        .count();
-    c
 }
 
 #[cfg(test)]

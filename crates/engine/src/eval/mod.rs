@@ -594,6 +594,26 @@ pub fn render(r: &EvalReport) -> String {
         row(&mut o, &c.sample_id, &c.result);
     }
     row(&mut o, "overall", &r.overall);
+    render_legend(&mut o, r);
+    render_precision(&mut o, &r.precision);
+    if !r.routes.is_empty() {
+        let routes: Vec<String> = r.routes.iter().map(|(k, v)| format!("{v} {k}")).collect();
+        let _ = writeln!(o, "\n  candidates: {}", routes.join(", "));
+        for (reason, n) in &r.refusals {
+            let _ = writeln!(o, "    refused {n:>5}: {reason}");
+        }
+    }
+    for conv in &r.conversations {
+        if let Some(repo) = &conv.repo {
+            let _ = writeln!(o, "  kept {}: {repo}", conv.sample_id);
+        }
+    }
+    o
+}
+
+/// Under the table, what each column measured, with the overall counts behind it.
+fn render_legend(o: &mut String, r: &EvalReport) {
+    use std::fmt::Write as _;
     let c = &r.overall.counts;
     let f = &r.overall.figures;
     let _ = writeln!(
@@ -647,20 +667,6 @@ pub fn render(r: &EvalReport) -> String {
         "  traceable: facts and episodes whose content words all appear in the events they cite (must be 100%); tok/ev: model tokens per event ({} tokens in {} calls)",
         c.tokens, c.calls
     );
-    render_precision(&mut o, &r.precision);
-    if !r.routes.is_empty() {
-        let routes: Vec<String> = r.routes.iter().map(|(k, v)| format!("{v} {k}")).collect();
-        let _ = writeln!(o, "\n  candidates: {}", routes.join(", "));
-        for (reason, n) in &r.refusals {
-            let _ = writeln!(o, "    refused {n:>5}: {reason}");
-        }
-    }
-    for conv in &r.conversations {
-        if let Some(repo) = &conv.repo {
-            let _ = writeln!(o, "  kept {}: {repo}", conv.sample_id);
-        }
-    }
-    o
 }
 
 /// Memory beside its anchors, one row each: the precision measures of issue 28.

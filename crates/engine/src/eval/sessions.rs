@@ -61,12 +61,25 @@ pub struct SessionsReport {
     pub repo: Option<String>,
 }
 
-/// Every `*.jsonl` file under the paths, with the format its first lines say.
+/// The transcript formats a replay feeds, in the order its `[[inbox.sources]]` name them:
+/// the harnesses whose sessions `dream hooks install` points a user's cycle at.
+const REPLAYED: [Format; 2] = [Format::ClaudeCode, Format::Codex];
+
+/// What says a line is of a replayed format, tried in this order on each line: a Codex
+/// rollout puts each record under `payload` (or opens with a bare `record_type` header);
+/// Claude Code lines carry `sessionId` or `uuid`.
+const SIGNS: [(Format, &[&str]); 2] = [
+    (Format::Codex, &["payload", "record_type"]),
+    (Format::ClaudeCode, &["sessionId", "uuid"]),
+];
+
+/// Every file under the paths that a replayed format reads (`Descriptor::reads`), with
+/// the format its first lines say.
 fn transcripts(paths: &[PathBuf]) -> Result<Vec<(PathBuf, Format)>> {
     let mut files = Vec::new();
     for p in paths {
         if p.is_dir() {
-            let mut found: Vec<PathBuf> = walk(p)?;
+            let mut found: Vec<PathBuf> = walk(p, p)?;
             found.sort();
             files.extend(found);
         } else if p.is_file() {
@@ -93,33 +106,36 @@ fn transcripts(paths: &[PathBuf]) -> Result<Vec<(PathBuf, Format)>> {
     Ok(out)
 }
 
-fn walk(dir: &Path) -> Result<Vec<PathBuf>> {
+/// The files under `dir` (a folder under `root`, the folder given) that a replayed format
+/// reads, as its descriptor says.
+fn walk(root: &Path, dir: &Path) -> Result<Vec<PathBuf>> {
     let mut out = Vec::new();
     for entry in std::fs::read_dir(dir).context(|| format!("reading {}", dir.display()))? {
         let path = entry
             .context(|| format!("reading {}", dir.display()))?
             .path();
         if path.is_dir() {
-            out.extend(walk(&path)?);
-        } else if path.extension().is_some_and(|e| e == "jsonl") {
-            out.push(path);
+            out.extend(walk(root, &path)?);
+        } else {
+            let rel = path.strip_prefix(root).unwrap_or(&path);
+            if REPLAYED.iter().any(|f| f.reads(rel)) {
+                out.push(path);
+            }
         }
     }
     Ok(out)
 }
 
-/// Codex rollouts put each record under `payload` (or open with a `session_meta` or a
-/// bare header); Claude Code lines carry `sessionId` or `uuid`.
+/// The replayed format the first lines of a transcript say ([`SIGNS`]).
 fn format_of(text: &str) -> Option<Format> {
     for line in text.lines().take(20) {
         let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else {
             continue;
         };
-        if v.get("payload").is_some() || v.get("record_type").is_some() {
-            return Some(Format::Codex);
-        }
-        if v.get("sessionId").is_some() || v.get("uuid").is_some() {
-            return Some(Format::ClaudeCode);
+        for (format, keys) in SIGNS {
+            if keys.iter().any(|k| v.get(k).is_some()) {
+                return Some(format);
+            }
         }
     }
     None
@@ -165,31 +181,69 @@ pub fn run_sessions(paths: &[PathBuf], opts: &super::Options) -> Result<Sessions
         }
         None => scratch.path().join("repo"),
     };
-    crate::edges::repo::create(&dir)?;
+    let feeds = scratch.path().join("feeds");
+    replay_repo(&dir, &feeds, opts)?;
+    let (days, cycles) = replay(&dir, &feeds, &files)?;
+    let today = days.last().copied().unwrap_or_default();
+    let Kept {
+        events,
+        facts,
+        episodes,
+        cards,
+    } = read_back(&dir, today)?;
+    let kept = facts.iter().chain(&episodes);
+    let not_verbatim = kept.clone().filter(|l| !l.verbatim).count();
+    let without_owner = kept.filter(|l| l.owner_statements == 0).count();
+    Ok(SessionsReport {
+        files: files.iter().map(|(f, _)| f.display().to_string()).collect(),
+        days: days.len(),
+        cycles,
+        events,
+        facts,
+        episodes,
+        cards,
+        not_verbatim,
+        without_owner,
+        repo: opts.keep.as_ref().map(|d| d.display().to_string()),
+    })
+}
+
+/// The replay repository at `dir`: created, with `opts.config`'s keys when given, and the
+/// sources a user's `dream hooks install` would add, pointing at the replay's growing
+/// copies under `feeds`.
+fn replay_repo(dir: &Path, feeds: &Path, opts: &super::Options) -> Result<()> {
+    crate::edges::repo::create(dir)?;
     if let Some(p) = &opts.config {
         let t = std::fs::read_to_string(p).context(|| format!("reading {}", p.display()))?;
         Config::parse(&t, &p.display().to_string(), &Default::default())?;
         write_atomic(&dir.join(dream_core::schema::settings::FILE), t.as_bytes())?;
     }
-    // The sources a user's `dream hooks install` would add, pointing at the replay's
-    // growing copies.
-    let feeds = scratch.path().join("feeds");
     let mut toml = std::fs::read_to_string(dir.join(dream_core::schema::settings::FILE))
         .context(|| "reading dream.toml".into())?;
-    for format in [Format::ClaudeCode, Format::Codex] {
-        let folder = feeds.join(format.as_str());
+    for format in REPLAYED {
+        let name = format.descriptor().name;
+        let folder = feeds.join(name);
         std::fs::create_dir_all(&folder).context(|| format!("creating {}", folder.display()))?;
         toml.push_str(&format!(
             "\n[[inbox.sources]]\nformat = \"{}\"\npath = {:?}\n",
-            format.as_str(),
+            name,
             folder.display().to_string()
         ));
     }
     write_atomic(
         &dir.join(dream_core::schema::settings::FILE),
         toml.as_bytes(),
-    )?;
-    let config = crate::config::load(&dir)?;
+    )
+}
+
+/// Play `files` forward day by day into their copies under `feeds`, one evening cycle at
+/// 23:00 of each day; returns the days and the cycles run.
+fn replay(
+    dir: &Path,
+    feeds: &Path,
+    files: &[(PathBuf, Format)],
+) -> Result<(BTreeSet<NaiveDate>, usize)> {
+    let config = crate::config::load(dir)?;
     let provider = providers::llm(&config)?;
     let embedder = providers::embedder(&config)?;
 
@@ -207,7 +261,7 @@ pub fn run_sessions(paths: &[PathBuf], opts: &super::Options) -> Result<Sessions
                 "{i:03}-{}",
                 f.file_name().unwrap_or_default().to_string_lossy()
             );
-            let target = feeds.join(format.as_str()).join(name);
+            let target = feeds.join(format.descriptor().name).join(name);
             let upto = dated[i]
                 .iter()
                 .take_while(|(d, _)| d.is_none_or(|d| d <= *day))
@@ -232,7 +286,7 @@ pub fn run_sessions(paths: &[PathBuf], opts: &super::Options) -> Result<Sessions
             now,
         };
         cycle::run_cycle(
-            &dir,
+            dir,
             &config,
             provider.as_ref(),
             embedder.as_ref(),
@@ -240,26 +294,26 @@ pub fn run_sessions(paths: &[PathBuf], opts: &super::Options) -> Result<Sessions
         )?;
         cycles += 1;
     }
+    Ok((days, cycles))
+}
 
-    let today = days.last().copied().unwrap_or_default();
-    let store = Store::open(&dir)?;
+/// What a replay left in its repository.
+struct Kept {
+    /// Stored events by kind.
+    events: BTreeMap<String, usize>,
+    facts: Vec<Line>,
+    episodes: Vec<Line>,
+    cards: Vec<Line>,
+}
+
+/// What the replay left, read back on `today`: stored events by kind, and every durable
+/// fact, episode and pending card measured against the events it cites.
+fn read_back(dir: &Path, today: NaiveDate) -> Result<Kept> {
+    let store = Store::open(dir)?;
     let memory = store.load_memory(today)?;
     let (cards, _) = store.pending_cards()?;
-    let st = State::open(&dir)?;
-    let mut events = BTreeMap::new();
-    {
-        let mut stmt = st
-            .conn
-            .prepare("SELECT kind, COUNT(*) FROM events GROUP BY kind")
-            .context(|| "counting events".into())?;
-        let rows = stmt
-            .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))
-            .context(|| "counting events".into())?;
-        for r in rows {
-            let (k, n) = r.context(|| "counting events".into())?;
-            events.insert(k, n as usize);
-        }
-    }
+    let st = State::open(dir)?;
+    let events = state::events_by_kind(&st.conn)?;
     let measure = |block: &str, text: &str, ids: &[String]| -> Result<Line> {
         let cited = state::events_by_ids(&st.conn, ids)?;
         let mut kinds = BTreeMap::new();
@@ -295,20 +349,11 @@ pub fn run_sessions(paths: &[PathBuf], opts: &super::Options) -> Result<Sessions
     for c in &cards {
         card_lines.push(measure("card", &c.text, &c.supporting_event_ids)?);
     }
-    let kept = facts.iter().chain(&episodes);
-    let not_verbatim = kept.clone().filter(|l| !l.verbatim).count();
-    let without_owner = kept.filter(|l| l.owner_statements == 0).count();
-    Ok(SessionsReport {
-        files: files.iter().map(|(f, _)| f.display().to_string()).collect(),
-        days: days.len(),
-        cycles,
+    Ok(Kept {
         events,
         facts,
         episodes,
         cards: card_lines,
-        not_verbatim,
-        without_owner,
-        repo: opts.keep.as_ref().map(|d| d.display().to_string()),
     })
 }
 

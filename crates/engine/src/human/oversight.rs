@@ -26,8 +26,8 @@ use dream_core::schema::settings::Config;
 
 use crate::edges::state::{self, State};
 use crate::edges::store::{Batch, Change, Point, Store};
-use crate::edges::{crash, guard, lock};
-use crate::error::{Context, Error, Result};
+use crate::edges::{guard, lock};
+use crate::error::{Error, Result};
 use dream_core::memory::revert::{self, Files, Reverted};
 use dream_core::memory::review::{self, Applied, Choice};
 use dream_core::operations::commit::{self, Message};
@@ -745,10 +745,7 @@ fn commit_decisions(
             .collect();
         let kind = kind.to_string();
         Point::State(Box::new(move |target| {
-            let tx = st
-                .conn
-                .transaction()
-                .context(|| "starting the state transaction".into())?;
+            let tx = st.begin()?;
             for v in &add {
                 state::put_veto(&tx, v)?;
             }
@@ -764,8 +761,7 @@ fn commit_decisions(
             if let Some(t) = target {
                 state::put_applied(&tx, &t.to_string(), &kind, Utc::now())?;
             }
-            crash::point("commit the state").context(|| "committing the vetoes".into())?;
-            tx.commit().context(|| "committing the vetoes".into())
+            state::commit(tx, "committing the vetoes")
         }))
     };
     store.publish(batch, kind, point)?;
@@ -992,77 +988,19 @@ pub fn undo_cycle(
         .iter()
         .filter(|n| n.head.cycle.as_deref() == Some(cycle))
         .collect();
-    if mine.is_empty() {
-        return Err(Error::Input(format!(
-            "no commit belongs to cycle {cycle:?}; `dream log` lists the cycles (a cycle that changed nothing made no commit)"
-        )));
-    }
-    if let Some(u) = active_undo(&notes, cycle) {
-        return Err(Error::Input(format!(
-            "cycle {cycle} was already undone by {u}; to bring it back, undo that: `dream undo --cycle {u}`"
-        )));
-    }
-    let mut lines = Vec::new();
-    let mut targets = Vec::new();
-    for n in &mine {
-        match n.head.stage.as_deref() {
-            Some("manual") | Some("adopt") => lines.push(format!(
-                "kept       {}  {} (a person's own writing is never undone)",
-                n.head.short, n.head.subject
-            )),
-            _ => targets.push(*n),
-        }
-    }
-    if targets.is_empty() {
-        return Err(Error::Input(format!(
-            "cycle {cycle} only recorded a person's own edits; there is nothing of dream's to undo"
-        )));
-    }
+    let (targets, mut lines) = to_undo(&notes, &mine, cycle)?;
     let mut batch = store.batch()?;
     store.refuse_conflicts()?;
     if !dry_run {
         record_hand_edits(&store, &mut batch, &session)?;
     }
-    // Newest first, each onto the files as the later ones left them.
-    let mut changed_by: Vec<(String, Vec<String>)> = Vec::new();
-    // The context file is a view of memory: it is rewritten for the result, not reverted.
-    let view = crate::config::load(root)
-        .map(|c| c.context.file.trim().to_string())
-        .unwrap_or_default();
-    for n in &targets {
-        let mut paths = store.changed_paths(&n.head.id)?;
-        paths.retain(|p| view.is_empty() || *p != view);
-        changed_by.push((n.head.id.clone(), paths));
-    }
-    let mut paths: Vec<String> = revert::fact_paths();
-    for (_, ps) in &changed_by {
-        for p in ps {
-            if !paths.contains(p) {
-                paths.push(p.clone());
-            }
-        }
-    }
-    let mut head: Files = Files::new();
-    for p in &paths {
-        head.insert(p.clone(), store.read(p)?);
-    }
-    let original = head.clone();
     let reason = format!("cycle {cycle} undone by a person");
     let ctx = revert::Ctx {
         now,
         decision: &session,
         reason: &reason,
     };
-    let mut out = Reverted::default();
-    for (id, changed) in &changed_by {
-        let mut parent = Files::new();
-        let mut commit = Files::new();
-        for p in revert::fact_paths().iter().chain(changed.iter()) {
-            parent.insert(p.clone(), store.file_at(id, p, true)?);
-            commit.insert(p.clone(), store.file_at(id, p, false)?);
-        }
-        revert::revert_commit(&parent, &commit, changed, &mut head, &ctx, &mut out);
-    }
+    let (original, head, out) = revert_commits(root, &store, &targets, &ctx)?;
     lines.extend(out.lines.iter().cloned());
     let requeue = requeue_after_undo(&targets, &original, &head);
     for id in &requeue.unwait {
@@ -1132,6 +1070,87 @@ pub fn undo_cycle(
         )?;
     }
     Ok(report)
+}
+
+/// The commits of `cycle` (`mine`, among the recent `notes`) that an undo reverts, and a
+/// line for each it keeps: a person's own writing is never undone. An error when the cycle
+/// made no commit, was undone already, or only recorded a person's edits.
+fn to_undo<'a>(
+    notes: &[audit::CommitNote],
+    mine: &[&'a audit::CommitNote],
+    cycle: &str,
+) -> Result<(Vec<&'a audit::CommitNote>, Vec<String>)> {
+    if mine.is_empty() {
+        return Err(Error::Input(format!(
+            "no commit belongs to cycle {cycle:?}; `dream log` lists the cycles (a cycle that changed nothing made no commit)"
+        )));
+    }
+    if let Some(u) = active_undo(notes, cycle) {
+        return Err(Error::Input(format!(
+            "cycle {cycle} was already undone by {u}; to bring it back, undo that: `dream undo --cycle {u}`"
+        )));
+    }
+    let mut lines = Vec::new();
+    let mut targets = Vec::new();
+    for n in mine {
+        match n.head.stage.as_deref() {
+            Some("manual") | Some("adopt") => lines.push(format!(
+                "kept       {}  {} (a person's own writing is never undone)",
+                n.head.short, n.head.subject
+            )),
+            _ => targets.push(*n),
+        }
+    }
+    if targets.is_empty() {
+        return Err(Error::Input(format!(
+            "cycle {cycle} only recorded a person's own edits; there is nothing of dream's to undo"
+        )));
+    }
+    Ok((targets, lines))
+}
+
+/// Revert `targets`, newest first, each onto the files as the later ones left them: the
+/// files as they stand (`original`), as the revert leaves them, and what it did.
+fn revert_commits(
+    root: &Path,
+    store: &Store,
+    targets: &[&audit::CommitNote],
+    ctx: &revert::Ctx<'_>,
+) -> Result<(Files, Files, Reverted)> {
+    let mut changed_by: Vec<(String, Vec<String>)> = Vec::new();
+    // The context file is a view of memory: it is rewritten for the result, not reverted.
+    let view = crate::config::load(root)
+        .map(|c| c.context.file.trim().to_string())
+        .unwrap_or_default();
+    for n in targets {
+        let mut paths = store.changed_paths(&n.head.id)?;
+        paths.retain(|p| view.is_empty() || *p != view);
+        changed_by.push((n.head.id.clone(), paths));
+    }
+    let mut paths: Vec<String> = revert::fact_paths();
+    for (_, ps) in &changed_by {
+        for p in ps {
+            if !paths.contains(p) {
+                paths.push(p.clone());
+            }
+        }
+    }
+    let mut head: Files = Files::new();
+    for p in &paths {
+        head.insert(p.clone(), store.read(p)?);
+    }
+    let original = head.clone();
+    let mut out = Reverted::default();
+    for (id, changed) in &changed_by {
+        let mut parent = Files::new();
+        let mut commit = Files::new();
+        for p in revert::fact_paths().iter().chain(changed.iter()) {
+            parent.insert(p.clone(), store.file_at(id, p, true)?);
+            commit.insert(p.clone(), store.file_at(id, p, false)?);
+        }
+        revert::revert_commit(&parent, &commit, changed, &mut head, ctx, &mut out);
+    }
+    Ok((original, head, out))
 }
 
 /// What undoing `targets` does to the cards waiting for room in the review queue, from

@@ -33,28 +33,12 @@ pub struct Rebuilt {
     pub inbox_files: usize,
 }
 
-/// What is wrong with the state database at `path`, `None` when it checks as sound.
-pub fn damage(path: &Path) -> Option<String> {
-    let conn = match rusqlite::Connection::open_with_flags(
-        path,
-        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
-    ) {
-        Ok(c) => c,
-        Err(e) => return Some(e.to_string()),
-    };
-    match conn.query_row("PRAGMA quick_check", [], |r| r.get::<_, String>(0)) {
-        Ok(s) if s == "ok" => None,
-        Ok(s) => Some(s),
-        Err(e) => Some(e.to_string()),
-    }
-}
-
 pub fn rebuild(root: &Path, config: &Config, now: DateTime<Utc>, force: bool) -> Result<Rebuilt> {
     let _lock = lock::acquire(root, true, now)?;
     let db = state::path(root);
     let mut out = Rebuilt::default();
     if db.exists() {
-        out.damage = damage(&db);
+        out.damage = state::damage(&db);
         if out.damage.is_none() && !force {
             return Err(Error::Usage(format!(
                 "{} opens and checks as sound; nothing to rebuild (use --force to rebuild it anyway)",
@@ -114,10 +98,7 @@ fn swap_in(
 ) -> Result<()> {
     {
         let mut st = State::open_at(tmp)?;
-        let tx = st
-            .conn
-            .transaction()
-            .context(|| "starting the state transaction".into())?;
+        let tx = st.begin()?;
         for v in vetoes {
             if v.kind == "rejected" {
                 out.rejected += 1;
@@ -126,13 +107,8 @@ fn swap_in(
             }
             state::put_veto(&tx, v)?;
         }
-        crate::edges::crash::point("commit the state")
-            .context(|| "writing the new state database".into())?;
-        tx.commit()
-            .context(|| "writing the new state database".into())?;
-        st.conn
-            .execute_batch("PRAGMA wal_checkpoint(TRUNCATE);")
-            .context(|| "writing the new state database".into())?;
+        state::commit(tx, "writing the new state database")?;
+        state::checkpoint(&st.conn, "writing the new state database")?;
     }
     let file = std::fs::File::open(tmp).context(|| format!("opening {}", tmp.display()))?;
     crate::edges::crash::sync_file(&file, tmp).context(|| format!("flushing {}", tmp.display()))?;

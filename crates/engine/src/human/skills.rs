@@ -151,6 +151,61 @@ fn check_install_target(
     Ok(())
 }
 
+/// `dream skills promote NAME` of a skill already active: nothing to commit; its copy in
+/// `install_dir` (when one is configured) is written again.
+fn reinstall(
+    root: &Path,
+    name: &str,
+    active: &str,
+    active_file: String,
+    install_dir: Option<PathBuf>,
+) -> Result<Decided> {
+    let files = files_under(root, active)?;
+    let mut d = Decided {
+        name: name.into(),
+        from: "active".into(),
+        path: active_file,
+        commit: None,
+        installed: None,
+        notes: vec![format!("{name} is already active")],
+    };
+    if let Some(dir) = install_dir {
+        check_install_target(&files, active, &dir, name).or_else(|_| {
+            d.notes.push(format!(
+                "replacing the copy in {}",
+                dir.join(name).display()
+            ));
+            Ok::<(), Error>(())
+        })?;
+        d.installed = Some(install(&files, active, &dir, name)?);
+    }
+    Ok(d)
+}
+
+/// The files of the skill `promote` makes active, the folder they are in, and the proposal
+/// card they come from: the draft folder's, else a pending proposal's document.
+fn to_promote(
+    root: &Path,
+    name: &str,
+    draft: &str,
+) -> Result<(Vec<(String, String)>, String, Option<SkillCard>)> {
+    if root.join(draft).join(SKILL_FILE).is_file() {
+        return Ok((files_under(root, draft)?, draft.to_string(), None));
+    }
+    let card = proposals(root)?
+        .0
+        .into_iter()
+        .find(|c| c.name == name && c.decision.is_none());
+    match card {
+        Some(c) => Ok((
+            vec![(format!("{draft}/{SKILL_FILE}"), c.document.clone())],
+            draft.to_string(),
+            Some(c),
+        )),
+        None => Err(not_found(root, name, "promote")),
+    }
+}
+
 /// `dream skills promote NAME`.
 pub fn promote(root: &Path, config: &Config, name: &str, now: DateTime<Utc>) -> Result<Decided> {
     check(name)?;
@@ -167,44 +222,9 @@ pub fn promote(root: &Path, config: &Config, name: &str, now: DateTime<Utc>) -> 
     let active_file = format!("{active}/{SKILL_FILE}");
 
     if root.join(&active_file).is_file() {
-        let files = files_under(root, &active)?;
-        let mut d = Decided {
-            name: name.into(),
-            from: "active".into(),
-            path: active_file,
-            commit: None,
-            installed: None,
-            notes: vec![format!("{name} is already active")],
-        };
-        if let Some(dir) = install_dir {
-            check_install_target(&files, &active, &dir, name).or_else(|_| {
-                d.notes.push(format!(
-                    "replacing the copy in {}",
-                    dir.join(name).display()
-                ));
-                Ok::<(), Error>(())
-            })?;
-            d.installed = Some(install(&files, &active, &dir, name)?);
-        }
-        return Ok(d);
+        return reinstall(root, name, &active, active_file, install_dir);
     }
-
-    let (files, from, card) = if root.join(&draft).join(SKILL_FILE).is_file() {
-        (files_under(root, &draft)?, draft.clone(), None)
-    } else {
-        let card = proposals(root)?
-            .0
-            .into_iter()
-            .find(|c| c.name == name && c.decision.is_none());
-        match card {
-            Some(c) => (
-                vec![(format!("{draft}/{SKILL_FILE}"), c.document.clone())],
-                draft.clone(),
-                Some(c),
-            ),
-            None => return Err(not_found(root, name, "promote")),
-        }
-    };
+    let (files, from, card) = to_promote(root, name, &draft)?;
     let doc = files
         .iter()
         .find(|(rel, _)| *rel == format!("{from}/{SKILL_FILE}"))

@@ -186,12 +186,9 @@ fn read_state(
     config: &Config,
     now: DateTime<Utc>,
 ) -> Result<()> {
-    s.events_stored = state::count(&st.conn, "SELECT COUNT(*) FROM events")?;
-    s.events_unreflected = state::count(
-        &st.conn,
-        "SELECT COUNT(*) FROM events WHERE reflected_cycle IS NULL",
-    )?;
-    s.quarantined = state::count(&st.conn, "SELECT COUNT(*) FROM quarantine")?;
+    s.events_stored = state::events_stored(&st.conn)?;
+    s.events_unreflected = state::events_unreflected(&st.conn)?;
+    s.quarantined = state::quarantined_count(&st.conn)?;
     s.recent_quarantine = state::quarantined(&st.conn, RECENT)?;
     s.vector_cache = state::vector_cache(&st.conn)?
         .into_iter()

@@ -17,7 +17,7 @@ use chrono::{DateTime, NaiveDate, Utc};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::edges::state::{self, State};
+use crate::edges::state::{self, Connection, State};
 use crate::edges::store::Store;
 use crate::error::{Error, Result};
 use crate::human::oversight::{self, HISTORY_LIMIT};
@@ -270,7 +270,7 @@ fn cards_of(store: &Store, stem: &str, facts: &[FactInfo]) -> Result<Vec<Card>> 
 /// Every cycle's record of the candidate with this stem and of the candidates that
 /// targeted one of the facts or cards, each (candidate, cycle) once, by cycle.
 fn candidates_of(
-    conn: &rusqlite::Connection,
+    conn: &Connection,
     stem: &str,
     facts: &[FactInfo],
     cards: &[Card],
@@ -303,12 +303,12 @@ fn candidates_of(
 /// The vetoes of the facts, of the candidates behind the cards, or of this stem (none in a
 /// state database older than the vetoes).
 fn vetoes_of(
-    conn: &rusqlite::Connection,
+    conn: &Connection,
     stem: &str,
     facts: &[FactInfo],
     cards: &[Card],
 ) -> Result<Vec<Veto>> {
-    if !has_vetoes(conn) {
+    if !state::has_vetoes(conn) {
         return Ok(Vec::new());
     }
     let ids: HashSet<String> = facts
@@ -344,7 +344,7 @@ fn supporting_ids(ex: &Explanation) -> Vec<String> {
 /// each and whether it was recalled, for the re-measure (the gates measured the whole
 /// text, not the excerpt shown).
 fn stored_events(
-    conn: &rusqlite::Connection,
+    conn: &Connection,
     ids: &[String],
     events: &mut Vec<EventInfo>,
 ) -> Result<HashMap<String, (String, bool)>> {
@@ -431,7 +431,7 @@ fn remeasure(
 }
 
 /// The recall quiz's questions about the facts (at most 10 each), newest first.
-fn quiz_of(conn: &rusqlite::Connection, facts: &[FactInfo]) -> Result<Vec<QuizInfo>> {
+fn quiz_of(conn: &Connection, facts: &[FactInfo]) -> Result<Vec<QuizInfo>> {
     let ids: BTreeSet<&str> = facts.iter().map(|f| f.id.as_str()).collect();
     let mut quiz = Vec::new();
     for id in ids {
@@ -497,16 +497,6 @@ fn mentions(text: &str, id: &str) -> bool {
 fn base_of(id: &str) -> &str {
     let s = review::stem(id);
     s.split('-').next().unwrap_or(s)
-}
-
-fn has_vetoes(conn: &rusqlite::Connection) -> bool {
-    conn.query_row(
-        "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'vetoes'",
-        [],
-        |r| r.get::<_, i64>(0),
-    )
-    .map(|n| n > 0)
-    .unwrap_or(false)
 }
 
 /// The audit trail, newest cycle first: commits grouped by cycle, plus the cycles that

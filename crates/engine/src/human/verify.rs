@@ -498,15 +498,7 @@ impl Auditor {
                 continue;
             };
             let events = state::events_by_ids(&st.conn, &fact.support)?;
-            let owners: Vec<&str> = events
-                .iter()
-                .filter(|s| {
-                    dream_core::sources::turn::owner_statement(
-                        s.event.trust,
-                        &s.event.kind,
-                        s.event.recalled,
-                    )
-                })
+            let owners: Vec<&str> = owner_statements(&events)
                 .map(|s| s.event.text.as_str())
                 .collect();
             let scorer = crate::providers::salience::scorer();
@@ -1484,17 +1476,10 @@ fn durable_rule(
         return Vec::new();
     }
     // The gates count the owner's statements only; so does this.
-    let owner = |s: &&state::Stored| {
-        dream_core::sources::turn::owner_statement(s.event.trust, &s.event.kind, s.event.recalled)
-    };
-    let support: BTreeSet<&str> = events
-        .iter()
-        .filter(owner)
+    let support: BTreeSet<&str> = owner_statements(events)
         .map(|s| s.event.id.as_str())
         .collect();
-    let days: BTreeSet<NaiveDate> = events
-        .iter()
-        .filter(owner)
+    let days: BTreeSet<NaiveDate> = owner_statements(events)
         .map(|s| s.event.ts.date_naive())
         .collect();
     if support.len() < p.min_support || days.len() < p.min_days {
@@ -1513,12 +1498,15 @@ fn durable_rule(
     }
 }
 
-fn trace(
-    f: &Fact,
-    block: Block,
-    conn: &rusqlite::Connection,
-    config: &Config,
-) -> Result<Vec<String>> {
+/// The owner's own statements among `events` (`turn::owner_statement`): what the gates
+/// count and trace a cycle's fact to, and so what `verify` counts and traces it to.
+fn owner_statements(events: &[state::Stored]) -> impl Iterator<Item = &state::Stored> {
+    events.iter().filter(|s| {
+        dream_core::sources::turn::owner_statement(s.event.trust, &s.event.kind, s.event.recalled)
+    })
+}
+
+fn trace(f: &Fact, block: Block, conn: &state::Connection, config: &Config) -> Result<Vec<String>> {
     let mut found = Vec::new();
     if f.support.is_empty() {
         found.push(format!(
@@ -1547,16 +1535,7 @@ fn trace(
     // it: a sentence of a tool's output is not the owner's because an owner's message is
     // cited beside it. What a person wrote or accepted is traced to everything it cites.
     let by_cycle = matches!(f.origin, Origin::Auto | Origin::Pass);
-    let owners: Vec<&state::Stored> = events
-        .iter()
-        .filter(|s| {
-            dream_core::sources::turn::owner_statement(
-                s.event.trust,
-                &s.event.kind,
-                s.event.recalled,
-            )
-        })
-        .collect();
+    let owners: Vec<&state::Stored> = owner_statements(&events).collect();
     if by_cycle && owners.is_empty() {
         found.push(format!(
             "{} (by={}) rests on no statement of the owner's: agent messages, tool output, pastes and harness text never establish a fact",

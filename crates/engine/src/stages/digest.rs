@@ -19,9 +19,8 @@
 use std::path::Path;
 
 use chrono::Duration;
-use rusqlite::Connection;
 
-use crate::edges::state;
+use crate::edges::state::{self, Connection};
 use crate::edges::store::Change;
 use crate::error::Result;
 use crate::stages::{Ctx, Work};

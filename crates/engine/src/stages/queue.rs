@@ -16,9 +16,8 @@
 use std::collections::{BTreeMap, HashSet};
 
 use chrono::NaiveDate;
-use rusqlite::Connection;
 
-use crate::edges::state;
+use crate::edges::state::{self, Connection};
 use crate::edges::store::{Change, Store};
 use crate::error::Result;
 use crate::stages::{Ctx, Work};

@@ -5,24 +5,25 @@
 //! last commit held it against memory as the cycle will commit it, this cycle's archive
 //! entries, the facts it reinforced, and the mutation behind each change (the passes'
 //! accepted and engine mutations, hand edits), plus a standing sample of protected and
-//! most-used facts. They are asked through the agents' read path (`agents::quiz`), so a
-//! merge that dropped a name or a forget pass that archived a fact still asked for shows
-//! up as a failing question naming the fact and the mutation. The score goes into the
-//! report, the state's `quiz` table, and the `Dream-Quiz:` trailer of the cycle's last
-//! commit. A quiz that cannot run (an embedder failing) degrades; it never fails the cycle.
+//! most-used facts. They are asked through the agents' read path (`agents::quiz`; a model
+//! call goes through [`Ctx::call`], as every stage's does), so a merge that dropped a name
+//! or a forget pass that archived a fact still asked for shows up as a failing question
+//! naming the fact and the mutation. The score goes into the report, the state's `quiz`
+//! table, and the `Dream-Quiz:` trailer of the cycle's last commit. A quiz that cannot run
+//! (an embedder failing) degrades; it never fails the cycle.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Instant;
 
-use rusqlite::Connection;
-
+use dream_core::llm::budget::CallError;
+use dream_core::schema::contract::{LlmError, Reply};
 use dream_core::operations::report::Degraded;
 use dream_core::passes::gates::protection;
 use dream_core::recall::quiz::{self, Pool, Quiz};
 use dream_core::schema::{Archived, Memory};
 
-use crate::agents::quiz::{ask, Model};
-use crate::edges::state;
+use crate::agents::quiz::{ask, Caller, Model};
+use crate::edges::state::{self, Connection};
 use crate::error::Result;
 use crate::stages::{Ctx, Work};
 
@@ -119,7 +120,7 @@ fn quiz_of(ctx: &Ctx<'_>, tx: &Connection, work: &Work, start: &Start<'_>) -> Re
     });
     let model = (cfg.model && !ctx.llm.offline()).then_some(Model {
         llm: ctx.llm,
-        budget: &ctx.budget,
+        calls: ctx,
     });
     // Offline means offline: with an embedding server configured, the cycle's quiz ranks
     // with the builtin embedder instead of sending every fact to the server each evening
@@ -141,6 +142,19 @@ fn quiz_of(ctx: &Ctx<'_>, tx: &Connection, work: &Work, start: &Start<'_>) -> Re
     )?;
     let failed = asked.model_failed.clone();
     Ok((asked, failed))
+}
+
+/// The cycle's quiz calls the model as every stage does: through [`Ctx::call`], so no call
+/// starts once an earlier call of the cycle found the server unavailable.
+impl Caller for Ctx<'_> {
+    fn call(
+        &self,
+        stage: &str,
+        estimate: u64,
+        send: &dyn Fn() -> std::result::Result<Reply<serde_json::Value>, LlmError>,
+    ) -> std::result::Result<Reply<serde_json::Value>, CallError> {
+        Ctx::call(self, stage, estimate, send)
+    }
 }
 
 /// Memory as the quiz's questions see it before the cycle: as the person left it (their

@@ -17,9 +17,7 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use rusqlite::Connection;
-
-use crate::edges::state::{self, Stored};
+use crate::edges::state::{self, Connection, Stored};
 use crate::error::Result;
 use dream_core::llm::plan;
 use dream_core::llm::Llm;

@@ -6,12 +6,10 @@
 
 use std::collections::BTreeSet;
 
-use rusqlite::Connection;
-
 use dream_core::recall::scope;
 use dream_core::schema::Memory;
 
-use crate::edges::state;
+use crate::edges::state::{self, Connection};
 use crate::error::Result;
 
 /// Set the scope of every fact whose support differs from `before`'s (new facts too);

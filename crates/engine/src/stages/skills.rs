@@ -23,10 +23,9 @@ pub use dream_core::skills::{Covered, SkillDecision, SkillsReport, Status};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use rusqlite::Connection;
 use serde::Serialize;
 
-use crate::edges::state;
+use crate::edges::state::{self, Connection};
 use crate::edges::store::Change;
 use crate::error::{Context, Result};
 use crate::stages::{parallel_map, Ctx, Work};

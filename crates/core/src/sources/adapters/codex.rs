@@ -422,17 +422,9 @@ fn assistant_message(
     ctx: &FileCtx,
     counts: &mut Counts,
 ) -> Vec<Draft> {
-    let text = content_texts(p.get("content"), counts)
-        .into_iter()
-        .map(|(_, t)| t)
-        .collect::<Vec<_>>()
-        .join("\n");
-    if text.trim().is_empty() {
-        counts.skip("message:empty");
+    let Some((mut d, cut)) = joined_message(p, ts, ids, ctx, counts, "assistant") else {
         return Vec::new();
-    }
-    let (t, cut) = clean_text(text.trim(), MESSAGE_MAX);
-    let mut d = draft(ctx, ts, ids, "message", t, "assistant", Trust::Agent);
+    };
     if let Some(m) = &ctx.model {
         d.meta.insert("model".into(), Value::String(m.clone()));
     }
@@ -450,6 +442,27 @@ fn agent_message(
     ctx: &FileCtx,
     counts: &mut Counts,
 ) -> Vec<Draft> {
+    let Some((mut d, _)) = joined_message(p, ts, ids, ctx, counts, "agent") else {
+        return Vec::new();
+    };
+    for k in ["author", "recipient"] {
+        if let Some(v) = str_of(p, k) {
+            d.meta.insert(k.into(), Value::String(cap(v, 200).0));
+        }
+    }
+    vec![d]
+}
+
+/// A message of `actor`'s: its content's text parts joined into one event, and the length
+/// it was cut from when it was cut; `None` (counted as skipped) when it says nothing.
+fn joined_message(
+    p: &Value,
+    ts: Result<String, String>,
+    ids: Vec<String>,
+    ctx: &FileCtx,
+    counts: &mut Counts,
+    actor: &'static str,
+) -> Option<(Draft, Option<u64>)> {
     let text = content_texts(p.get("content"), counts)
         .into_iter()
         .map(|(_, t)| t)
@@ -457,16 +470,10 @@ fn agent_message(
         .join("\n");
     if text.trim().is_empty() {
         counts.skip("message:empty");
-        return Vec::new();
+        return None;
     }
-    let (t, _) = clean_text(text.trim(), MESSAGE_MAX);
-    let mut d = draft(ctx, ts, ids, "message", t, "agent", Trust::Agent);
-    for k in ["author", "recipient"] {
-        if let Some(v) = str_of(p, k) {
-            d.meta.insert(k.into(), Value::String(cap(v, 200).0));
-        }
-    }
-    vec![d]
+    let (t, cut) = clean_text(text.trim(), MESSAGE_MAX);
+    Some((draft(ctx, ts, ids, "message", t, actor, Trust::Agent), cut))
 }
 
 /// A tool call of any kind, as one compact line with the tool, call id and model in meta.
