@@ -529,19 +529,15 @@ mod tests {
     }
 
     fn fact(id: &str, text: &str, cat: &str, last: &str, support: usize) -> Fact {
-        Fact {
-            id: id.into(),
-            text: text.into(),
-            category: cat.into(),
-            origin: Origin::Auto,
-            support: (0..support).map(|i| format!("ev_{i}")).collect(),
-            first_seen: day("2026-01-01"),
-            last_seen: day(last),
-            valid_from: None,
-            valid_to: None,
-            home: None,
-            extra: BTreeMap::new(),
-        }
+        Fact::new(
+            id.into(),
+            text.into(),
+            cat.into(),
+            Origin::Auto,
+            (0..support).map(|i| format!("ev_{i}")).collect(),
+            day("2026-01-01"),
+            day(last),
+        )
     }
 
     fn memory(facts: &[(Block, Fact)]) -> Memory {

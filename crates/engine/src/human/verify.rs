@@ -41,6 +41,7 @@ use crate::error::Result;
 use dream_core::schema::settings::{self, Config, Retention};
 use dream_core::schema::{self, Archived, Block, BlockFile, Fact, Memory, Origin};
 use dream_core::selection::keep;
+use dream_core::sources::event::Stored;
 use dream_core::sources::secrets;
 use dream_core::text::measures::{self, EntityKind};
 
@@ -1477,14 +1478,14 @@ fn expiry_problems(e: &Archived, day: NaiveDate, before: &Snap, after: &Snap) ->
 fn durable_rule(
     f: &Fact,
     block: Block,
-    events: &[state::Stored],
+    events: &[Stored],
     p: &dream_core::schema::settings::Promote,
 ) -> Vec<String> {
     if block == Block::Episodes || !matches!(f.origin, Origin::Auto | Origin::Pass) {
         return Vec::new();
     }
     // The gates count the owner's statements only; so does this.
-    let owner = |s: &&state::Stored| {
+    let owner = |s: &&Stored| {
         dream_core::sources::turn::owner_statement(s.event.trust, &s.event.kind, s.event.recalled)
     };
     let support: BTreeSet<&str> = events
@@ -1547,7 +1548,7 @@ fn trace(
     // it: a sentence of a tool's output is not the owner's because an owner's message is
     // cited beside it. What a person wrote or accepted is traced to everything it cites.
     let by_cycle = matches!(f.origin, Origin::Auto | Origin::Pass);
-    let owners: Vec<&state::Stored> = events
+    let owners: Vec<&Stored> = events
         .iter()
         .filter(|s| {
             dream_core::sources::turn::owner_statement(
@@ -1564,7 +1565,7 @@ fn trace(
             f.origin.as_str()
         ));
     }
-    let basis: Vec<&state::Stored> = if by_cycle {
+    let basis: Vec<&Stored> = if by_cycle {
         owners
     } else {
         events.iter().collect()

@@ -19,7 +19,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use rusqlite::Connection;
 
-use crate::edges::state::{self, Stored};
+use crate::edges::state;
 use crate::error::Result;
 use dream_core::llm::plan;
 use dream_core::llm::Llm;
@@ -28,6 +28,7 @@ use dream_core::schema::settings::Config;
 use dream_core::schema::{self, Card, Memory};
 use dream_core::selection::gates::{self, Evidence};
 use dream_core::selection::keep;
+use dream_core::sources::event::Stored;
 
 /// One reflect call: one prompt of one or more clusters.
 pub struct Call {
