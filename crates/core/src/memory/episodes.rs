@@ -19,7 +19,7 @@
 use chrono::NaiveDate;
 
 use crate::schema::contract::EventView;
-use crate::schema::Origin;
+use crate::schema::{is_speaker_name, Origin};
 use crate::text::phrases::{not_a_fact, sentences};
 use crate::text::when;
 
@@ -34,18 +34,8 @@ pub fn worth_reflecting_once(e: &EventView) -> bool {
 /// start ("Ana: I sold my bike.") joins the day ("8 May 2023, Ana: I sold my bike.").
 pub fn text(day: NaiveDate, body: &str) -> String {
     let d = when::day(day);
-    // A speaker is a name: one to three capitalised words of letters.
-    let is_name = |s: &str| {
-        let words: Vec<&str> = s.split(' ').collect();
-        (1..=3).contains(&words.len())
-            && words.iter().all(|w| {
-                w.chars().next().is_some_and(char::is_uppercase)
-                    && w.chars()
-                        .all(|c| c.is_alphabetic() || c == '-' || c == '\'')
-            })
-    };
     match body.split_once(": ") {
-        Some((speaker, rest)) if is_name(speaker) => format!("{d}, {speaker}: {rest}"),
+        Some((speaker, rest)) if is_speaker_name(speaker) => format!("{d}, {speaker}: {rest}"),
         _ => format!("{d}: {body}"),
     }
 }
