@@ -1519,19 +1519,15 @@ fn facts_repo(dir: &Path, n: usize) -> Result<()> {
             i % 37
         );
         let last = today - Duration::days((i % 90) as i64);
-        let fact = Fact {
-            id: dream_core::schema::text_id("f", &text),
+        let fact = Fact::new(
+            dream_core::schema::text_id("f", &text),
             text,
-            category: ["knowledge", "preferences", "project", "event"][i % 4].into(),
-            origin: Origin::Auto,
-            support: (0..(i % 12 + 1)).map(|k| format!("ev_{i}_{k}")).collect(),
-            first_seen: last - Duration::days(30),
-            last_seen: last,
-            valid_from: None,
-            valid_to: None,
-            home: None,
-            extra: BTreeMap::new(),
-        };
+            ["knowledge", "preferences", "project", "event"][i % 4].into(),
+            Origin::Auto,
+            (0..(i % 12 + 1)).map(|k| format!("ev_{i}_{k}")).collect(),
+            last - Duration::days(30),
+            last,
+        );
         blocks
             .iter_mut()
             .find(|b| b.block == block)

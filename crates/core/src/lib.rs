@@ -37,3 +37,7 @@ pub mod llm;
 pub mod operations;
 pub mod passes;
 pub mod skills;
+
+// What a cycle does to memory: each candidate's route decided and applied, episodes
+// expired, the passes' mutations applied.
+pub mod consolidation;

@@ -43,6 +43,9 @@ const FLOORS: &[&[&str]] = &[
     &["recall"],
     // Report, commits, heartbeat, digest: about every stage.
     &["operations"],
+    // What a cycle does to memory, decided and applied: it uses every stage and records
+    // into the report.
+    &["consolidation"],
 ];
 
 fn floor(module: &str) -> Option<usize> {

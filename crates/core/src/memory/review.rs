@@ -15,7 +15,7 @@
 //! - **Undo** takes an active fact out to the archive (`why=undone`), puts back the fact it
 //!   had superseded, if any, and returns a [`Veto`].
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::HashSet;
 
 use chrono::{DateTime, NaiveDate, Utc};
 
@@ -130,50 +130,32 @@ pub fn decide(
                 Some(veto),
             )
         }
-        Choice::Accept { reason } => {
-            let id = apply_fact(
-                memory,
-                archive,
-                card,
-                &card.text,
-                &card.supporting_event_ids,
-                Origin::Review,
-                now.date_naive(),
-                config,
-                &mut lines,
-            );
-            (
-                "accepted",
-                reason.trim().to_string(),
-                Some(id.clone()),
-                format!(
-                    "dream: review: accepted {} as {id}: {}",
-                    card.id,
-                    excerpt(&card.text, 50)
+        Choice::Accept { reason } | Choice::Edit { reason, .. } => {
+            // The card's own words as a person accepted them, or their rewording of it.
+            let (text, support, origin, verdict, how) = match choice {
+                Choice::Edit { gated, .. } => {
+                    (&gated.text, &gated.support, Origin::Owner, "edited", "into")
+                }
+                _ => (
+                    &card.text,
+                    &card.supporting_event_ids,
+                    Origin::Review,
+                    "accepted",
+                    "as",
                 ),
-                None,
-            )
-        }
-        Choice::Edit { gated, reason } => {
+            };
+            let today = now.date_naive();
             let id = apply_fact(
-                memory,
-                archive,
-                card,
-                &gated.text,
-                &gated.support,
-                Origin::Owner,
-                now.date_naive(),
-                config,
-                &mut lines,
+                memory, archive, card, text, support, origin, today, config, &mut lines,
             );
             (
-                "edited",
+                verdict,
                 reason.trim().to_string(),
                 Some(id.clone()),
                 format!(
-                    "dream: review: edited {} into {id}: {}",
+                    "dream: review: {verdict} {} {how} {id}: {}",
                     card.id,
-                    excerpt(&gated.text, 50)
+                    excerpt(text, 50)
                 ),
                 None,
             )
@@ -251,60 +233,44 @@ fn apply_fact(
     let mut taken: Vec<String> = memory.facts().map(|(_, f)| f.id.clone()).collect();
     taken.extend(archive.facts().map(|f| f.id.clone()));
     let id = unique_id(text_id("f", text), &taken);
-    let mut fact = Fact {
-        id: id.clone(),
-        text: schema::one_line(text),
-        category: card.category.clone(),
+    let mut fact = Fact::new(
+        id.clone(),
+        schema::one_line(text),
+        card.category.clone(),
         origin,
-        support: support.to_vec(),
-        first_seen: first,
-        last_seen: last,
-        valid_from: None,
-        valid_to: None,
-        home: None,
-        extra: BTreeMap::new(),
-    };
+        support.to_vec(),
+        first,
+        last,
+    );
     let mut superseded = None;
     if let Some(old_id) = &card.supersedes {
-        match memory.remove(old_id) {
+        match memory.get(old_id).map(|(b, _)| b) {
             // An episode said again and accepted into a durable block was not wrong: it
             // graduated, and stays true for its day.
-            Some((Block::Episodes, old)) => {
+            Some(Block::Episodes) => {
+                let reason = format!("said again and accepted as {id}: {}", excerpt(text, 120));
+                let old = memory
+                    .retire(old_id, today, "graduated", reason, id.clone())
+                    .expect("an active fact");
                 superseded = Some(format!(
                     "graduated {old_id}  {:?} -- said again, now {id}",
-                    excerpt(&old.text, 100)
+                    excerpt(&old.fact.text, 100)
                 ));
-                archive_push(
-                    archive,
-                    &Archived {
-                        block: Block::Episodes,
-                        archived: today,
-                        why: "graduated".into(),
-                        reason: format!("said again and accepted as {id}: {}", excerpt(text, 120)),
-                        policy: id.clone(),
-                        fact: old,
-                    },
-                );
+                archive_push(archive, &old);
             }
-            Some((old_block, mut old)) => {
-                let start = first.max(old.first_seen);
-                old.valid_to = Some(start);
+            Some(_) => {
+                let reason = format!("superseded by {id}: {}", excerpt(text, 120));
+                let mut old = memory
+                    .retire(old_id, today, "superseded", reason, id.clone())
+                    .expect("an active fact");
+                let start = first.max(old.fact.first_seen);
+                old.fact.valid_to = Some(start);
                 fact.valid_from = Some(start);
                 superseded = Some(format!(
                     "superseded {old_id}  {:?} -- replaced by {id}, valid to {start}",
-                    excerpt(&old.text, 100)
+                    excerpt(&old.fact.text, 100)
                 ));
-                archive_push(
-                    archive,
-                    &Archived {
-                        block: old_block,
-                        archived: today,
-                        why: "superseded".into(),
-                        reason: format!("superseded by {id}: {}", excerpt(text, 120)),
-                        policy: id.clone(),
-                        fact: old,
-                    },
-                );
+                archive_push(archive, &old);
             }
             None => {
                 superseded = Some(format!(
@@ -400,12 +366,19 @@ pub fn undo_fact(
     now: DateTime<Utc>,
     decision_id: &str,
 ) -> Result<Undone, String> {
-    let (block, fact) = memory
-        .remove(fact_id)
+    let gone = memory
+        .retire(
+            fact_id,
+            now.date_naive(),
+            "undone",
+            reason.into(),
+            String::new(),
+        )
         .ok_or_else(|| format!("{fact_id} is not an active fact"))?;
+    let fact = &gone.fact;
     let mut lines = vec![format!(
         "undone     {fact_id}  [{}/{}] {}  -- {reason}",
-        block.as_str(),
+        gone.block.as_str(),
         fact.category,
         fact.text
     )];
@@ -456,17 +429,7 @@ pub fn undo_fact(
         at: now,
         decision: decision_id.into(),
     };
-    archive_push(
-        archive,
-        &Archived {
-            block,
-            archived: now.date_naive(),
-            why: "undone".into(),
-            reason: reason.into(),
-            policy: String::new(),
-            fact: fact.clone(),
-        },
-    );
+    archive_push(archive, &gone);
     Ok(Undone {
         subject: format!("dream: undo {fact_id}: {}", excerpt(&fact.text, 60)),
         lines,
@@ -498,19 +461,15 @@ mod tests {
     }
 
     fn fact(id: &str, text: &str) -> Fact {
-        Fact {
-            id: id.into(),
-            text: text.into(),
-            category: "identity".into(),
-            origin: Origin::Auto,
-            support: vec!["e1".into()],
-            first_seen: day("2026-11-01"),
-            last_seen: day("2026-11-02"),
-            valid_from: None,
-            valid_to: None,
-            home: None,
-            extra: BTreeMap::new(),
-        }
+        Fact::new(
+            id.into(),
+            text.into(),
+            "identity".into(),
+            Origin::Auto,
+            vec!["e1".into()],
+            day("2026-11-01"),
+            day("2026-11-02"),
+        )
     }
 
     fn memory_with(f: Fact) -> Memory {

@@ -844,7 +844,6 @@ impl Digest {
 mod tests {
     use super::*;
     use crate::schema::{BlockFile, Fact, Origin};
-    use std::collections::BTreeMap;
 
     fn day(s: &str) -> NaiveDate {
         s.parse().unwrap()
@@ -898,19 +897,15 @@ mod tests {
     }
 
     fn fact(id: &str, text: &str, cat: &str, first: &str) -> Fact {
-        Fact {
-            id: id.into(),
-            text: text.into(),
-            category: cat.into(),
-            origin: Origin::Auto,
-            support: vec![],
-            first_seen: day(first),
-            last_seen: day(first),
-            valid_from: None,
-            valid_to: None,
-            home: None,
-            extra: BTreeMap::new(),
-        }
+        Fact::new(
+            id.into(),
+            text.into(),
+            cat.into(),
+            Origin::Auto,
+            vec![],
+            day(first),
+            day(first),
+        )
     }
 
     fn memory(facts: Vec<Fact>) -> Memory {

@@ -957,19 +957,15 @@ mod tests {
     const TODAY: &str = "2026-11-29";
 
     fn fact(id: &str, text: &str, category: &str, last: &str) -> Fact {
-        Fact {
-            id: id.into(),
-            text: text.into(),
-            category: category.into(),
-            origin: Origin::Auto,
-            support: vec![format!("ev_{id}")],
-            first_seen: day(last),
-            last_seen: day(last),
-            valid_from: None,
-            valid_to: None,
-            home: None,
-            extra: BTreeMap::new(),
-        }
+        Fact::new(
+            id.into(),
+            text.into(),
+            category.into(),
+            Origin::Auto,
+            vec![format!("ev_{id}")],
+            day(last),
+            day(last),
+        )
     }
 
     fn memory(rows: &[(Block, Fact)]) -> Memory {

@@ -154,23 +154,18 @@ mod tests {
     use super::*;
     use crate::schema::Origin;
     use chrono::NaiveDate;
-    use std::collections::BTreeMap;
 
     fn fact(id: &str, category: &str, text: &str) -> Fact {
         let d = NaiveDate::from_ymd_opt(2026, 11, 1).unwrap();
-        Fact {
-            id: id.into(),
-            text: text.into(),
-            category: category.into(),
-            origin: Origin::Auto,
-            support: vec![],
-            first_seen: d,
-            last_seen: d,
-            valid_from: None,
-            valid_to: None,
-            home: None,
-            extra: BTreeMap::new(),
-        }
+        Fact::new(
+            id.into(),
+            text.into(),
+            category.into(),
+            Origin::Auto,
+            vec![],
+            d,
+            d,
+        )
     }
 
     #[test]

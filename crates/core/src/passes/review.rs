@@ -109,19 +109,15 @@ mod tests {
 
     fn fact(id: &str, text: &str) -> Fact {
         let day = chrono::NaiveDate::from_ymd_opt(2026, 3, 1).unwrap();
-        Fact {
-            id: id.into(),
-            text: text.into(),
-            category: "knowledge".into(),
-            origin: Origin::Auto,
-            support: Vec::new(),
-            first_seen: day,
-            last_seen: day,
-            valid_from: None,
-            valid_to: None,
-            home: None,
-            extra: Default::default(),
-        }
+        Fact::new(
+            id.into(),
+            text.into(),
+            "knowledge".into(),
+            Origin::Auto,
+            Vec::new(),
+            day,
+            day,
+        )
     }
 
     fn memory(facts: &[(Block, Fact)]) -> Memory {

@@ -33,7 +33,7 @@ use serde::Serialize;
 use crate::llm::budget::estimate_tokens;
 use crate::passes::gates::salience;
 use crate::schema::settings::Retention;
-use crate::schema::{Block, Fact, Memory, MAX_CITED};
+use crate::schema::{is_speaker_name, Block, Fact, Memory, MAX_CITED};
 use crate::text::measures;
 
 // The marker lives with events, which are stored as recalled when they carry it.
@@ -109,7 +109,7 @@ pub fn vector_text(text: &str) -> std::borrow::Cow<'_, str> {
     });
     let body = crate::schema::episode_body(text);
     let body = match body.split_once(": ") {
-        Some((speaker, rest)) if is_speaker(speaker) => rest,
+        Some((speaker, rest)) if is_speaker_name(speaker) => rest,
         _ => body,
     };
     let said = BRACKETED_DAY.replace_all(body, "");
@@ -117,17 +117,6 @@ pub fn vector_text(text: &str) -> std::borrow::Cow<'_, str> {
         return std::borrow::Cow::Borrowed(text);
     }
     said
-}
-
-/// A speaker's name as episodes write it: one to three capitalised words of letters.
-fn is_speaker(s: &str) -> bool {
-    let words: Vec<&str> = s.split(' ').collect();
-    (1..=3).contains(&words.len())
-        && words.iter().all(|w| {
-            w.chars().next().is_some_and(char::is_uppercase)
-                && w.chars()
-                    .all(|c| c.is_alphabetic() || c == '-' || c == '\'')
-        })
 }
 
 /// What waits for the person, for the closing line.
@@ -529,19 +518,15 @@ mod tests {
     }
 
     fn fact(id: &str, text: &str, cat: &str, last: &str, support: usize) -> Fact {
-        Fact {
-            id: id.into(),
-            text: text.into(),
-            category: cat.into(),
-            origin: Origin::Auto,
-            support: (0..support).map(|i| format!("ev_{i}")).collect(),
-            first_seen: day("2026-01-01"),
-            last_seen: day(last),
-            valid_from: None,
-            valid_to: None,
-            home: None,
-            extra: BTreeMap::new(),
-        }
+        Fact::new(
+            id.into(),
+            text.into(),
+            cat.into(),
+            Origin::Auto,
+            (0..support).map(|i| format!("ev_{i}")).collect(),
+            day("2026-01-01"),
+            day(last),
+        )
     }
 
     fn memory(facts: &[(Block, Fact)]) -> Memory {

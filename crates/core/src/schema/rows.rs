@@ -12,7 +12,7 @@
 //! This module parses and renders; it never touches the disk (the engine's `store` does).
 //! Review cards are `cards`; the wording of one line is `wording`.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use chrono::NaiveDate;
 use serde::{Deserialize, Serialize};
@@ -254,6 +254,33 @@ const KNOWN_KEYS: &[&str] = &[
 ];
 
 impl Fact {
+    /// A new fact: the one way a cycle, a pass, a person's decision or a test makes one.
+    /// It has no validity interval, no durable block to move to and no unknown keys; a
+    /// caller that needs them sets them on the value returned.
+    pub fn new(
+        id: String,
+        text: String,
+        category: String,
+        origin: Origin,
+        support: Vec<String>,
+        first_seen: NaiveDate,
+        last_seen: NaiveDate,
+    ) -> Fact {
+        Fact {
+            id,
+            text,
+            category,
+            origin,
+            support,
+            first_seen,
+            last_seen,
+            valid_from: None,
+            valid_to: None,
+            home: None,
+            extra: BTreeMap::new(),
+        }
+    }
+
     /// The fact as one Markdown list item with its metadata comment.
     pub fn render(&self) -> String {
         if self.id.is_empty() {
@@ -494,6 +521,28 @@ impl Memory {
         None
     }
 
+    /// Take an active fact out of memory as an archive entry (`why`, in a sentence `reason`,
+    /// the verified `policy` or the fact that replaced it): the one way a fact leaves
+    /// memory. `None` when no active fact has the id.
+    pub fn retire(
+        &mut self,
+        id: &str,
+        on: NaiveDate,
+        why: &str,
+        reason: String,
+        policy: String,
+    ) -> Option<Archived> {
+        let (block, fact) = self.remove(id)?;
+        Some(Archived {
+            fact,
+            block,
+            archived: on,
+            why: why.into(),
+            reason,
+            policy,
+        })
+    }
+
     pub fn len(&self) -> usize {
         self.facts().count()
     }
@@ -705,6 +754,36 @@ pub fn archive_header() -> String {
         .to_string()
 }
 
+/// The archive file as a cycle will commit it, and the ids it holds: entries are appended
+/// as whole lines, every other byte of the file kept.
+#[derive(Debug, Clone)]
+pub struct Archive {
+    pub text: String,
+    pub ids: BTreeSet<String>,
+}
+
+impl Archive {
+    /// The archive whose file holds `text`.
+    pub fn of(text: String) -> Archive {
+        let ids = text
+            .lines()
+            .filter_map(Archived::parse)
+            .map(|a| a.fact.id)
+            .collect();
+        Archive { text, ids }
+    }
+
+    /// Append an entry.
+    pub fn push(&mut self, entry: Archived) {
+        if !self.text.is_empty() && !self.text.ends_with('\n') {
+            self.text.push('\n');
+        }
+        self.text.push_str(&entry.render());
+        self.text.push('\n');
+        self.ids.insert(entry.fact.id);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -714,19 +793,15 @@ mod tests {
     }
 
     fn fact() -> Fact {
-        Fact {
-            id: "f_12345678".into(),
-            text: "I live in Lisbon.".into(),
-            category: "identity".into(),
-            origin: Origin::Auto,
-            support: vec!["ev_1".into(), "ev_2".into()],
-            first_seen: day("2026-11-01"),
-            last_seen: day("2026-11-03"),
-            valid_from: None,
-            valid_to: None,
-            home: None,
-            extra: BTreeMap::new(),
-        }
+        Fact::new(
+            "f_12345678".into(),
+            "I live in Lisbon.".into(),
+            "identity".into(),
+            Origin::Auto,
+            vec!["ev_1".into(), "ev_2".into()],
+            day("2026-11-01"),
+            day("2026-11-03"),
+        )
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! The wording of a memory line: a proposed text made to fit on one fact line, an excerpt
-//! for a report or a card, an episode's text without the day it opens with, and whether a
-//! line is a verbatim span of the statements it cites.
+//! for a report or a card, an episode's text without the day it opens with, a speaker's
+//! name before what they said, and whether a line is a verbatim span of the statements it
+//! cites.
 
 static EPISODE_DAY: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
     regex::Regex::new(r"^\d{1,2} [A-Z][a-z]+ \d{4}(?:: |, )").expect("a valid pattern")
@@ -17,6 +18,20 @@ pub fn episode_body(text: &str) -> &str {
         Some(m) => &text[m.end()..],
         None => text,
     }
+}
+
+/// Whether the words before a line's first `": "` name its speaker ("Ana: I sold my
+/// bike."): one to three capitalised words of letters (a hyphen or an apostrophe inside).
+/// Episodes write a speaker so (`memory::episodes::text`), and what reads a line's words
+/// (`recall::context::vector_text`, `selection::keep::statement`) leaves one out.
+pub fn is_speaker_name(s: &str) -> bool {
+    let words: Vec<&str> = s.split(' ').collect();
+    (1..=3).contains(&words.len())
+        && words.iter().all(|w| {
+            w.chars().next().is_some_and(char::is_uppercase)
+                && w.chars()
+                    .all(|c| c.is_alphabetic() || c == '-' || c == '\'')
+        })
 }
 
 /// Whether a memory line is a verbatim span of one of `sources` (the owner's statements

@@ -29,7 +29,7 @@ use std::cmp::Ordering;
 use sha2::{Digest, Sha256};
 
 use crate::schema::GateName;
-use crate::schema::{episode_body, Card, GateResult};
+use crate::schema::{episode_body, is_speaker_name, Card, GateResult};
 use crate::selection::salience;
 use crate::text::phrases::lead_in;
 
@@ -65,8 +65,8 @@ pub fn model_id() -> String {
 }
 
 /// The words a line says, as its speaker said them: without an episode's day (`8 May
-/// 2023, `), a speaker's name before a colon (one to three capitalised words, as
-/// [`crate::memory::episodes::text`] recognises one), the days the gates wrote beside
+/// 2023, `), a speaker's name before a colon ([`is_speaker_name`], as episodes write
+/// one), the days the gates wrote beside
 /// relative dates (`yesterday [7 May 2023]`) and a lead-in (`Hey Mel,`). The salience model
 /// was trained on such statements; an added "[7 May 2023]" would count as a date and a
 /// number the person never said.
@@ -76,7 +76,7 @@ pub fn statement(line: &str) -> String {
     });
     let body = episode_body(line.trim());
     let body = match body.split_once(": ") {
-        Some((speaker, rest)) if is_name(speaker) && !rest.trim().is_empty() => rest,
+        Some((speaker, rest)) if is_speaker_name(speaker) && !rest.trim().is_empty() => rest,
         _ => body,
     };
     let body = BRACKETED.replace_all(body, "");
@@ -147,17 +147,6 @@ pub fn worth_sending(text: &str, scorer: &dyn Scorer) -> bool {
         }
     }
     !scored
-}
-
-/// One to three capitalised words of letters (a speaker's name).
-fn is_name(s: &str) -> bool {
-    let words: Vec<&str> = s.split(' ').collect();
-    (1..=3).contains(&words.len())
-        && words.iter().all(|w| {
-            w.chars().next().is_some_and(char::is_uppercase)
-                && w.chars()
-                    .all(|c| c.is_alphabetic() || c == '-' || c == '\'')
-        })
 }
 
 /// The score a statement needs to add a line: [`KEEP`], however many of the owner's

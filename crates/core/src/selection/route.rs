@@ -947,18 +947,16 @@ mod tests {
     fn a_restatement_by_meaning_reinforces_only_when_the_s6_measures_agree() {
         use crate::schema::{BlockFile, Fact, Memory, Origin};
         let day = chrono::NaiveDate::from_ymd_opt(2026, 11, 2).unwrap();
-        let fact = |id: &str, text: &str| Fact {
-            id: id.into(),
-            text: text.into(),
-            category: "identity".into(),
-            origin: Origin::Auto,
-            support: vec!["e1".into()],
-            first_seen: day,
-            last_seen: day,
-            valid_from: None,
-            valid_to: None,
-            home: None,
-            extra: Default::default(),
+        let fact = |id: &str, text: &str| {
+            Fact::new(
+                id.into(),
+                text.into(),
+                "identity".into(),
+                Origin::Auto,
+                vec!["e1".into()],
+                day,
+                day,
+            )
         };
         let mut human = BlockFile::empty(Block::Human);
         human.push(fact("f_lisbon", "I live in Lisbon with my partner."));

@@ -68,6 +68,13 @@ pub struct Event {
     pub meta: Option<Value>,
 }
 
+/// An event as stored, with whether a cycle has already reflected on it.
+#[derive(Debug, Clone)]
+pub struct Stored {
+    pub event: Event,
+    pub reflected: bool,
+}
+
 impl Event {
     /// A stable hash of everything the event says; an id seen again with a different
     /// content hash is a conflict.

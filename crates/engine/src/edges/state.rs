@@ -26,7 +26,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Context, Error, Result};
 use dream_core::skills::procedure::ProcedureRow;
-use dream_core::sources::event::{Event, Trust};
+use dream_core::sources::event::{Event, Stored, Trust};
 
 /// Forward migrations; `MIGRATIONS[n]` takes the schema from version n to n + 1.
 const MIGRATIONS: &[&str] = &[
@@ -380,13 +380,6 @@ pub fn uses(
         }
     }
     Ok(out)
-}
-
-/// An event as stored, with whether a cycle has already reflected on it.
-#[derive(Debug, Clone)]
-pub struct Stored {
-    pub event: Event,
-    pub reflected: bool,
 }
 
 const EVENT_COLUMNS: &str =

@@ -41,6 +41,7 @@ use crate::error::Result;
 use dream_core::schema::settings::{self, Config, Retention};
 use dream_core::schema::{self, Archived, Block, BlockFile, Fact, Memory, Origin};
 use dream_core::selection::keep;
+use dream_core::sources::event::Stored;
 use dream_core::sources::secrets;
 use dream_core::text::measures::{self, EntityKind};
 
@@ -1469,7 +1470,7 @@ fn expiry_problems(e: &Archived, day: NaiveDate, before: &Snap, after: &Snap) ->
 fn durable_rule(
     f: &Fact,
     block: Block,
-    events: &[state::Stored],
+    events: &[Stored],
     p: &dream_core::schema::settings::Promote,
 ) -> Vec<String> {
     if block == Block::Episodes || !matches!(f.origin, Origin::Auto | Origin::Pass) {
@@ -1543,7 +1544,7 @@ fn trace(f: &Fact, block: Block, conn: &state::Connection, config: &Config) -> R
             f.origin.as_str()
         ));
     }
-    let basis: Vec<&state::Stored> = if by_cycle {
+    let basis: Vec<&Stored> = if by_cycle {
         owners
     } else {
         events.iter().collect()

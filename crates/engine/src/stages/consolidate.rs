@@ -6,6 +6,10 @@
 //! and episodes past `episodes.retention_days` or over `episodes.max_facts` expire to the
 //! archive. The result is one [`Stage`] (the files to commit) plus candidate records in
 //! the state transaction; nothing is written to the repository here.
+//!
+//! What each candidate does to memory is the core's policy (`dream_core::consolidation`:
+//! decide, cap, apply; expiry): this stage reads the state for it (its [`Events`]), calls
+//! the model, and stores and commits what the policy returns.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::rc::Rc;
@@ -14,36 +18,33 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use chrono::{DateTime, NaiveDate, Utc};
 use rusqlite::Connection;
 
-use crate::edges::state::{self, Stored};
+use crate::edges::state;
 use crate::edges::store::Change;
 use crate::error::{Error, Result};
-use crate::stages::queue::{self, CardWrite};
-use crate::stages::{parallel_map, reflect_plan, Archive, Ctx, Work};
+use crate::stages::{load_archive, parallel_map, queue, reflect_plan, Ctx, Work};
+use dream_core::consolidation::{
+    self, decide, expiry, session_cap, CardWrite, Cycle, NotActive, Policy, Routing,
+};
 use dream_core::llm::budget::CallError;
 use dream_core::llm::plan::{self, Failure};
 use dream_core::llm::Llm;
 use dream_core::memory::episodes;
 use dream_core::operations::commit::Message;
-use dream_core::operations::report::{DecisionRow, Degraded};
+use dream_core::operations::report::Degraded;
 use dream_core::schema::contract::{
     EventView, FactView, JudgeItem, JudgeRequest, LlmErrorKind, Proposal, ReflectReply, Reply,
     Verdict,
 };
 use dream_core::schema::settings::Config;
-use dream_core::schema::{
-    self, text_id, unique_id, Archived, Block, Card, Decision, Excerpt, Fact, GateName, GateResult,
-    Memory, Origin, Stage,
-};
+use dream_core::schema::{self, text_id, Card, Memory, Stage};
 use dream_core::selection::cluster;
 use dream_core::selection::gates::{self, Evidence, Gated};
 use dream_core::selection::keep::{self, Scorer};
-use dream_core::selection::route::{self, Outcome};
-use dream_core::selection::veto;
+use dream_core::selection::route;
+use dream_core::sources::event::Stored;
 
 /// Judge items per call.
 const JUDGE_BATCH: usize = 8;
-/// Facts shown to the judge per candidate.
-const JUDGE_NEIGHBOURS: usize = 5;
 
 /// Split `proposals` into parts, each ending once its proposals showed `limit` distinct
 /// events (`cluster.route_part_events`), in the order reflect returned them (oldest new
@@ -110,7 +111,16 @@ pub fn consolidate_window(ctx: &Ctx<'_>, tx: &Connection, work: &mut Work) -> Re
     let before = work.memory.clone();
     let mut card_writes: BTreeMap<String, CardWrite> = BTreeMap::new();
     let mut lines = Vec::new();
-    let mut per_session = episodes_per_session(
+    let policy = Policy {
+        config: ctx.config,
+        today: ctx.today,
+        now: ctx.opts.now,
+        cycle_id: &ctx.cycle_id,
+        scorer,
+        local_day,
+    };
+    let mut per_session = session_cap::episodes_per_session(
+        &policy,
         &mut Events::new(tx, &gates::Sources::default()),
         &work.memory,
     )?;
@@ -153,20 +163,38 @@ pub fn consolidate_window(ctx: &Ctx<'_>, tx: &Connection, work: &mut Work) -> Re
         work.lap("judge");
 
         let mut events = Events::new(tx, &sources);
+        let mut routing = Routing {
+            vetoes: &vetoes,
+            restating: &restating,
+            texts: &mut texts,
+            per_session: &mut per_session,
+        };
         for g in &gated {
             let verdict = verdicts.get(&text_id("k", &g.text));
-            let mut decided = decide(
-                ctx,
+            let mut cycle = Cycle {
+                memory: &mut work.memory,
+                cards: &mut work.cards,
+                card_writes: &mut card_writes,
+                lines: &mut lines,
+                report: &mut work.report,
+                reinforced: &mut work.reinforced,
+            };
+            let record = consolidation::consolidate(
+                &policy,
                 &mut events,
-                work,
+                &mut cycle,
+                &mut routing,
                 g,
                 verdict,
-                &vetoes,
-                &restating,
-                &mut texts,
             )?;
-            cap_session(ctx, &mut decided, &mut per_session);
-            apply(ctx, tx, work, decided, &mut card_writes, &mut lines)?;
+            state::put_candidate(
+                tx,
+                &record.id,
+                &ctx.cycle_id,
+                record.route,
+                &record.text,
+                &record.json,
+            )?;
         }
         work.lap("route");
     }
@@ -293,99 +321,17 @@ fn gate_part(
     Ok(gated)
 }
 
-/// The session a kept line counts against (`keep::session_key`): that of its first
-/// statement of the owner's (the one its day comes from).
-fn session_of(stored: &[Rc<Stored>]) -> Option<String> {
-    let owner = |s: &&Rc<Stored>| {
-        dream_core::sources::turn::owner_statement(s.event.trust, &s.event.kind, s.event.recalled)
-    };
-    let first = stored
-        .iter()
-        .filter(owner)
-        .min_by_key(|s| s.event.ts)
-        .or_else(|| stored.iter().min_by_key(|s| s.event.ts))?;
-    let day = first.event.ts.with_timezone(&chrono::Local).date_naive();
-    Some(keep::session_key(&first.event.session_key(), day))
-}
-
-/// How many episodes each session already added (`episodes.max_per_session` counts them
-/// across cycles: a session resumed the next day does not start again): each episode a
-/// cycle kept, by the session of the event it cites first.
-fn episodes_per_session(
-    events: &mut Events<'_>,
-    memory: &Memory,
-) -> Result<HashMap<String, usize>> {
-    let firsts: Vec<String> = memory
-        .block(Block::Episodes)
-        .facts()
-        .filter(|f| episodes::governed(f.origin))
-        .filter_map(|f| f.support.first().cloned())
-        .collect();
-    let mut out = HashMap::new();
-    for s in events.by_ids(&firsts)? {
-        if let Some(key) = session_of(&[s]) {
-            *out.entry(key).or_insert(0) += 1;
-        }
-    }
-    Ok(out)
-}
-
-/// Hold a new episode to its session's cap (`episodes.max_per_session`): candidates come
-/// most salient first, so a session keeps its best and the rest are refused with why.
-fn cap_session(ctx: &Ctx<'_>, d: &mut Decided, per_session: &mut HashMap<String, usize>) {
-    if !matches!(d.outcome, Outcome::Episode { .. }) {
-        return;
-    }
-    let Some(key) = session_of(&d.stored) else {
-        return;
-    };
-    let kept = per_session.entry(key.clone()).or_insert(0);
-    let max = ctx.config.episodes.max_per_session;
-    match keep::over_cap(&key, *kept, max, d.g.salience.map(|w| w.score)) {
-        Some(reason) => {
-            if let Some(row) = d
-                .gates
-                .iter_mut()
-                .rev()
-                .find(|r| r.gate == GateName::Salience.as_str())
-            {
-                row.passed = false;
-                row.why = reason.clone();
-            }
-            d.outcome = Outcome::Refuse { reason };
-        }
-        None => *kept += 1,
-    }
-}
-
-/// Expire the episodes `episodes::expiring` names: each moves to the archive
-/// (`why=expired`) with the policy verified. Returns the archive's new text when one did.
+/// Expire the episodes `expiry::expiring` names: each moves to the archive (`why=expired`)
+/// with the policy verified. Returns the archive's new text when one did.
 fn expire(ctx: &Ctx<'_>, work: &mut Work, lines: &mut Vec<String>) -> Result<Option<String>> {
-    let due = episodes::expiring(&work.memory, ctx.today, &ctx.config.episodes);
+    let due = expiry::expiring(&work.memory, ctx.today, &ctx.config.episodes);
     if due.is_empty() {
         return Ok(None);
     }
-    let mut archive = Archive::load(ctx, work)?;
-    for e in due {
-        let Some((block, fact)) = work.memory.remove(&e.id) else {
-            continue;
-        };
-        lines.push(format!(
-            "expired    {}  {}  -- {}",
-            e.id,
-            schema::excerpt(&fact.text, 100),
-            e.reason
-        ));
-        work.report.episodes_expired += 1;
-        archive.push(Archived {
-            fact,
-            block,
-            archived: ctx.today,
-            why: "expired".into(),
-            reason: e.reason,
-            policy: e.policy,
-        });
-    }
+    let mut archive = load_archive(ctx, work)?;
+    let expired = expiry::expire(&mut work.memory, &mut archive, ctx.today, due);
+    work.report.episodes_expired += expired.len();
+    lines.extend(expired);
     let text = archive.text.clone();
     work.archive = Some(archive);
     Ok(Some(text))
@@ -936,10 +882,6 @@ fn workers(llm: &dyn Llm, config: &Config) -> usize {
     }
 }
 
-fn view_of(s: &Stored) -> EventView {
-    EventView::of(&s.event, !s.reflected)
-}
-
 /// Ask the judge about every candidate that passed the gates and has neighbours and was
 /// not judged in an earlier part of the window (`out` holds the verdicts so far), in
 /// batches. A batch that fails, or does not fit in the budget, degrades to the
@@ -963,7 +905,7 @@ fn judge(
         if out.contains_key(&id) || !seen.insert(id.clone()) {
             continue;
         }
-        let near = route::nearest_cached(memory, &g.text, JUDGE_NEIGHBOURS, restating, texts);
+        let near = route::nearest_cached(memory, &g.text, decide::NEIGHBOURS, restating, texts);
         let shown = plan::judge_neighbours(&near);
         let within = restating.vectors.map(|(w, _)| w);
         let neighbours: Vec<FactView> = near
@@ -1061,6 +1003,10 @@ impl<'t> Events<'t> {
             sources,
         }
     }
+}
+
+impl consolidation::Events for Events<'_> {
+    type Error = Error;
 
     /// The events with these ids, in the order asked; unknown ids are left out (as
     /// [`state::events_by_ids`] does). Shared, not copied: a card's whole support is asked
@@ -1084,852 +1030,24 @@ impl<'t> Events<'t> {
             .filter_map(|id| self.read.get(id.as_str()).cloned().flatten())
             .collect())
     }
-}
 
-/// What the cycle knows about one gated candidate once everything it needs is read:
-/// the route the pure `route` and `veto` functions chose, and the data applying it takes.
-struct Decided {
-    /// The candidate, merged into the pending card it restates when there is one.
-    g: Gated,
-    cand_id: String,
-    /// The pending card it restates, by position in `work.cards`.
-    matched: Option<usize>,
-    outcome: Outcome,
-    judge_text: String,
-    /// Every gate's row: the proposal's gates, then routing's.
-    gates: Vec<dream_core::schema::GateResult>,
-    /// The supporting events, and for a reinforcement that must choose which ids to cite,
-    /// the events the fact already cites.
-    stored: Vec<Rc<Stored>>,
-    older: Vec<Rc<Stored>>,
-    /// The episode this candidate's restatement moves to its durable block.
-    graduate: Option<String>,
-}
-
-/// Read what one candidate's route depends on (nearest facts, the card it restates, the
-/// person's vetoes, its events) and decide the route; nothing is changed here.
-#[allow(clippy::too_many_arguments)]
-fn decide(
-    ctx: &Ctx<'_>,
-    events: &mut Events<'_>,
-    work: &Work,
-    g: &Gated,
-    verdict: Option<&Verdict>,
-    vetoes: &[veto::Veto],
-    restating: &route::Restating<'_>,
-    texts: &mut route::Texts,
-) -> Result<Decided> {
-    let config = ctx.config;
-    let cand_id = text_id("k", &g.text);
-    let near = route::nearest_cached(&work.memory, &g.text, JUDGE_NEIGHBOURS, restating, texts);
-    let matched = if g.refused.is_none() {
-        matching_card(&work.cards, &g.text, config, texts)
-    } else {
-        None
-    };
-    let mut g = match matched {
-        Some(ci) => merge_into_card(events, &work.cards[ci], g, config)?,
-        None => g.clone(),
-    };
-    // Novelty against durable memory (S4 step 6): 1 - similarity to the nearest fact.
-    g.measures.novelty =
-        dream_core::text::measures::round3(1.0 - near.first().map_or(0.0, |n| n.similarity));
-    g.measures.nearest_fact = near.first().map(|n| n.fact_id.clone());
-    let (mut g, hit) = check_vetoes(events, g, vetoes, config)?;
-    let (mut outcome, mut judge_text, route_gates) = route::route(&g, &near, verdict, config);
-    outcome = veto::cap(outcome, hit.as_ref());
-    let mut gates = g.gates.clone();
-    gates.extend(route_gates);
-    // A restated episode whose support now meets the durable rule moves to its block:
-    // the episode's words, with the union of both supports, routed again.
-    let mut graduate = None;
-    if let Outcome::Reinforce { fact_id } = &outcome {
-        if let Some((Block::Episodes, ep)) = work.memory.get(fact_id) {
-            if let (Some(home), true) = (ep.home, episodes::governed(ep.origin)) {
-                let merged = merge_into_episode(events, ep, home, &g, config)?;
-                if let Some((merged, false)) = merged {
-                    // Said again by the owner, yet short of the durable rule: more than a
-                    // single mention is not an episode, and two statements are not enough
-                    // to skip the person. A card proposes its durable block; accepting it
-                    // retires the episode.
-                    // Salience as well as corroboration: said again below KEEP, it only
-                    // reinforces its episode.
-                    if merged.refused.is_none()
-                        && outcome_allows_card(&outcome)
-                        && merged.salience.is_none_or(|w| w.keeps())
-                    {
-                        outcome = Outcome::Queue {
-                            reason: format!(
-                                "{fact_id} said again: {} statements of the owner's on {} days, short of the durable rule (min_support {}, min_days {}); a person decides whether it belongs in {}",
-                                merged.measures.support,
-                                merged.measures.days,
-                                config.promote.min_support,
-                                config.promote.min_days,
-                                home.as_str()
-                            ),
-                            supersedes: Some(fact_id.clone()),
-                        };
-                        gates = merged.gates.clone();
-                        g = merged;
-                    }
-                } else if let Some((merged, true)) = merged {
-                    let rest: Vec<route::Near> = near
-                        .iter()
-                        .filter(|n| &n.fact_id != fact_id)
-                        .cloned()
-                        .collect();
-                    let v = verdict.cloned().map(|mut v| {
-                        v.contradicts = v.contradicts.filter(|c| c != fact_id);
-                        v.duplicate_of = v.duplicate_of.filter(|d| d != fact_id);
-                        v
-                    });
-                    let (o, j, rg) = route::route(&merged, &rest, v.as_ref(), config);
-                    if o == Outcome::Promote {
-                        graduate = Some(fact_id.clone());
-                        gates = merged.gates.clone();
-                        gates.extend(rg);
-                        g = merged;
-                        outcome = o;
-                        judge_text = j;
-                    }
-                }
-            }
-        }
+    fn sources(&self) -> &gates::Sources {
+        self.sources
     }
-    let stored = events.by_ids(&g.support)?;
-    let older = match &outcome {
-        Outcome::Reinforce { fact_id } => match work.memory.get(fact_id) {
-            Some((_, fact)) if fact.support.len() + g.support.len() > schema::MAX_CITED => {
-                let fresh: HashSet<&str> = g.support.iter().map(String::as_str).collect();
-                let older: Vec<String> = fact
-                    .support
-                    .iter()
-                    .filter(|id| !fresh.contains(id.as_str()))
-                    .cloned()
-                    .collect();
-                events.by_ids(&older)?
-            }
-            _ => Vec::new(),
-        },
-        _ => Vec::new(),
-    };
-    Ok(Decided {
-        g,
-        cand_id,
-        matched,
-        outcome,
-        judge_text,
-        gates,
-        stored,
-        older,
-        graduate,
-    })
 }
 
-/// An episode said again: its own words (without the day it starts with) as a proposal for
-/// its durable block `home`, with the union of both supports, gated again. Its confidence
-/// is the higher of the candidate's and what its independent restatements give (`1 -
-/// 0.4^k`, as the offline reflector reckons it), and whether its support and days meet the
-/// durable rule. `None` when fewer than two statements of the owner's support it (an
-/// agent's or a tool's restatement is not the owner saying it again), or, when it meets
-/// the rule, when the gates refuse it.
-fn merge_into_episode(
-    events: &mut Events<'_>,
-    ep: &Fact,
-    home: Block,
-    g: &Gated,
-    config: &Config,
-) -> Result<Option<(Gated, bool)>> {
-    let sources = events.sources;
-    let (ids, events) = union_support(events, &ep.support, &g.support)?;
-    let refs: Vec<&EventView> = events.iter().filter(|e| !e.recalled).collect();
-    let (measured, independent) = gates::support_measures(&refs);
-    if measured.support < 2 {
-        return Ok(None);
+/// Routing chose a fact that is not active: a fault of the code, reported as one.
+impl From<NotActive> for Error {
+    fn from(e: NotActive) -> Error {
+        Error::Other(e.0)
     }
-    let proposal = Proposal {
-        text: schema::episode_body(&ep.text).to_string(),
-        category: ep.category.clone(),
-        block: home.as_str().into(),
-        supporting_event_ids: ids,
-        confidence: g
-            .confidence
-            .max(dream_core::llm::offline::confidence(independent)),
-        reason: format!("{} said again ({})", ep.id, g.reason),
-    };
-    let merged = gate_merged(&proposal, &events, sources, config);
-    // Counted as the gates count: the statements that say it again, not every one cited.
-    if merged.measures.support < 2 {
-        return Ok(None);
-    }
-    let meets = merged.measures.support >= config.promote.min_support
-        && merged.measures.days >= config.promote.min_days;
-    if meets && merged.refused.is_some() {
-        return Ok(None);
-    }
-    Ok(Some((merged, meets)))
 }
 
-/// What a kept line's commit line says of its salience (`dream verify` reads it back).
-fn salience_note(worth: Option<keep::Worth>) -> String {
-    worth.map(|w| format!("; {}", w.note())).unwrap_or_default()
-}
-
-/// Whether an episode said again may become a card: not when the person vetoed it, or the
-/// restatement was refused.
-fn outcome_allows_card(outcome: &Outcome) -> bool {
-    matches!(outcome, Outcome::Reinforce { .. })
-}
-
-/// Gate a merged proposal (an episode said again, a card joined) against the union of
-/// the events both cite, as the first gating did: the owner's names traceable, each
-/// event's words from the stage's `sources`.
-fn gate_merged(
-    proposal: &Proposal,
-    events: &[EventView],
-    sources: &gates::Sources,
-    config: &Config,
-) -> Gated {
-    let none = HashSet::new();
-    gates::gate_proposal(
-        proposal,
-        &Evidence::new(events, &none)
-            .owned_by(&config.owner.names)
-            .with_sources(sources)
-            .scored_by(crate::providers::salience::scorer()),
-        config,
-    )
-}
-
-/// Apply a decided route to the in-memory facts and cards, and record it: a commit line,
-/// a report row, and the candidate's record in the state transaction.
-fn apply(
-    ctx: &Ctx<'_>,
-    tx: &Connection,
-    work: &mut Work,
-    d: Decided,
-    card_writes: &mut BTreeMap<String, CardWrite>,
-    lines: &mut Vec<String>,
-) -> Result<()> {
-    let now = ctx.opts.now;
-    let Decided {
-        g,
-        cand_id,
-        matched,
-        outcome,
-        judge_text,
-        gates: all_gates,
-        stored,
-        older,
-        graduate,
-    } = d;
-    let events = excerpts(&stored);
-    let c = Applying {
-        g: &g,
-        matched,
-        stored: &stored,
-        events: &events,
-    };
-    let (target, reason) = match &outcome {
-        Outcome::Promote if graduate.is_some() => {
-            apply_graduation(ctx, work, c, &graduate, card_writes, lines)?
-        }
-        Outcome::Episode { reason } => apply_episode(ctx, work, c, reason, card_writes, lines),
-        Outcome::Promote => apply_promotion(ctx, work, c, card_writes, lines),
-        Outcome::Queue { reason, supersedes } => {
-            let existing = matched.map(|ci| &work.cards[ci]);
-            let card = build_card(
-                &g,
-                existing,
-                reason,
-                supersedes,
-                &work.memory,
-                &judge_text,
-                all_gates.clone(),
-                events,
-                &ctx.cycle_id,
-                now,
-            );
-            let unchanged = existing.is_some_and(|old| same_card(old, &card));
-            if !unchanged {
-                card_writes.insert(card.path(), CardWrite::Pending);
-                lines.push(format!(
-                    "queued     {}  [{}/{}] {}  -- {}{}",
-                    card.id,
-                    g.block.as_str(),
-                    g.category,
-                    g.text,
-                    reason,
-                    salience_note(g.salience)
-                ));
-            }
-            let id = card.id.clone();
-            match matched {
-                Some(ci) if !unchanged => work.cards[ci] = card,
-                Some(_) => {}
-                None => work.cards.push(card),
-            }
-            (Some(id), reason.clone())
-        }
-        Outcome::Reinforce { fact_id } => {
-            apply_reinforcement(ctx, work, c, fact_id, &older, lines)?
-        }
-        Outcome::Refuse { reason } => {
-            lines.push(format!(
-                "refused    {cand_id}  {:?}  -- {reason}",
-                schema::excerpt(&g.text, 120)
-            ));
-            (None, reason.clone())
-        }
-    };
-    let label = outcome.label();
-    work.report.candidates.add(label);
-    if label == "reinforced" {
-        if let Some(t) = &target {
-            work.reinforced.insert(t.clone());
-        }
-    }
-    work.report.decide(DecisionRow {
-        candidate: cand_id.clone(),
-        route: label.into(),
-        target: target.clone(),
-        text: g.text.clone(),
-        block: g.block.as_str().into(),
-        category: g.category.clone(),
-        reason: reason.clone(),
-        proposer: g.reason.clone(),
-        gate: match &outcome {
-            // Refused by routing, not by a hard gate: by its salience or its session's cap.
-            Outcome::Refuse { .. } if g.refused.is_none() => {
-                Some(GateName::Salience.as_str().to_string())
-            }
-            Outcome::Refuse { .. } => all_gates.iter().find(|r| !r.passed).map(|r| r.gate.clone()),
-            _ => None,
-        },
-    });
-    let record = serde_json::json!({
-        "text": g.text,
-        "route": label,
-        "target": target,
-        "reason": reason,
-        "block": g.block.as_str(),
-        "category": g.category,
-        "confidence": g.confidence,
-        "proposerReason": g.reason,
-        "supportingEventIds": g.support,
-        "measures": g.measures,
-        "gates": all_gates,
-        "judge": judge_text,
-    });
-    state::put_candidate(tx, &cand_id, &ctx.cycle_id, label, &g.text, &record)?;
-    Ok(())
-}
-
-/// The candidate a route is applied to: its gating, the pending card it restates (by
-/// position in `work.cards`), and the events it cites, stored and as excerpts.
-#[derive(Clone, Copy)]
-struct Applying<'a> {
-    g: &'a Gated,
-    matched: Option<usize>,
-    stored: &'a [Rc<Stored>],
-    events: &'a [Excerpt],
-}
-
-/// The graduation step of `apply`: an episode said again moves to its block as a fact, and
-/// the card that asked about it is closed.
-fn apply_graduation(
-    ctx: &Ctx<'_>,
-    work: &mut Work,
-    c: Applying<'_>,
-    graduate: &Option<String>,
-    card_writes: &mut BTreeMap<String, CardWrite>,
-    lines: &mut Vec<String>,
-) -> Result<(Option<String>, String)> {
-    let now = ctx.opts.now;
-    let Applying {
-        g,
-        matched,
-        stored,
-        events,
-    } = c;
-    let id = graduate.clone().unwrap_or_default();
-    let (_, old) = work.memory.remove(&id).ok_or_else(|| {
-        Error::Other(format!(
-            "routing chose to move episode {id}, which is not an active fact"
-        ))
-    })?;
-    let (first, last) = span(events, ctx.today);
-    work.memory.block_mut(g.block).push(Fact {
-        id: id.clone(),
-        text: g.text.clone(),
-        category: g.category.clone(),
-        origin: Origin::Auto,
-        support: cite(&g.text, &g.support, stored),
-        first_seen: first.min(old.first_seen),
-        last_seen: last.max(old.last_seen),
-        valid_from: old.valid_from,
-        valid_to: old.valid_to,
-        home: None,
-        extra: old.extra,
-    });
-    lines.push(format!(
-        "promoted   {id}  [{}/{}] {}  (an episode said again: support {}, days {}, confidence {:.3}{})",
-        g.block.as_str(),
-        g.category,
-        g.text,
-        g.measures.support,
-        g.measures.days,
-        g.confidence,
-        salience_note(g.salience)
-    ));
-    // The card that asked the person about it (said again, short of the rule)
-    // is decided by the fact it now is.
-    let asked = matched.or_else(|| {
-        work.cards
-            .iter()
-            .position(|c| c.supersedes.as_deref() == Some(id.as_str()))
-    });
-    if let Some(ci) = asked {
-        close_card(
-            work,
-            ci,
-            card_writes,
-            "promoted",
-            "said again on enough days: it met the durable rule",
-            &id,
-            &g.support,
-            now,
-        );
-    }
-    Ok((
-        Some(id.clone()),
-        format!("{id} was an episode; said again, it meets the durable rule"),
-    ))
-}
-
-/// The episode step of `apply`: the candidate kept in the episodes, dated by its first event.
-fn apply_episode(
-    ctx: &Ctx<'_>,
-    work: &mut Work,
-    c: Applying<'_>,
-    reason: &str,
-    card_writes: &mut BTreeMap<String, CardWrite>,
-    lines: &mut Vec<String>,
-) -> (Option<String>, String) {
-    let now = ctx.opts.now;
-    let Applying {
-        g,
-        matched,
-        stored,
-        events,
-    } = c;
-    let taken: Vec<String> = work.memory.facts().map(|(_, f)| f.id.clone()).collect();
-    let (first, last) = span(events, ctx.today);
-    let text = episodes::text(first, &g.text);
-    let id = unique_id(text_id("f", &text), &taken);
-    let mut support = cite(&g.text, &g.support, stored);
-    // The day it starts with traces to its first event: keep citing that one.
-    if let Some(e) = stored.iter().min_by_key(|s| s.event.ts) {
-        if !support.contains(&e.event.id) {
-            support.truncate(schema::MAX_CITED - 1);
-            support.insert(0, e.event.id.clone());
-        }
-    }
-    work.memory.block_mut(Block::Episodes).push(Fact {
-        id: id.clone(),
-        text: text.clone(),
-        category: g.category.clone(),
-        origin: Origin::Auto,
-        support,
-        first_seen: first,
-        last_seen: last,
-        valid_from: None,
-        valid_to: None,
-        home: (g.block != Block::Episodes).then_some(g.block),
-        extra: BTreeMap::new(),
-    });
-    if let Some(ci) = matched {
-        let reason =
-            "fully traceable to the owner's own words; it moves to its block when said again";
-        close_card(
-            work,
-            ci,
-            card_writes,
-            "kept as an episode",
-            reason,
-            &id,
-            &g.support,
-            now,
-        );
-    }
-    lines.push(format!(
-        "episode    {id}  [episodes/{}] {text}  -- {reason}{}",
-        g.category,
-        salience_note(g.salience)
-    ));
-    (Some(id), reason.to_string())
-}
-
-/// The promotion step of `apply`: the candidate becomes a fact of its block.
-fn apply_promotion(
-    ctx: &Ctx<'_>,
-    work: &mut Work,
-    c: Applying<'_>,
-    card_writes: &mut BTreeMap<String, CardWrite>,
-    lines: &mut Vec<String>,
-) -> (Option<String>, String) {
-    let now = ctx.opts.now;
-    let Applying {
-        g,
-        matched,
-        stored,
-        events,
-    } = c;
-    let taken: Vec<String> = work.memory.facts().map(|(_, f)| f.id.clone()).collect();
-    let id = unique_id(text_id("f", &g.text), &taken);
-    let (first, last) = span(events, ctx.today);
-    work.memory.block_mut(g.block).push(Fact {
-        id: id.clone(),
-        text: g.text.clone(),
-        category: g.category.clone(),
-        origin: Origin::Auto,
-        support: cite(&g.text, &g.support, stored),
-        first_seen: first,
-        last_seen: last,
-        valid_from: None,
-        valid_to: None,
-        home: None,
-        extra: BTreeMap::new(),
-    });
-    if let Some(ci) = matched {
-        let reason = "new evidence made it qualify for auto-promotion";
-        close_card(
-            work,
-            ci,
-            card_writes,
-            "auto-promoted",
-            reason,
-            &id,
-            &g.support,
-            now,
-        );
-    }
-    lines.push(format!(
-        "promoted   {id}  [{}/{}] {}  (support {}, days {}, confidence {:.3}{})",
-        g.block.as_str(),
-        g.category,
-        g.text,
-        g.measures.support,
-        g.measures.days,
-        g.confidence,
-        salience_note(g.salience)
-    ));
-    (Some(id), String::new())
-}
-
-/// The reinforcement step of `apply`: the restated fact cites the new events and is seen
-/// as late as they are.
-fn apply_reinforcement(
-    ctx: &Ctx<'_>,
-    work: &mut Work,
-    c: Applying<'_>,
-    fact_id: &str,
-    older: &[Rc<Stored>],
-    lines: &mut Vec<String>,
-) -> Result<(Option<String>, String)> {
-    let Applying {
-        g, stored, events, ..
-    } = c;
-    let fact = work.memory.get_mut(fact_id).ok_or_else(|| {
-        Error::Other(format!(
-            "routing chose to reinforce {fact_id}, which is not an active fact"
-        ))
-    })?;
-    // What the restatement adds: the owner's statements that say it again, not every
-    // event a model cited beside them (those would keep the fact alive, `last_seen`, on
-    // talk that only touches it).
-    let before = fact.support.len();
-    for id in &g.establishing {
-        if !fact.support.contains(id) {
-            fact.support.push(id.clone());
-        }
-    }
-    let added = fact.support.len() - before;
-    if fact.support.len() > schema::MAX_CITED {
-        fact.support = cite(&fact.text, &fact.support, stored.iter().chain(older));
-    }
-    let saying = events.iter().filter(|e| g.establishing.contains(&e.id));
-    let (_, last) = if saying.clone().next().is_some() {
-        span(saying, ctx.today)
-    } else {
-        span(events, ctx.today)
-    };
-    if last > fact.last_seen {
-        fact.last_seen = last;
-    }
-    if added > 0 {
-        lines.push(format!(
-            "reinforced {fact_id}  +{added} supporting events, last seen {}",
-            fact.last_seen
-        ));
-    }
-    Ok((
-        Some(fact_id.to_string()),
-        format!("restates {fact_id} (+{added} supporting events)"),
-    ))
-}
-
-/// Hold a candidate that passed the gates against a person's earlier rejections and undos
-/// (see `veto`): the veto's gate joins the candidate's, and a refusal refuses it.
-fn check_vetoes(
-    events: &mut Events<'_>,
-    mut g: Gated,
-    vetoes: &[veto::Veto],
-    config: &Config,
-) -> Result<(Gated, Option<veto::Hit>)> {
-    if vetoes.is_empty() || g.refused.is_some() {
-        return Ok((g, None));
-    }
-    let events = events.by_ids(&g.support)?;
-    let support: Vec<(&str, &str)> = events
-        .iter()
-        .map(|s| (s.event.id.as_str(), s.event.text.as_str()))
-        .collect();
-    let hit = veto::check(&g.text, &support, vetoes, config);
-    if let Some(h) = &hit {
-        g.gates.push(h.gate.clone());
-        if let veto::Effect::Refuse(reason) = &h.effect {
-            g.refused = Some(reason.clone());
-        }
-    }
-    Ok((g, hit))
-}
-
-/// The pending card a candidate restates, if any.
-fn matching_card(
-    cards: &[Card],
-    text: &str,
-    config: &Config,
-    texts: &mut route::Texts,
-) -> Option<usize> {
-    route::restated_in_words(
-        texts,
-        text,
-        cards.iter().map(|c| c.text.as_str()),
-        config.promote.reinforce_similarity,
-    )
-}
-
-/// Decide the pending card `ci` by the fact a candidate just became (`fact_id`, cited by
-/// `support`): the card leaves `review/` and is written under `review/decided/` with
-/// `verdict` and `reason`.
-#[allow(clippy::too_many_arguments)]
-fn close_card(
-    work: &mut Work,
-    ci: usize,
-    card_writes: &mut BTreeMap<String, CardWrite>,
-    verdict: &str,
-    reason: &str,
-    fact_id: &str,
-    support: &[String],
-    now: DateTime<Utc>,
-) {
-    let mut card = work.cards.remove(ci);
-    card_writes.insert(card.path(), CardWrite::Delete);
-    card.decision = Some(Decision {
-        verdict: verdict.into(),
-        at: now,
-        reason: reason.into(),
-        fact_id: Some(fact_id.into()),
-    });
-    card.supporting_event_ids = support.to_vec();
-    card_writes.insert(card.path(), CardWrite::Text(card.render()));
-}
-
-/// The union of what an episode or a card already cites (`earlier`) and a candidate's
-/// support (`added`), and those events as the gates see them (the added ones new).
-fn union_support(
-    events: &mut Events<'_>,
-    earlier: &[String],
-    added: &[String],
-) -> Result<(Vec<String>, Vec<EventView>)> {
-    let mut ids = earlier.to_vec();
-    for id in added {
-        if !ids.contains(id) {
-            ids.push(id.clone());
-        }
-    }
-    let events = events
-        .by_ids(&ids)?
-        .iter()
-        .map(|s| {
-            let mut v = view_of(s);
-            v.new = added.contains(&v.id) && !earlier.contains(&v.id);
-            v
-        })
-        .collect();
-    Ok((ids, events))
-}
-
-/// A candidate that restates a pending card: the card's text with the union of both
-/// supports, gated again as one proposal. A restatement that adds no new event leaves
-/// the candidate as it was.
-fn merge_into_card(
-    events: &mut Events<'_>,
-    card: &Card,
-    g: &Gated,
-    config: &Config,
-) -> Result<Gated> {
-    let sources = events.sources;
-    let (ids, events) = union_support(events, &card.supporting_event_ids, &g.support)?;
-    let proposal = Proposal {
-        text: card.text.clone(),
-        category: card.category.clone(),
-        block: card.block.as_str().into(),
-        supporting_event_ids: ids,
-        confidence: card.confidence.max(g.confidence),
-        reason: g.reason.clone(),
-    };
-    let merged = gate_merged(&proposal, &events, sources, config);
-    Ok(if merged.refused.is_some() {
-        g.clone()
-    } else {
-        merged
-    })
-}
-
-/// Two versions of a card say the same thing (ignoring when they were written).
-fn same_card(a: &Card, b: &Card) -> bool {
-    let strip = |c: &Card| Card {
-        updated: c.created,
-        cycle: String::new(),
-        excerpts: Vec::new(),
-        ..c.clone()
-    };
-    let mut a = strip(a);
-    let mut b = strip(b);
-    a.supporting_event_ids.sort();
-    b.supporting_event_ids.sort();
-    a == b
-}
-
-fn excerpts(stored: &[Rc<Stored>]) -> Vec<Excerpt> {
-    stored.iter().map(|s| Excerpt::of(&s.event)).collect()
-}
-
-/// The ids a fact with this text cites out of `ids` (at most [`schema::MAX_CITED`]: those
-/// that trace it, then recent ones), from the events in `stored`. An id with no stored
-/// event (which verify would report) is kept, so nothing hides it.
-fn cite<'a>(
-    text: &str,
-    ids: &[String],
-    stored: impl IntoIterator<Item = &'a Rc<Stored>>,
-) -> Vec<String> {
-    if ids.len() <= schema::MAX_CITED {
-        return ids.to_vec();
-    }
-    let by_id: HashMap<&str, &Stored> = stored
-        .into_iter()
-        .map(|s| (s.event.id.as_str(), &**s))
-        .collect();
-    // Over the cap, the owner's statements are what a fact rests on: context goes first.
-    let owners: Vec<String> = ids
-        .iter()
-        .filter(|id| {
-            by_id.get(id.as_str()).is_none_or(|s| {
-                dream_core::sources::turn::owner_statement(
-                    s.event.trust,
-                    &s.event.kind,
-                    s.event.recalled,
-                )
-            })
-        })
-        .cloned()
-        .collect();
-    let ids = if owners.is_empty() { ids } else { &owners[..] };
-    if ids.len() <= schema::MAX_CITED {
-        return ids.to_vec();
-    }
-    let (found, lost): (Vec<&String>, Vec<&String>) =
-        ids.iter().partition(|id| by_id.contains_key(id.as_str()));
-    let events: Vec<dream_core::text::measures::Citation> = found
-        .iter()
-        .map(|id| {
-            let e = &by_id[id.as_str()].event;
-            dream_core::text::measures::Citation {
-                text: &e.text,
-                day: e.ts.timestamp().div_euclid(86_400),
-            }
-        })
-        .collect();
-    let room = schema::MAX_CITED.saturating_sub(lost.len());
-    let keep: HashSet<usize> = dream_core::text::measures::cited(text, &events, room)
-        .into_iter()
-        .collect();
-    let kept: HashSet<&str> = found
-        .iter()
-        .enumerate()
-        .filter(|(i, _)| keep.contains(i))
-        .map(|(_, id)| id.as_str())
-        .chain(lost.iter().map(|id| id.as_str()))
-        .collect();
-    ids.iter()
-        .filter(|id| kept.contains(id.as_str()))
-        .cloned()
-        .collect()
-}
-
-/// The first and last day of the events, as the person lived them: the local day in the
-/// time zone of the machine dream runs on (`TZ`, else the system's zone), not the UTC day,
-/// so a session at 00:24 local time is dated that day. (Transcripts give their times in UTC;
-/// an event's own offset is not kept once it is parsed.)
-fn span<'a>(
-    events: impl IntoIterator<Item = &'a Excerpt> + Clone,
-    today: NaiveDate,
-) -> (NaiveDate, NaiveDate) {
-    let local = |ts: DateTime<Utc>| ts.with_timezone(&chrono::Local).date_naive();
-    let days = || events.clone().into_iter().map(|e| local(e.ts));
-    (days().min().unwrap_or(today), days().max().unwrap_or(today))
-}
-
-#[allow(clippy::too_many_arguments)]
-fn build_card(
-    g: &Gated,
-    existing: Option<&Card>,
-    reason: &str,
-    supersedes: &Option<String>,
-    memory: &Memory,
-    judge: &str,
-    gates: Vec<GateResult>,
-    excerpts: Vec<Excerpt>,
-    cycle: &str,
-    now: DateTime<Utc>,
-) -> Card {
-    Card {
-        id: existing
-            .map(|c| c.id.clone())
-            .unwrap_or_else(|| text_id("c", &g.text)),
-        created: existing.map_or(now, |c| c.created),
-        updated: now,
-        cycle: cycle.into(),
-        text: g.text.clone(),
-        block: g.block,
-        category: g.category.clone(),
-        confidence: g.confidence,
-        reason: reason.into(),
-        proposer_reason: g.reason.clone(),
-        judge: judge.into(),
-        supersedes: supersedes.clone(),
-        supersedes_text: supersedes
-            .as_ref()
-            .and_then(|id| memory.get(id))
-            .map(|(_, f)| f.text.clone()),
-        supporting_event_ids: g.support.clone(),
-        measures: g.measures.clone(),
-        gates,
-        excerpts,
-        decision: None,
-    }
+/// The day of a moment as the person lived it: the local day in the time zone of the
+/// machine dream runs on (`TZ`, else the system's zone), not the UTC day, so a session at
+/// 00:24 local time is dated that day.
+fn local_day(ts: DateTime<Utc>) -> NaiveDate {
+    ts.with_timezone(&chrono::Local).date_naive()
 }
 
 #[cfg(test)]

@@ -34,7 +34,7 @@ use dream_core::operations::commit::Message;
 use dream_core::operations::report::Report;
 use dream_core::schema::contract::{LlmError, LlmErrorKind, Reply};
 use dream_core::schema::settings::{Config, CycleKind};
-use dream_core::schema::{self, Archived, Card, Memory, Stage};
+use dream_core::schema::{self, Archive, Card, Memory, Stage};
 
 use crate::edges::state;
 use crate::edges::store::{Change, Store};
@@ -138,38 +138,15 @@ pub struct Work {
     pub episodes_text: Option<String>,
 }
 
-/// The archive file as it will be committed, and the ids it holds.
-#[derive(Debug, Clone)]
-pub struct Archive {
-    pub text: String,
-    pub ids: std::collections::BTreeSet<String>,
-}
-
-impl Archive {
-    /// The archive as the cycle's earlier stages left it, else as the repository holds it.
-    pub fn load(ctx: &Ctx<'_>, work: &Work) -> Result<Archive> {
-        if let Some(a) = &work.archive {
-            return Ok(a.clone());
-        }
-        let text = Store::open(ctx.root)?
-            .read(schema::ARCHIVE)?
-            .unwrap_or_else(schema::archive_header);
-        let ids = text
-            .lines()
-            .filter_map(Archived::parse)
-            .map(|a| a.fact.id)
-            .collect();
-        Ok(Archive { text, ids })
+/// The archive as the cycle's earlier stages left it, else as the repository holds it.
+pub fn load_archive(ctx: &Ctx<'_>, work: &Work) -> Result<Archive> {
+    if let Some(a) = &work.archive {
+        return Ok(a.clone());
     }
-
-    pub fn push(&mut self, entry: Archived) {
-        if !self.text.is_empty() && !self.text.ends_with('\n') {
-            self.text.push('\n');
-        }
-        self.text.push_str(&entry.render());
-        self.text.push('\n');
-        self.ids.insert(entry.fact.id);
-    }
+    let text = Store::open(ctx.root)?
+        .read(schema::ARCHIVE)?
+        .unwrap_or_else(schema::archive_header);
+    Ok(Archive::of(text))
 }
 
 impl Work {

@@ -16,6 +16,10 @@
 //! goes through the cycle's [`LossGuard`] (at most `retention.max_loss_share` of the active
 //! facts per cycle, no protected fact's words lost without a person); what it holds back is
 //! recorded as refused like any other refusal, an engine backstop's with `by=engine`.
+//!
+//! Applying a mutation and recording it (and putting the loss guard on a removal) is the
+//! core's `dream_core::consolidation::pass_apply`: this stage asks the model, gates, and
+//! runs the backstops.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -24,153 +28,27 @@ use rusqlite::Connection;
 use crate::edges::state;
 use crate::edges::store::{Change, Store};
 use crate::error::Result;
-use crate::stages::{Archive, Ctx, Work};
+use crate::stages::{load_archive, Ctx, Work};
+use dream_core::consolidation::expiry;
+use dream_core::consolidation::pass_apply::{
+    apply_drop, apply_forget, apply_merge, apply_promote, guard_drop, guard_forget, views_of,
+    PassOutcome,
+};
 use dream_core::llm::budget::CallError;
-use dream_core::operations::commit::Message;
-use dream_core::operations::report::{Degraded, MutationRow, PassSummary};
+use dream_core::operations::report::Degraded;
+use dream_core::passes::gates::{self, Before, Ledger, DUPLICATE_SIMILARITY, TARGET_BLOCKS};
+use dream_core::passes::loss::LossGuard;
+use dream_core::passes::record::Line;
 use dream_core::passes::{review, Pass};
 use dream_core::schema::contract::{LlmError, Reply};
 use dream_core::schema::pass_contract::{
-    CandidatePair, DedupeRequest, Drop, Forget, ForgetFact, ForgetRequest, Merge, MergeRequest,
-    PassFact, Promote, PromoteRequest,
+    CandidatePair, DedupeRequest, Drop, Forget, ForgetFact, ForgetRequest, MergeRequest, Promote,
+    PromoteRequest,
 };
-use dream_core::schema::{self, one_line, Archived, Block, BlockFile, Fact, Memory, Origin};
-
-use dream_core::passes::gates::{
-    self, Before, Checked, Ledger, DUPLICATE_SIMILARITY, TARGET_BLOCKS,
-};
-use dream_core::passes::loss::{self, LossGuard};
-use dream_core::passes::record::{Counts, Line};
+use dream_core::schema::{self, one_line, Archive, Block, BlockFile, Fact, Origin};
 
 /// The passes, in the order they run.
 pub const PASSES: [Pass; 4] = Pass::ALL;
-
-/// What one pass did: its commit lines and report rows.
-struct Outcome {
-    pass: Pass,
-    counts: Counts,
-    /// Mutations the loss guard held back (the model's and the engine's).
-    held: usize,
-    lines: Vec<Line>,
-    rows: Vec<MutationRow>,
-}
-
-impl Outcome {
-    fn new(pass: Pass) -> Outcome {
-        Outcome {
-            pass,
-            counts: Counts::default(),
-            held: 0,
-            lines: Vec::new(),
-            rows: Vec::new(),
-        }
-    }
-
-    /// Record a mutation. `by_model` says who proposed it; `line` holds its fields.
-    fn record(
-        &mut self,
-        by_model: bool,
-        checked: &Checked,
-        mut line: Line,
-        detail: String,
-        reason: &str,
-    ) {
-        let verdict = match (by_model, checked.passed()) {
-            (true, false) => {
-                self.counts.proposed += 1;
-                self.counts.refused += 1;
-                "refused"
-            }
-            // Engine backstops are applied only when their gates pass, so an engine
-            // refusal is the loss guard's: counted apart from the model's proposals.
-            (false, false) => {
-                self.counts.engine_refused += 1;
-                line = line.with("by", "engine");
-                "refused"
-            }
-            (true, true) => {
-                self.counts.proposed += 1;
-                self.counts.accepted += 1;
-                "accepted"
-            }
-            (false, true) => {
-                self.counts.engine += 1;
-                "engine"
-            }
-        };
-        line.verdict = verdict.into();
-        let mut why = one_line(reason);
-        if let Some(r) = &checked.refused {
-            if r.starts_with("loss guard:") {
-                self.held += 1;
-            }
-            line = line.with("refusal", r.clone());
-            why = format!(
-                "refused: {r} (proposed because: {})",
-                if why.is_empty() {
-                    "no reason given"
-                } else {
-                    &why
-                }
-            );
-        }
-        let item = line.get("item").unwrap_or_default().to_string();
-        self.rows.push(MutationRow {
-            verdict: verdict.into(),
-            op: line.op.clone(),
-            item,
-            detail,
-            reason: why,
-        });
-        self.lines.push(line);
-    }
-
-    fn verb(&self) -> &'static str {
-        self.pass.verb()
-    }
-
-    fn message(&self, ctx: &Ctx<'_>, tokens: u64) -> Message {
-        let c = &self.counts;
-        let mut subject = format!(
-            "dream: {} pass {}: {} {} ({} by the model, {} engine-enforced), {} refused",
-            self.pass,
-            ctx.today,
-            c.accepted + c.engine,
-            self.verb(),
-            c.accepted,
-            c.engine,
-            c.refused
-        );
-        if self.held > 0 {
-            subject.push_str(&format!(", {} held by the loss guard", self.held));
-        }
-        let lines: Vec<String> = self.lines.iter().map(Line::render).collect();
-        Message::new(subject, lines, &ctx.cycle_id, self.pass.stage())
-            .tokens(tokens)
-            .trailer("Counts", c.trailer_value())
-            .trailer(
-                loss::TRAILER,
-                if ctx.opts.allow_loss {
-                    loss::LIFTED
-                } else {
-                    loss::ON
-                },
-            )
-    }
-
-    fn summary(self) -> PassSummary {
-        PassSummary {
-            pass: self.pass.as_str().into(),
-            proposed: self.counts.proposed,
-            accepted: self.counts.accepted,
-            refused: self.counts.refused,
-            engine: self.counts.engine,
-            engine_refused: self.counts.engine_refused,
-            held: self.held,
-            mutations: self.rows,
-        }
-    }
-}
 
 /// Run the four passes over the durable blocks of `work.memory`, each one stage when it
 /// changed something. The episodes are held aside while a pass runs: their own rules
@@ -181,7 +59,7 @@ impl Outcome {
 const FORGET_MARK: &str = "forget_asked";
 
 pub fn run_passes(ctx: &Ctx<'_>, tx: &Connection, work: &mut Work) -> Result<()> {
-    let mut archive = Archive::load(ctx, work)?;
+    let mut archive = load_archive(ctx, work)?;
     let pinned: BTreeMap<String, String> = work
         .cards
         .iter()
@@ -220,7 +98,7 @@ pub fn run_passes(ctx: &Ctx<'_>, tx: &Connection, work: &mut Work) -> Result<()>
             .with_episodes(held.facts().map(|f| f.id.clone()).collect())
             .with_uses(last_used.clone());
         let spent = ctx.budget.spend().spent;
-        let mut out = Outcome::new(pass);
+        let mut out = PassOutcome::new(pass);
         match pass {
             Pass::Dedupe => dedupe(ctx, &before, work, &mut archive, &mut guard, &mut out),
             Pass::Merge => merge(
@@ -270,23 +148,9 @@ pub fn run_passes(ctx: &Ctx<'_>, tx: &Connection, work: &mut Work) -> Result<()>
         }
         // Events moved into the episodes count against their cap at once.
         if moved {
-            for e in dream_core::memory::episodes::expiring(
-                &work.memory,
-                ctx.today,
-                &ctx.config.episodes,
-            ) {
-                if let Some((block, fact)) = work.memory.remove(&e.id) {
-                    work.report.episodes_expired += 1;
-                    archive.push(Archived {
-                        fact,
-                        block,
-                        archived: ctx.today,
-                        why: "expired".into(),
-                        reason: e.reason,
-                        policy: e.policy,
-                    });
-                }
-            }
+            let due = expiry::expiring(&work.memory, ctx.today, &ctx.config.episodes);
+            let expired = expiry::expire(&mut work.memory, &mut archive, ctx.today, due);
+            work.report.episodes_expired += expired.len();
         }
         let tokens = ctx.budget.spend().spent.saturating_sub(spent);
         let mut change = Change::blocks(&memory_before, &work.memory);
@@ -303,7 +167,7 @@ pub fn run_passes(ctx: &Ctx<'_>, tx: &Connection, work: &mut Work) -> Result<()>
             "maintenance pass"
         );
         if !change.is_empty() {
-            let message = out.message(ctx, tokens);
+            let message = out.message(ctx.today, &ctx.cycle_id, ctx.opts.allow_loss, tokens);
             work.push_commit(change, message);
         }
         work.report.passes.push(out.summary());
@@ -317,21 +181,6 @@ pub fn run_passes(ctx: &Ctx<'_>, tx: &Connection, work: &mut Work) -> Result<()>
         ));
     }
     Ok(())
-}
-
-/// The loss guard on a drop that passed its gates: the fact kept must hold a protected
-/// fact's words, and the cycle's share must allow one more.
-fn guard_drop(ctx: &Ctx<'_>, guard: &LossGuard, before: &Before, p: &Drop, c: &mut Checked) {
-    if !c.passed() {
-        return;
-    }
-    if let (Some((_, item)), Some((_, kept))) = (
-        before.get(p.item_id.trim()),
-        before.get(p.duplicate_of.trim()),
-    ) {
-        let (gate, held) = guard.check(1, &[item], &kept.text, &ctx.config.retention);
-        c.add(gate, held);
-    }
 }
 
 /// One budgeted pass call. A call that does not fit in the budget or fails leaves the pass
@@ -375,33 +224,6 @@ fn ask<T>(
     }
 }
 
-fn views(memory: &Memory) -> Vec<PassFact> {
-    views_of(memory, None)
-}
-
-/// The facts a pass is shown: those of `only` when given, else all.
-fn views_of(memory: &Memory, only: Option<&BTreeSet<String>>) -> Vec<PassFact> {
-    memory
-        .facts()
-        .filter(|(_, f)| only.is_none_or(|o| o.contains(&f.id)))
-        .map(|(b, f)| PassFact {
-            id: f.id.clone(),
-            block: b.as_str().into(),
-            category: f.category.clone(),
-            by: f.origin.as_str().into(),
-            text: f.text.clone(),
-        })
-        .collect()
-}
-
-fn union(into: &mut Vec<String>, more: &[String]) {
-    for id in more {
-        if !into.contains(id) {
-            into.push(id.clone());
-        }
-    }
-}
-
 // ---- dedupe ----
 
 fn dedupe(
@@ -410,14 +232,14 @@ fn dedupe(
     work: &mut Work,
     archive: &mut Archive,
     guard: &mut LossGuard,
-    out: &mut Outcome,
+    out: &mut PassOutcome,
 ) {
     let pairs = gates::duplicate_pairs(&work.memory);
     let mut ledger = Ledger::default();
     // With no pair at >= 0.9, no drop could pass the gates: the call would be wasted.
     if !pairs.is_empty() {
         let req = DedupeRequest {
-            facts: views(&work.memory),
+            facts: views_of(&work.memory, None),
             candidate_pairs: pairs
                 .iter()
                 .map(|(a, b, s)| CandidatePair {
@@ -435,8 +257,17 @@ fn dedupe(
         }) {
             for p in reply.drop {
                 let mut checked = gates::check_drop(&p, before, &ledger);
-                guard_drop(ctx, guard, before, &p, &mut checked);
-                apply_drop(ctx, work, archive, &mut ledger, out, true, &p, &checked);
+                guard_drop(&ctx.config.retention, guard, before, &p, &mut checked);
+                apply_drop(
+                    ctx.today,
+                    &mut work.memory,
+                    archive,
+                    &mut ledger,
+                    out,
+                    true,
+                    &p,
+                    &checked,
+                );
                 if checked.passed() {
                     guard.archive(1);
                 }
@@ -463,8 +294,17 @@ fn dedupe(
             if checked.passed() {
                 // The direction the gates allow first keeps the most words, so a drop the
                 // loss guard holds in it is held in the other one too: record it and stop.
-                guard_drop(ctx, guard, before, &p, &mut checked);
-                apply_drop(ctx, work, archive, &mut ledger, out, false, &p, &checked);
+                guard_drop(&ctx.config.retention, guard, before, &p, &mut checked);
+                apply_drop(
+                    ctx.today,
+                    &mut work.memory,
+                    archive,
+                    &mut ledger,
+                    out,
+                    false,
+                    &p,
+                    &checked,
+                );
                 if checked.passed() {
                     guard.archive(1);
                 }
@@ -472,71 +312,6 @@ fn dedupe(
             }
         }
     }
-}
-
-#[allow(clippy::too_many_arguments)]
-fn apply_drop(
-    ctx: &Ctx<'_>,
-    work: &mut Work,
-    archive: &mut Archive,
-    ledger: &mut Ledger,
-    out: &mut Outcome,
-    by_model: bool,
-    p: &Drop,
-    checked: &Checked,
-) {
-    let (item, kept) = (p.item_id.trim(), p.duplicate_of.trim());
-    let sim = checked.value("similarity").unwrap_or_default().to_string();
-    let mut line = Line::new("", "drop")
-        .with("item", item)
-        .with("duplicate_of", kept);
-    let mut text = String::new();
-    if checked.passed() {
-        let (block, dropped) = work
-            .memory
-            .remove(item)
-            .expect("the gates checked it is active");
-        if let Some(k) = work.memory.get_mut(kept) {
-            union(&mut k.support, &dropped.support);
-            k.first_seen = k.first_seen.min(dropped.first_seen);
-            k.last_seen = k.last_seen.max(dropped.last_seen);
-        }
-        ledger.consume(
-            item,
-            "removed",
-            format!("dropped as a duplicate of {kept}"),
-            true,
-        );
-        ledger.keep_survivor(kept, item);
-        text = dropped.text.clone();
-        archive.push(Archived {
-            fact: dropped,
-            block,
-            archived: ctx.today,
-            why: "duplicate".into(),
-            reason: format!(
-                "duplicate of {kept}, similarity {sim}: {}",
-                one_line(&p.reason)
-            ),
-            policy: kept.into(),
-        });
-        line = line.with("similarity", sim.clone()).with(
-            "kept_coverage",
-            checked.value("kept_coverage").unwrap_or_default(),
-        );
-    }
-    line = line
-        .with("reason", one_line(&p.reason))
-        .with("text", text.clone());
-    let detail = if checked.passed() {
-        format!(
-            "drop as a duplicate of {kept} (similarity {sim}): {}",
-            schema::excerpt(&text, 60)
-        )
-    } else {
-        format!("drop as a duplicate of {kept}")
-    };
-    out.record(by_model, checked, line, detail, &p.reason);
 }
 
 // ---- merge ----
@@ -547,7 +322,7 @@ fn merge(
     work: &mut Work,
     archive: &mut Archive,
     guard: &mut LossGuard,
-    out: &mut Outcome,
+    out: &mut PassOutcome,
     changed: Option<&BTreeSet<String>>,
 ) {
     // Only what changed, and the facts of its block it shares a word with (`review`).
@@ -593,7 +368,15 @@ fn merge(
             .with("item", into.clone())
             .with("from", from.join(","));
         if checked.passed() {
-            apply_merge(ctx, work, archive, &into, &from, &text, &p);
+            apply_merge(
+                ctx.today,
+                &mut work.memory,
+                archive,
+                &into,
+                &from,
+                &text,
+                &p,
+            );
             ledger.consume(
                 &into,
                 "changed",
@@ -617,62 +400,13 @@ fn merge(
     }
 }
 
-fn apply_merge(
-    ctx: &Ctx<'_>,
-    work: &mut Work,
-    archive: &mut Archive,
-    into: &str,
-    from: &[String],
-    text: &str,
-    p: &Merge,
-) {
-    let (block, old) = work
-        .memory
-        .get(into)
-        .map(|(b, f)| (b, f.clone()))
-        .expect("the gates checked it is active");
-    let reason = one_line(&p.reason);
-    let mut merged = old.clone();
-    archive.push(Archived {
-        fact: old,
-        block,
-        archived: ctx.today,
-        why: "merged".into(),
-        reason: format!(
-            "rewritten as the merge of {into} and {}: {reason}",
-            from.join(", ")
-        ),
-        policy: into.into(),
-    });
-    for id in from {
-        let (b, f) = work
-            .memory
-            .remove(id)
-            .expect("the gates checked it is active");
-        union(&mut merged.support, &f.support);
-        merged.first_seen = merged.first_seen.min(f.first_seen);
-        merged.last_seen = merged.last_seen.max(f.last_seen);
-        archive.push(Archived {
-            fact: f,
-            block: b,
-            archived: ctx.today,
-            why: "merged".into(),
-            reason: format!("merged into {into}: {reason}"),
-            policy: into.into(),
-        });
-    }
-    merged.text = text.to_string();
-    merged.origin = Origin::Pass;
-    *work.memory.get_mut(into).expect("still active") = merged;
-}
-
 // ---- promote ----
 
 fn promote(
     ctx: &Ctx<'_>,
     before: &Before,
     work: &mut Work,
-    out: &mut Outcome,
+    out: &mut PassOutcome,
     changed: Option<&BTreeSet<String>>,
 ) {
     let mut ledger = Ledger::default();
@@ -695,7 +429,7 @@ fn promote(
         }) {
             for p in reply.promote {
                 let checked = gates::check_promote(&p, before, &ledger);
-                apply_promote(work, &mut ledger, out, true, &p, &checked);
+                apply_promote(&mut work.memory, &mut ledger, out, true, &p, &checked);
             }
         }
     }
@@ -721,53 +455,9 @@ fn promote(
         };
         let checked = gates::check_promote(&p, before, &ledger);
         if checked.passed() {
-            apply_promote(work, &mut ledger, out, false, &p, &checked);
+            apply_promote(&mut work.memory, &mut ledger, out, false, &p, &checked);
         }
     }
-}
-
-fn apply_promote(
-    work: &mut Work,
-    ledger: &mut Ledger,
-    out: &mut Outcome,
-    by_model: bool,
-    p: &Promote,
-    checked: &Checked,
-) {
-    let item = p.item_id.trim();
-    let to = p.to_block.trim().to_lowercase();
-    let mut line = Line::new("", "promote").with("item", item);
-    let mut text = String::new();
-    let mut from = String::new();
-    if checked.passed() {
-        let target = Block::parse(&to).expect("the gates checked the target");
-        let (b, fact) = work
-            .memory
-            .remove(item)
-            .expect("the gates checked it is active");
-        from = b.as_str().into();
-        text = fact.text.clone();
-        work.memory.block_mut(target).push(fact);
-        ledger.consume(item, "moved", format!("to {to}"), false);
-    }
-    line = line
-        .with("from", from.clone())
-        .with(
-            "to",
-            if checked.passed() {
-                to.clone()
-            } else {
-                p.to_block.trim().to_string()
-            },
-        )
-        .with("reason", one_line(&p.reason))
-        .with("text", text.clone());
-    let detail = if checked.passed() {
-        format!("move {from} -> {to}: {}", schema::excerpt(&text, 60))
-    } else {
-        format!("move to {:?}", p.to_block)
-    };
-    out.record(by_model, checked, line, detail, &p.reason);
 }
 
 // ---- forget ----
@@ -782,7 +472,7 @@ fn forget(
     work: &mut Work,
     archive: &mut Archive,
     guard: &mut LossGuard,
-    out: &mut Outcome,
+    out: &mut PassOutcome,
     asked: Option<chrono::NaiveDate>,
 ) -> bool {
     let retention = &ctx.config.retention;
@@ -822,10 +512,10 @@ fn forget(
             for p in reply.forget {
                 let (mut checked, verified) =
                     gates::check_forget(&p, before, &ledger, retention, today);
-                guard_forget(ctx, guard, before, &p, &mut checked);
+                guard_forget(retention, guard, before, &p, &mut checked);
                 apply_forget(
-                    ctx,
-                    work,
+                    today,
+                    &mut work.memory,
                     archive,
                     &mut ledger,
                     out,
@@ -862,10 +552,10 @@ fn forget(
             if !checked.passed() {
                 continue; // pinned by a card, or consumed: the gate says why, nothing to do
             }
-            guard_forget(ctx, guard, before, &p, &mut checked);
+            guard_forget(retention, guard, before, &p, &mut checked);
             apply_forget(
-                ctx,
-                work,
+                today,
+                &mut work.memory,
                 archive,
                 &mut ledger,
                 out,
@@ -909,13 +599,13 @@ fn forget(
             tracing::warn!(reason = ?checked.refused, "capacity enforcement stopped");
             break;
         }
-        guard_forget(ctx, guard, before, &p, &mut checked);
+        guard_forget(retention, guard, before, &p, &mut checked);
         if !checked.passed() {
             held += 1;
         }
         apply_forget(
-            ctx,
-            work,
+            today,
+            &mut work.memory,
             archive,
             &mut ledger,
             out,
@@ -926,79 +616,4 @@ fn forget(
         );
     }
     answered
-}
-
-/// The loss guard on a forget that passed its gates; counts it when it goes through.
-fn guard_forget(
-    ctx: &Ctx<'_>,
-    guard: &mut LossGuard,
-    before: &Before,
-    p: &Forget,
-    c: &mut Checked,
-) {
-    if !c.passed() {
-        return;
-    }
-    if let Some((_, f)) = before.get(p.item_id.trim()) {
-        let (gate, held) = guard.check(1, &[f], "", &ctx.config.retention);
-        c.add(gate, held);
-        if c.passed() {
-            guard.archive(1);
-        }
-    }
-}
-
-#[allow(clippy::too_many_arguments)]
-fn apply_forget(
-    ctx: &Ctx<'_>,
-    work: &mut Work,
-    archive: &mut Archive,
-    ledger: &mut Ledger,
-    out: &mut Outcome,
-    by_model: bool,
-    p: &Forget,
-    checked: &Checked,
-    verified: Option<gates::Verified>,
-) {
-    let item = p.item_id.trim();
-    let mut line = Line::new("", "forget").with("item", item);
-    let mut text = String::new();
-    let mut detail = "forget".to_string();
-    if let (true, Some(v)) = (checked.passed(), verified) {
-        let (block, fact): (Block, Fact) = work
-            .memory
-            .remove(item)
-            .expect("the gates checked it is active");
-        ledger.consume(item, "removed", "forgotten".into(), true);
-        text = fact.text.clone();
-        detail = format!(
-            "forget under {} ({}): {}",
-            v.policy,
-            v.detail,
-            schema::excerpt(&text, 50)
-        );
-        line = line
-            .with("policy", v.policy.clone())
-            .with(
-                "days_since_seen",
-                checked.value("days_since_seen").unwrap_or_default(),
-            )
-            .with("salience", checked.value("salience").unwrap_or_default());
-        if let Some(idle) = checked.value("days_unused") {
-            line = line.with("days_unused", idle);
-        }
-        archive.push(Archived {
-            fact,
-            block,
-            archived: ctx.today,
-            why: "forgotten".into(),
-            reason: format!("{}; verified: {}", one_line(&p.reason), v.detail),
-            policy: v.policy,
-        });
-    }
-    if by_model {
-        line = line.with("claimed", one_line(&p.policy));
-    }
-    line = line.with("reason", one_line(&p.reason)).with("text", text);
-    out.record(by_model, checked, line, detail, &p.reason);
 }

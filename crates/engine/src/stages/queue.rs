@@ -21,17 +21,9 @@ use crate::edges::state::{self, Connection};
 use crate::edges::store::{Change, Store};
 use crate::error::Result;
 use crate::stages::{Ctx, Work};
+use dream_core::consolidation::CardWrite;
 use dream_core::schema::{self, Card, Stage};
 use dream_core::selection::keep;
-
-/// What a cycle's routing does to a card's file. A pending card changed by several
-/// candidates in a cycle is rendered once, as it stands at the end.
-pub enum CardWrite {
-    /// The pending card with this path in `work.cards`.
-    Pending,
-    Text(String),
-    Delete,
-}
 
 /// Which of `work.cards` were pending in `review/` and which were waiting when the stage
 /// began.

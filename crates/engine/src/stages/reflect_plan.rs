@@ -26,6 +26,7 @@ use dream_core::schema::settings::Config;
 use dream_core::schema::{self, Card, Memory};
 use dream_core::selection::gates::{self, Evidence};
 use dream_core::selection::keep;
+use dream_core::sources::event::Stored;
 
 /// One reflect call: one prompt of one or more clusters.
 pub struct Call {
