@@ -167,6 +167,7 @@ fn complete(dir: &Path) -> bool {
         && dir.join("events").is_dir()
         && dir.join(".dream").join("lock").is_file()
         && crate::edges::state::path(dir).is_file()
+        && crate::edges::state::has_schema(dir)
         && !crate::edges::journal::path(dir).exists()
 }
 
