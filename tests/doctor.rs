@@ -54,6 +54,25 @@ fn get(v: &Value, name: &str) -> (String, String, String) {
         .unwrap_or_else(|| panic!("no {name} check in {v}"))
 }
 
+/// A binary the installed units may run in a test, wherever the checkout lives: the test's
+/// own build is under the checkout, and a checkout under /tmp is a binary the units'
+/// `PrivateTmp=true` hides, which the doctor rightly warns of. Any binary that exists
+/// outside the temporary folders stands in for an installed dream (the doctor checks the
+/// path, it does not run it).
+const INSTALLED: &str = "/bin/sh";
+
+/// Make the installed systemd units run `to` instead of the binary that installed them.
+fn units_run(env: &Env, to: &str) {
+    let units = env.home.join(".config/systemd/user");
+    let bin = assert_cmd::cargo::cargo_bin("dream").display().to_string();
+    for c in ["morning", "evening"] {
+        let path = units.join(format!("dream-{c}.service"));
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.contains(&bin), "{text}");
+        std::fs::write(&path, text.replace(&bin, to)).unwrap();
+    }
+}
+
 #[test]
 fn on_a_fresh_init_the_doctor_names_what_is_missing() {
     let env = Env::new();
@@ -134,6 +153,7 @@ fn on_a_configured_repository_every_check_passes_and_the_model_is_called_once_in
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
+    units_run(&env, INSTALLED);
     let units = env.home.join(".config/systemd/user");
     std::fs::create_dir_all(units.join("timers.target.wants")).unwrap();
     for c in ["morning", "evening"] {
@@ -242,6 +262,7 @@ fn the_doctor_says_why_the_timers_are_not_running_and_warns_of_a_binary_under_tm
         .output()
         .unwrap();
     assert!(install.status.success(), "{}", stderr(&install));
+    units_run(&env, INSTALLED);
     // Not enabled, and systemctl cannot be asked here: the doctor says what it answered.
     let (_, v) = doctor(&env, &[], &[]);
     let (status, detail, _) = get(&v, "schedule");
@@ -257,12 +278,10 @@ fn the_doctor_says_why_the_timers_are_not_running_and_warns_of_a_binary_under_tm
     let fake = tmp.path().join("dream");
     std::fs::write(&fake, "").unwrap();
     let units = env.home.join(".config/systemd/user");
-    let bin = assert_cmd::cargo::cargo_bin("dream").display().to_string();
     for c in ["morning", "evening"] {
         let path = units.join(format!("dream-{c}.service"));
         let text = std::fs::read_to_string(&path).unwrap();
-        assert!(text.contains(&bin), "{text}");
-        std::fs::write(&path, text.replace(&bin, &fake.display().to_string())).unwrap();
+        std::fs::write(&path, text.replace(INSTALLED, &fake.display().to_string())).unwrap();
     }
     let (_, v) = doctor(&env, &[], &[]);
     let (status, detail, fix) = get(&v, "schedule");

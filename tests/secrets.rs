@@ -650,3 +650,54 @@ fn verify_names_the_file_line_and_rule_of_a_secret_pasted_into_memory() {
     assert!(shown.contains("dream purge --stdin"), "{shown}");
     assert!(!shown.contains("2b92bcd013e7"), "never printed: {shown}");
 }
+
+/// Issue 46: a purge rewrote a promoted fact's words but left the salience its commit
+/// recorded, which `dream verify` scores again from the words: verify failed for good.
+/// The class: after any purge of a kept line's words, verify passes.
+#[test]
+fn verify_passes_after_a_purge_rewrites_a_kept_fact() {
+    let env = Env::new();
+    env.init();
+    let said: String = [
+        ("2026-11-01T09:00:00Z", "s1"),
+        ("2026-11-02T09:00:00Z", "s2"),
+        ("2026-11-02T15:00:00Z", "s3"),
+    ]
+    .iter()
+    .map(|(ts, s)| {
+        crate::util::event(
+            ts,
+            s,
+            "My sister Marguerite Okonkwo moved to Lisbon in 2019.",
+        )
+    })
+    .collect();
+    env.write_inbox("a.jsonl", &said);
+    env.run_cycle("2026-11-02T21:00:00Z");
+    assert!(
+        env.facts().iter().any(|f| f.contains("Okonkwo")),
+        "{:?}",
+        env.facts()
+    );
+    let v = env.dream(&["verify"]);
+    assert!(v.status.success(), "{}", stdout(&v));
+    let mut c = env.cmd();
+    c.args(["purge", "--stdin", "--yes"])
+        .write_stdin("Marguerite Okonkwo\n");
+    let out = c.output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        env.facts()
+            .iter()
+            .any(|f| f.contains("My sister [purged] moved")),
+        "{:?}",
+        env.facts()
+    );
+    let v = env.dream(&["verify"]);
+    assert!(
+        v.status.success(),
+        "verify after the purge: {}{}",
+        stdout(&v),
+        stderr(&v)
+    );
+}

@@ -71,6 +71,42 @@ fn init_creates_the_layout_and_refuses_to_clobber() {
     assert!(!other.join("dream.toml").exists());
 }
 
+/// Issue 46: an init killed at its first SQLite writes left a state database with no
+/// tables; `dream init` again answered "nothing changed", and status, log and verify failed
+/// with "no such table" until a run. Now they say to run `dream init`, which finishes it.
+#[test]
+fn an_init_interrupted_before_its_tables_is_finished_by_init_again() {
+    let env = Env::new();
+    env.init();
+    let state = env.repo.join(".dream/state.sqlite");
+    for side in ["-wal", "-shm"] {
+        let _ = std::fs::remove_file(env.repo.join(format!(".dream/state.sqlite{side}")));
+    }
+    std::fs::write(&state, b"").unwrap();
+    for cmd in ["status", "log", "verify"] {
+        let out = env.dream(&[cmd]);
+        assert!(!out.status.success(), "{cmd}: {}", stdout(&out));
+        assert!(
+            stderr(&out).contains("run `dream init` again to finish it"),
+            "{cmd}: {}",
+            stderr(&out)
+        );
+    }
+    let again = env.cmd().arg("init").arg(&env.repo).output().unwrap();
+    assert!(again.status.success(), "{}", stderr(&again));
+    assert!(
+        stdout(&again).contains("its inbox folder and state are made now"),
+        "{}",
+        stdout(&again)
+    );
+    for cmd in ["status", "log", "verify"] {
+        let out = env.dream(&[cmd]);
+        assert!(out.status.success(), "{cmd}: {}", stderr(&out));
+    }
+    let again = env.cmd().arg("init").arg(&env.repo).output().unwrap();
+    assert!(stdout(&again).contains("nothing changed"));
+}
+
 #[test]
 fn the_sample_stream_is_consolidated_as_labelled() {
     let env = Env::new();

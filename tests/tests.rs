@@ -21,6 +21,7 @@ mod model;
 mod ops;
 mod owner_words;
 mod passes;
+mod poison;
 mod quiz;
 mod recall;
 mod review;

@@ -36,6 +36,30 @@ use crate::text::phrases::{
 pub const SUPPORT_SIMILARITY: f64 = 0.6;
 /// Two facts this similar are about the same subject (for possible contradictions).
 pub const SAME_SUBJECT_SIMILARITY: f64 = 0.6;
+/// The most sentences of one event the reflector proposes from: the first this many that
+/// could be facts. The rest of a long event (a pasted document, a log) still restates and
+/// supports; a person's statements are not hundreds to one message, and every sentence
+/// proposed is compared with every other candidate of its cluster.
+pub const MAX_PROPOSED_PER_EVENT: usize = 32;
+/// The most sentences of one event a proposed sentence is compared with, rarest shared
+/// words first ([`restated_in`]): what bounds the work of a long event whose sentences
+/// all share a few words. A restatement not found among them is not counted.
+pub const MAX_COMPARED_PER_EVENT: usize = 256;
+
+#[cfg(test)]
+thread_local! {
+    /// Work done by this thread's reflector: sentences compared, bytes searched, names
+    /// counted. A test holds it to the size of the input (never a clock).
+    static WORK: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// Count `n` steps of work (in tests only).
+fn work(n: usize) {
+    #[cfg(test)]
+    WORK.with(|w| w.set(w.get() + n as u64));
+    #[cfg(not(test))]
+    let _ = n;
+}
 
 pub struct Offline {
     min_points: usize,
@@ -73,10 +97,13 @@ struct Analysed<'a> {
     /// Its words as written, and the names among them ([`names_of`]), found once.
     words: HashSet<String>,
     names: BTreeSet<String>,
+    /// Which sentences hold each content word: a sentence's restatements are looked up,
+    /// not searched for ([`restated_in`]).
+    index: std::collections::HashMap<String, Vec<usize>>,
 }
 
 fn analyse(e: &EventView) -> Analysed<'_> {
-    let sentences = sentences(&e.text)
+    let sentences: Vec<Sentence> = sentences(&e.text)
         .into_iter()
         .map(|text| {
             // Verbatim: the sentence as written, without its lead-in, letter case and all
@@ -99,40 +126,85 @@ fn analyse(e: &EventView) -> Analysed<'_> {
         })
         .collect();
     let (words, names) = names_of(&e.text);
+    let mut index: std::collections::HashMap<String, Vec<usize>> = Default::default();
+    for (i, s) in sentences.iter().enumerate() {
+        for t in &s.tokens {
+            index.entry(t.clone()).or_default().push(i);
+        }
+    }
     Analysed {
         event: e,
         sentences,
         vocab: measures::vocabulary([e.text.as_str()]),
         words,
         names,
+        index,
     }
 }
 
-/// Whether event `a` restates the sentence `unit`.
+/// Whether event `a` restates the sentence `unit` (whose entities are `entities`, found in
+/// `a`'s text or not as `found` says).
 fn supports(
     a: &Analysed<'_>,
     unit: &Sentence,
     day: chrono::NaiveDate,
     entities: &[Entity],
+    (finder, found): (&measures::EntityFinder, &measures::Found),
 ) -> bool {
     // "Today" said on another day names another day: statements said on different days
     // are different happenings unless their words say otherwise.
     if unit.relative && a.event.ts.date_naive() != day {
         return false;
     }
-    // The cheap test first: most events of a cluster fail it. A restatement holds most of
-    // the unit's content words; it is not enough that the unit holds a short sentence's
-    // ("We got this!" does not restate "We've got some cool projects in the works", and
-    // counting it so made a vague remark look said ten times). A sentence that takes the
-    // unit back ("spaces over tabs" for "tabs over spaces") is its opposite.
-    a.sentences.iter().any(|s| {
-        restates(&s.tokens, &unit.tokens)
+    restated_in(a, unit)
+        && entities.iter().all(|en| {
+            work(1);
+            finder.present(en, found, &a.vocab)
+        })
+}
+
+/// Whether a sentence of event `a` restates `unit`. A restatement holds most of the unit's
+/// content words; it is not enough that the unit holds a short sentence's ("We got this!"
+/// does not restate "We've got some cool projects in the works", and counting it so made a
+/// vague remark look said ten times). A sentence that takes the unit back ("spaces over
+/// tabs" for "tabs over spaces") is its opposite.
+///
+/// Only sentences that share one of the unit's rarest words in `a` can hold enough of them
+/// (of `m` words a restatement shares `k`, so it holds one of any `m - k + 1`), and they
+/// are found in `a`'s index, at most [`MAX_COMPARED_PER_EVENT`] of them: the work is not
+/// the event's length.
+fn restated_in(a: &Analysed<'_>, unit: &Sentence) -> bool {
+    let m = unit.tokens.len();
+    let Some(k) = (1..=m).find(|&k| k as f64 / m as f64 >= SUPPORT_SIMILARITY) else {
+        return false;
+    };
+    let mut postings: Vec<&[usize]> = unit
+        .tokens
+        .iter()
+        .map(|t| a.index.get(t).map_or(&[][..], Vec::as_slice))
+        .collect();
+    postings.sort_by_key(|p| p.len());
+    let mut seen = HashSet::new();
+    let mut compared = 0;
+    for &i in postings[..m - k + 1].iter().copied().flatten() {
+        if !seen.insert(i) {
+            continue;
+        }
+        if compared == MAX_COMPARED_PER_EVENT {
+            return false;
+        }
+        compared += 1;
+        work(1);
+        let s = &a.sentences[i];
+        if restates(&s.tokens, &unit.tokens)
             && measures::polarity_agrees_prepared(&s.prepared, &unit.prepared)
             && measures::retracts(&s.prepared, &unit.prepared).is_none()
             && measures::retracts(&unit.prepared, &s.prepared).is_none()
-    }) && entities
-        .iter()
-        .all(|en| measures::entity_present(en, &[a.event.text.as_str()], &a.vocab))
+        {
+            return true;
+        }
+    }
+    false
 }
 
 /// Whether a sentence of content words `said` restates `unit`: it holds at least
@@ -162,22 +234,33 @@ fn names_of(text: &str) -> (HashSet<String>, BTreeSet<String>) {
     (words, names)
 }
 
-/// How many names at least half of a unit's supporting events say that the unit does not:
-/// a candidate that would lose them ranks after one that keeps them.
-fn names_dropped(unit: &str, supporters: &[&Analysed<'_>]) -> usize {
+/// The names at least half of a unit's supporting events say, by their lowercased form
+/// (with how many spellings of it there are): what [`names_dropped`] counts from. It
+/// depends on the supporters alone, so it is found once per set of them.
+fn names_said(supporters: &[&Analysed<'_>]) -> std::collections::HashMap<String, usize> {
+    let names: BTreeSet<&String> = supporters.iter().flat_map(|a| &a.names).collect();
+    work(names.len() * supporters.len());
+    let mut out = std::collections::HashMap::new();
+    for n in names {
+        let said = supporters.iter().filter(|a| a.words.contains(n)).count();
+        if 2 * said >= supporters.len() {
+            *out.entry(n.to_lowercase()).or_insert(0) += 1;
+        }
+    }
+    out
+}
+
+/// How many names at least half of a unit's supporting events say (`said`, from
+/// [`names_said`]) that the unit does not: a candidate that would lose them ranks after one
+/// that keeps them.
+fn names_dropped(unit: &str, said: &std::collections::HashMap<String, usize>) -> usize {
     let unit_words: HashSet<String> = unit
         .split(|c: char| !(c.is_alphanumeric() || c == '\''))
         .map(str::to_lowercase)
         .collect();
-    let names: BTreeSet<&String> = supporters.iter().flat_map(|a| &a.names).collect();
-    names
-        .into_iter()
-        .filter(|n| !unit_words.contains(&n.to_lowercase()))
-        .filter(|n| {
-            let said = supporters.iter().filter(|a| a.words.contains(*n)).count();
-            2 * said >= supporters.len()
-        })
-        .count()
+    work(unit_words.len());
+    let kept: usize = unit_words.iter().filter_map(|w| said.get(w)).sum();
+    said.values().sum::<usize>() - kept
 }
 
 /// Actors that are the person the memory belongs to: their sentences are quoted as they
@@ -266,12 +349,18 @@ impl Offline {
             /// Specific enough to keep when said once.
             once: bool,
         }
-        let mut units: Vec<Unit> = Vec::new();
+        // The sentences that may be proposed ([`MAX_PROPOSED_PER_EVENT`] of an event at
+        // most), with their entities, then every event's text read once for all of them.
+        let mut proposable: Vec<(usize, usize, Vec<Entity>)> = Vec::new();
         for (i, a) in analysed.iter().enumerate() {
             if !a.event.is_owner_statement() {
                 continue;
             }
+            let mut taken_here = 0;
             for (j, unit) in a.sentences.iter().enumerate() {
+                if taken_here == MAX_PROPOSED_PER_EVENT {
+                    break;
+                }
                 // Repetition is not durability: a restated sentence must be as specific as
                 // one said once (a name, number or date, a habit, a preference, a plan, an
                 // event, the project) or be about its speaker, never a general remark. A
@@ -283,42 +372,65 @@ impl Offline {
                 {
                     continue;
                 }
-                let entities = measures::entities(&unit.text);
-                let support: Vec<usize> = analysed
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, b)| {
-                        // A person's own words are restated by that person: another
-                        // speaker's "I" is someone else (an agent's or a tool's restatement
-                        // is context, whoever wrote it).
-                        (!b.event.is_owner_statement() || b.event.actor == a.event.actor)
-                            && supports(b, unit, a.event.ts.date_naive(), &entities)
-                    })
-                    .map(|(k, _)| k)
-                    .collect();
-                let once = self.singles && a.event.new && worth_keeping_once(&unit.text);
-                // Only the owner's statements count toward the cluster's floor; agents' and
-                // tools' restatements are cited as context.
-                let owners = support
-                    .iter()
-                    .filter(|&&k| analysed[k].event.is_owner_statement())
-                    .count();
-                if (owners >= self.min_points || once)
-                    && support.iter().any(|&k| analysed[k].event.new)
-                {
-                    units.push(Unit {
-                        event: i,
-                        sentence: j,
-                        support,
-                        once,
-                    });
-                }
+                taken_here += 1;
+                proposable.push((i, j, measures::entities(&unit.text)));
+            }
+        }
+        let finder = measures::EntityFinder::new(proposable.iter().flat_map(|p| &p.2));
+        let found: Vec<measures::Found> = analysed
+            .iter()
+            .map(|a| {
+                work(a.event.text.len());
+                finder.scan(&a.event.text)
+            })
+            .collect();
+        let mut units: Vec<Unit> = Vec::new();
+        for (i, j, entities) in proposable {
+            let a = &analysed[i];
+            let unit = &a.sentences[j];
+            let support: Vec<usize> = analysed
+                .iter()
+                .enumerate()
+                .filter(|(k, b)| {
+                    // A person's own words are restated by that person: another
+                    // speaker's "I" is someone else (an agent's or a tool's restatement
+                    // is context, whoever wrote it).
+                    (!b.event.is_owner_statement() || b.event.actor == a.event.actor)
+                        && supports(
+                            b,
+                            unit,
+                            a.event.ts.date_naive(),
+                            &entities,
+                            (&finder, &found[*k]),
+                        )
+                })
+                .map(|(k, _)| k)
+                .collect();
+            let once = self.singles && a.event.new && worth_keeping_once(&unit.text);
+            // Only the owner's statements count toward the cluster's floor; agents' and
+            // tools' restatements are cited as context.
+            let owners = support
+                .iter()
+                .filter(|&&k| analysed[k].event.is_owner_statement())
+                .count();
+            if (owners >= self.min_points || once) && support.iter().any(|&k| analysed[k].event.new)
+            {
+                units.push(Unit {
+                    event: i,
+                    sentence: j,
+                    support,
+                    once,
+                });
             }
         }
         let mut used = vec![false; analysed.len()];
         let mut candidates: Vec<Proposal> = Vec::new();
         let mut taken: Vec<BTreeSet<String>> = Vec::new();
         let mut days_taken: HashSet<(BTreeSet<String>, chrono::NaiveDate)> = HashSet::new();
+        let mut said_by: std::collections::HashMap<
+            Vec<usize>,
+            std::collections::HashMap<String, usize>,
+        > = Default::default();
         // Restated sentences first, most supported first; each event supports one.
         loop {
             // Most supporting events, then most sessions, then an owner among them, then
@@ -355,9 +467,12 @@ impl Offline {
                 let owner = owners > 0;
                 // A sentence that keeps the names its restatements say comes first: "Tom
                 // started a new job" over "my brother started a new job".
-                let said: Vec<&Analysed<'_>> = support.iter().map(|&k| &analysed[k]).collect();
+                let said = said_by.entry(support.clone()).or_insert_with(|| {
+                    let said: Vec<&Analysed<'_>> = support.iter().map(|&k| &analysed[k]).collect();
+                    names_said(&said)
+                });
                 let score = (
-                    std::cmp::Reverse(names_dropped(&unit.text, &said)),
+                    std::cmp::Reverse(names_dropped(&unit.text, said)),
                     owners,
                     sessions.len(),
                     owner,
@@ -392,6 +507,7 @@ impl Offline {
             }
             if !unit.relative
                 && taken.iter().any(|t| {
+                    work(1);
                     let similarity = measures::set_similarity(t, &unit.tokens);
                     similarity >= self.duplicate_similarity
                         || (used[u.event] && similarity >= SUPPORT_SIMILARITY)
@@ -1012,5 +1128,59 @@ mod tests {
         let draft = offline.draft_skill(&req).unwrap().value;
         assert_eq!(draft, crate::llm::skill::offline_draft(&req));
         assert_eq!(draft.name, "cargo-test");
+    }
+
+    /// A name of its own for each `i` ("Bakelo", "Dimaru"...), never a dictionary word.
+    fn made_up_name(mut i: usize) -> String {
+        const SYLLABLES: &[&str] = &["ba", "ke", "lo", "di", "ma", "ru", "so", "ni", "te", "vu"];
+        let mut name = String::new();
+        for _ in 0..4 {
+            name.push_str(SYLLABLES[i % SYLLABLES.len()]);
+            i /= SYLLABLES.len();
+        }
+        let mut c = name.chars();
+        c.next()
+            .map(|f| f.to_uppercase().chain(c).collect())
+            .unwrap_or_default()
+    }
+
+    /// The work one reflect call does on three restatements of a document of `n`
+    /// specific sentences (each names someone of its own and a year, and all share words),
+    /// and the document's size in bytes.
+    fn work_on_a_document(n: usize) -> (u64, usize) {
+        let doc: String = (0..n)
+            .map(|i| {
+                format!(
+                    "My colleague {} moved to Lisbon in {}. ",
+                    made_up_name(i),
+                    1000 + i
+                )
+            })
+            .collect();
+        let events = (1..=3)
+            .map(|d| ev(&format!("e{d}"), d, &format!("s{d}"), &doc, true))
+            .collect();
+        WORK.with(|w| w.set(0));
+        let reply = reflect_on(events, true);
+        assert!(!reply.candidates.is_empty());
+        (WORK.with(|w| w.get()), 3 * doc.len())
+    }
+
+    /// Issue 46: one long event held the lock for hours, every sentence of it compared
+    /// with every other and its whole text searched again for each sentence's names and
+    /// numbers. The work is counted, not timed: ten times the document may cost at most
+    /// about ten times the work (a quadratic cost would be a hundred times), and never more
+    /// than a few steps a byte.
+    #[test]
+    fn a_long_event_costs_work_in_proportion_to_its_size() {
+        let (small, small_bytes) = work_on_a_document(150);
+        let (large, large_bytes) = work_on_a_document(1500);
+        assert!(
+            large <= 15 * small.max(1),
+            "ten times the document took {large} steps against {small}"
+        );
+        for (w, bytes) in [(small, small_bytes), (large, large_bytes)] {
+            assert!(w <= 4 * bytes as u64, "{w} steps for {bytes} bytes");
+        }
     }
 }

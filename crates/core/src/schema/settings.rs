@@ -21,6 +21,14 @@ type Result<T, E = ConfigError> = std::result::Result<T, E>;
 
 /// The config file name at the repository root.
 pub const FILE: &str = "dream.toml";
+/// git's ignore list of a memory repository, written by `dream init`.
+pub const GITIGNORE: &str = ".gitignore";
+/// The README `dream init` writes for people browsing a memory repository.
+pub const README: &str = "README.md";
+/// git's own folder.
+pub const GIT_DIR: &str = ".git";
+/// dream's local folder: the state database, the lock, the journal, the logs.
+pub const LOCAL_DIR: &str = ".dream";
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 #[serde(default, deny_unknown_fields)]
@@ -144,6 +152,9 @@ pub struct Inbox {
     /// Other agents' transcripts (Claude Code, Codex), read incrementally every cycle.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub sources: Vec<Source>,
+    /// Let `path` name a folder outside the repository and the home folder (never `/`).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub allow_outside: bool,
 }
 
 impl Default for Inbox {
@@ -152,6 +163,7 @@ impl Default for Inbox {
             path: "events".into(),
             max_event_bytes: 1 << 20,
             sources: Vec::new(),
+            allow_outside: false,
         }
     }
 }
@@ -569,6 +581,7 @@ pub const TEMPLATE: &str = r#"# dream.toml: configuration of this memory reposit
 [inbox]
 path = "events"                 # folder of *.jsonl event files, relative to the repo
 max_event_bytes = 1048576       # a longer line is quarantined (transcript lines are streamed)
+allow_outside = false           # true: path may be a folder outside the repository and your home
 # Other agents' transcripts, read incrementally every cycle (see docs/sources.md):
 # [[inbox.sources]]
 # format = "claude-code"        # claude-code | codex | gemini | opencode | copilot | jsonl
@@ -721,6 +734,9 @@ impl Config {
                 }
             })?;
         config.validate().map_err(err)?;
+        config
+            .validate_inbox_path(env.get("HOME").map(String::as_str))
+            .map_err(err)?;
         Ok(config)
     }
 
@@ -971,6 +987,120 @@ impl Config {
                 c.context.file
             ));
         }
+        if c.context.file.is_empty() {
+            return Ok(());
+        }
+        let file = components(&c.context.file);
+        if file.is_empty() {
+            return Err(format!(
+                "key `context.file`: {:?} names no file; pick a name such as \"CONTEXT.md\"",
+                c.context.file
+            ));
+        }
+        let same = |a: &[&str], b: &[&str]| {
+            a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.eq_ignore_ascii_case(y))
+        };
+        for (path, folder, owner) in self.owned() {
+            let owned = components(&path);
+            if owned.is_empty() {
+                continue;
+            }
+            let clash = if folder {
+                file.len() >= owned.len() && same(&file[..owned.len()], &owned)
+            } else {
+                same(&file, &owned)
+            };
+            if clash {
+                return Err(format!(
+                    "key `context.file`: {:?} is {} {owner}; each cycle would write the context view over it. Pick a file of its own such as \"CONTEXT.md\"",
+                    c.context.file,
+                    if folder {
+                        format!("inside {path}/, which holds")
+                    } else {
+                        format!("{path}, which is")
+                    },
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The files and folders of a memory repository that dream or git own, each with what
+    /// it holds (`true`: a folder, owned with all it holds): no path a config names for
+    /// dream to write may be one of them. Built from the layout's own constants.
+    pub fn owned(&self) -> Vec<(String, bool, &'static str)> {
+        let parent = |p: &str| p.rsplit_once('/').map_or(p, |(d, _)| d).to_string();
+        let mut owned = vec![
+            (FILE.to_string(), false, "dream's configuration"),
+            (GITIGNORE.to_string(), false, "git's ignore list"),
+            (README.to_string(), false, "the repository's README"),
+            (GIT_DIR.to_string(), true, "git's history"),
+            (
+                LOCAL_DIR.to_string(),
+                true,
+                "dream's state, lock and journal",
+            ),
+            (parent(crate::memory::ARCHIVE), true, "the archive of facts"),
+            (
+                crate::memory::REVIEW_DIR.to_string(),
+                true,
+                "the review cards",
+            ),
+            (parent(crate::skills::DRAFTS_DIR), true, "the skills"),
+            (
+                crate::operations::digest::DIR.to_string(),
+                true,
+                "the digests",
+            ),
+            (self.inbox.path.clone(), true, "the inbox's events"),
+        ];
+        for b in crate::memory::Block::ALL {
+            let dir = parent(&b.path());
+            if !owned.iter().any(|(p, _, _)| *p == dir) {
+                owned.push((dir, true, "the memory blocks"));
+            }
+        }
+        owned
+    }
+
+    /// `inbox.path` is read whole every cycle (every `*.jsonl` under it): never `/`, and
+    /// not a folder outside the repository and the home folder (`home`) unless
+    /// `inbox.allow_outside` says so. A relative path that climbs out of the repository
+    /// ("../../etc") is outside it.
+    fn validate_inbox_path(&self, home: Option<&str>) -> std::result::Result<(), String> {
+        let path = self.inbox.path.trim();
+        let parts = components(path);
+        if path.starts_with('/') && parts.is_empty() {
+            return Err(
+                "key `inbox.path`: \"/\" would read every *.jsonl file on the machine; name the inbox folder, such as \"events\""
+                    .into(),
+            );
+        }
+        if self.inbox.allow_outside {
+            return Ok(());
+        }
+        let mut depth: i64 = 0;
+        let mut climbs = false;
+        for p in &parts {
+            depth += if *p == ".." { -1 } else { 1 };
+            climbs |= depth < 0;
+        }
+        let outside = if path.starts_with('/') {
+            let home = home.map(components).unwrap_or_default();
+            let under_home = !home.is_empty()
+                && parts.len() >= home.len()
+                && parts[..home.len()] == home[..]
+                && !parts.contains(&"..");
+            !under_home
+        } else {
+            climbs
+        };
+        if outside {
+            return Err(format!(
+                "key `inbox.path`: {:?} is outside the repository and your home folder; every *.jsonl under it would be read as your events. Name a folder inside them, or set `inbox.allow_outside = true` if you mean it",
+                self.inbox.path
+            ));
+        }
         Ok(())
     }
 
@@ -1105,6 +1235,13 @@ impl Config {
     }
 }
 
+/// A path's parts, without empty ones and `.`: `./a//b/` is `a`, `b`.
+fn components(path: &str) -> Vec<&str> {
+    path.split('/')
+        .filter(|p| !p.is_empty() && *p != ".")
+        .collect()
+}
+
 fn memory_block_path(path: &str) -> bool {
     crate::schema::Block::ALL
         .iter()
@@ -1234,6 +1371,96 @@ mod tests {
 
     fn parse(text: &str) -> Result<Config> {
         Config::parse(text, "dream.toml", &BTreeMap::new())
+    }
+
+    /// Issue 46: `context.file = "dream.toml"` was accepted, and the first cycle wrote the
+    /// context view over the configuration (every later command failed); the same trick
+    /// overwrote .gitignore, README.md, the archive or a card. The class: every file and
+    /// folder the layout owns ([`Config::owned`]) is refused, however it is spelled, with
+    /// the key and the reason.
+    #[test]
+    fn the_context_file_is_never_a_file_dream_or_git_owns() {
+        let refused = |file: &str| {
+            let e = parse(&format!("[context]\nfile = {file:?}\n"))
+                .expect_err(file)
+                .to_string();
+            assert!(e.contains("key `context.file`"), "{file}: {e}");
+            e
+        };
+        let e = refused("dream.toml");
+        assert!(e.contains("dream's configuration"), "{e}");
+        for f in [
+            "./dream.toml",
+            "DREAM.toml",
+            ".gitignore",
+            "README.md",
+            "archive/facts.md",
+            "review/decided/c_1.md",
+            "skills/active/deploy/SKILL.md",
+            ".git/config",
+            ".dream/state.sqlite",
+            "events/context.jsonl",
+            "digests/today.md",
+            "memory/notes.md",
+            "memory//human.md",
+        ] {
+            refused(f);
+        }
+        for (path, folder, _) in Config::default().owned() {
+            refused(&path);
+            if folder {
+                refused(&format!("{path}/CONTEXT.md"));
+            }
+        }
+        for ok in ["CONTEXT.md", "docs/CONTEXT.md", "agents/context.md", ""] {
+            parse(&format!("[context]\nfile = {ok:?}\n")).expect(ok);
+        }
+    }
+
+    /// Issue 46: `inbox.path = "/"` read every *.jsonl on the machine, and
+    /// "../../../../etc" was read. `/` is refused always; a folder outside the repository
+    /// and the home folder needs `inbox.allow_outside`.
+    #[test]
+    fn the_inbox_stays_inside_the_repository_or_the_home_folder() {
+        let env: BTreeMap<String, String> = [("HOME".to_string(), "/home/ana".to_string())].into();
+        let load = |path: &str, allow: bool| {
+            Config::parse(
+                &format!("[inbox]\npath = {path:?}\nallow_outside = {allow}\n"),
+                "dream.toml",
+                &env,
+            )
+        };
+        for path in ["/", "//", "/./"] {
+            for allow in [false, true] {
+                let e = load(path, allow).expect_err(path).to_string();
+                assert!(
+                    e.contains("key `inbox.path`") && e.contains("every *.jsonl"),
+                    "{e}"
+                );
+            }
+        }
+        for path in [
+            "../../../../etc",
+            "/etc",
+            "events/../..",
+            "/home/ana/../bob",
+            "/home/anabel",
+        ] {
+            let e = load(path, false).expect_err(path).to_string();
+            assert!(
+                e.contains("key `inbox.path`") && e.contains("inbox.allow_outside = true"),
+                "{path}: {e}"
+            );
+            load(path, true).expect(path);
+        }
+        for path in [
+            "events",
+            "./inbox/",
+            "a/../events",
+            "/home/ana/agent-events",
+        ] {
+            load(path, false).expect(path);
+        }
     }
 
     #[test]

@@ -241,6 +241,11 @@ pub fn from_object(mut obj: Map<String, Value>) -> Result<Parsed, String> {
     if raw_text.trim().is_empty() {
         return Err("`text` is empty".into());
     }
+    for key in ["text", "session", "actor", "source", "id"] {
+        if let Some(Value::String(s)) = obj.get(key) {
+            unstorable(key, s)?;
+        }
+    }
     // Every free-text field is redacted like the text (S8): a secret pasted as a session
     // or source name is stored, shown and committed as a marker.
     let mut redacted = Vec::new();
@@ -335,6 +340,29 @@ pub fn from_object(mut obj: Map<String, Value>) -> Result<Parsed, String> {
     })
 }
 
+/// Characters no stored event field may hold, each with what refuses it. A NUL (U+0000)
+/// ends a C string: git refuses a commit message that holds one, and a fact quoting it
+/// could never be committed, so every later cycle would fail on the same line. Refusing
+/// the event here quarantines that one line with its reason; the rest goes on. (Other
+/// control characters are kept: git, SQLite and the Markdown rows hold them.)
+pub const UNSTORABLE: &[(char, &str)] = &[(
+    '\u{0}',
+    "a NUL character (U+0000), which git commit messages and C strings cannot hold",
+)];
+
+/// Refuse a field holding a character of [`UNSTORABLE`], naming the field, the character
+/// and where it is, so the writer can be fixed.
+fn unstorable(key: &str, value: &str) -> Result<(), String> {
+    for (at, c) in value.char_indices() {
+        if let Some((_, why)) = UNSTORABLE.iter().find(|(u, _)| *u == c) {
+            return Err(format!(
+                "`{key}` holds {why} (at byte {at}); remove it from the line, or have its writer escape it"
+            ));
+        }
+    }
+    Ok(())
+}
+
 fn required_str<'a>(obj: &'a Map<String, Value>, key: &str) -> Result<&'a str, String> {
     match obj.get(key) {
         None | Some(Value::Null) => Err(format!("missing required field `{key}`")),
@@ -425,6 +453,30 @@ mod tests {
         assert!(parse_line(&[b'a'; 200], 100)
             .unwrap_err()
             .contains("over the limit of 100"));
+    }
+
+    #[test]
+    fn a_nul_in_a_stored_field_is_refused_and_named() {
+        for key in ["text", "session", "actor", "source", "id"] {
+            let line = format!(
+                r#"{{"ts":"2026-11-01T09:00:00Z","kind":"message","text":"I live in Lisbon","{key}":"a\u0000b"}}"#
+            );
+            let err = parse(&line).unwrap_err();
+            assert!(
+                err.starts_with(&format!("`{key}` holds a NUL")),
+                "{key}: {err}"
+            );
+        }
+        // meta is stored as JSON, where a NUL is escaped: it is kept.
+        let p = parse(
+            r#"{"ts":"2026-11-01T09:00:00Z","kind":"message","text":"I live in Lisbon","meta":{"x":"a\u0000b"}}"#,
+        );
+        assert!(p.is_ok());
+        // Other control characters are kept.
+        let p = parse(
+            r#"{"ts":"2026-11-01T09:00:00Z","kind":"message","text":"I live\u0007 in\u001b Lisbon\r"}"#,
+        );
+        assert!(p.is_ok());
     }
 
     #[test]

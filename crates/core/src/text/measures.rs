@@ -600,6 +600,85 @@ pub fn entity_present(entity: &Entity, sources: &[&str], vocab: &Vocabulary) -> 
     }
 }
 
+/// [`entity_present`] for many entities against many texts, in one pass over each text:
+/// searching a long event once for every entity of every one of its sentences costs the
+/// square of its size (issue 46: one event of 200 KB held the lock for minutes). The
+/// finder is built once from every entity to look for ([`EntityFinder::new`]); each text
+/// is read once ([`EntityFinder::scan`]), for its numbers and for every other entity at
+/// once (an Aho-Corasick automaton over the lowercased texts); then each question is a
+/// lookup ([`EntityFinder::present`]). The answers are [`entity_present`]'s.
+pub struct EntityFinder {
+    /// Lowercased texts of the URLs, e-mails, paths and identifiers, each once.
+    needles: std::collections::HashMap<String, usize>,
+    automaton: Option<aho_corasick::AhoCorasick>,
+}
+
+/// What one text holds of an [`EntityFinder`]'s entities.
+pub struct Found {
+    numbers: HashSet<String>,
+    needles: Vec<bool>,
+}
+
+impl EntityFinder {
+    pub fn new<'a>(entities: impl IntoIterator<Item = &'a Entity>) -> EntityFinder {
+        let mut needles = std::collections::HashMap::new();
+        let mut patterns = Vec::new();
+        for e in entities {
+            if matches!(e.kind, EntityKind::ProperNoun | EntityKind::Number) {
+                continue;
+            }
+            let needle = e.text.to_lowercase();
+            if !needle.is_empty() && !needles.contains_key(&needle) {
+                needles.insert(needle.clone(), patterns.len());
+                patterns.push(needle);
+            }
+        }
+        // Fails only past the automaton's size limits; then every needle is searched
+        // one by one ([`Self::scan`]), as [`entity_present`] does.
+        let automaton = aho_corasick::AhoCorasick::new(&patterns).ok();
+        EntityFinder { needles, automaton }
+    }
+
+    /// Read `text` once: its numbers, and which of the finder's needles it holds.
+    pub fn scan(&self, text: &str) -> Found {
+        let numbers = NUMBER_RE
+            .find_iter(text)
+            .map(|m| m.as_str().trim_end_matches(['.', ',', ':']).to_string())
+            .collect();
+        let mut needles = vec![false; self.needles.len()];
+        if !needles.is_empty() {
+            let lower = text.to_lowercase();
+            match &self.automaton {
+                Some(ac) => {
+                    for m in ac.find_overlapping_iter(&lower) {
+                        needles[m.pattern().as_usize()] = true;
+                    }
+                }
+                None => {
+                    for (needle, &i) in &self.needles {
+                        needles[i] = lower.contains(needle.as_str());
+                    }
+                }
+            }
+        }
+        Found { numbers, needles }
+    }
+
+    /// Whether the text `found` was scanned from holds `entity` ([`entity_present`]);
+    /// `vocab` is that text's vocabulary. An entity the finder was not built with is
+    /// looked up in no text: it is reported absent.
+    pub fn present(&self, entity: &Entity, found: &Found, vocab: &Vocabulary) -> bool {
+        match entity.kind {
+            EntityKind::ProperNoun => entity_present(entity, &[], vocab),
+            EntityKind::Number => found.numbers.contains(&entity.text),
+            _ => {
+                let needle = entity.text.to_lowercase();
+                needle.is_empty() || self.needles.get(&needle).is_some_and(|&i| found.needles[i])
+            }
+        }
+    }
+}
+
 /// Names and numbers of a text, normalized and stemmed ("Tuesdays" and "Tuesday" are one
 /// name): what tells two facts on one subject apart ("I live in Lisbon" / "I live in
 /// Porto").
@@ -887,6 +966,35 @@ pub fn cited(claim: &str, events: &[Citation<'_>], keep: usize) -> Vec<usize> {
 
 #[cfg(test)]
 mod tests {
+    /// The finder answers what [`super::entity_present`] answers, for every entity of
+    /// every text against every text: names, numbers (with their trailing stops), URLs,
+    /// e-mails, paths and identifiers, in other letter cases and inside longer words.
+    #[test]
+    fn the_entity_finder_answers_as_entity_present() {
+        use super::*;
+        let texts = [
+            "Ask Ana at ana@example.com about src/main.rs by 3 May 2026, 10:30.",
+            "The build_cache flag lives in SRC/MAIN.RS; see https://example.com/a?b=1.",
+            "I moved to Lisbon in 2019. Mr Élan Überlin said 4.5, then 4,5 and 12/05.",
+            "myBuild_cache2 and ~/notes/todo.md and 42",
+            "",
+        ];
+        let all: Vec<Entity> = texts.iter().flat_map(|t| entities(t)).collect();
+        assert!(all.len() > 12, "{all:?}");
+        let finder = EntityFinder::new(&all);
+        for t in texts {
+            let found = finder.scan(t);
+            let vocab = vocabulary([t]);
+            for e in &all {
+                assert_eq!(
+                    finder.present(e, &found, &vocab),
+                    entity_present(e, &[t], &vocab),
+                    "{e:?} in {t:?}"
+                );
+            }
+        }
+    }
+
     #[test]
     fn sorted_similarity_is_set_similarity() {
         let texts = [

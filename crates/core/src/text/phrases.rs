@@ -20,22 +20,29 @@ pub const MIN_CONTENT_WORDS: usize = 3;
 pub fn sentences(text: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut cur = String::new();
+    // `cur`'s length in characters, kept as it grows: counting it at every line break
+    // would cost the square of a long unbroken paragraph.
+    let mut cur_chars = 0;
     let mut chars = text.chars().peekable();
     while let Some(c) = chars.next() {
         if c == '\n' {
             // A line break inside a sentence is not its end (a harness wraps long prompts):
             // the next line goes on the sentence when this one stops mid-clause.
             let next: String = chars.clone().take_while(|&n| n != '\n').collect();
-            if continues(&cur, &next) {
+            if continues(&cur, cur_chars, &next) {
                 cur.push(' ');
+                cur_chars += 1;
                 continue;
             }
             push_sentence(&mut out, &mut cur);
+            cur_chars = 0;
             continue;
         }
         cur.push(c);
+        cur_chars += 1;
         if matches!(c, '.' | '!' | '?') && chars.peek().is_none_or(|n| n.is_whitespace()) {
             push_sentence(&mut out, &mut cur);
+            cur_chars = 0;
         }
     }
     push_sentence(&mut out, &mut cur);
@@ -49,11 +56,12 @@ const GOES_ON: &[&str] = &[
     "if", "when", "my", "our", "your", "their", "this", "these", "its",
 ];
 
-/// Whether the line after `cur` carries on its sentence: `cur` ends without a stop,
-/// on a word no sentence ends on or after a long line (a wrapped one), and the next line
-/// is neither blank nor a list item, a heading or a quote.
-fn continues(cur: &str, next: &str) -> bool {
-    let line = cur.rsplit('\n').next().unwrap_or(cur).trim_end();
+/// Whether the line after `cur` (the sentence so far, `cur_chars` characters, its lines
+/// joined by spaces) carries on its sentence: `cur` ends without a stop, on a word no
+/// sentence ends on or after a long line (a wrapped one), and the next line is neither
+/// blank nor a list item, a heading or a quote. Reads only the ends of the two.
+fn continues(cur: &str, cur_chars: usize, next: &str) -> bool {
+    let line = cur.trim_end();
     let next = next.trim();
     if line.is_empty() || next.is_empty() {
         return false;
@@ -72,7 +80,8 @@ fn continues(cur: &str, next: &str) -> bool {
         .unwrap_or("")
         .to_lowercase();
     GOES_ON.contains(&last.as_str())
-        || (line.chars().count() >= 60 && next.chars().next().is_some_and(char::is_lowercase))
+        || (cur_chars - cur[line.len()..].chars().count() >= 60
+            && next.chars().next().is_some_and(char::is_lowercase))
 }
 
 fn push_sentence(out: &mut Vec<String>, cur: &mut String) {

@@ -24,7 +24,8 @@ pub fn of_meta(meta: Option<&Value>) -> Option<String> {
         .iter()
         .find_map(|k| m.get(*k).and_then(Value::as_str))
         .map(str::trim)
-        .filter(|s| !s.is_empty())?;
+        // A NUL ends a path on every system: such a value names no folder.
+        .filter(|s| !s.is_empty() && !s.contains('\0'))?;
     Some(resolve(raw))
 }
 

@@ -144,8 +144,8 @@ pub fn create_at(dir: &Path, now: DateTime<Utc>) -> Result<Created> {
 fn first_commit() -> Change {
     let mut change = Change::default();
     change.write(settings::FILE, TEMPLATE.to_string());
-    change.write(".gitignore", GITIGNORE.to_string());
-    change.write("README.md", REPO_README.to_string());
+    change.write(settings::GITIGNORE, GITIGNORE.to_string());
+    change.write(settings::README, REPO_README.to_string());
     for b in Block::ALL {
         change.write(b.path(), b.empty_file());
     }
@@ -167,6 +167,7 @@ fn complete(dir: &Path) -> bool {
         && dir.join("events").is_dir()
         && dir.join(".dream").join("lock").is_file()
         && crate::edges::state::path(dir).is_file()
+        && crate::edges::state::has_schema(dir)
         && !crate::edges::journal::path(dir).exists()
 }
 
@@ -242,6 +243,24 @@ fn sweep_init_temp(dir: &Path) {
             && pid.is_some_and(|p| p != std::process::id() && !fsutil::process_alive(p))
         {
             let _ = std::fs::remove_dir_all(e.path());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every file a new repository holds is one a config may not name for dream to write
+    /// (`context.file`): the layout and [`Config::owned`] cannot drift apart.
+    #[test]
+    fn every_file_of_the_layout_is_owned() {
+        let env = Default::default();
+        for (path, _) in first_commit().writes {
+            let text = format!("[context]\nfile = {path:?}\n");
+            let e = dream_core::operations::config::Config::parse(&text, config::FILE, &env)
+                .expect_err(&path);
+            assert!(e.to_string().contains("key `context.file`"), "{path}: {e}");
         }
     }
 }

@@ -211,6 +211,19 @@ pub fn path(root: &Path) -> PathBuf {
     root.join(".dream").join("state.sqlite")
 }
 
+/// Whether the state database of `root` has its tables (a schema version): an init killed
+/// at its first SQLite writes leaves an empty file, which `dream init` must finish.
+pub fn has_schema(root: &Path) -> bool {
+    let Ok(conn) = Connection::open_with_flags(
+        path(root),
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    ) else {
+        return false;
+    };
+    conn.pragma_query_value(None, "user_version", |r| r.get::<_, i64>(0))
+        .is_ok_and(|v| v > 0)
+}
+
 impl State {
     /// Open (creating and migrating as needed) the state database of a repo.
     pub fn open(root: &Path) -> Result<State> {
@@ -278,7 +291,12 @@ impl State {
         .context(|| format!("opening {}", path.display()))?;
         conn.busy_timeout(std::time::Duration::from_secs(10))
             .context(|| "setting the busy timeout".into())?;
-        check_version(&conn, &path)?;
+        if check_version(&conn, &path)? == 0 {
+            return Err(Error::Other(format!(
+                "{} holds no tables yet: a `dream init` was interrupted before it made them; run `dream init` again to finish it",
+                path.display()
+            )));
+        }
         Ok(Some(State {
             conn,
             path,

@@ -1094,6 +1094,31 @@ impl Store {
     }
 
     /// Durable memory as it was at a commit; a missing block reads as empty.
+    /// The memory a tree holds (a commit's, or one not committed yet).
+    pub fn memory_in_tree(&self, tree: Oid, today: NaiveDate) -> Result<Memory> {
+        let tree = self
+            .repo
+            .find_tree(tree)
+            .context(|| format!("reading the tree {tree}"))?;
+        let mut blocks = Vec::new();
+        for b in Block::ALL {
+            let text = match tree.get_path(Path::new(&b.path())) {
+                Ok(entry) => Some(
+                    self.repo
+                        .find_blob(entry.id())
+                        .map(|blob| String::from_utf8_lossy(blob.content()).into_owned())
+                        .context(|| format!("reading {}", b.path()))?,
+                ),
+                Err(_) => None,
+            };
+            blocks.push(match text {
+                Some(text) => BlockFile::parse(b, &text, today),
+                None => BlockFile::empty(b),
+            });
+        }
+        Ok(Memory::new(blocks))
+    }
+
     pub fn memory_at(&self, commit: Oid, today: NaiveDate) -> Result<Memory> {
         let mut blocks = Vec::new();
         for b in Block::ALL {
@@ -1126,12 +1151,16 @@ pub struct Purged {
 /// backup ref, and the branch moves to the new tip through the journal like any change.
 impl Store {
     /// What a purge of `needle` would rewrite (nothing is written when `apply` is false).
+    /// `reword` gives each commit's message (when applied), from its message with the
+    /// string replaced and its new tree: what a message records of the words the purge
+    /// changed (a kept line's salience) is measured again on what they now say.
     pub fn purge(
         &self,
         needle: &str,
         replacement: &str,
         backup: &str,
         apply: bool,
+        reword: &mut dyn FnMut(&str, Oid) -> Result<String>,
     ) -> Result<Purged> {
         let (branch, tip) = self.branch()?;
         let mut out = Purged::default();
@@ -1169,7 +1198,10 @@ impl Store {
             )?;
             let parents: Vec<Oid> = c.parent_ids().map(|p| *map.get(&p).unwrap_or(&p)).collect();
             let message = String::from_utf8_lossy(c.message_bytes()).into_owned();
-            let new_message = message.replace(needle, replacement);
+            let mut new_message = message.replace(needle, replacement);
+            if apply {
+                new_message = reword(&new_message, new_tree)?;
+            }
             let same = new_tree == tree.id()
                 && new_message == message
                 && parents.iter().eq(c.parent_ids().collect::<Vec<_>>().iter());

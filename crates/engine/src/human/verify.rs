@@ -251,6 +251,41 @@ fn cycle_day(c: &HistoryCommit) -> NaiveDate {
         .unwrap_or_else(|| c.time.date_naive())
 }
 
+/// What a kept line of a consolidation commit records of its salience: `salience S >= T`,
+/// or `salience S, ` and why it was kept below a threshold (a standing instruction, a
+/// habit, a preference), or that a purge lowered it ([`RESCORED_AFTER_PURGE`]).
+pub(crate) static RECORDED: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"salience (\d+\.\d+)(?: >= (\d+(?:\.\d+)?)|, (a standing instruction|a habit|a preference|re-scored after a purge))",
+    )
+    .unwrap()
+});
+
+/// What a kept line records when `dream purge` took words out of its fact and its score
+/// fell below the threshold it had met: the line stays (a person asked for words out, not
+/// for the fact to go), with the score its words now give.
+pub(crate) const RESCORED_AFTER_PURGE: &str = "re-scored after a purge";
+
+/// The texts of the owner's own statements among `events`: what a kept line was scored on.
+pub(crate) fn owner_texts(events: &[state::Stored]) -> Vec<&str> {
+    owner_statements(events)
+        .map(|s| s.event.text.as_str())
+        .collect()
+}
+
+/// The salience a kept line scores with this binary's model: its words' and its supporting
+/// owner statements' (`keep::statements`, as the cycle scored it), the highest; `None` when
+/// there is nothing to score.
+pub(crate) fn score_kept(fact_text: &str, owners: &[&str]) -> Result<Option<f32>> {
+    let scorer = crate::providers::salience::scorer();
+    let mut again: Option<f32> = None;
+    for said in keep::statements(fact_text, owners.iter().copied()) {
+        let s = scorer.score(&said)?;
+        again = Some(again.map_or(s, |a: f32| a.max(s)));
+    }
+    Ok(again)
+}
+
 impl Auditor {
     fn push(&mut self, p: Problem) {
         if !self.v.problems.contains(&p) {
@@ -422,12 +457,6 @@ impl Auditor {
     /// scored it) and must give S; a line another model scored is checked against what it
     /// recorded only, and a note says so.
     fn salience_lines(&mut self, c: &HistoryCommit, after: &Snap) -> Result<()> {
-        static RECORDED: LazyLock<Regex> = LazyLock::new(|| {
-            Regex::new(
-                r"salience (\d+\.\d+)(?: >= (\d+(?:\.\d+)?)|, (a standing instruction|a habit|a preference))",
-            )
-            .unwrap()
-        });
         let Some(trailer) = c.trailer("Dream-Salience") else {
             return Ok(());
         };
@@ -471,6 +500,9 @@ impl Auditor {
                         continue;
                     }
                 }
+                // Kept at or above its threshold, then a purge took words out of it
+                // ([`RESCORED_AFTER_PURGE`]): its score is checked below like any other.
+                (None, Some(k)) if k.as_str() == RESCORED_AFTER_PURGE => {}
                 _ if same => {
                     // Kept below the threshold as a standing instruction: its words must say
                     // one, by the rules this binary has (an older binary's, whose rules may
@@ -499,16 +531,8 @@ impl Auditor {
                 continue;
             };
             let events = state::events_by_ids(&st.conn, &fact.support)?;
-            let owners: Vec<&str> = owner_statements(&events)
-                .map(|s| s.event.text.as_str())
-                .collect();
-            let scorer = crate::providers::salience::scorer();
-            let mut again: Option<f32> = None;
-            for said in keep::statements(&fact.text, owners) {
-                let s = scorer.score(&said)?;
-                again = Some(again.map_or(s, |a: f32| a.max(s)));
-            }
-            if let Some(a) = again {
+            let owners = owner_texts(&events);
+            if let Some(a) = score_kept(&fact.text, &owners)? {
                 if (a - score).abs() > 0.0015 {
                     self.push(problem(
                         "salience",
