@@ -32,4 +32,5 @@ mod secrets;
 mod skills;
 mod sources;
 mod spine;
+mod streams;
 mod verify;

@@ -1,6 +1,8 @@
 //! `dream eval locomo PATH`: replay a LoCoMo file and print the quality figures;
 //! `dream eval pairs [PATH]`: measure the embedder on labelled sentence pairs;
-//! `dream eval sessions PATH...`: replay real transcripts and read back what memory kept.
+//! `dream eval sessions PATH...`: replay real transcripts and read back what memory kept;
+//! `dream eval streams PATH...`: replay labelled owner streams and measure what a person
+//! notices.
 
 use crate::cli::{EvalCommand, Global};
 use dream_core::schema::settings::Config;
@@ -86,6 +88,20 @@ pub fn run(g: &Global, a: &EvalCommand) -> Result<i32> {
                     "{} facts and episodes are not a verbatim span of an owner's statement they cite, {} cite none",
                     report.not_verbatim, report.without_owner
                 )));
+            }
+        }
+        EvalCommand::Streams(a) => {
+            let opts = Options {
+                config: a.config.as_deref().map(|p| super::absolute(&cwd, p)),
+                keep: a.keep.as_deref().map(|p| super::absolute(&cwd, p)),
+                ..Options::default()
+            };
+            let paths: Vec<_> = a.paths.iter().map(|p| super::absolute(&cwd, p)).collect();
+            let report = eval::streams::run_streams(&paths, &opts)?;
+            if a.json {
+                super::print_json(&report)?;
+            } else {
+                print!("{}", eval::streams::render(&report));
             }
         }
         EvalCommand::Pairs(a) => {
