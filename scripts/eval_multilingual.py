@@ -5,7 +5,10 @@ multilingual embedder", reports them:
   * restatement vs other fact: AUC of cosine similarity (a paraphrase against a different
     or unrelated fact) and the best-threshold accuracy of the distance between unit vectors
     (what `dream eval pairs` calls "vectors alone"), on fixtures/pairs.tsv,
-    fixtures/pairs-heldout.tsv and, per language section, fixtures/pairs-multilingual.tsv;
+    fixtures/pairs-heldout.tsv and, per language section, fixtures/pairs-multilingual.tsv
+    (whose `different` pairs are near-misses: the same sentence but for a name, a number or
+    a polarity); for each section of that set also `auc_vs_other_facts`, a paraphrase pair
+    against the section's other facts (is the vector about the same thing at all);
   * cross-lingual: XPersona's test files (each language's human post-edited translation of
     English dialogues of En_persona_test.json): every persona sentence and turn of an
     aligned dialogue is a query in English, and its translation must be the nearest of all
@@ -120,6 +123,14 @@ def pair_figures(embed, pairs) -> dict:
         dist = np.linalg.norm(a - b, axis=1)
         acc, t = best_accuracy(y, dist)
         out[sec] = {"n": len(rows), "auc": round(auc(y, cos), 3), "best_acc": round(acc, 3), "at_distance": round(t, 3)}
+        # about the same thing at all? each paraphrase against every other paraphrase pair's
+        # second sentence of the section (another fact, same language)
+        para = [p for p in rows if p[1] == 1]
+        if sec != "all" and len(para) > 1:
+            sim = v[[index[p[2]] for p in para]] @ v[[index[p[3]] for p in para]].T
+            pos = np.diag(sim)
+            neg = sim[~np.eye(len(para), dtype=bool)]
+            out[sec]["auc_vs_other_facts"] = round(auc(np.r_[np.ones(len(pos)), np.zeros(len(neg))], np.r_[pos, neg]), 3)
     return out
 
 
