@@ -938,6 +938,26 @@ pub enum EvalCommand {
     /// not a verbatim span of one (its words, letter case and identifiers as written).
     Sessions(EvalSessionsArgs),
 
+    /// Replay labelled owner streams one evening cycle per day and report what a person
+    /// notices: the things they said on several days held once each, and nothing of the
+    /// small talk.
+    ///
+    /// A stream is dream's inbox format (one event a line) with a label in each event's
+    /// `meta.label`: `F07` a statement of durable fact 7, `K` a single mention worth
+    /// keeping, `N` one not worth keeping, `chatter`, `request`, `question`, `paste`,
+    /// `agent` (`meta.lang` names the language); fixtures/streams/ holds hand-written ones.
+    /// Each stream (a file, or the *.jsonl files of a folder) is replayed in its own
+    /// temporary repository with the default configuration or the keys of --config, then
+    /// every durable fact, episode, pending card and waiting card is mapped to labels
+    /// through the owner's statements it cites. Printed per stream, per language and
+    /// overall: the facts stated on two days or more held on exactly one line (durable,
+    /// episode or card), split over several, merged with another fact on one line, or on
+    /// none (absent, with every refusal's reason from the candidate records); the lines
+    /// that hold only chatter, requests, questions or pastes; and the lines of single
+    /// mentions, K against N (precision), with the share of K statements kept (recall).
+    /// Exits 1 when a stream cannot be read (a bad line, a missing or unknown label).
+    Streams(EvalStreamsArgs),
+
     /// Measure how well a person's turns are split into their own prose, what they
     /// pasted, what the harness injected and slash commands, on labelled turns.
     ///
@@ -975,6 +995,25 @@ pub struct EvalSessionsArgs {
     pub config: Option<PathBuf>,
 
     /// Keep the replay repository here to inspect it (the folder is replaced).
+    #[arg(long, value_name = "DIR")]
+    pub keep: Option<PathBuf>,
+
+    /// Print one JSON object on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct EvalStreamsArgs {
+    /// Labelled stream files (*.jsonl) or folders of them.
+    #[arg(value_name = "PATH", required = true)]
+    pub paths: Vec<PathBuf>,
+
+    /// A dream.toml whose keys replace the defaults in every replay repository.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+
+    /// Keep the replay repositories in this folder (one per stream) to inspect them.
     #[arg(long, value_name = "DIR")]
     pub keep: Option<PathBuf>,
 

@@ -33,4 +33,5 @@ mod secrets;
 mod skills;
 mod sources;
 mod spine;
+mod streams;
 mod verify;

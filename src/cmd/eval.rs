@@ -1,11 +1,14 @@
 //! `dream eval locomo PATH`: replay a LoCoMo file and print the quality figures;
 //! `dream eval pairs [PATH]`: measure the embedder on labelled sentence pairs;
-//! `dream eval sessions PATH...`: replay real transcripts and read back what memory kept.
+//! `dream eval sessions PATH...`: replay real transcripts and read back what memory kept;
+//! `dream eval streams PATH...`: replay labelled owner streams and measure what a person
+//! notices.
 
 use std::path::Path;
 
 use crate::cli::{
-    EvalCommand, EvalLocomoArgs, EvalPairsArgs, EvalSessionsArgs, EvalTurnsArgs, Global,
+    EvalCommand, EvalLocomoArgs, EvalPairsArgs, EvalSessionsArgs, EvalStreamsArgs, EvalTurnsArgs,
+    Global,
 };
 use dream_core::schema::settings::Config;
 use dream_engine::error::{Context, Error, Result, EXIT_OK};
@@ -19,6 +22,7 @@ pub fn run(g: &Global, a: &EvalCommand) -> Result<i32> {
         EvalCommand::Turns(a) => turns(&cwd, a)?,
         EvalCommand::Sessions(a) => sessions(&cwd, a)?,
         EvalCommand::Pairs(a) => pairs(&cwd, a)?,
+        EvalCommand::Streams(a) => streams(&cwd, a)?,
     }
     Ok(EXIT_OK)
 }
@@ -105,6 +109,23 @@ fn sessions(cwd: &Path, a: &EvalSessionsArgs) -> Result<()> {
             "{} facts and episodes are not a verbatim span of an owner's statement they cite, {} cite none",
             report.not_verbatim, report.without_owner
         )));
+    }
+    Ok(())
+}
+
+/// `dream eval streams`: labelled owner streams replayed, and what memory kept of them.
+fn streams(cwd: &Path, a: &EvalStreamsArgs) -> Result<()> {
+    let opts = Options {
+        config: a.config.as_deref().map(|p| super::absolute(cwd, p)),
+        keep: a.keep.as_deref().map(|p| super::absolute(cwd, p)),
+        ..Options::default()
+    };
+    let paths: Vec<_> = a.paths.iter().map(|p| super::absolute(cwd, p)).collect();
+    let report = eval::streams::run_streams(&paths, &opts)?;
+    if a.json {
+        super::print_json(&report)?;
+    } else {
+        print!("{}", eval::streams::render(&report));
     }
     Ok(())
 }

@@ -11,6 +11,7 @@ pub mod grounded;
 pub mod locomo;
 pub mod pairs;
 pub mod sessions;
+pub mod streams;
 pub mod turns;
 
 use std::path::{Path, PathBuf};
@@ -114,17 +115,7 @@ pub fn run_locomo(path: &Path, opts: &Options) -> Result<EvalReport> {
     let started = Instant::now();
     let convs = read_conversations(path, opts)?;
     let config_text = read_config_text(opts)?;
-    let scratch = tempfile::Builder::new()
-        .prefix("dream-eval-")
-        .tempdir()
-        .context(|| "creating a temporary folder".into())?;
-    let base = match &opts.keep {
-        Some(d) => {
-            std::fs::create_dir_all(d).context(|| format!("creating {}", d.display()))?;
-            d.clone()
-        }
-        None => scratch.path().to_path_buf(),
-    };
+    let (_scratch, base) = replay_base(opts, "dream-eval-")?;
     let mut provider_name = String::new();
     let mut embedder_name = String::new();
     let mut eps = 0.0;
@@ -206,6 +197,40 @@ pub fn run_locomo(path: &Path, opts: &Options) -> Result<EvalReport> {
     })
 }
 
+/// Where the replay repositories go: the `--keep` folder, or a temporary one (kept alive
+/// by the returned guard, removed when it drops).
+fn replay_base(opts: &Options, prefix: &str) -> Result<(tempfile::TempDir, PathBuf)> {
+    let scratch = tempfile::Builder::new()
+        .prefix(prefix)
+        .tempdir()
+        .context(|| "creating a temporary folder".into())?;
+    let base = match &opts.keep {
+        Some(d) => {
+            std::fs::create_dir_all(d).context(|| format!("creating {}", d.display()))?;
+            d.clone()
+        }
+        None => scratch.path().to_path_buf(),
+    };
+    Ok((scratch, base))
+}
+
+/// A fresh repository `base/name` (an earlier one removed) with the `--config` file's
+/// text as its dream.toml when one was given.
+fn fresh_repo(base: &Path, name: &str, config_text: &Option<String>) -> Result<PathBuf> {
+    let dir = base.join(name);
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir).context(|| format!("removing {}", dir.display()))?;
+    }
+    crate::edges::repo::create(&dir)?;
+    if let Some(t) = &config_text {
+        write_atomic(
+            &dir.join(dream_core::schema::settings::FILE),
+            t.as_bytes(),
+        )?;
+    }
+    Ok(dir)
+}
+
 /// The config step: the text of the `--config` file, checked, if one was given.
 fn read_config_text(opts: &Options) -> Result<Option<String>> {
     let config_text = match &opts.config {
@@ -277,14 +302,7 @@ fn prepare_replay(
     config_text: &Option<String>,
     opts: &Options,
 ) -> Result<(PathBuf, Config)> {
-    let dir = base.join(&conv.sample_id);
-    if dir.exists() {
-        std::fs::remove_dir_all(&dir).context(|| format!("removing {}", dir.display()))?;
-    }
-    crate::edges::repo::create(&dir)?;
-    if let Some(t) = &config_text {
-        write_atomic(&dir.join(dream_core::schema::settings::FILE), t.as_bytes())?;
-    }
+    let dir = fresh_repo(base, &conv.sample_id, config_text)?;
     let mut config = crate::config::load(&dir)?;
     // The two speakers are the people this memory belongs to, as a user names
     // themselves in `owner.names`.

@@ -148,7 +148,9 @@ fn fact_info(f: &Fact, block: Block, archived: Option<ArchiveInfo>) -> FactInfo 
     }
 }
 
-fn candidate_info(id: &str, cycle: &str, route: &str, r: &Value) -> CandidateInfo {
+/// A candidate record as the state stores it (`state::candidate_records`), read as `explain`
+/// shows it.
+pub fn candidate_info(id: &str, cycle: &str, route: &str, r: &Value) -> CandidateInfo {
     let s = |k: &str| r[k].as_str().unwrap_or_default().to_string();
     CandidateInfo {
         id: id.into(),

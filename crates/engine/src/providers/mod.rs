@@ -2,7 +2,8 @@
 //! provider from `dream_core::llm::offline`, or [`openai`], any OpenAI-compatible server)
 //! and the embedder ([`embed`]: the static model [`embed_minilm`] compiled into dream, the
 //! builtin hashed bag of words, or [`embed_openai`]); and the [`salience`] scorer, which
-//! embeds with the compiled-in model whatever the config says.
+//! embeds with the compiled-in model whatever the config says; and [`pieces`], the rarity of
+//! a word under the multilingual embedder's own tokenizer, which the agreement rule reads.
 //! Each is one small trait with a strict fake in the test kit; HTTP lives here and
 //! nowhere else.
 
@@ -10,6 +11,7 @@ pub mod embed;
 pub mod embed_minilm;
 pub mod embed_openai;
 pub mod openai;
+pub mod pieces;
 pub mod salience;
 
 use dream_core::llm::offline::Offline;
