@@ -440,8 +440,7 @@ fn run_stages(
     // Not after an idle cycle with no hand edit: memory is what the last quiz asked, and
     // the idle run stays a few milliseconds.
     let changed = plan.reflect || plan.passes;
-    if config.quiz.enabled && kind == dream_core::schema::settings::CycleKind::Evening && changed
-    {
+    if config.quiz.enabled && kind == dream_core::schema::settings::CycleKind::Evening && changed {
         ctx.progress.stage("quiz");
         quiz::quiz_cycle(ctx, tx, work, start)?;
         work.lap("quiz");

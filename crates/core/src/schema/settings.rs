@@ -1040,9 +1040,9 @@ impl Config {
                 true,
                 "dream's state, lock and journal",
             ),
-            (parent(crate::memory::ARCHIVE), true, "the archive of facts"),
+            (parent(crate::schema::ARCHIVE), true, "the archive of facts"),
             (
-                crate::memory::REVIEW_DIR.to_string(),
+                crate::schema::REVIEW_DIR.to_string(),
                 true,
                 "the review cards",
             ),
@@ -1054,7 +1054,7 @@ impl Config {
             ),
             (self.inbox.path.clone(), true, "the inbox's events"),
         ];
-        for b in crate::memory::Block::ALL {
+        for b in crate::schema::Block::ALL {
             let dir = parent(&b.path());
             if !owned.iter().any(|(p, _, _)| *p == dir) {
                 owned.push((dir, true, "the memory blocks"));

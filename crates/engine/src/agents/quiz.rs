@@ -21,10 +21,10 @@ use serde_json::json;
 
 use dream_core::llm::budget::{Budget, CallError};
 use dream_core::llm::Llm;
-use dream_core::schema::contract::{LlmError, Reply};
 use dream_core::recall::context::{self, Waiting};
 use dream_core::recall::quiz::{self, Attempt, Expect, Outcome, Question};
 use dream_core::schema::contract::ChatCall;
+use dream_core::schema::contract::{LlmError, Reply};
 use dream_core::schema::settings::Config;
 use dream_core::schema::Memory;
 

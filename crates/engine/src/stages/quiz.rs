@@ -16,10 +16,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Instant;
 
 use dream_core::llm::budget::CallError;
-use dream_core::schema::contract::{LlmError, Reply};
 use dream_core::operations::report::Degraded;
 use dream_core::passes::gates::protection;
 use dream_core::recall::quiz::{self, Pool, Quiz};
+use dream_core::schema::contract::{LlmError, Reply};
 use dream_core::schema::{Archived, Memory};
 
 use crate::agents::quiz::{ask, Caller, Model};
