@@ -223,10 +223,7 @@ fn fresh_repo(base: &Path, name: &str, config_text: &Option<String>) -> Result<P
     }
     crate::edges::repo::create(&dir)?;
     if let Some(t) = &config_text {
-        write_atomic(
-            &dir.join(dream_core::schema::settings::FILE),
-            t.as_bytes(),
-        )?;
+        write_atomic(&dir.join(dream_core::schema::settings::FILE), t.as_bytes())?;
     }
     Ok(dir)
 }

@@ -36,8 +36,8 @@ use crate::edges::state::{self, State};
 use crate::edges::store::Store;
 use crate::error::{Context, Error, Result};
 use crate::providers;
-use dream_core::schema::Block;
 use dream_core::schema::settings::{Config, CycleKind};
+use dream_core::schema::Block;
 use dream_core::sources::turn;
 
 /// The labels of what no memory should keep as a line of its own.
