@@ -269,6 +269,7 @@ fn dream_cycle_creates_the_repository_and_maps_exit_codes_for_schedulers() {
             .env("GIT_CONFIG_GLOBAL", "/dev/null")
             .env("GIT_CONFIG_NOSYSTEM", "1")
             .env("DREAM_INBOX_PATH", &inbox)
+            .env("DREAM_INBOX_ALLOW_OUTSIDE", "true")
             .env_remove("DREAM_REPO");
         for (k, v) in extra {
             c.env(k, v);

@@ -89,6 +89,9 @@ spec:
                 # The agents write their events to the inbox volume; dream only reads it.
                 - name: DREAM_INBOX_PATH
                   value: /inbox
+                # Outside the repository and the home folder: said so (inbox.allow_outside).
+                - name: DREAM_INBOX_ALLOW_OUTSIDE
+                  value: "true"
               # From docs/BENCHMARKS.md: the heavy cycle (10,000 new events over a
               # 100,000-event window) peaks at 182 MiB and takes 2.7 s of one core; a cycle
               # with a model mostly waits on the network. No CPU limit: throttling only
