@@ -26,7 +26,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Context, Error, Result};
 use dream_core::skills::procedure::ProcedureRow;
-use dream_core::sources::event::{Event, Stored, Trust};
+pub use dream_core::sources::event::Stored;
+use dream_core::sources::event::{Event, Trust};
 
 /// Forward migrations; `MIGRATIONS[n]` takes the schema from version n to n + 1.
 const MIGRATIONS: &[&str] = &[

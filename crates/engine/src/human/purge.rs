@@ -17,7 +17,7 @@ use serde::Serialize;
 
 use std::collections::HashMap;
 
-use dream_core::memory::{Fact, Memory};
+use dream_core::schema::{Fact, Memory};
 use dream_core::selection::keep;
 
 use crate::edges::state::{self, State};

@@ -17,7 +17,7 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use crate::edges::state::{self, Connection, Stored};
+use crate::edges::state::{self, Connection};
 use crate::error::Result;
 use dream_core::llm::plan;
 use dream_core::llm::Llm;
