@@ -330,7 +330,7 @@ fn compact(ex: &dream_engine::human::trail::Explanation) -> String {
 /// written to `o`; returns the events they cite.
 fn compact_items(ex: &dream_engine::human::trail::Explanation, o: &mut String) -> Vec<String> {
     use std::fmt::Write as _;
-    let short = |t: &str| dream_core::memory::excerpt(t, COMPACT_CHARS);
+    let short = |t: &str| dream_core::schema::excerpt(t, COMPACT_CHARS);
     let mut support: Vec<String> = Vec::new();
     for f in &ex.facts {
         let _ = writeln!(
@@ -389,7 +389,7 @@ fn compact_support(
     if support.is_empty() {
         return;
     }
-    let short = |t: &str| dream_core::memory::excerpt(t, COMPACT_CHARS);
+    let short = |t: &str| dream_core::schema::excerpt(t, COMPACT_CHARS);
     let _ = writeln!(o, "  supported by {} events:", support.len());
     for e in ex
         .events

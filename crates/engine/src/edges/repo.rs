@@ -258,7 +258,7 @@ mod tests {
         let env = Default::default();
         for (path, _) in first_commit().writes {
             let text = format!("[context]\nfile = {path:?}\n");
-            let e = dream_core::operations::config::Config::parse(&text, config::FILE, &env)
+            let e = dream_core::schema::settings::Config::parse(&text, settings::FILE, &env)
                 .expect_err(&path);
             assert!(e.to_string().contains("key `context.file`"), "{path}: {e}");
         }
