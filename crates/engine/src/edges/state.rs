@@ -1177,6 +1177,27 @@ pub fn candidates_targeting(
     candidates_where(conn, "json_extract(record, '$.target') = ?1", target)
 }
 
+/// Every candidate record, oldest cycle first: (id, cycle, route, record).
+pub fn all_candidates(
+    conn: &Connection,
+) -> Result<Vec<(String, String, String, serde_json::Value)>> {
+    let mut stmt = conn
+        .prepare("SELECT id, cycle, route, record FROM candidates ORDER BY cycle, id")
+        .context(|| "reading the candidate records".into())?;
+    let rows = stmt
+        .query_map([], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, String>(2)?,
+                serde_json::from_str(&r.get::<_, String>(3)?).unwrap_or_default(),
+            ))
+        })
+        .context(|| "reading the candidate records".into())?;
+    rows.collect::<rusqlite::Result<Vec<_>>>()
+        .context(|| "reading the candidate records".into())
+}
+
 fn candidates_where(
     conn: &Connection,
     condition: &str,

@@ -710,24 +710,7 @@ fn read_back(dir: &Path, today: NaiveDate) -> Result<(Vec<MemLine>, Vec<Candidat
             text: c.text,
             cites: c.supporting_event_ids,
         }));
-        let mut stmt = st
-            .conn
-            .prepare("SELECT id, cycle, route, record FROM candidates ORDER BY cycle, id")
-            .context(|| "reading the candidate records".into())?;
-        let rows = stmt
-            .query_map([], |r| {
-                Ok((
-                    r.get::<_, String>(0)?,
-                    r.get::<_, String>(1)?,
-                    r.get::<_, String>(2)?,
-                    r.get::<_, String>(3)?,
-                ))
-            })
-            .context(|| "reading the candidate records".into())?;
-        for row in rows {
-            let (id, cycle, route, record) =
-                row.context(|| "reading the candidate records".into())?;
-            let record: Value = serde_json::from_str(&record).unwrap_or_default();
+        for (id, cycle, route, record) in state::all_candidates(&st.conn)? {
             // The record as `dream explain` reads it.
             let info = crate::human::trail::candidate_info(&id, &cycle, &route, &record);
             candidates.push(Candidate {

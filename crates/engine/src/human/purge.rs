@@ -156,7 +156,7 @@ pub fn purge(
 fn rescored(
     message: &str,
     memory: impl FnOnce() -> Result<Memory>,
-    conn: Option<&rusqlite::Connection>,
+    conn: Option<&crate::edges::state::Connection>,
     needle: &str,
 ) -> Result<String> {
     let this_model = keep::model_id();
@@ -186,7 +186,7 @@ fn rescored(
 fn rescored_line(
     line: &str,
     facts: &HashMap<&str, &Fact>,
-    conn: Option<&rusqlite::Connection>,
+    conn: Option<&crate::edges::state::Connection>,
     needle: &str,
 ) -> Result<Option<String>> {
     let mut words = line.split_whitespace();
