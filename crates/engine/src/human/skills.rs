@@ -182,13 +182,13 @@ fn reinstall(
     Ok(d)
 }
 
+/// What `promote` makes active: (path in the repository, text) of each file, the folder
+/// they are in, and the proposal card they come from.
+type ToPromote = (Vec<(String, String)>, String, Option<SkillCard>);
+
 /// The files of the skill `promote` makes active, the folder they are in, and the proposal
 /// card they come from: the draft folder's, else a pending proposal's document.
-fn to_promote(
-    root: &Path,
-    name: &str,
-    draft: &str,
-) -> Result<(Vec<(String, String)>, String, Option<SkillCard>)> {
+fn to_promote(root: &Path, name: &str, draft: &str) -> Result<ToPromote> {
     if root.join(draft).join(SKILL_FILE).is_file() {
         return Ok((files_under(root, draft)?, draft.to_string(), None));
     }
