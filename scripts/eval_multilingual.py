@@ -45,9 +45,9 @@ import public_data  # noqa: E402
 XLANGS = ["Fr", "It", "Id", "Jp", "Ko", "Zh"]
 
 
-def read_pairs(path: Path) -> list[tuple[str, int, str, str]]:
-    """(section, label, a, b): label 1 for a paraphrase, 0 otherwise."""
-    section, out = "all", []
+def pairs_with_kind(path: Path, section_default: str = "all") -> list[tuple[str, str, str, str]]:
+    """(section, kind, a, b): kind paraphrase, different or unrelated, as the file says."""
+    out, section = [], section_default
     for n, line in enumerate(path.read_text().splitlines()):
         m = re.match(r"#\s*lang:\s*(\S+)", line)
         if m:
@@ -55,9 +55,14 @@ def read_pairs(path: Path) -> list[tuple[str, int, str, str]]:
             continue
         if not line.strip() or line.startswith("#") or (n == 0 and line.startswith("label\t")):
             continue
-        label, a, b = line.split("\t")
-        out.append((section, int(label == "paraphrase"), a.strip(), b.strip()))
+        kind, a, b = line.split("\t")
+        out.append((section, kind, a.strip(), b.strip()))
     return out
+
+
+def read_pairs(path: Path) -> list[tuple[str, int, str, str]]:
+    """(section, label, a, b): label 1 for a paraphrase, 0 otherwise."""
+    return [(s, int(k == "paraphrase"), a, b) for s, k, a, b in pairs_with_kind(path)]
 
 
 def auc(y: np.ndarray, s: np.ndarray) -> float:

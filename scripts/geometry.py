@@ -25,7 +25,6 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import json  # noqa: E402
-import re  # noqa: E402
 import sys  # noqa: E402
 from pathlib import Path  # noqa: E402
 
@@ -34,20 +33,10 @@ import numpy as np  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 MINILM_EPS = 0.7
 
+sys.path.insert(0, str(ROOT / "scripts"))
+from eval_multilingual import pairs_with_kind  # noqa: E402
 
-def pairs_with_kind(path: Path, section_default="all"):
-    """(section, kind, a, b): kind paraphrase, different or unrelated, as the file says."""
-    out, section = [], section_default
-    for n, line in enumerate(path.read_text().splitlines()):
-        m = re.match(r"#\s*lang:\s*(\S+)", line)
-        if m:
-            section = m.group(1)
-            continue
-        if not line.strip() or line.startswith("#") or (n == 0 and line.startswith("label\t")):
-            continue
-        kind, a, b = line.split("\t")
-        out.append((section, kind, a.strip(), b.strip()))
-    return out
+
 
 
 def distances(model_dir: Path, pairs) -> np.ndarray:
