@@ -294,3 +294,40 @@ fn codex_can_take_a_session_start_hook_that_prints_the_json_codex_reads() {
     let wrong = env.dream(&["hooks", "install", "gemini", "--method", "hook"]);
     assert_eq!(wrong.status.code(), Some(2));
 }
+
+/// Instructions kept with the person's dotfiles (the agent's file a symbolic link into
+/// another folder): install writes the file the link points to, the link stays a link, and
+/// uninstall gives that file back byte for byte (issue 46, item 11).
+#[test]
+#[cfg(unix)]
+fn an_instructions_file_that_is_a_symlink_stays_a_link() {
+    let env = repo_with_facts();
+    let dotfiles = env.home.join("dotfiles");
+    std::fs::create_dir_all(&dotfiles).unwrap();
+    let real = dotfiles.join("GEMINI.md");
+    let original = "# My gemini rules\n\nPrefer small diffs.\n";
+    std::fs::write(&real, original).unwrap();
+    let link = env.home.join(".gemini/GEMINI.md");
+    std::fs::create_dir_all(link.parent().unwrap()).unwrap();
+    std::os::unix::fs::symlink("../dotfiles/GEMINI.md", &link).unwrap();
+
+    let out = env.dream(&["hooks", "install", "gemini", "--now", SAMPLE_NOW]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let is_link = |p: &Path| {
+        std::fs::symlink_metadata(p)
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    };
+    assert!(is_link(&link), "install replaced the link with a file");
+    let text = std::fs::read_to_string(&real).unwrap();
+    assert!(
+        text.starts_with(original) && text.contains("I live in Lisbon"),
+        "{text}"
+    );
+
+    let out = env.dream(&["hooks", "uninstall", "gemini"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(is_link(&link), "uninstall replaced the link with a file");
+    assert_eq!(std::fs::read_to_string(&real).unwrap(), original);
+}

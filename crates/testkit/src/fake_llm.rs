@@ -1000,6 +1000,7 @@ mod tests {
     use super::*;
 
     fn post(url: &str, stage: &str, body: &Value) -> (u16, Value) {
+        let _ = rustls::crypto::ring::default_provider().install_default();
         let client = reqwest::blocking::Client::builder()
             .no_proxy()
             .build()

@@ -977,11 +977,36 @@ fn refresh_block(home: &Home, h: Harness, root: &Path, context_text: &str) -> Re
     write_keeping_mode(&path, new.as_bytes(), None)
 }
 
+/// The file `path` names once its symbolic links are followed (at most 40, as the kernel
+/// does); the path itself when it is no link, and the last link's target when the chain
+/// is longer or a link cannot be read. A relative target is read from its link's folder.
+fn through_links(path: &Path) -> std::path::PathBuf {
+    let mut at = path.to_path_buf();
+    for _ in 0..40 {
+        let is_link = std::fs::symlink_metadata(&at).is_ok_and(|m| m.file_type().is_symlink());
+        if !is_link {
+            break;
+        }
+        match std::fs::read_link(&at) {
+            Ok(target) => {
+                at = at.parent().unwrap_or(Path::new(".")).join(target);
+            }
+            Err(_) => break,
+        }
+    }
+    at
+}
+
 /// Write `path` atomically with the permissions the file had (or, for a new file, those of
 /// `like`, else `rw-r--r--`, as an agent writes its own settings): an atomic write goes
 /// through a private temporary file, and an agent's settings.json, CLAUDE.md or AGENTS.md
 /// must keep the mode its owner gave it.
+///
+/// A symbolic link (a settings.json kept with the person's dotfiles) stays a link: the
+/// file it points to is written, never the link replaced by a copy.
 fn write_keeping_mode(path: &Path, bytes: &[u8], like: Option<&Path>) -> Result<()> {
+    let resolved = through_links(path);
+    let path = resolved.as_path();
     let mode = std::fs::metadata(path)
         .or_else(|e| like.map_or(Err(e), std::fs::metadata))
         .ok()

@@ -84,6 +84,13 @@ pub struct HttpReply {
     pub body: String,
 }
 
+/// Make ring the process's TLS provider (reqwest is built without one; see the engine's
+/// Cargo.toml). Idempotent: a provider already installed, by this or by anything else in
+/// the process, stays.
+pub fn install_tls() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}
+
 fn config_error(message: String) -> Error {
     Error::Config {
         file: dream_core::schema::settings::FILE.into(),
@@ -138,6 +145,7 @@ impl Endpoint {
             }
         };
         let timeout = Duration::from_secs(config.llm.timeout_secs);
+        install_tls();
         let mut builder = reqwest::blocking::Client::builder()
             .timeout(timeout)
             .connect_timeout(timeout.min(Duration::from_secs(10)))
