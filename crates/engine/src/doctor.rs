@@ -191,6 +191,9 @@ pub fn diagnose(found: Result<&Path, &Error>, opts: &Options) -> Diagnosis {
         }
     }
     checks.push(disk_check(root));
+    if let Some(c) = shared_check(root, opts.offline) {
+        checks.push(c);
+    }
     match (&config, &st) {
         (Some(c), Some(s)) => heartbeat_checks(root, c, s, opts.now, &mut checks),
         _ => checks.push(skipped("heartbeat", "no cycle has run yet")),
@@ -672,6 +675,72 @@ fn embedder_check(config: &Config, offline: bool) -> Check {
             "check embed.base_url, embed.model and the key (embed.api_key_env, else llm.api_key_env)",
         ),
     }
+}
+
+/// A shared memory (issue 45): the remote answers (unless offline), the last fetch and
+/// push got through, and nothing has waited long to be shipped. `None` when not shared.
+fn shared_check(root: &Path, offline: bool) -> Option<Check> {
+    let s = match crate::machines::shared(root) {
+        Ok(s) => s?,
+        Err(e) => {
+            return Some(fail(
+                "shared memory",
+                e.to_string(),
+                format!("fix or remove {}", crate::edges::remote::membership_path(root).display()),
+            ))
+        }
+    };
+    let m = &s.membership;
+    let mut detail = format!(
+        "{} of {} as {:?}; {} commits and {} events wait to be shipped",
+        m.role.as_str(),
+        m.remote,
+        m.machine,
+        s.commits_waiting,
+        s.events_waiting
+    );
+    for l in [&s.fetch, &s.push].into_iter().flatten() {
+        detail.push_str(&format!(
+            "; last {} tried {}, got through {}",
+            l.what,
+            l.tried,
+            l.done.as_deref().unwrap_or("never")
+        ));
+    }
+    if !s.members.is_empty() {
+        let seen: Vec<String> = s
+            .members
+            .iter()
+            .map(|x| format!("{} ({} events, last {})", x.machine, x.events, x.last_event.as_deref().unwrap_or("none")))
+            .collect();
+        detail.push_str(&format!("; machines seen: {}", seen.join(", ")));
+    }
+    let problem = [&s.fetch, &s.push]
+        .into_iter()
+        .flatten()
+        .find_map(|l| l.problem.clone());
+    if !offline {
+        let limit = std::time::Duration::from_secs(m.timeout_secs.min(10));
+        match crate::edges::remote::ls_remote(&m.remote, limit) {
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => {
+                return Some(warn(
+                    "shared memory",
+                    format!("{detail}; {e}"),
+                    "check the network and your access (`git ls-remote URL` shows the same); meanwhile everything waits here, committed, and goes at the next `dream sync`",
+                ))
+            }
+            Err(e) => return Some(fail("shared memory", format!("{detail}; {e}"), "install git")),
+        }
+    }
+    Some(match problem {
+        Some(p) => warn(
+            "shared memory",
+            format!("{detail}; the last try failed: {p}"),
+            "run `dream sync` to try again; nothing is lost meanwhile",
+        ),
+        None => ok("shared memory", detail),
+    })
 }
 
 fn disk_check(root: &Path) -> Check {

@@ -59,6 +59,10 @@ pub struct Status {
     pub last_cycles: Vec<CycleLine>,
     /// What the heartbeat warns about now: a quiet failure, with its cause and fix.
     pub warnings: Vec<Warning>,
+    /// The shared memory this repository is part of (issue 45): remote, role, last fetch
+    /// and push, the machines seen, what waits to be shipped.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shared: Option<crate::machines::Shared>,
 }
 
 /// The vectors cached for one embedder.
@@ -120,6 +124,7 @@ pub fn gather(root: &Path, config: &Config, now: DateTime<Utc>) -> Result<Status
     let (cards, _) = store.pending_cards()?;
     let memory = store.load_memory(now.date_naive())?;
     let mut s = Status {
+        shared: crate::machines::shared(root)?,
         repo: root.display().to_string(),
         running: lock::running(root),
         events_stored: 0,
