@@ -25,7 +25,9 @@ pub fn run(g: &Global, a: &InitArgs) -> Result<i32> {
             dir.display()
         );
         if synced.pushed {
-            println!("memory is at the remote: other machines join it with `dream join {url} PATH`");
+            println!(
+                "memory is at the remote: other machines join it with `dream join {url} PATH`"
+            );
         }
         for n in &synced.notes {
             eprintln!("dream: {n}");

@@ -24,7 +24,10 @@ pub fn run(g: &Global, a: &JoinArgs) -> Result<i32> {
         root.display()
     );
     if !m.projects.is_empty() {
-        println!("  ships only events of projects matching: {}", m.projects.join(", "));
+        println!(
+            "  ships only events of projects matching: {}",
+            m.projects.join(", ")
+        );
     }
     println!(
         "next: `dream --repo {0} sync` ships this machine's events and updates the copy; \

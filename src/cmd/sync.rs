@@ -38,12 +38,18 @@ pub fn render(s: &Synced) -> String {
         out.push_str(&format!(
             "  shipped          {} new events{}\n",
             s.shipped,
-            if s.pushed { "" } else { " (committed here; pushed at the next sync)" }
+            if s.pushed {
+                ""
+            } else {
+                " (committed here; pushed at the next sync)"
+            }
         ));
         out.push_str(&match (&s.updated, s.fetched) {
             (Some(c), _) => format!("  memory           updated to {}\n", &c[..c.len().min(10)]),
             (None, true) => "  memory           up to date\n".to_string(),
-            (None, false) => "  memory           not fetched: the local copy is what it was\n".to_string(),
+            (None, false) => {
+                "  memory           not fetched: the local copy is what it was\n".to_string()
+            }
         });
     } else {
         out.push_str(&format!(

@@ -686,7 +686,10 @@ fn shared_check(root: &Path, offline: bool) -> Option<Check> {
             return Some(fail(
                 "shared memory",
                 e.to_string(),
-                format!("fix or remove {}", crate::edges::remote::membership_path(root).display()),
+                format!(
+                    "fix or remove {}",
+                    crate::edges::remote::membership_path(root).display()
+                ),
             ))
         }
     };
@@ -711,7 +714,14 @@ fn shared_check(root: &Path, offline: bool) -> Option<Check> {
         let seen: Vec<String> = s
             .members
             .iter()
-            .map(|x| format!("{} ({} events, last {})", x.machine, x.events, x.last_event.as_deref().unwrap_or("none")))
+            .map(|x| {
+                format!(
+                    "{} ({} events, last {})",
+                    x.machine,
+                    x.events,
+                    x.last_event.as_deref().unwrap_or("none")
+                )
+            })
             .collect();
         detail.push_str(&format!("; machines seen: {}", seen.join(", ")));
     }

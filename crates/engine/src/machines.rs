@@ -119,9 +119,13 @@ pub fn init_remote(
     }
     let limit = Duration::from_secs(m.timeout_secs);
     let refs = remote::ls_remote(url, limit)?.map_err(|e| {
-        Error::Usage(format!("{e}; check the URL and your access to it (nothing was created)"))
+        Error::Usage(format!(
+            "{e}; check the URL and your access to it (nothing was created)"
+        ))
     })?;
-    let local = branches::open(root).ok().and_then(|r| branches::tip(&r, "HEAD"));
+    let local = branches::open(root)
+        .ok()
+        .and_then(|r| branches::tip(&r, "HEAD"));
     let theirs = refs
         .iter()
         .find(|(name, _)| name == &format!("refs/heads/{MEMORY_BRANCH}"));
@@ -277,7 +281,9 @@ fn member_sync(
             }
             Err(e) => {
                 record(root, "push", Some(&e.0), now)?;
-                out.notes.push(format!("{e}; the events wait here, committed, for the next sync"));
+                out.notes.push(format!(
+                    "{e}; the events wait here, committed, for the next sync"
+                ));
             }
         }
     } else {
@@ -331,7 +337,8 @@ fn fetch(
         }
         Err(e) => {
             record(root, "fetch", Some(&e.0), now)?;
-            out.notes.push(format!("{e}; this machine goes on with the copy it has"));
+            out.notes
+                .push(format!("{e}; this machine goes on with the copy it has"));
             Ok(false)
         }
     }
@@ -371,14 +378,22 @@ fn ship(
             if !m.ships(project.as_deref()) {
                 continue;
             }
-            e.meta = Some(protocol::stamp(e.meta.take(), &m.machine, m.person.as_deref()));
+            e.meta = Some(protocol::stamp(
+                e.meta.take(),
+                &m.machine,
+                m.person.as_deref(),
+            ));
             let line = serde_json::to_string(&e)
                 .map_err(|err| Error::Other(format!("encoding event {}: {err}", e.id)))?;
             text.push_str(&line);
             text.push('\n');
             n += 1;
         }
-        let path = format!("{}/{}-{through:012}.jsonl", now.format("%Y-%m-%d"), m.machine);
+        let path = format!(
+            "{}/{}-{through:012}.jsonl",
+            now.format("%Y-%m-%d"),
+            m.machine
+        );
         branches::commit_events(&git, &branch, &m.machine, &path, &text, last, n)?;
         shipped += n;
     }
@@ -483,13 +498,17 @@ fn dreamer_sync(
                 out.notes.extend(more.notes);
             }
             Ok(Pushed::Refused(why)) => {
-                let e = format!("the remote refused the push again ({why}); run `dream sync` once it settles");
+                let e = format!(
+                    "the remote refused the push again ({why}); run `dream sync` once it settles"
+                );
                 record(root, "push", Some(&e), now)?;
                 out.notes.push(e);
             }
             Err(e) => {
                 record(root, "push", Some(&e.0), now)?;
-                out.notes.push(format!("{e}; memory stays committed here and is pushed at the next sync"));
+                out.notes.push(format!(
+                    "{e}; memory stays committed here and is pushed at the next sync"
+                ));
                 break;
             }
         }

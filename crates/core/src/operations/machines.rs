@@ -90,7 +90,9 @@ impl Membership {
             toml::from_str(text).map_err(|e| format!("{file}: {}", e.message().trim()))?;
         check_name("machine", &m.machine).map_err(|e| format!("{file}: {e}"))?;
         if m.remote.trim().is_empty() {
-            return Err(format!("{file}: `remote` is empty; give the memory's git URL"));
+            return Err(format!(
+                "{file}: `remote` is empty; give the memory's git URL"
+            ));
         }
         if m.timeout_secs == 0 {
             return Err(format!("{file}: `timeout_secs` must be at least 1"));
@@ -297,10 +299,16 @@ mod tests {
     fn the_machine_trailer_joins_the_trailer_block_once() {
         let m = "dream: consolidate\n\npromoted f_1\n\nDream-Cycle: c\nDream-Stage: consolidate\n";
         let out = with_machine(m, "desk");
-        assert!(out.ends_with("Dream-Stage: consolidate\nDream-Machine: desk\n"), "{out}");
+        assert!(
+            out.ends_with("Dream-Stage: consolidate\nDream-Machine: desk\n"),
+            "{out}"
+        );
         assert_eq!(with_machine(&out, "desk"), out, "idempotent");
         let plain = with_machine("dream: create memory repository\n\nLayout.\n", "desk");
-        assert!(plain.ends_with("Layout.\n\nDream-Machine: desk\n"), "{plain}");
+        assert!(
+            plain.ends_with("Layout.\n\nDream-Machine: desk\n"),
+            "{plain}"
+        );
         assert_eq!(trailer(&out, MACHINE_TRAILER), Some("desk"));
         assert_eq!(trailer("subject only", MACHINE_TRAILER), None);
     }
@@ -324,13 +332,23 @@ mod tests {
         assert!(m.ships(None) && m.ships(Some("/home/a/x")));
         m.projects = vec!["/work/".into()];
         assert!(m.ships(Some("/home/a/work/api")) && !m.ships(Some("/home/a/private")));
-        assert!(!m.ships(None), "an event of no known project is not a filtered project's");
+        assert!(
+            !m.ships(None),
+            "an event of no known project is not a filtered project's"
+        );
     }
 
     #[test]
     fn stamping_keeps_the_meta_and_names_machine_and_person() {
-        let v = stamp(Some(serde_json::json!({"cwd": "/p"})), "laptop", Some("ana"));
-        assert_eq!(v, serde_json::json!({"cwd": "/p", "machine": "laptop", "person": "ana"}));
+        let v = stamp(
+            Some(serde_json::json!({"cwd": "/p"})),
+            "laptop",
+            Some("ana"),
+        );
+        assert_eq!(
+            v,
+            serde_json::json!({"cwd": "/p", "machine": "laptop", "person": "ana"})
+        );
         assert_eq!(stamp(None, "m", None), serde_json::json!({"machine": "m"}));
         assert_eq!(age(30), "just now");
         assert_eq!(age(600), "10 min ago");

@@ -63,9 +63,7 @@ pub fn commit_events(
         .find_tree(index.write_tree_to(repo).context(ctx)?)
         .context(ctx)?;
     let sig = git2::Signature::now("dream", "dream@localhost").context(ctx)?;
-    let message = format!(
-        "dream: {events} events of {machine}\n\n{THROUGH_TRAILER}: {through}\n"
-    );
+    let message = format!("dream: {events} events of {machine}\n\n{THROUGH_TRAILER}: {through}\n");
     let parents: Vec<&git2::Commit<'_>> = parent.iter().collect();
     crash::point("commit the member's events").context(ctx)?;
     let oid = repo
@@ -133,7 +131,12 @@ pub fn new_commits(repo: &Repository, tip: Oid, mark: Option<Oid>) -> Result<Vec
         let id = id.context(ctx)?;
         let c = repo.find_commit(id).context(ctx)?;
         let tree = c.tree().context(ctx)?;
-        let parent_tree = c.parent(0).ok().map(|p| p.tree()).transpose().context(ctx)?;
+        let parent_tree = c
+            .parent(0)
+            .ok()
+            .map(|p| p.tree())
+            .transpose()
+            .context(ctx)?;
         let diff = repo
             .diff_tree_to_tree(parent_tree.as_ref(), Some(&tree), None)
             .context(ctx)?;

@@ -219,7 +219,14 @@ pub fn fetch(
     refspecs: &[String],
     limit: Duration,
 ) -> Result<std::result::Result<(), Unreachable>> {
-    let mut args = vec!["fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--", url];
+    let mut args = vec![
+        "fetch",
+        "--quiet",
+        "--no-tags",
+        "--no-write-fetch-head",
+        "--",
+        url,
+    ];
     args.extend(refspecs.iter().map(String::as_str));
     match git(Some(dir), &args, limit) {
         Ok((true, _, _)) => Ok(Ok(())),
@@ -291,6 +298,10 @@ mod tests {
         );
         let e = r.unwrap_err().to_string();
         assert!(e.contains(STOPPED), "{e}");
-        assert!(start.elapsed() < Duration::from_secs(5), "{:?}", start.elapsed());
+        assert!(
+            start.elapsed() < Duration::from_secs(5),
+            "{:?}",
+            start.elapsed()
+        );
     }
 }

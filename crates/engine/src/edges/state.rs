@@ -1943,7 +1943,9 @@ pub struct MemberMark {
 
 /// One member's mark, if its branch was ever ingested.
 pub fn member_mark(conn: &Connection, machine: &str) -> Result<Option<MemberMark>> {
-    Ok(member_marks(conn)?.into_iter().find(|m| m.machine == machine))
+    Ok(member_marks(conn)?
+        .into_iter()
+        .find(|m| m.machine == machine))
 }
 
 /// Every member's mark, by machine.
