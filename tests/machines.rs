@@ -443,3 +443,261 @@ fn init_refuses_a_remote_that_holds_memory_and_join_refuses_what_is_not_one() {
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("dream sync"), "{}", stderr(&out));
 }
+
+/// A world of machines in one folder (the remote, each machine's repository and HOME),
+/// copied whole for every crash point of a sweep.
+struct World {
+    dir: PathBuf,
+}
+
+impl World {
+    fn url(&self) -> String {
+        format!("file://{}", self.dir.join("memory.git").display())
+    }
+
+    /// `dream ARGS` on machine `name` (its repository `name`, its HOME `home-name`).
+    fn dream(
+        &self,
+        env: &Env,
+        name: &str,
+        args: &[&str],
+        vars: &[(&str, &str)],
+    ) -> std::process::Output {
+        let mut c = env.std_cmd();
+        c.env("DREAM_REPO", self.dir.join(name))
+            .env("HOME", self.dir.join(format!("home-{name}")))
+            .args(args);
+        for (k, v) in vars {
+            c.env(k, v);
+        }
+        std::fs::create_dir_all(self.dir.join(format!("home-{name}"))).unwrap();
+        c.output().unwrap()
+    }
+
+    /// A copy of this world at `to`, its machines pointed at the copy's remote.
+    fn copy(&self, to: &Path) -> World {
+        copy_dir(&self.dir, to);
+        let w = World {
+            dir: to.to_path_buf(),
+        };
+        for m in ["a", "b"] {
+            let toml = to.join(m).join(".dream/remote.toml");
+            if let Ok(text) = std::fs::read_to_string(&toml) {
+                std::fs::write(&toml, text.replace(&self.url(), &w.url())).unwrap();
+            }
+        }
+        w
+    }
+
+    fn tip(&self, repo: &str, refname: &str) -> Option<git2::Oid> {
+        git2::Repository::open(self.dir.join(repo))
+            .ok()?
+            .refname_to_id(refname)
+            .ok()
+    }
+}
+
+/// The crash points a command passes (flushes left out: a kill there is a kill after the
+/// write before it), by number.
+fn crash_points(out: &std::process::Output) -> Vec<usize> {
+    stderr(out)
+        .lines()
+        .filter_map(|l| l.strip_prefix("dream: crash point "))
+        .filter(|l| !l.contains(": fsync "))
+        .filter_map(|l| l.split(':').next()?.parse().ok())
+        .collect()
+}
+
+/// Kill `args` on machine `name` at every crash point of a copy of `world`, run it again
+/// (as the timer would), and hand the copy to `check`. Returns how many points were swept.
+fn sweep(
+    env: &Env,
+    world: &World,
+    name: &str,
+    args: &[&str],
+    check: impl Fn(&World, usize),
+) -> usize {
+    let traced = world.copy(&env.root.join("traced"));
+    let out = traced.dream(env, name, args, &[("DREAM_CRASH_TRACE", "1")]);
+    ok(&out, "the uninterrupted run");
+    check(&traced, 0);
+    let points = crash_points(&out);
+    assert!(points.len() >= 3, "too few crash points: {}", stderr(&out));
+    for &n in &points {
+        let w = world.copy(&env.root.join(format!("at-{n}")));
+        let at = n.to_string();
+        let out = w.dream(env, name, args, &[("DREAM_CRASH_AT", &at)]);
+        assert!(
+            !out.status.success(),
+            "point {n} did not crash: {}",
+            stderr(&out)
+        );
+        ok(
+            &w.dream(env, name, args, &[]),
+            &format!("the run after a crash at {n}"),
+        );
+        check(&w, n);
+        let _ = std::fs::remove_dir_all(&w.dir);
+    }
+    points.len()
+}
+
+/// The ids of the events a member's branch at the remote holds, every file of its tip.
+fn shipped_ids(w: &World, machine: &str) -> Vec<String> {
+    let git = git2::Repository::open_bare(w.dir.join("memory.git")).unwrap();
+    let Ok(tip) = git.refname_to_id(&format!("refs/heads/dream/events/{machine}")) else {
+        return Vec::new();
+    };
+    let tree = git.find_commit(tip).unwrap().tree().unwrap();
+    let mut ids = Vec::new();
+    tree.walk(git2::TreeWalkMode::PreOrder, |_, e| {
+        if let Ok(blob) = e.to_object(&git).and_then(|o| o.peel_to_blob()) {
+            for line in String::from_utf8_lossy(blob.content()).lines() {
+                let v: serde_json::Value = serde_json::from_str(line).unwrap();
+                ids.push(v["id"].as_str().unwrap().to_string());
+            }
+        }
+        git2::TreeWalkResult::Ok
+    })
+    .unwrap();
+    ids.sort();
+    ids
+}
+
+/// A dreamer `a` whose memory is ahead of member `b`'s copy, and three lines in b's inbox.
+fn world(env: &Env) -> World {
+    let w = World {
+        dir: env.root.join("world"),
+    };
+    std::fs::create_dir_all(&w.dir).unwrap();
+    bare(&w.dir);
+    let a = w.dir.join("a").display().to_string();
+    let b = w.dir.join("b").display().to_string();
+    ok(
+        &w.dream(
+            env,
+            "a",
+            &["init", &a, "--remote", &w.url(), "--machine", "desk"],
+            &[],
+        ),
+        "init",
+    );
+    ok(
+        &w.dream(
+            env,
+            "b",
+            &["join", &w.url(), &b, "--machine", "laptop"],
+            &[],
+        ),
+        "join",
+    );
+    let inbox =
+        |m: &str, text: String| std::fs::write(w.dir.join(m).join("events/x.jsonl"), text).unwrap();
+    inbox(
+        "a",
+        event("2026-11-01T10:00:00Z", "a1", "I prefer tabs over spaces."),
+    );
+    ok(
+        &w.dream(
+            env,
+            "a",
+            &["run", "--cycle", "morning", "--now", "2026-11-01T07:00:00Z"],
+            &[],
+        ),
+        "a cycle",
+    );
+    inbox(
+        "b",
+        lisbon(1, "s1", "") + &lisbon(2, "s2", "") + &lisbon(3, "s3", ""),
+    );
+    w
+}
+
+#[test]
+fn every_crash_point_of_a_members_sync_ships_each_event_once_and_updates_the_copy() {
+    let env = Env::new();
+    let w = world(&env);
+    let n = sweep(
+        &env,
+        &w,
+        "b",
+        &["sync", "--now", "2026-11-03T20:00:00Z"],
+        |w, n| {
+            let ids = shipped_ids(w, "laptop");
+            assert_eq!(ids.len(), 3, "crash at {n}: {ids:?}");
+            assert!(
+                ids.windows(2).all(|p| p[0] != p[1]),
+                "crash at {n}: twice: {ids:?}"
+            );
+            let remote = git2::Repository::open_bare(w.dir.join("memory.git")).unwrap();
+            let main = remote.refname_to_id("refs/heads/main").unwrap();
+            assert_eq!(
+                w.tip("b", "HEAD"),
+                Some(main),
+                "crash at {n}: the copy is not updated"
+            );
+            let b = git2::Repository::open(w.dir.join("b")).unwrap();
+            let dirty = b
+                .statuses(None)
+                .unwrap()
+                .iter()
+                .filter(|s| !s.status().is_ignored())
+                .count();
+            assert_eq!(
+                dirty, 0,
+                "crash at {n}: the copy's files are not its commit's"
+            );
+        },
+    );
+    eprintln!("swept {n} crash points of a member's sync");
+}
+
+#[test]
+fn every_crash_point_of_the_dreamers_sync_takes_each_event_in_once_and_pushes() {
+    let env = Env::new();
+    let w = world(&env);
+    ok(
+        &w.dream(&env, "b", &["sync", "--now", "2026-11-03T20:00:00Z"], &[]),
+        "member sync",
+    );
+    // The dreamer's next cycle ran with the remote away: its commits wait to be pushed.
+    let remote = w.dir.join("memory.git");
+    std::fs::rename(&remote, w.dir.join("away")).unwrap();
+    std::fs::write(
+        w.dir.join("a/events/y.jsonl"),
+        event("2026-11-02T10:00:00Z", "a2", "I prefer tabs over spaces."),
+    )
+    .unwrap();
+    let morning = ["run", "--cycle", "morning", "--now", "2026-11-02T07:00:00Z"];
+    ok(&w.dream(&env, "a", &morning, &[]), "a cycle, remote away");
+    std::fs::rename(w.dir.join("away"), &remote).unwrap();
+    let n = sweep(
+        &env,
+        &w,
+        "a",
+        &["sync", "--now", "2026-11-03T21:00:00Z"],
+        |w, n| {
+            let st = rusqlite::Connection::open(w.dir.join("a/.dream/state.sqlite")).unwrap();
+            let got: i64 = st
+                .query_row(
+                    "SELECT COUNT(*) FROM events WHERE origin LIKE 'machines/laptop/%'",
+                    [],
+                    |r| r.get(0),
+                )
+                .unwrap();
+            assert_eq!(got, 3, "crash at {n}");
+            let quarantined: i64 = st
+                .query_row("SELECT COUNT(*) FROM quarantine", [], |r| r.get(0))
+                .unwrap();
+            assert_eq!(quarantined, 0, "crash at {n}");
+            let remote = git2::Repository::open_bare(w.dir.join("memory.git")).unwrap();
+            let main = remote.refname_to_id("refs/heads/main").unwrap();
+            assert_eq!(
+                w.tip("a", "HEAD"),
+                Some(main),
+                "crash at {n}: memory is not pushed"
+            );
+        },
+    );
+    eprintln!("swept {n} crash points of the dreamer's sync");
+}

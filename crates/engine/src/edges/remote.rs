@@ -119,7 +119,14 @@ fn git(dir: Option<&Path>, args: &[&str], limit: Duration) -> Result<(bool, Stri
                     limit.as_secs_f32()
                 )));
             }
-            Ok(None) => std::thread::sleep(Duration::from_millis(10)),
+            // Short waits first: a local remote answers in a few milliseconds.
+            Ok(None) => std::thread::sleep(Duration::from_millis(
+                if start.elapsed() < Duration::from_millis(100) {
+                    2
+                } else {
+                    10
+                },
+            )),
             Err(e) => {
                 kill(&mut child);
                 return Err(Error::Other(format!("waiting for {what}: {e}")));
