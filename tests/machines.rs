@@ -406,7 +406,25 @@ fn the_remote_going_away_and_coming_back_loses_nothing_and_hand_edits_at_the_rem
         "member sync",
     );
     assert!(b.read("memory/scratch.md").contains("Porto"));
-    assert!(b.facts().iter().any(|f| f.contains("Lisbon")));
+    let fact = b
+        .facts()
+        .into_iter()
+        .find(|f| f.contains("Lisbon"))
+        .expect("the fact");
+    // A member does not write memory: an undo there is refused, its copy unmoved.
+    let id = fact
+        .split("id=")
+        .nth(1)
+        .unwrap()
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_string();
+    let before = b.commits();
+    let out = b.dream(&["undo", &id]);
+    assert_eq!(out.status.code(), Some(2), "{}", stdout(&out));
+    assert!(stderr(&out).contains("written only by"), "{}", stderr(&out));
+    assert_eq!(b.commits(), before, "the member's copy did not move");
     // Memory at the remote is the dreamer's branch: nothing to push is left.
     let s: serde_json::Value =
         serde_json::from_str(&ok(&a.dream(&["status", "--json"]), "status")).unwrap();
@@ -437,11 +455,61 @@ fn init_refuses_a_remote_that_holds_memory_and_join_refuses_what_is_not_one() {
     let out = b.dream(&["join", &url, &other, "--machine", "no good"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("not usable"), "{}", stderr(&out));
-    // A member does not dream.
+    // A member does not dream, nor write memory any other way.
     join(&b, &format!("file://{}", remote.display()), "laptop", "ana");
     let out = b.dream(&["run"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("dream sync"), "{}", stderr(&out));
+}
+
+#[test]
+fn a_session_hook_on_a_member_waits_on_a_slow_remote_for_a_second_or_two_at_most() {
+    let (a, b) = (Env::new(), Env::new());
+    let remote = bare(&a.root);
+    let url = format!("file://{}", remote.display());
+    let repo = a.repo.display().to_string();
+    ok(
+        &a.dream(&["init", &repo, "--remote", &url, "--machine", "desk"]),
+        "init",
+    );
+    join(&b, &url, "laptop", "ana");
+    ok(&b.dream(&["sync"]), "member sync");
+    // The remote becomes an ssh host that never answers (an ssh that hangs).
+    let toml = b.repo.join(".dream/remote.toml");
+    let text = std::fs::read_to_string(&toml).unwrap();
+    std::fs::write(
+        &toml,
+        text.replace(&url, "ssh://unreachable.invalid/memory.git"),
+    )
+    .unwrap();
+    b.set_var("GIT_SSH_COMMAND", "sleep 30 #");
+    b.append_inbox("b.jsonl", &lisbon(1, "s1", ""));
+    let start = Instant::now();
+    let out = b
+        .cmd()
+        .args(["context", "--hook", "claude-code"])
+        .write_stdin("{}")
+        .output()
+        .unwrap();
+    let took = start.elapsed();
+    let ctx = ok(&out, "context --hook");
+    assert!(took < Duration::from_secs(5), "the hook waited {took:?}");
+    assert!(
+        ctx.contains("Memory copy from ssh://unreachable.invalid/memory.git, fetched"),
+        "{ctx}"
+    );
+    // What the laptop said waits, committed, for the next sync.
+    let s: serde_json::Value =
+        serde_json::from_str(&ok(&b.dream(&["status", "--json"]), "status")).unwrap();
+    assert_eq!(s["shared"]["commits_waiting"], 1, "{}", s["shared"]);
+    assert!(
+        s["shared"]["push"]["problem"]
+            .as_str()
+            .unwrap()
+            .contains("stopped"),
+        "{}",
+        s["shared"]
+    );
 }
 
 /// A world of machines in one folder (the remote, each machine's repository and HOME),

@@ -76,6 +76,9 @@ pub struct Store {
     /// made here carries it in a `Dream-Machine:` trailer, the fence a second dreamer
     /// is recognised by.
     machine: Option<String>,
+    /// The remote, when this machine is a member of a shared memory: it never writes
+    /// memory (only moves its copy forward to what it fetched).
+    member_of: Option<String>,
 }
 
 /// The `.gitignore` of a memory repository.
@@ -164,10 +167,14 @@ impl Store {
                 root.display()
             )
         })?;
+        use dream_core::operations::machines::Role;
         let mut store = Store::with(root, repo);
-        store.machine = crate::edges::remote::membership(root)?
-            .filter(|m| m.role == dream_core::operations::machines::Role::Dreamer)
-            .map(|m| m.machine);
+        if let Some(m) = crate::edges::remote::membership(root)? {
+            match m.role {
+                Role::Dreamer => store.machine = Some(m.machine),
+                Role::Member => store.member_of = Some(m.remote),
+            }
+        }
         Ok(store)
     }
 
@@ -177,6 +184,7 @@ impl Store {
             repo,
             private: vec![".dream".into(), "events".into()],
             machine: None,
+            member_of: None,
         }
     }
 
@@ -664,6 +672,14 @@ impl Store {
     /// index, journal removed. An error before the commit point leaves everything as it
     /// was; one after it leaves the journal, and the next command finishes the change.
     pub fn publish(&self, batch: Batch, kind: &str, point: Point<'_>) -> Result<Option<Oid>> {
+        if let (Some(remote), false) = (&self.member_of, kind == "update") {
+            return Err(Error::Usage(format!(
+                "this machine is a member of the memory at {remote}: memory is written only by \
+                 the machine that dreams it (a second writer would fork it). Decide cards, undo \
+                 and purge there, or edit memory at the git host (the dreamer takes the edit in \
+                 at its next sync); nothing was changed here"
+            )));
+        }
         let target = match batch.tip {
             Some(t) if Some(t) != batch.previous => t,
             _ => {
