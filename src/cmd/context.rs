@@ -39,15 +39,11 @@ fn print(g: &Global, a: &ContextArgs) -> Result<()> {
     let config = dream_engine::config::load(&root)?;
     let now = super::now(g)?;
     let today = now.date_naive();
-    // A member's session hook syncs first, bounded: a second or two on the network at
-    // most, then the copy it has, with its age.
+    // A member's session hook pushes what waits and fetches memory first, bounded: a second
+    // or two on the network at most, then the copy it has, with its age.
     if a.hook.is_some() {
-        if let Ok(Some(m)) = dream_engine::edges::remote::membership(&root) {
-            if m.role == dream_core::operations::machines::Role::Member {
-                if let Err(e) = dream_engine::machines::sync(&root, now, Some(HOOK_SYNC)) {
-                    tracing::warn!("dream context --hook: sync: {e}");
-                }
-            }
+        if let Err(e) = dream_engine::machines::refresh(&root, now, HOOK_SYNC) {
+            tracing::warn!("dream context --hook: sync: {e}");
         }
     }
     let age = dream_engine::machines::copy_age(&root, now);

@@ -205,8 +205,21 @@ pub fn join(url: &str, root: &Path, j: &Joining, now: DateTime<Utc>) -> Result<M
 pub fn sync(root: &Path, now: DateTime<Utc>, bound: Option<Duration>) -> Result<Synced> {
     let m = membership(root)?;
     match m.role {
-        Role::Member => member_sync(root, &m, now, bound),
+        Role::Member => member_sync(root, &m, now, bound, true),
         Role::Dreamer => dreamer_sync(root, &m, now, bound, true),
+    }
+}
+
+/// What a member's session hook does before it shows the copy: push what is already
+/// committed for the remote and fetch memory, within `bound`. New transcript lines are not
+/// read here (a first sync may read months of them): the timer's `dream sync` ships them.
+/// `None` on the dreamer, or when the memory is not shared.
+pub fn refresh(root: &Path, now: DateTime<Utc>, bound: Duration) -> Result<Option<Synced>> {
+    match remote::membership(root)? {
+        Some(m) if m.role == Role::Member => {
+            member_sync(root, &m, now, Some(bound), false).map(Some)
+        }
+        _ => Ok(None),
     }
 }
 
@@ -244,12 +257,15 @@ fn member_sync(
     m: &Membership,
     now: DateTime<Utc>,
     bound: Option<Duration>,
+    read_new: bool,
 ) -> Result<Synced> {
     let config = crate::config::load(root)?;
     let _writer = guard::begin(root, now, Some(&config.inbox.path))?;
     let clock = Clock::new(m, bound);
     let mut out = synced(m);
-    out.shipped = ship(root, &config, m, now)?;
+    if read_new {
+        out.shipped = ship(root, &config, m, now)?;
+    }
     let git = branches::open(root)?;
     let branch = m.branch();
     let local = branches::tip(&git, &format!("refs/heads/{branch}"));
@@ -575,10 +591,13 @@ pub fn shared(root: &Path) -> Result<Option<Shared>> {
     }))
 }
 
-/// How old the local copy of a shared memory is (its last fetch that got through), as a
-/// line for a session's context; `None` when the memory is not shared.
+/// How old a member's copy of a shared memory is (its last fetch that got through), as a
+/// line for a session's context; `None` on the dreamer or when the memory is not shared.
 pub fn copy_age(root: &Path, now: DateTime<Utc>) -> Option<String> {
     let s = shared(root).ok()??;
+    if s.membership.role != Role::Member {
+        return None;
+    }
     let done = s
         .fetch
         .as_ref()
