@@ -460,6 +460,14 @@ fn init_refuses_a_remote_that_holds_memory_and_join_refuses_what_is_not_one() {
     let out = b.dream(&["run"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("dream sync"), "{}", stderr(&out));
+    // Its doctor checks the shared memory, not the cycles it does not run.
+    let d = ok(&b.dream(&["doctor", "--offline"]), "doctor on a member");
+    assert!(d.contains("shared memory member of file://"), "{d}");
+    assert!(d.contains("skip  heartbeat"), "{d}");
+    ok(
+        &b.dream(&["status", "--check"]),
+        "status --check on a member",
+    );
 }
 
 #[test]

@@ -170,8 +170,25 @@ pub fn diagnose(found: Result<&Path, &Error>, opts: &Options) -> Diagnosis {
         Some(c) => sources_checks(root, c, &mut checks),
         None => checks.push(skipped("sources", "dream.toml does not load")),
     }
-    checks.push(schedule_check(root));
+    // A member of a shared memory runs no cycles: its dreamer's doctor checks them, and
+    // its own timer runs `dream sync` (the shared memory's check says when it last did).
+    let member = crate::edges::remote::membership(root)
+        .ok()
+        .flatten()
+        .is_some_and(|m| m.role == dream_core::operations::machines::Role::Member);
+    if member {
+        checks.push(skipped(
+            "schedule",
+            "a member of a shared memory: schedule `dream sync`, not cycles",
+        ));
+    } else {
+        checks.push(schedule_check(root));
+    }
     match (&config, &st) {
+        _ if member => checks.push(skipped(
+            "last cycle",
+            "a member of a shared memory: its cycles run on the machine that dreams it",
+        )),
         (Some(c), Some(s)) => checks.push(last_cycle_check(root, c, s, opts.now)),
         (_, None) => checks.push(warn(
             "last cycle",
@@ -195,6 +212,10 @@ pub fn diagnose(found: Result<&Path, &Error>, opts: &Options) -> Diagnosis {
         checks.push(c);
     }
     match (&config, &st) {
+        _ if member => checks.push(skipped(
+            "heartbeat",
+            "a member of a shared memory: the dreamer's heartbeat watches the cycles",
+        )),
         (Some(c), Some(s)) => heartbeat_checks(root, c, s, opts.now, &mut checks),
         _ => checks.push(skipped("heartbeat", "no cycle has run yet")),
     }

@@ -204,7 +204,15 @@ fn read_state(
     recent.sort_by_key(|c| std::cmp::Reverse(c.finished));
     recent.truncate(RECENT);
     s.last_cycles = recent.iter().map(cycle_line).collect();
-    s.warnings = heartbeat::warnings(&st.conn, root, config, now, None)?;
+    // A member of a shared memory runs no cycles (its dreamer does): the heartbeat's rules,
+    // all about cycles, would only warn that none ran.
+    let member = s
+        .shared
+        .as_ref()
+        .is_some_and(|sh| sh.membership.role == dream_core::operations::machines::Role::Member);
+    if !member {
+        s.warnings = heartbeat::warnings(&st.conn, root, config, now, None)?;
+    }
     Ok(())
 }
 
