@@ -779,3 +779,59 @@ fn every_crash_point_of_the_dreamers_sync_takes_each_event_in_once_and_pushes() 
     );
     eprintln!("swept {n} crash points of the dreamer's sync");
 }
+
+#[test]
+fn a_join_killed_at_any_point_leaves_nothing_and_joins_when_run_again() {
+    let env = Env::new();
+    let remote = bare(&env.root);
+    let url = format!("file://{}", remote.display());
+    let desk = env.root.join("desk").display().to_string();
+    ok(
+        &env.dream(&["init", &desk, "--remote", &url, "--machine", "desk"]),
+        "init",
+    );
+    let path = env.root.join("laptop");
+    let p = path.display().to_string();
+    let join = ["join", url.as_str(), p.as_str(), "--machine", "laptop"];
+    let traced = env
+        .cmd()
+        .args(join)
+        .env("DREAM_CRASH_TRACE", "1")
+        .output()
+        .unwrap();
+    ok(&traced, "join");
+    let points = crash_points(&traced);
+    assert!(points.len() >= 3, "{}", stderr(&traced));
+    for n in points {
+        std::fs::remove_dir_all(&path).unwrap();
+        let out = env
+            .cmd()
+            .args(join)
+            .env("DREAM_CRASH_AT", n.to_string())
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "point {n} did not crash");
+        assert!(
+            !path.exists(),
+            "a join killed at {n} left {}",
+            path.display()
+        );
+        ok(
+            &env.cmd().args(join).output().unwrap(),
+            &format!("join after a crash at {n}"),
+        );
+        let left: Vec<String> = std::fs::read_dir(&env.root)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with(".dream-tmp-"))
+            .collect();
+        assert!(left.is_empty(), "crash at {n} left {left:?}");
+        ok(
+            &env.cmd()
+                .args(["--repo", p.as_str(), "sync"])
+                .output()
+                .unwrap(),
+            "sync",
+        );
+    }
+}

@@ -163,7 +163,9 @@ pub struct Joining {
 }
 
 /// `dream join URL PATH`: a local copy of memory at `root` for reading, this machine a
-/// member whose events are shipped to it.
+/// member whose events are shipped to it. The copy is made beside `root` and renamed into
+/// place whole, so a join killed at any point leaves nothing at `root` (only a temporary
+/// folder, which the next join replaces).
 pub fn join(url: &str, root: &Path, j: &Joining, now: DateTime<Utc>) -> Result<Membership> {
     protocol::check_name("machine", &j.machine).map_err(Error::Usage)?;
     if let Some(p) = &j.person {
@@ -183,20 +185,72 @@ pub fn join(url: &str, root: &Path, j: &Joining, now: DateTime<Utc>) -> Result<M
         )));
     }
     let limit = Duration::from_secs(m.timeout_secs);
-    remote::clone(url, MEMORY_BRANCH, root, limit)?.map_err(|e| {
-        Error::Other(format!(
+    // Cloned beside the path and renamed into place whole: a join killed mid-clone leaves
+    // no half copy where the next `dream join` would find a folder that is not empty.
+    let name = root
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = root.with_file_name(format!(
+        "{}{}-{name}",
+        crate::edges::fsutil::TMP_PREFIX,
+        std::process::id()
+    ));
+    sweep_killed_joins(root, &name);
+    let cloned = remote::clone(url, MEMORY_BRANCH, &tmp, limit)?;
+    if let Err(e) = cloned {
+        let _ = std::fs::remove_dir_all(&tmp);
+        return Err(Error::Other(format!(
             "{e}; check the URL and your access to it, and that its dreamer ran `dream init PATH --remote {url}` (nothing was created)"
-        ))
-    })?;
-    if !root.join(dream_core::schema::settings::FILE).is_file() {
-        let _ = std::fs::remove_dir_all(root);
+        )));
+    }
+    if !tmp.join(dream_core::schema::settings::FILE).is_file() {
+        let _ = std::fs::remove_dir_all(&tmp);
         return Err(Error::Usage(format!(
             "{url} is a git repository but not a dream memory (no dream.toml on its {MEMORY_BRANCH} branch); nothing was created"
         )));
     }
-    repo::create_at(root, now)?;
-    remote::save_membership(root, &m)?;
+    // The local part (inbox, state) and the membership are made in the clone before it
+    // takes its name, so the copy appears whole or not at all.
+    let made = repo::create_at(&tmp, now).and_then(|_| remote::save_membership(&tmp, &m));
+    if let Err(e) = made {
+        let _ = std::fs::remove_dir_all(&tmp);
+        return Err(e);
+    }
+    if root.exists() {
+        let _ = std::fs::remove_dir(root);
+    }
+    std::fs::rename(&tmp, root).map_err(|e| {
+        let _ = std::fs::remove_dir_all(&tmp);
+        Error::Io {
+            context: format!("moving the clone into {}", root.display()),
+            source: e,
+        }
+    })?;
     Ok(m)
+}
+
+/// Remove what a killed `dream join` of `root` left beside it: its temporary copies, each
+/// named after a process that is gone.
+fn sweep_killed_joins(root: &Path, name: &str) {
+    let (Some(parent), prefix) = (root.parent(), crate::edges::fsutil::TMP_PREFIX) else {
+        return;
+    };
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let n = e.file_name().to_string_lossy().into_owned();
+        let Some((pid, rest)) = n.strip_prefix(prefix).and_then(|r| r.split_once('-')) else {
+            continue;
+        };
+        let gone = pid
+            .parse::<u32>()
+            .is_ok_and(|p| p == std::process::id() || !crate::edges::fsutil::process_alive(p));
+        if rest == name && gone {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
+    }
 }
 
 /// `dream sync`: a member ships what is new, then fetches memory and moves its copy
