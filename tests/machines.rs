@@ -835,3 +835,84 @@ fn a_join_killed_at_any_point_leaves_nothing_and_joins_when_run_again() {
         );
     }
 }
+
+#[test]
+fn a_card_decided_on_a_member_lands_once_and_a_second_decision_is_reported() {
+    let (a, b, c) = (Env::new(), Env::new(), Env::new());
+    a.episodes_off();
+    let remote = bare(&a.root);
+    let url = format!("file://{}", remote.display());
+    let repo = a.repo.display().to_string();
+    ok(
+        &a.dream(&["init", &repo, "--remote", &url, "--machine", "desk"]),
+        "init",
+    );
+    join(&b, &url, "laptop", "ana");
+    join(&c, &url, "cloudbox", "bo");
+    // Said twice: a card, pushed with memory.
+    a.write_inbox("a.jsonl", &(lisbon(1, "s1", "") + &lisbon(2, "s2", "")));
+    a.run_cycle("2026-11-02T21:00:00Z");
+    let card = a.pending().into_iter().next().expect("a card").id;
+    ok(&b.dream(&["sync"]), "member sync");
+    ok(&c.dream(&["sync"]), "member sync");
+
+    // Ana accepts it on the laptop; Bo, later, rejects it on the cloud box.
+    let out = b.dream(&["review", "accept", &card, "--now", "2026-11-03T08:00:00Z"]);
+    assert!(
+        ok(&out, "accept on a member").contains("travels"),
+        "{}",
+        stdout(&out)
+    );
+    assert!(
+        b.pending().iter().any(|k| k.id == card),
+        "the member's copy is not written"
+    );
+    let out = c.dream(&[
+        "review",
+        "reject",
+        &card,
+        "--reason",
+        "not me",
+        "--now",
+        "2026-11-03T09:00:00Z",
+    ]);
+    ok(&out, "reject on another member");
+
+    // The dreamer applies the first and reports the second.
+    let out = a.dream(&["sync"]);
+    let said = ok(&out, "dreamer sync");
+    assert!(
+        said.contains(&format!("accept {card} by ana on laptop: applied")),
+        "{said}"
+    );
+    assert!(
+        said.contains(&format!("reject {card} by bo on cloudbox: not applied")),
+        "{said}"
+    );
+    assert!(said.contains("already decided"), "{said}");
+    assert!(
+        a.facts().iter().any(|f| f.contains("Lisbon")),
+        "{:?}",
+        a.facts()
+    );
+    assert!(a.pending().is_empty());
+    // The card, decided, says who decided and where; the commit names the dreamer.
+    let decided = std::fs::read_dir(a.repo.join("review/decided"))
+        .unwrap()
+        .map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap())
+        .find(|t| t.contains(&card))
+        .expect("the decided card");
+    assert!(decided.contains("decided by ana on laptop"), "{decided}");
+    let (_, message) = &a.commits()[0];
+    assert!(message.contains("Dream-Machine: desk"), "{message}");
+    // Once: a second sync applies nothing again, and the laptop's copy gets the fact.
+    let again = ok(&a.dream(&["sync"]), "dreamer sync");
+    assert!(!again.contains("decision"), "{again}");
+    ok(&b.dream(&["sync"]), "member sync");
+    assert!(
+        b.facts().iter().any(|f| f.contains("Lisbon")),
+        "{:?}",
+        b.facts()
+    );
+    assert!(b.pending().is_empty());
+}

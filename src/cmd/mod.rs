@@ -37,7 +37,7 @@ mod run;
 mod schedule;
 mod skills;
 mod status;
-mod sync;
+pub(crate) mod sync;
 mod tooling;
 mod verify;
 // The human side (SPEC S9).

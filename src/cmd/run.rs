@@ -79,6 +79,10 @@ fn cycle(g: &Global, a: &RunArgs, restart: bool) -> Result<i32> {
     let report = result?;
     // Memory out: pushed when the cycle is done (a remote out of reach keeps it here,
     // committed, for the next sync or cycle; another dreamer's cycles are an error).
+    if shared && dream_engine::edges::remote::membership(&root)?.is_some() {
+        // Members' decisions on cards this cycle took in are applied before the push.
+        super::sync::apply_decisions(&root, super::now(g)?, false)?;
+    }
     if shared {
         if let Some(s) = dream_engine::machines::after_cycle(&root, super::now(g)?)? {
             for n in &s.notes {

@@ -19,7 +19,8 @@ pub fn run(g: &Global, a: &SyncArgs) -> Result<i32> {
             )))
         }
     };
-    let s = machines::sync(&root, super::now(g)?, bound)?;
+    let now = super::now(g)?;
+    let s = machines::sync(&root, now, bound)?;
     if a.json {
         super::print_json(&s)?;
     } else {
@@ -28,7 +29,50 @@ pub fn run(g: &Global, a: &SyncArgs) -> Result<i32> {
     for n in &s.notes {
         eprintln!("dream: {n}");
     }
+    if s.role == "dreamer" && apply_decisions(&root, now, !a.json)? {
+        // The decisions' commits go out now rather than at the next sync.
+        if let Some(s) = machines::after_cycle(&root, now)? {
+            for n in &s.notes {
+                eprintln!("dream: {n}");
+            }
+        }
+    }
     Ok(EXIT_OK)
+}
+
+/// On the dreamer: apply the review decisions members made (stored by the ingest), saying
+/// what became of each; whether any was applied.
+pub fn apply_decisions(
+    root: &std::path::Path,
+    now: chrono::DateTime<chrono::Utc>,
+    show: bool,
+) -> Result<bool> {
+    let config = dream_engine::config::load(root)?;
+    let done = dream_engine::human::decisions::apply(root, &config, now)?;
+    for o in &done {
+        let d = &o.decision;
+        let who = d.person.as_deref().unwrap_or("someone");
+        let line = if o.applied {
+            format!(
+                "  decision         {} {} by {who} on {}: applied ({})",
+                d.verb,
+                d.card,
+                d.machine,
+                &o.note[..o.note.len().min(10)]
+            )
+        } else {
+            format!(
+                "  decision         {} {} by {who} on {}: not applied: {}",
+                d.verb, d.card, d.machine, o.note
+            )
+        };
+        if show {
+            println!("{line}");
+        } else {
+            eprintln!("dream:{line}");
+        }
+    }
+    Ok(done.iter().any(|o| o.applied))
 }
 
 /// What the sync did, one line each.

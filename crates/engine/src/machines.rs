@@ -23,7 +23,7 @@ use crate::edges::store::Store;
 use crate::edges::{branches, guard, ingest, repo};
 use crate::error::{Error, Result};
 use dream_core::operations::machines::{
-    self as protocol, Membership, Moved, Role, FETCHED_MEMORY, MEMORY_BRANCH,
+    self as protocol, Decision, Membership, Moved, Role, FETCHED_MEMORY, MEMORY_BRANCH,
 };
 
 /// At most this many events go in one commit of a member's branch.
@@ -275,6 +275,41 @@ pub fn refresh(root: &Path, now: DateTime<Utc>, bound: Duration) -> Result<Optio
         }
         _ => Ok(None),
     }
+}
+
+/// `dream review accept|reject|edit` on a member: the decision is committed to this
+/// machine's branch (the branch moving is its commit point) and pushed with what else
+/// waits; the dreamer applies it at its next sync or cycle.
+pub fn decide_on_member(
+    root: &Path,
+    card: &str,
+    verb: &str,
+    reason: &str,
+    text: Option<&str>,
+    now: DateTime<Utc>,
+) -> Result<(Decision, Synced)> {
+    let m = membership(root)?;
+    let at = now.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    let d = Decision::new(card, verb, reason, text, &m, &at).map_err(Error::Usage)?;
+    {
+        let config = crate::config::load(root)?;
+        let _writer = guard::begin(root, now, Some(&config.inbox.path))?;
+        let git = branches::open(root)?;
+        let branch = m.branch();
+        let through = branches::shipped_through(&git, &branch)?;
+        let json = serde_json::to_string(&d)
+            .map_err(|e| Error::Other(format!("encoding decision {}: {e}", d.id)))?;
+        let path = format!(
+            "{}{}/{}-{}.jsonl",
+            protocol::DECISIONS_DIR,
+            now.format("%Y-%m-%d"),
+            m.machine,
+            d.id
+        );
+        branches::commit_events(&git, &branch, &m.machine, &path, &(json + "\n"), through, 0)?;
+    }
+    let synced = member_sync(root, &m, now, None, false)?;
+    Ok((d, synced))
 }
 
 /// Before a cycle on the dreamer: fetch, and take in a person's edits at the remote (a

@@ -232,6 +232,75 @@ pub fn second_dreamer(own: &str, other: &str, remote: &str) -> String {
     )
 }
 
+/// Where a member's decisions on review cards travel: files under this folder of its
+/// branch (everything else there is events).
+pub const DECISIONS_DIR: &str = "decisions/";
+
+/// A person's decision on a review card made on a member: it travels on the member's
+/// branch, and the dreamer applies it (the first decision on a card wins; a later one is
+/// reported, not applied).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Decision {
+    pub id: String,
+    pub card: String,
+    /// `accept`, `reject` or `edit`.
+    pub verb: String,
+    #[serde(default)]
+    pub reason: String,
+    /// The new text of an `edit`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    pub machine: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub person: Option<String>,
+    /// When it was decided (RFC 3339).
+    pub at: String,
+}
+
+impl Decision {
+    /// A decision, its id a hash of what it says.
+    pub fn new(
+        card: &str,
+        verb: &str,
+        reason: &str,
+        text: Option<&str>,
+        m: &Membership,
+        at: &str,
+    ) -> Result<Decision, String> {
+        if !matches!(verb, "accept" | "reject" | "edit") {
+            return Err(format!(
+                "{verb:?} is not a decision (accept, reject or edit)"
+            ));
+        }
+        use sha2::{Digest, Sha256};
+        let said = format!("{card}\n{verb}\n{reason}\n{text:?}\n{}\n{at}", m.machine);
+        let hash = crate::sources::event::hex(&Sha256::digest(said.as_bytes()));
+        Ok(Decision {
+            id: format!("d_{}", &hash[..12]),
+            card: card.to_string(),
+            verb: verb.to_string(),
+            reason: reason.to_string(),
+            text: text.map(str::to_string),
+            machine: m.machine.clone(),
+            person: m.person.clone(),
+            at: at.to_string(),
+        })
+    }
+
+    /// The reason the dreamer commits it with: the person's own, and who decided where.
+    pub fn signed_reason(&self) -> String {
+        let who = match &self.person {
+            Some(p) => format!("decided by {p} on {}", self.machine),
+            None => format!("decided on {}", self.machine),
+        };
+        if self.reason.trim().is_empty() {
+            who
+        } else {
+            format!("{} ({who})", self.reason.trim())
+        }
+    }
+}
+
 /// How old a copy is, as a person says it: `just now`, `12 min`, `3 h`, `2 days`.
 pub fn age(seconds: i64) -> String {
     match seconds.max(0) {
@@ -336,6 +405,19 @@ mod tests {
             !m.ships(None),
             "an event of no known project is not a filtered project's"
         );
+    }
+
+    #[test]
+    fn a_decision_names_who_made_it_where_and_only_the_three_verbs_are_decisions() {
+        let mut m = Membership::new(Role::Member, "u", "laptop");
+        m.person = Some("ana".into());
+        let d = Decision::new("c_1", "accept", "", None, &m, "2026-11-04T10:00:00Z").unwrap();
+        assert!(d.id.starts_with("d_") && d.id.len() == 14, "{}", d.id);
+        assert_eq!(d.signed_reason(), "decided by ana on laptop");
+        let e = Decision::new("c_1", "reject", "small talk", None, &m, "t").unwrap();
+        assert_eq!(e.signed_reason(), "small talk (decided by ana on laptop)");
+        assert_ne!(d.id, e.id);
+        assert!(Decision::new("c_1", "undo", "", None, &m, "t").is_err());
     }
 
     #[test]

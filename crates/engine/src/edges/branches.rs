@@ -63,7 +63,12 @@ pub fn commit_events(
         .find_tree(index.write_tree_to(repo).context(ctx)?)
         .context(ctx)?;
     let sig = git2::Signature::now("dream", "dream@localhost").context(ctx)?;
-    let message = format!("dream: {events} events of {machine}\n\n{THROUGH_TRAILER}: {through}\n");
+    let what = if path.starts_with(dream_core::operations::machines::DECISIONS_DIR) {
+        "a decision".to_string()
+    } else {
+        format!("{events} events")
+    };
+    let message = format!("dream: {what} of {machine}\n\n{THROUGH_TRAILER}: {through}\n");
     let parents: Vec<&git2::Commit<'_>> = parent.iter().collect();
     crash::point("commit the member's events").context(ctx)?;
     let oid = repo

@@ -132,6 +132,15 @@ pub fn ingest_members(
         let mut excerpts = secrets::Excerpts::default();
         for c in commits {
             for (path, bytes) in &c.files {
+                if path.starts_with(dream_core::operations::machines::DECISIONS_DIR) {
+                    // A person's decision on a card, applied after this transaction.
+                    for line in bytes.split(|b| *b == b'\n') {
+                        if let Ok(d) = serde_json::from_slice(line) {
+                            state::put_decision(conn, &d)?;
+                        }
+                    }
+                    continue;
+                }
                 let key = format!("machines/{machine}/{path}");
                 out.files += 1;
                 let before = out.new_events;

@@ -207,6 +207,20 @@ CREATE TABLE remote_log (
     problem  TEXT
 );
 "#,
+    // Decisions on review cards made on members (issue 45), as the dreamer took them in
+    // (stored with the member's mark, in one transaction), and what became of each:
+    // `outcome` NULL until applied, then `applied` (with its commit) or `refused` (why:
+    // the card was decided first elsewhere).
+    r#"
+CREATE TABLE decisions (
+    id       TEXT PRIMARY KEY,
+    decision TEXT NOT NULL,
+    at       TEXT NOT NULL,
+    outcome  TEXT,
+    note     TEXT,
+    updated  TEXT
+);
+"#,
 ];
 
 /// Vectors are keyed by `events.seq * MODEL_SLOTS + embedding_models.id` in a rowid table
@@ -2058,4 +2072,71 @@ pub fn count_after(conn: &Connection, after: i64) -> Result<i64> {
         r.get(0)
     })
     .context(|| "counting the events to ship".into())
+}
+
+/// Store a member's decision as taken in (a decision seen before is left as it is).
+pub fn put_decision(
+    conn: &Connection,
+    d: &dream_core::operations::machines::Decision,
+) -> Result<()> {
+    let json = serde_json::to_string(d).unwrap_or_default();
+    conn.execute(
+        "INSERT OR IGNORE INTO decisions (id, decision, at) VALUES (?1, ?2, ?3)",
+        params![d.id, json, d.at],
+    )
+    .map(|_| ())
+    .context(|| format!("storing decision {}", d.id))
+}
+
+/// The members' decisions not yet applied, oldest first.
+pub fn pending_decisions(
+    conn: &Connection,
+) -> Result<Vec<dream_core::operations::machines::Decision>> {
+    let ctx = || "reading the members' decisions".to_string();
+    let mut stmt = conn
+        .prepare_cached("SELECT decision FROM decisions WHERE outcome IS NULL ORDER BY at, id")
+        .context(ctx)?;
+    let rows = stmt.query_map([], |r| r.get::<_, String>(0)).context(ctx)?;
+    let mut out = Vec::new();
+    for row in rows {
+        if let Ok(d) = serde_json::from_str(&row.context(ctx)?) {
+            out.push(d);
+        }
+    }
+    Ok(out)
+}
+
+/// Record what became of a member's decision (`applied` or `refused`) and why.
+pub fn decision_outcome(
+    conn: &Connection,
+    id: &str,
+    outcome: &str,
+    note: &str,
+    now: DateTime<Utc>,
+) -> Result<()> {
+    conn.execute(
+        "UPDATE decisions SET outcome = ?2, note = ?3, updated = ?4 WHERE id = ?1",
+        params![id, outcome, note, now.to_rfc3339()],
+    )
+    .map(|_| ())
+    .context(|| format!("recording what became of decision {id}"))
+}
+
+/// Members' decisions that were not applied (a card decided first elsewhere): id, what
+/// was decided, why not.
+pub fn refused_decisions(conn: &Connection) -> Result<Vec<(String, String)>> {
+    let ctx = || "reading the members' decisions".to_string();
+    let mut stmt = conn
+        .prepare_cached(
+            "SELECT decision, note FROM decisions WHERE outcome = 'refused' ORDER BY at",
+        )
+        .context(ctx)?;
+    let rows = stmt
+        .query_map([], |r| {
+            Ok((r.get::<_, String>(0)?, r.get::<_, Option<String>>(1)?))
+        })
+        .context(ctx)?;
+    rows.map(|r| r.map(|(d, n)| (d, n.unwrap_or_default())))
+        .collect::<rusqlite::Result<Vec<_>>>()
+        .context(ctx)
 }

@@ -675,9 +675,10 @@ impl Store {
         if let (Some(remote), false) = (&self.member_of, kind == "update") {
             return Err(Error::Usage(format!(
                 "this machine is a member of the memory at {remote}: memory is written only by \
-                 the machine that dreams it (a second writer would fork it). Decide cards, undo \
-                 and purge there, or edit memory at the git host (the dreamer takes the edit in \
-                 at its next sync); nothing was changed here"
+                 the machine that dreams it (a second writer would fork it). A card decided here \
+                 (`dream review accept|reject|edit ID`) travels to it; undo and purge there, or \
+                 edit memory at the git host (the dreamer takes the edit in at its next sync); \
+                 nothing was changed here"
             )));
         }
         let target = match batch.tip {
