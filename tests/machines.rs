@@ -105,6 +105,19 @@ fn join(env: &Env, url: &str, machine: &str, person: &str) {
     ok(&out, "dream join");
 }
 
+/// A dreamer `desk` and a member `laptop` (Ana's) sharing memory through a file://
+/// remote: the two machines, the bare repository and its URL.
+fn desk_and_laptop() -> (Env, Env, PathBuf, String) {
+    let (a, b) = (Env::new(), Env::new());
+    let remote = bare(&a.root);
+    let url = format!("file://{}", remote.display());
+    let repo = a.repo.display().to_string();
+    let out = a.dream(&["init", &repo, "--remote", &url, "--machine", "desk"]);
+    ok(&out, "init");
+    join(&b, &url, "laptop", "ana");
+    (a, b, remote, url)
+}
+
 /// Every object of a bare repository, as text (loose and packed alike).
 fn every_object(bare: &Path) -> String {
     let out = Command::new("git")
@@ -296,15 +309,7 @@ fn a_second_dreamer_is_stopped_naming_both_machines_and_its_cycle_stays_local() 
 
 #[test]
 fn the_remote_going_away_and_coming_back_loses_nothing_and_hand_edits_at_the_remote_are_taken_in() {
-    let (a, b) = (Env::new(), Env::new());
-    let remote = bare(&a.root);
-    let url = format!("file://{}", remote.display());
-    let repo = a.repo.display().to_string();
-    ok(
-        &a.dream(&["init", &repo, "--remote", &url, "--machine", "desk"]),
-        "init",
-    );
-    join(&b, &url, "laptop", "ana");
+    let (a, b, remote, url) = desk_and_laptop();
 
     // The remote goes away: the member keeps its events, committed; the dreamer's cycle
     // runs on what it has; nothing fails.
@@ -472,15 +477,7 @@ fn init_refuses_a_remote_that_holds_memory_and_join_refuses_what_is_not_one() {
 
 #[test]
 fn a_session_hook_on_a_member_waits_on_a_slow_remote_for_a_second_or_two_at_most() {
-    let (a, b) = (Env::new(), Env::new());
-    let remote = bare(&a.root);
-    let url = format!("file://{}", remote.display());
-    let repo = a.repo.display().to_string();
-    ok(
-        &a.dream(&["init", &repo, "--remote", &url, "--machine", "desk"]),
-        "init",
-    );
-    join(&b, &url, "laptop", "ana");
+    let (_desk, b, _remote, url) = desk_and_laptop();
     ok(&b.dream(&["sync"]), "member sync");
     // The remote becomes an ssh host that never answers (an ssh that hangs).
     let toml = b.repo.join(".dream/remote.toml");
@@ -838,16 +835,9 @@ fn a_join_killed_at_any_point_leaves_nothing_and_joins_when_run_again() {
 
 #[test]
 fn a_card_decided_on_a_member_lands_once_and_a_second_decision_is_reported() {
-    let (a, b, c) = (Env::new(), Env::new(), Env::new());
+    let (a, b, _remote, url) = desk_and_laptop();
     a.episodes_off();
-    let remote = bare(&a.root);
-    let url = format!("file://{}", remote.display());
-    let repo = a.repo.display().to_string();
-    ok(
-        &a.dream(&["init", &repo, "--remote", &url, "--machine", "desk"]),
-        "init",
-    );
-    join(&b, &url, "laptop", "ana");
+    let c = Env::new();
     join(&c, &url, "cloudbox", "bo");
     // Said twice: a card, pushed with memory.
     a.write_inbox("a.jsonl", &(lisbon(1, "s1", "") + &lisbon(2, "s2", "")));
