@@ -78,6 +78,8 @@ pub enum Command {
     // Init, Run, Ingest, Status and Demo take their help from their argument structs (a
     // doc comment here would hide the struct's long help); so do Review, Explain, Undo, Log.
     Init(InitArgs),
+    Join(JoinArgs),
+    Sync(SyncArgs),
     Run(RunArgs),
     Backfill(BackfillArgs),
     Status(StatusArgs),
@@ -364,6 +366,62 @@ pub struct InitArgs {
     /// Where to create the repository.
     #[arg(value_name = "DIR")]
     pub dir: Option<PathBuf>,
+    /// Share the memory through this git remote (a bare repository over ssh, git://,
+    /// https or file://), this machine the one that dreams it: the first push creates
+    /// memory there. A remote that already holds a memory is refused: `dream join` it.
+    #[arg(long, value_name = "URL")]
+    pub remote: Option<String>,
+    /// This machine's name, as commits and the other machines see it (with --remote;
+    /// default: the host name).
+    #[arg(long, value_name = "NAME", requires = "remote")]
+    pub machine: Option<String>,
+}
+
+/// Join a shared memory as a member: a local copy for reading, this machine's events shipped.
+///
+/// Clones the memory at URL into PATH (a new or empty folder) and makes this machine a
+/// member: `dream sync` (from a timer, and bounded from the SessionStart hook) turns its
+/// new inbox lines and agent transcripts into events here (the turn splitter and secret
+/// redaction run on this machine, so a secret said here never leaves it), commits them to
+/// its own branch at the remote, fetches memory and moves the local copy forward. Agents
+/// on this machine load the local copy (`dream context --repo PATH`). A machine may join
+/// several memories (a personal one and a team's), each in its own PATH, each with the
+/// projects whose events it ships (--projects).
+#[derive(Debug, Args)]
+pub struct JoinArgs {
+    /// The memory's git remote, as its dreamer gave it to `dream init --remote`.
+    #[arg(value_name = "URL")]
+    pub url: String,
+    /// Where the local copy goes.
+    #[arg(value_name = "PATH")]
+    pub path: PathBuf,
+    /// This machine's name (default: the host name); one machine, one name.
+    #[arg(long, value_name = "NAME")]
+    pub machine: Option<String>,
+    /// Whose events this machine ships (stamped on each as meta.person).
+    #[arg(long, value_name = "NAME")]
+    pub person: Option<String>,
+    /// Ship only events of projects whose path holds this text (repeatable; default: all).
+    #[arg(long = "projects", value_name = "FILTER")]
+    pub projects: Vec<String>,
+}
+
+/// Ship what is new and fetch memory (a member), or fetch what members shipped (the dreamer).
+///
+/// On a member: new inbox and transcript lines become events here (turns split, secrets
+/// redacted), are committed to this machine's branch and pushed; then memory is fetched
+/// and the local copy moved forward. On the dreamer: the members' branches are fetched and
+/// their events stored, a person's edits made at the remote are merged in, and memory is
+/// pushed if this machine is ahead. Idempotent and safe from a timer: a remote that cannot
+/// be reached leaves everything committed here for the next sync (exit 0, with a note).
+#[derive(Debug, Args)]
+pub struct SyncArgs {
+    /// Spend at most this many seconds on the network (a session hook gives 2).
+    #[arg(long, value_name = "SECONDS")]
+    pub timeout: Option<f64>,
+    /// Print what the sync did as JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// Run one consolidation cycle (what the timer runs twice a day).

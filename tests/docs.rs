@@ -563,9 +563,11 @@ fn readme_block(section: &str, lang: &str) -> (Doc, usize) {
     (doc, i)
 }
 
-#[test]
-fn readmes_walk_through_runs_from_a_fresh_clone() {
-    let (doc, i) = readme_block("try-it-on-the-sample-events", "sh");
+/// Run the first `sh` block of a README section as a shell runs it, in the clone, with the
+/// built `dream` first on PATH and a fresh HOME; returns the environment, the script and
+/// what it printed.
+fn run_readme_section(section: &str) -> (Env, String, std::process::Output) {
+    let (doc, i) = readme_block(section, "sh");
     let script = doc.blocks[i].lines.join("\n");
     let env = Env::new();
     let tmp = env.root.join("tmp");
@@ -594,6 +596,58 @@ fn readmes_walk_through_runs_from_a_fresh_clone() {
         .args(["-eux", "-c", &script])
         .output()
         .unwrap();
+    (env, script, out)
+}
+
+/// README's "Several machines" and "A team" walk-throughs run on one computer as written,
+/// and leave what they say: the laptop's (or Bo's) copy holds the facts its own or another
+/// machine's sessions said, and the dreamer's status names every machine.
+#[test]
+fn readmes_machines_and_team_walk_throughs_run() {
+    for (section, copy, dreamer, machines) in [
+        ("several-machines", "laptop", "memory", &["laptop"][..]),
+        (
+            "a-team",
+            "bo-team",
+            "team",
+            &["ana-laptop", "bo-desktop"][..],
+        ),
+    ] {
+        let (env, _, out) = run_readme_section(section);
+        assert!(
+            out.status.success(),
+            "README's #{section} failed (exit {:?}):\n{}\n{}",
+            out.status.code(),
+            stdout(&out),
+            stderr(&out)
+        );
+        let said = stdout(&out);
+        let facts = std::fs::read_to_string(env.home.join(copy).join("memory/human.md")).unwrap();
+        assert!(
+            facts.contains("I live in Lisbon and work best in the morning."),
+            "#{section}: the member's copy lacks the fact:\n{facts}"
+        );
+        let status = std::process::Command::new(assert_cmd::cargo::cargo_bin("dream"))
+            .args(["--repo"])
+            .arg(env.home.join(dreamer))
+            .args(["status", "--json"])
+            .env("HOME", &env.home)
+            .output()
+            .unwrap();
+        let status: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
+        let seen: Vec<&str> = status["shared"]["members"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|m| m["machine"].as_str())
+            .collect();
+        assert_eq!(seen, machines, "#{section}: {said}");
+    }
+}
+
+#[test]
+fn readmes_walk_through_runs_from_a_fresh_clone() {
+    let (env, script, out) = run_readme_section("try-it-on-the-sample-events");
     assert!(
         out.status.success(),
         "README's walk-through failed (exit {:?}):\n{}\n{}",

@@ -16,6 +16,7 @@ mod hardening;
 mod harnesses;
 mod heartbeat;
 mod llm;
+mod machines;
 mod measure;
 mod model;
 mod ops;

@@ -37,7 +37,16 @@ fn print(g: &Global, a: &ContextArgs) -> Result<()> {
     }
     let root = super::repo_root(g)?;
     let config = dream_engine::config::load(&root)?;
-    let today = super::now(g)?.date_naive();
+    let now = super::now(g)?;
+    let today = now.date_naive();
+    // A member's session hook pushes what waits and fetches memory first, bounded: a second
+    // or two on the network at most, then the copy it has, with its age.
+    if a.hook.is_some() {
+        if let Err(e) = dream_engine::machines::refresh(&root, now, HOOK_SYNC) {
+            tracing::warn!("dream context --hook: sync: {e}");
+        }
+    }
+    let age = dream_engine::machines::copy_age(&root, now);
     let project = if a.every_project {
         None
     } else {
@@ -46,7 +55,10 @@ fn print(g: &Global, a: &ContextArgs) -> Result<()> {
     let opts = Options {
         budget: a.budget,
         // Part of what the session loads: the budget holds it too.
-        scope_line: Some(scope_line(project.as_deref(), a.every_project)),
+        scope_line: Some(match &age {
+            Some(age) => format!("{} {age}", scope_line(project.as_deref(), a.every_project)),
+            None => scope_line(project.as_deref(), a.every_project),
+        }),
         query: a.query.clone(),
         all: a.all,
         project: project.clone(),
@@ -114,6 +126,9 @@ fn absolute(p: &str) -> String {
         .map(|d| d.join(path).display().to_string())
         .unwrap_or_else(|_| p.to_string())
 }
+
+/// The most a session hook's sync spends on the network.
+const HOOK_SYNC: std::time::Duration = std::time::Duration::from_millis(1500);
 
 /// How long a hook waits for its input before it goes on without it.
 const HOOK_INPUT_WAIT: std::time::Duration = std::time::Duration::from_secs(2);

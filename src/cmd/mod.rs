@@ -30,12 +30,14 @@ mod eval;
 mod hooks;
 mod ingest;
 mod init;
+mod join;
 mod mcp;
 mod quiz;
 mod run;
 mod schedule;
 mod skills;
 mod status;
+pub(crate) mod sync;
 mod tooling;
 mod verify;
 // The human side (SPEC S9).
@@ -82,6 +84,8 @@ fn dispatch(cli: &Cli) -> Result<i32> {
     let g = &cli.global;
     match &cli.command {
         Command::Init(a) => init::run(g, a),
+        Command::Join(a) => join::run(g, a),
+        Command::Sync(a) => sync::run(g, a),
         Command::Run(a) => run::run(g, a),
         Command::Backfill(a) => run::backfill(g, a),
         Command::Ingest(a) => ingest::run(g, a),

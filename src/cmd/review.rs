@@ -73,6 +73,13 @@ pub fn run(g: &Global, a: &ReviewArgs) -> Result<i32> {
     let root = super::repo_root(g)?;
     let config = dream_engine::config::load(&root)?;
     let desk = Desk::open(&root, config, super::now(g)?)?;
+    let member = dream_engine::edges::remote::membership(&root)?
+        .is_some_and(|m| m.role == dream_core::operations::machines::Role::Member);
+    if member {
+        if let Some(code) = on_member(&desk, a)? {
+            return Ok(code);
+        }
+    }
     match &a.action {
         None => interactive(&desk),
         Some(ReviewAction::List { json, waiting }) => list(&desk, *json, *waiting),
@@ -102,6 +109,55 @@ pub fn run(g: &Global, a: &ReviewArgs) -> Result<i32> {
             },
         )?),
     }
+}
+
+/// A decision on a member of a shared memory: it travels to the dreamer (one card at a
+/// time); `None` for what reads only (list, show), which runs as anywhere.
+fn on_member(desk: &Desk, a: &ReviewArgs) -> Result<Option<i32>> {
+    let (ids, verb, reason, batch) = match &a.action {
+        Some(ReviewAction::Accept { ids, reason, batch }) => {
+            (ids, "accept", reason.clone(), batch.any())
+        }
+        Some(ReviewAction::Reject { ids, reason, batch }) => {
+            (ids, "reject", reason.clone(), batch.any())
+        }
+        Some(ReviewAction::Edit { id, text }) => {
+            return travel(desk, id, "edit", "", Some(text)).map(Some);
+        }
+        Some(_) => return Ok(None),
+        None => {
+            return Err(Error::Usage(
+                "this machine is a member of a shared memory: decide one card at a time with \
+                 `dream review accept ID`, `reject ID --reason TEXT` or `edit ID TEXT`; each \
+                 decision travels to the machine that dreams the memory"
+                    .into(),
+            ))
+        }
+    };
+    if ids.len() != 1 || batch {
+        return Err(Error::Usage(
+            "on a member of a shared memory a decision is one card at a time (`dream review accept ID`); \
+             batches are decided on the machine that dreams it"
+                .into(),
+        ));
+    }
+    travel(desk, &ids[0], verb, reason.as_deref().unwrap_or(""), None).map(Some)
+}
+
+/// Record a member's decision on its branch and push it.
+fn travel(desk: &Desk, id: &str, verb: &str, reason: &str, text: Option<&str>) -> Result<i32> {
+    let card = desk.find(id)?;
+    let (d, synced) = dream_engine::machines::decide_on_member(
+        &desk.root, &card.id, verb, reason, text, desk.now,
+    )?;
+    println!(
+        "{verb} {}: decision {} travels to the machine that dreams this memory, which applies it at its next sync or cycle (the first decision on a card wins)",
+        card.id, d.id
+    );
+    for n in &synced.notes {
+        eprintln!("dream: {n}");
+    }
+    Ok(EXIT_OK)
 }
 
 fn interactive(desk: &Desk) -> Result<i32> {

@@ -45,6 +45,16 @@ fn cycle(g: &Global, a: &RunArgs, restart: bool) -> Result<i32> {
     }
     let provider = providers::llm(&config)?;
     let embedder = providers::embedder(&config)?;
+    // A shared memory (issue 45): what the members shipped and a person's edits at the
+    // remote come in first; a second dreamer stops here, before the cycle.
+    let shared = !a.dry_run;
+    if shared {
+        if let Some(s) = dream_engine::machines::before_cycle(&root, super::now(g)?)? {
+            for n in &s.notes {
+                eprintln!("dream: {n}");
+            }
+        }
+    }
     let opts = Options {
         kind: a.cycle,
         dry_run: a.dry_run,
@@ -67,6 +77,19 @@ fn cycle(g: &Global, a: &RunArgs, restart: bool) -> Result<i32> {
     );
     shown.finish();
     let report = result?;
+    // Memory out: pushed when the cycle is done (a remote out of reach keeps it here,
+    // committed, for the next sync or cycle; another dreamer's cycles are an error).
+    if shared && dream_engine::edges::remote::membership(&root)?.is_some() {
+        // Members' decisions on cards this cycle took in are applied before the push.
+        super::sync::apply_decisions(&root, super::now(g)?, false)?;
+    }
+    if shared {
+        if let Some(s) = dream_engine::machines::after_cycle(&root, super::now(g)?)? {
+            for n in &s.notes {
+                eprintln!("dream: {n}");
+            }
+        }
+    }
     if a.json {
         super::print_json(&report)?;
     } else {

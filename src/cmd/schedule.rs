@@ -67,6 +67,9 @@ fn install(g: &Global, a: &ScheduleInstallArgs) -> Result<i32> {
     } else {
         vec![super::repo_root(g)?]
     };
+    for r in &repos {
+        refuse_member(r)?;
+    }
     let opts = Options {
         scheduler,
         binary: units::this_binary()?,
@@ -97,6 +100,27 @@ fn install(g: &Global, a: &ScheduleInstallArgs) -> Result<i32> {
     } else {
         EXIT_OK
     })
+}
+
+/// A member of a shared memory runs no cycles (its dreamer does): the cycles' units would
+/// fail at every run, so they are refused, with the sync line to schedule instead.
+fn refuse_member(repo: &std::path::Path) -> Result<()> {
+    let Some(m) = dream_engine::edges::remote::membership(repo)? else {
+        return Ok(());
+    };
+    if m.role != dream_core::operations::machines::Role::Member {
+        return Ok(());
+    }
+    let bin = units::this_binary()?;
+    Err(Error::Usage(format!(
+        "{} is a member of the memory at {}: its cycles run on the machine that dreams it, so no \
+         cycle is scheduled here. Run its sync from a timer instead, every 10 minutes, for example \
+         this crontab line (`crontab -e`):\n  */10 * * * * {} --repo {} --quiet sync",
+        repo.display(),
+        m.remote,
+        schedule::shell_line(&[bin.display().to_string()]),
+        schedule::shell_line(&[repo.display().to_string()])
+    )))
 }
 
 /// Where the single-repository units run, and what would break them.

@@ -23,6 +23,7 @@ pub fn run(g: &Global, a: &StatusArgs) -> Result<i32> {
         return Ok(code);
     }
     print_memory(&s);
+    print_shared(&s);
     print_input(&s);
     print_cycles(&s);
     print_heartbeat(&s);
@@ -61,6 +62,55 @@ fn print_memory(s: &Status) {
         println!(
             "  skill drafts     {} awaiting a decision (run `dream skills list`)",
             s.skills_awaiting
+        );
+    }
+}
+
+/// A shared memory: remote, role, the last fetch and push, the machines seen, what waits.
+fn print_shared(s: &Status) {
+    let Some(sh) = &s.shared else { return };
+    let m = &sh.membership;
+    println!(
+        "  shared           {} as {} {:?}{}",
+        m.remote,
+        m.role.as_str(),
+        m.machine,
+        m.person
+            .as_deref()
+            .map(|p| format!(" (person {p:?})"))
+            .unwrap_or_default()
+    );
+    for l in [&sh.fetch, &sh.push].into_iter().flatten() {
+        println!(
+            "  last {:<11} tried {}, got through {}{}",
+            l.what,
+            l.tried,
+            l.done.as_deref().unwrap_or("never"),
+            l.problem
+                .as_deref()
+                .map(|p| format!("; failed: {p}"))
+                .unwrap_or_default()
+        );
+    }
+    println!(
+        "  waiting          {} commits not yet at the remote{}",
+        sh.commits_waiting,
+        if m.role == dream_core::operations::machines::Role::Member {
+            format!(", {} events not yet shipped", sh.events_waiting)
+        } else {
+            String::new()
+        }
+    );
+    for x in &sh.members {
+        println!(
+            "  machine          {}{}: {} events, last said {}",
+            x.machine,
+            x.person
+                .as_deref()
+                .map(|p| format!(" ({p})"))
+                .unwrap_or_default(),
+            x.events,
+            x.last_event.as_deref().unwrap_or("never")
         );
     }
 }

@@ -9,6 +9,7 @@ mod parts;
 mod quality;
 mod recall;
 mod stream;
+mod sync;
 mod year;
 
 use std::path::PathBuf;
@@ -54,6 +55,25 @@ enum Command {
     /// Time `recall` (the read path `dream mcp` and the quiz use) over a memory of --facts
     /// synthetic facts, asking quiz clozes of them: median and p90 ms, hit@5.
     Recall(RecallArgs),
+    /// Time sharing one memory across machines (a file:// remote): each member's first and
+    /// idle sync, the dreamer's sync over every member's events, the remote's size.
+    Sync(SyncArgs),
+}
+
+#[derive(Debug, Args)]
+struct SyncArgs {
+    /// Members shipping to the memory.
+    #[arg(long, default_value_t = 3)]
+    members: usize,
+    /// Events in each member's inbox.
+    #[arg(long, default_value_t = 2000)]
+    events: usize,
+    /// Runs (fresh machines each); medians are reported.
+    #[arg(long, default_value_t = 5)]
+    runs: usize,
+    /// Seed of the synthetic workload.
+    #[arg(long, default_value_t = 7)]
+    seed: u64,
 }
 
 #[derive(Debug, Args)]
@@ -144,6 +164,12 @@ fn main() {
         Some(Command::EvalLocomo(a)) => eval_locomo(a),
         Some(Command::EvalAgent(a)) => eval_agent(a),
         Some(Command::Recall(a)) => recall_bench(a),
+        Some(Command::Sync(a)) => {
+            sync::measure_sync(a.members, a.events, a.runs, a.seed).map(|r| {
+                println!("{}", serde_json::to_string_pretty(&r).unwrap_or_default());
+                EXIT_OK
+            })
+        }
         None => run(&cli.global, &cli.bench),
     };
     match result {

@@ -170,8 +170,25 @@ pub fn diagnose(found: Result<&Path, &Error>, opts: &Options) -> Diagnosis {
         Some(c) => sources_checks(root, c, &mut checks),
         None => checks.push(skipped("sources", "dream.toml does not load")),
     }
-    checks.push(schedule_check(root));
+    // A member of a shared memory runs no cycles: its dreamer's doctor checks them, and
+    // its own timer runs `dream sync` (the shared memory's check says when it last did).
+    let member = crate::edges::remote::membership(root)
+        .ok()
+        .flatten()
+        .is_some_and(|m| m.role == dream_core::operations::machines::Role::Member);
+    if member {
+        checks.push(skipped(
+            "schedule",
+            "a member of a shared memory: schedule `dream sync`, not cycles",
+        ));
+    } else {
+        checks.push(schedule_check(root));
+    }
     match (&config, &st) {
+        _ if member => checks.push(skipped(
+            "last cycle",
+            "a member of a shared memory: its cycles run on the machine that dreams it",
+        )),
         (Some(c), Some(s)) => checks.push(last_cycle_check(root, c, s, opts.now)),
         (_, None) => checks.push(warn(
             "last cycle",
@@ -191,7 +208,14 @@ pub fn diagnose(found: Result<&Path, &Error>, opts: &Options) -> Diagnosis {
         }
     }
     checks.push(disk_check(root));
+    if let Some(c) = shared_check(root, opts.offline) {
+        checks.push(c);
+    }
     match (&config, &st) {
+        _ if member => checks.push(skipped(
+            "heartbeat",
+            "a member of a shared memory: the dreamer's heartbeat watches the cycles",
+        )),
         (Some(c), Some(s)) => heartbeat_checks(root, c, s, opts.now, &mut checks),
         _ => checks.push(skipped("heartbeat", "no cycle has run yet")),
     }
@@ -672,6 +696,82 @@ fn embedder_check(config: &Config, offline: bool) -> Check {
             "check embed.base_url, embed.model and the key (embed.api_key_env, else llm.api_key_env)",
         ),
     }
+}
+
+/// A shared memory (issue 45): the remote answers (unless offline), the last fetch and
+/// push got through, and nothing has waited long to be shipped. `None` when not shared.
+fn shared_check(root: &Path, offline: bool) -> Option<Check> {
+    let s = match crate::machines::shared(root) {
+        Ok(s) => s?,
+        Err(e) => {
+            return Some(fail(
+                "shared memory",
+                e.to_string(),
+                format!(
+                    "fix or remove {}",
+                    crate::edges::remote::membership_path(root).display()
+                ),
+            ))
+        }
+    };
+    let m = &s.membership;
+    let mut detail = format!(
+        "{} of {} as {:?}; {} commits and {} events wait to be shipped",
+        m.role.as_str(),
+        m.remote,
+        m.machine,
+        s.commits_waiting,
+        s.events_waiting
+    );
+    for l in [&s.fetch, &s.push].into_iter().flatten() {
+        detail.push_str(&format!(
+            "; last {} tried {}, got through {}",
+            l.what,
+            l.tried,
+            l.done.as_deref().unwrap_or("never")
+        ));
+    }
+    if !s.members.is_empty() {
+        let seen: Vec<String> = s
+            .members
+            .iter()
+            .map(|x| {
+                format!(
+                    "{} ({} events, last {})",
+                    x.machine,
+                    x.events,
+                    x.last_event.as_deref().unwrap_or("none")
+                )
+            })
+            .collect();
+        detail.push_str(&format!("; machines seen: {}", seen.join(", ")));
+    }
+    let problem = [&s.fetch, &s.push]
+        .into_iter()
+        .flatten()
+        .find_map(|l| l.problem.clone());
+    if !offline {
+        let limit = std::time::Duration::from_secs(m.timeout_secs.min(10));
+        match crate::edges::remote::ls_remote(&m.remote, limit) {
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => {
+                return Some(warn(
+                    "shared memory",
+                    format!("{detail}; {e}"),
+                    "check the network and your access (`git ls-remote URL` shows the same); meanwhile everything waits here, committed, and goes at the next `dream sync`",
+                ))
+            }
+            Err(e) => return Some(fail("shared memory", format!("{detail}; {e}"), "install git")),
+        }
+    }
+    Some(match problem {
+        Some(p) => warn(
+            "shared memory",
+            format!("{detail}; the last try failed: {p}"),
+            "run `dream sync` to try again; nothing is lost meanwhile",
+        ),
+        None => ok("shared memory", detail),
+    })
 }
 
 fn disk_check(root: &Path) -> Check {

@@ -11,6 +11,7 @@
 //!   repository, the lock, the timer units on disk;
 //! - [`providers`]: the model and embedding backends (HTTP lives here);
 //! - [`stages`]: what a cycle does, stage by stage, and [`cycle`], which orders them;
+//! - [`machines`]: one memory across machines: init with a remote, join, sync, push;
 //! - [`human`]: the person's side: review decisions, undo, explain, log, status, verify,
 //!   skills, the schedule's units, the demo;
 //! - [`agents`]: what agents load and how it reaches them (context, hooks, use counts, the
@@ -25,6 +26,7 @@ pub mod edges;
 pub mod providers;
 
 pub mod cycle;
+pub mod machines;
 pub mod stages;
 
 pub mod human;

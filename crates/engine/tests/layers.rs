@@ -35,8 +35,8 @@ const LAYERS: &[&[&str]] = &[
     &["agents"],
     // What a cycle does, stage by stage.
     &["stages"],
-    // The one place that orders the stages.
-    &["cycle"],
+    // The one place that orders the stages; the steps several machines share memory by.
+    &["cycle", "machines"],
     // The person's side, and the installation checked end to end.
     &["human", "doctor"],
     // Evaluations replay whole cycles.

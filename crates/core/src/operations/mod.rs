@@ -10,4 +10,5 @@ pub mod audit;
 pub mod commit;
 pub mod digest;
 pub mod heartbeat;
+pub mod machines;
 pub mod report;

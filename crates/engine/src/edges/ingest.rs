@@ -86,7 +86,102 @@ pub fn ingest_inbox(
         out.watermarks.push(chunk.watermark);
     }
     crate::edges::sources::ingest_sources(conn, root, config, cycle, now, &mut out)?;
+    ingest_members(conn, root, config, cycle, now, &mut out)?;
     Ok(out)
+}
+
+/// The dreamer's side of several machines (issue 45): every member branch fetched into
+/// `refs/dream/members/`, read from the commit its mark names, each new commit's event
+/// files stored line by line as inbox lines are (the same parse, redaction, dedupe by id
+/// and quarantine), and the mark moved to the commit in the same transaction. So a
+/// member's events are stored exactly once whatever order fetches, ingests and crashes
+/// come in: the events and the mark commit together or not at all.
+pub fn ingest_members(
+    conn: &Connection,
+    root: &Path,
+    config: &Config,
+    cycle: &str,
+    now: DateTime<Utc>,
+    out: &mut Ingested,
+) -> Result<()> {
+    let dreams = crate::edges::remote::membership(root)?
+        .is_some_and(|m| m.role == dream_core::operations::machines::Role::Dreamer);
+    let Some(repo) = dreams
+        .then(|| crate::edges::branches::open(root).ok())
+        .flatten()
+    else {
+        return Ok(());
+    };
+    for (machine, tip) in crate::edges::branches::fetched_members(&repo)? {
+        let mark = state::member_mark(conn, &machine)?;
+        let since = mark
+            .as_ref()
+            .and_then(|m| git2::Oid::from_str(&m.commit).ok());
+        let commits = crate::edges::branches::new_commits(&repo, tip, since)?;
+        if commits.is_empty() {
+            continue;
+        }
+        let mut mark = mark.unwrap_or(state::MemberMark {
+            machine: machine.clone(),
+            person: None,
+            commit: String::new(),
+            events: 0,
+            last_event: None,
+            updated: String::new(),
+        });
+        let mut excerpts = secrets::Excerpts::default();
+        for c in commits {
+            for (path, bytes) in &c.files {
+                if path.starts_with(dream_core::operations::machines::DECISIONS_DIR) {
+                    // A person's decision on a card, applied after this transaction.
+                    for line in bytes.split(|b| *b == b'\n') {
+                        if let Ok(d) = serde_json::from_slice(line) {
+                            state::put_decision(conn, &d)?;
+                        }
+                    }
+                    continue;
+                }
+                let key = format!("machines/{machine}/{path}");
+                out.files += 1;
+                let before = out.new_events;
+                for (i, line) in bytes.split(|b| *b == b'\n').enumerate() {
+                    if line.iter().all(|b| b.is_ascii_whitespace()) {
+                        continue;
+                    }
+                    let raw = inbox::RawLine {
+                        line: i as u64 + 1,
+                        offset: 0,
+                        bytes: line[..line.len().min(config.inbox.max_event_bytes)].to_vec(),
+                        len: line.len() as u64,
+                        truncated: line.len() > config.inbox.max_event_bytes,
+                        unterminated: false,
+                    };
+                    ingest_line(conn, config, &key, &raw, cycle, now, &mut excerpts, out)?;
+                    note_sender(&raw, &mut mark);
+                }
+                mark.events += (out.new_events - before) as i64;
+            }
+            mark.commit = c.id.to_string();
+            mark.updated = now.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+            state::put_member_mark(conn, &mark)?;
+        }
+    }
+    Ok(())
+}
+
+/// Keep the newest event time and the person a member's line names, for `dream status`.
+fn note_sender(line: &inbox::RawLine, mark: &mut state::MemberMark) {
+    let Ok(v) = serde_json::from_slice::<serde_json::Value>(&line.bytes) else {
+        return;
+    };
+    if let Some(ts) = v.get("ts").and_then(|t| t.as_str()) {
+        if mark.last_event.as_deref().is_none_or(|l| l < ts) {
+            mark.last_event = Some(ts.to_string());
+        }
+    }
+    if let Some(p) = v.pointer("/meta/person").and_then(|p| p.as_str()) {
+        mark.person = Some(p.to_string());
+    }
 }
 
 /// Store one line: a new event, a duplicate, or a quarantine record.

@@ -188,6 +188,39 @@ CREATE TABLE waiting (
     updated  TEXT NOT NULL
 );
 "#,
+    // Several machines (issue 45): on the dreamer, how far each member's branch was
+    // ingested (its last commit taken in, written in the transaction that stores that
+    // commit's events); on every machine, the last fetch and push tried and done.
+    r#"
+CREATE TABLE members (
+    machine    TEXT PRIMARY KEY,
+    person     TEXT,
+    commit_id  TEXT NOT NULL,
+    events     INTEGER NOT NULL,
+    last_event TEXT,
+    updated    TEXT NOT NULL
+);
+CREATE TABLE remote_log (
+    what     TEXT PRIMARY KEY,
+    tried    TEXT NOT NULL,
+    done     TEXT,
+    problem  TEXT
+);
+"#,
+    // Decisions on review cards made on members (issue 45), as the dreamer took them in
+    // (stored with the member's mark, in one transaction), and what became of each:
+    // `outcome` NULL until applied, then `applied` (with its commit) or `refused` (why:
+    // the card was decided first elsewhere).
+    r#"
+CREATE TABLE decisions (
+    id       TEXT PRIMARY KEY,
+    decision TEXT NOT NULL,
+    at       TEXT NOT NULL,
+    outcome  TEXT,
+    note     TEXT,
+    updated  TEXT
+);
+"#,
 ];
 
 /// Vectors are keyed by `events.seq * MODEL_SLOTS + embedding_models.id` in a rowid table
@@ -1906,4 +1939,204 @@ pub fn quiz_of_fact(
         }
     }
     Ok(out)
+}
+
+/// How far the dreamer ingested one member's branch (`members`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct MemberMark {
+    pub machine: String,
+    pub person: Option<String>,
+    /// The last commit of the member's branch whose events are stored.
+    pub commit: String,
+    /// Events taken in from this member, all told.
+    pub events: i64,
+    /// The time of the newest event it shipped (RFC 3339).
+    pub last_event: Option<String>,
+    pub updated: String,
+}
+
+/// One member's mark, if its branch was ever ingested.
+pub fn member_mark(conn: &Connection, machine: &str) -> Result<Option<MemberMark>> {
+    Ok(member_marks(conn)?
+        .into_iter()
+        .find(|m| m.machine == machine))
+}
+
+/// Every member's mark, by machine.
+pub fn member_marks(conn: &Connection) -> Result<Vec<MemberMark>> {
+    let ctx = || "reading the members' marks".to_string();
+    let mut stmt = conn
+        .prepare_cached(
+            "SELECT machine, person, commit_id, events, last_event, updated FROM members ORDER BY machine",
+        )
+        .context(ctx)?;
+    let rows = stmt
+        .query_map([], |r| {
+            Ok(MemberMark {
+                machine: r.get(0)?,
+                person: r.get(1)?,
+                commit: r.get(2)?,
+                events: r.get(3)?,
+                last_event: r.get(4)?,
+                updated: r.get(5)?,
+            })
+        })
+        .context(ctx)?;
+    rows.collect::<rusqlite::Result<Vec<_>>>().context(ctx)
+}
+
+/// Record a member's mark (in the transaction that stored its events).
+pub fn put_member_mark(conn: &Connection, m: &MemberMark) -> Result<()> {
+    conn.execute(
+        "INSERT INTO members (machine, person, commit_id, events, last_event, updated)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+         ON CONFLICT (machine) DO UPDATE SET person = excluded.person, commit_id = excluded.commit_id,
+           events = excluded.events, last_event = excluded.last_event, updated = excluded.updated",
+        params![m.machine, m.person, m.commit, m.events, m.last_event, m.updated],
+    )
+    .map(|_| ())
+    .context(|| format!("recording how far {}'s events were taken in", m.machine))
+}
+
+/// The last fetch or push: when it was tried, when it last got through, and what stopped
+/// the last try (none when it got through).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RemoteLog {
+    pub what: String,
+    pub tried: String,
+    pub done: Option<String>,
+    pub problem: Option<String>,
+}
+
+/// Record a fetch or push tried now (`problem`: none when it got through).
+pub fn put_remote_log(
+    conn: &Connection,
+    what: &str,
+    problem: Option<&str>,
+    now: DateTime<Utc>,
+) -> Result<()> {
+    let now = now.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    conn.execute(
+        "INSERT INTO remote_log (what, tried, done, problem) VALUES (?1, ?2, CASE WHEN ?3 IS NULL THEN ?2 END, ?3)
+         ON CONFLICT (what) DO UPDATE SET tried = excluded.tried,
+           done = COALESCE(excluded.done, remote_log.done), problem = excluded.problem",
+        params![what, now, problem],
+    )
+    .map(|_| ())
+    .context(|| format!("recording the last {what}"))
+}
+
+/// The last fetch and push, if any was tried.
+pub fn remote_logs(conn: &Connection) -> Result<Vec<RemoteLog>> {
+    let ctx = || "reading the last fetch and push".to_string();
+    let mut stmt = conn
+        .prepare_cached("SELECT what, tried, done, problem FROM remote_log ORDER BY what")
+        .context(ctx)?;
+    let rows = stmt
+        .query_map([], |r| {
+            Ok(RemoteLog {
+                what: r.get(0)?,
+                tried: r.get(1)?,
+                done: r.get(2)?,
+                problem: r.get(3)?,
+            })
+        })
+        .context(ctx)?;
+    rows.collect::<rusqlite::Result<Vec<_>>>().context(ctx)
+}
+
+/// Up to `limit` events stored after sequence number `after`, oldest first, each with its
+/// sequence number and project: what a member ships next.
+pub fn events_after(
+    conn: &Connection,
+    after: i64,
+    limit: usize,
+) -> Result<Vec<(i64, Event, Option<String>)>> {
+    let ctx = || "reading the events to ship".to_string();
+    let mut stmt = conn
+        .prepare_cached(&format!(
+            "SELECT {EVENT_COLUMNS}, seq, project FROM events WHERE seq > ?1 ORDER BY seq LIMIT ?2"
+        ))
+        .context(ctx)?;
+    let rows = stmt
+        .query_map(params![after, limit as i64], |r| {
+            Ok((r.get::<_, i64>(11)?, row_to_stored(r)?.event, r.get(12)?))
+        })
+        .context(ctx)?;
+    rows.collect::<rusqlite::Result<Vec<_>>>().context(ctx)
+}
+
+/// How many events are stored after sequence number `after` (what waits to be shipped).
+pub fn count_after(conn: &Connection, after: i64) -> Result<i64> {
+    conn.query_row("SELECT COUNT(*) FROM events WHERE seq > ?1", [after], |r| {
+        r.get(0)
+    })
+    .context(|| "counting the events to ship".into())
+}
+
+/// Store a member's decision as taken in (a decision seen before is left as it is).
+pub fn put_decision(
+    conn: &Connection,
+    d: &dream_core::operations::machines::Decision,
+) -> Result<()> {
+    let json = serde_json::to_string(d).unwrap_or_default();
+    conn.execute(
+        "INSERT OR IGNORE INTO decisions (id, decision, at) VALUES (?1, ?2, ?3)",
+        params![d.id, json, d.at],
+    )
+    .map(|_| ())
+    .context(|| format!("storing decision {}", d.id))
+}
+
+/// The members' decisions not yet applied, oldest first.
+pub fn pending_decisions(
+    conn: &Connection,
+) -> Result<Vec<dream_core::operations::machines::Decision>> {
+    let ctx = || "reading the members' decisions".to_string();
+    let mut stmt = conn
+        .prepare_cached("SELECT decision FROM decisions WHERE outcome IS NULL ORDER BY at, id")
+        .context(ctx)?;
+    let rows = stmt.query_map([], |r| r.get::<_, String>(0)).context(ctx)?;
+    let mut out = Vec::new();
+    for row in rows {
+        if let Ok(d) = serde_json::from_str(&row.context(ctx)?) {
+            out.push(d);
+        }
+    }
+    Ok(out)
+}
+
+/// Record what became of a member's decision (`applied` or `refused`) and why.
+pub fn decision_outcome(
+    conn: &Connection,
+    id: &str,
+    outcome: &str,
+    note: &str,
+    now: DateTime<Utc>,
+) -> Result<()> {
+    conn.execute(
+        "UPDATE decisions SET outcome = ?2, note = ?3, updated = ?4 WHERE id = ?1",
+        params![id, outcome, note, now.to_rfc3339()],
+    )
+    .map(|_| ())
+    .context(|| format!("recording what became of decision {id}"))
+}
+
+/// Members' decisions that were not applied (a card decided first elsewhere): id, what
+/// was decided, why not.
+pub fn refused_decisions(conn: &Connection) -> Result<Vec<(String, String)>> {
+    let ctx = || "reading the members' decisions".to_string();
+    let mut stmt = conn
+        .prepare_cached(
+            "SELECT decision, note FROM decisions WHERE outcome = 'refused' ORDER BY at",
+        )
+        .context(ctx)?;
+    let rows = stmt
+        .query_map([], |r| {
+            Ok((r.get::<_, String>(0)?, r.get::<_, Option<String>>(1)?))
+        })
+        .context(ctx)?;
+    rows.map(|r| r.map(|(d, n)| (d, n.unwrap_or_default())))
+        .collect::<rusqlite::Result<Vec<_>>>()
+        .context(ctx)
 }

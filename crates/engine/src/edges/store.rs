@@ -72,6 +72,13 @@ pub struct Store {
     repo: Repository,
     /// Folders (relative to the root) that are never committed: `.dream` and the inbox.
     private: Vec<String>,
+    /// The dreaming machine's name, when this memory is shared (issue 45): every commit
+    /// made here carries it in a `Dream-Machine:` trailer, the fence a second dreamer
+    /// is recognised by.
+    machine: Option<String>,
+    /// The remote, when this machine is a member of a shared memory: it never writes
+    /// memory (only moves its copy forward to what it fetched).
+    member_of: Option<String>,
 }
 
 /// The `.gitignore` of a memory repository.
@@ -160,7 +167,15 @@ impl Store {
                 root.display()
             )
         })?;
-        Ok(Store::with(root, repo))
+        use dream_core::operations::machines::Role;
+        let mut store = Store::with(root, repo);
+        if let Some(m) = crate::edges::remote::membership(root)? {
+            match m.role {
+                Role::Dreamer => store.machine = Some(m.machine),
+                Role::Member => store.member_of = Some(m.remote),
+            }
+        }
+        Ok(store)
     }
 
     fn with(root: &Path, repo: Repository) -> Store {
@@ -168,6 +183,8 @@ impl Store {
             root: root.to_path_buf(),
             repo,
             private: vec![".dream".into(), "events".into()],
+            machine: None,
+            member_of: None,
         }
     }
 
@@ -426,10 +443,11 @@ impl Store {
             .context(|| "reading the git tree".into())?;
         let sig = self.signature()?;
         let parents: Vec<&git2::Commit<'_>> = parent.iter().collect();
+        let message = self.signed(message);
         crash::point("git commit object").context(|| "committing".into())?;
         let oid = self
             .repo
-            .commit(None, &sig, &sig, message, &tree, &parents)
+            .commit(None, &sig, &sig, &message, &tree, &parents)
             .context(|| "committing".into())?;
         batch.tip = Some(oid);
         batch.commits.push(oid);
@@ -568,10 +586,101 @@ impl Store {
         Ok(files)
     }
 
+    /// A commit message as this machine signs it: with its `Dream-Machine:` trailer when
+    /// it dreams a shared memory.
+    fn signed(&self, message: &str) -> String {
+        match &self.machine {
+            Some(m) => dream_core::operations::machines::with_machine(message, m),
+            None => message.to_string(),
+        }
+    }
+
+    /// Move the branch forward to `target` (a descendant of its tip: the memory a member
+    /// fetched), files and index with it, through the journal like any change.
+    pub fn fast_forward(&self, target: Oid) -> Result<Option<Oid>> {
+        let mut batch = self.batch()?;
+        if batch.previous == Some(target) {
+            return Ok(None);
+        }
+        if let Some(p) = batch.previous {
+            if !self.repo.graph_descendant_of(target, p).unwrap_or(false) {
+                return Err(Error::Other(format!(
+                    "the local copy has commits of its own that memory at the remote lacks \
+                     (its branch is at {}); a member never writes memory: keep them with \
+                     `git -C {} branch mine` and run `git -C {} reset --hard {}`",
+                    &p.to_string()[..10],
+                    self.root.display(),
+                    self.root.display(),
+                    &target.to_string()[..10]
+                )));
+            }
+        }
+        batch.tip = Some(target);
+        batch.commits.push(target);
+        self.publish(batch, "update", Point::Ref)
+    }
+
+    /// Take in `theirs` (memory at the remote, moved by a person's edits on the git host):
+    /// a merge commit, or a fast-forward when this branch has nothing of its own. Where
+    /// both changed the same lines the person's version is kept (as a hand edit made here
+    /// is). Returns the new tip, `None` when `theirs` was already in.
+    pub fn merge_in(&self, theirs: Oid, message: &str) -> Result<Option<Oid>> {
+        let mut batch = self.batch()?;
+        let Some(ours) = batch.previous else {
+            return self.fast_forward(theirs);
+        };
+        if ours == theirs || self.repo.graph_descendant_of(ours, theirs).unwrap_or(false) {
+            return Ok(None);
+        }
+        if self.repo.graph_descendant_of(theirs, ours).unwrap_or(false) {
+            return self.fast_forward(theirs);
+        }
+        let ctx = || format!("merging the remote's {}", &theirs.to_string()[..10]);
+        let (a, b) = (
+            self.repo.find_commit(ours).context(ctx)?,
+            self.repo.find_commit(theirs).context(ctx)?,
+        );
+        let mut opts = git2::MergeOptions::new();
+        opts.file_favor(git2::FileFavor::Theirs);
+        let mut index = self.repo.merge_commits(&a, &b, Some(&opts)).context(ctx)?;
+        if index.has_conflicts() {
+            return Err(Error::Other(format!(
+                "memory at the remote was edited in a way that cannot be merged with this \
+                 machine's cycles (a file removed on one side and changed on the other); \
+                 merge `{}` into the branch by hand in {}, then run `dream sync`",
+                theirs,
+                self.root.display()
+            )));
+        }
+        let tree = self
+            .repo
+            .find_tree(index.write_tree_to(&self.repo).context(ctx)?)
+            .context(ctx)?;
+        let sig = self.signature()?;
+        let message = self.signed(message);
+        crash::point("git merge commit").context(ctx)?;
+        let oid = self
+            .repo
+            .commit(None, &sig, &sig, &message, &tree, &[&a, &b])
+            .context(ctx)?;
+        batch.tip = Some(oid);
+        batch.commits.push(oid);
+        self.publish(batch, "merge", Point::Ref)
+    }
+
     /// Publish a batch (see the module comment): journal, commit point, working tree and
     /// index, journal removed. An error before the commit point leaves everything as it
     /// was; one after it leaves the journal, and the next command finishes the change.
     pub fn publish(&self, batch: Batch, kind: &str, point: Point<'_>) -> Result<Option<Oid>> {
+        if let (Some(remote), false) = (&self.member_of, kind == "update") {
+            return Err(Error::Usage(format!(
+                "this machine is a member of the memory at {remote}: memory is written only by \
+                 the machine that dreams it (a second writer would fork it). A card decided here \
+                 (`dream review accept|reject|edit ID`) travels to it; undo and purge there, or \
+                 edit memory at the git host (the dreamer takes the edit in at its next sync); \
+                 nothing was changed here"
+            )));
+        }
         let target = match batch.tip {
             Some(t) if Some(t) != batch.previous => t,
             _ => {
@@ -1580,7 +1689,7 @@ fn file_mode(meta: &std::fs::Metadata) -> u32 {
     MODE_FILE
 }
 
-fn index_entry(path: &str, id: Oid, mode: u32) -> IndexEntry {
+pub(crate) fn index_entry(path: &str, id: Oid, mode: u32) -> IndexEntry {
     IndexEntry {
         ctime: IndexTime::new(0, 0),
         mtime: IndexTime::new(0, 0),

@@ -4,8 +4,10 @@
 //! out of the repository, its history and the state, `rebuild` makes a new state database
 //! from the inbox and the repository, `status` gathers what is waiting, at a glance,
 //! `schedule` installs and reads back the timer units, `demo` runs a cycle on the shipped
-//! sample in a scratch repository.
+//! sample in a scratch repository, `decisions` applies the review decisions members of a
+//! shared memory made.
 
+pub mod decisions;
 pub mod demo;
 pub mod oversight;
 pub mod purge;

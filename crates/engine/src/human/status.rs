@@ -59,6 +59,10 @@ pub struct Status {
     pub last_cycles: Vec<CycleLine>,
     /// What the heartbeat warns about now: a quiet failure, with its cause and fix.
     pub warnings: Vec<Warning>,
+    /// The shared memory this repository is part of (issue 45): remote, role, last fetch
+    /// and push, the machines seen, what waits to be shipped.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shared: Option<crate::machines::Shared>,
 }
 
 /// The vectors cached for one embedder.
@@ -120,6 +124,7 @@ pub fn gather(root: &Path, config: &Config, now: DateTime<Utc>) -> Result<Status
     let (cards, _) = store.pending_cards()?;
     let memory = store.load_memory(now.date_naive())?;
     let mut s = Status {
+        shared: crate::machines::shared(root)?,
         repo: root.display().to_string(),
         running: lock::running(root),
         events_stored: 0,
@@ -199,7 +204,15 @@ fn read_state(
     recent.sort_by_key(|c| std::cmp::Reverse(c.finished));
     recent.truncate(RECENT);
     s.last_cycles = recent.iter().map(cycle_line).collect();
-    s.warnings = heartbeat::warnings(&st.conn, root, config, now, None)?;
+    // A member of a shared memory runs no cycles (its dreamer does): the heartbeat's rules,
+    // all about cycles, would only warn that none ran.
+    let member = s
+        .shared
+        .as_ref()
+        .is_some_and(|sh| sh.membership.role == dream_core::operations::machines::Role::Member);
+    if !member {
+        s.warnings = heartbeat::warnings(&st.conn, root, config, now, None)?;
+    }
     Ok(())
 }
 
